@@ -1,0 +1,180 @@
+/*
+ * coll_api.c: the collective entry points. Every argument is checked here, before anything is
+ * queued; a bad one gets ncclInvalidArgument and a last-error text that names the call and the value.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include "api/api.h"
+#include "comm/comm.h"
+#include "exec/reduce.h"
+#include "exec/task.h"
+#include "group/group.h"
+#include "log/check.h"
+#include "log/log.h"
+#include "plan/plan.h"
+
+struct collArgs {
+  const char* name;
+  ncclFunc_t func;
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;
+  ncclDataType_t type;
+  ncclRedOp_t op;
+  int hasOp;
+  int root;
+  int hasRoot;
+  size_t sendElems; /* elements read from sendbuff, for overflow checks */
+  size_t recvElems; /* elements written to recvbuff */
+  ncclComm_t comm;
+};
+
+static ncclResult_t checkOp(const struct collArgs* a) {
+  int op = (int)a->op;
+  if (op >= 0 && op < ncclNumOps) return ncclSuccess;
+  int idx = op - ncclNumOps;
+  if (op < 0 || idx >= CHR_MAX_USER_REDOPS || !a->comm->userOps[idx].inUse)
+    return chrFail(ncclInvalidArgument, "%s: op %d is not a valid reduction op on this communicator", a->name, op);
+  if (a->comm->userOps[idx].type != a->type)
+    return chrFail(ncclInvalidArgument, "%s: op %d was created for datatype %d, used with datatype %d", a->name, op,
+                   (int)a->comm->userOps[idx].type, (int)a->type);
+  return ncclSuccess;
+}
+
+static ncclResult_t checkArgs(const struct collArgs* a, size_t* typeSize) {
+  CHECK(chrCommCheckReady(a->comm, a->name));
+  if ((int)a->type < 0 || (int)a->type >= ncclNumTypes)
+    return chrFail(ncclInvalidArgument, "%s: datatype %d is invalid (valid: 0..%d)", a->name, (int)a->type, ncclNumTypes - 1);
+  *typeSize = chrTypeSize(a->type);
+  if (a->hasOp) CHECK(checkOp(a));
+  if (a->hasRoot && (a->root < 0 || a->root >= a->comm->nRanks))
+    return chrFail(ncclInvalidArgument, "%s: root %d is out of range [0, %d)", a->name, a->root, a->comm->nRanks);
+  size_t maxElems = a->sendElems > a->recvElems ? a->sendElems : a->recvElems;
+  if (a->count > SIZE_MAX / (size_t)a->comm->nRanks || maxElems > SIZE_MAX / *typeSize)
+    return chrFail(ncclInvalidArgument, "%s: count %zu overflows the addressable size", a->name, a->count);
+  if (a->sendElems > 0 && a->sendbuff == NULL)
+    return chrFail(ncclInvalidArgument, "%s: sendbuff is NULL with count %zu", a->name, a->count);
+  if (a->recvElems > 0 && a->recvbuff == NULL)
+    return chrFail(ncclInvalidArgument, "%s: recvbuff is NULL with count %zu", a->name, a->count);
+  return ncclSuccess;
+}
+
+static ncclResult_t enqueueColl(const struct collArgs* a) {
+  size_t typeSize = 0;
+  ncclResult_t res = checkArgs(a, &typeSize);
+  if (res != ncclSuccess) goto fail;
+  struct chrCollTask* t = calloc(1, sizeof(*t));
+  if (t == NULL) { res = chrFail(ncclSystemError, "%s: out of memory queueing the call", a->name); goto fail; }
+  t->comm = a->comm;
+  t->func = a->func;
+  t->sendbuff = a->sendbuff;
+  t->recvbuff = a->recvbuff;
+  t->count = a->count;
+  t->type = a->type;
+  t->typeSize = typeSize;
+  t->userOp = a->hasOp ? a->op : ncclSum;
+  t->root = a->hasRoot ? a->root : -1;
+  res = chrPlanTask(t);
+  if (res != ncclSuccess) { free(t); goto fail; }
+  return chrGroupEnqueue(t);
+fail:
+  if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);
+  chrGroupNoteError(res);
+  return res;
+}
+
+/* Collectives that the planner has no algorithm for yet say so by name. */
+static ncclResult_t notYet(const struct collArgs* a) {
+  size_t typeSize;
+  ncclResult_t res = checkArgs(a, &typeSize);
+  if (res == ncclSuccess)
+    res = chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (host executor: ncclAllReduce only; see README)",
+                  a->name);
+  if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);
+  chrGroupNoteError(res);
+  return res;
+}
+
+NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  struct collArgs a = {"ncclAllReduce", ncclFuncAllReduce, sendbuff, recvbuff, count, datatype, op, 1, 0, 0,
+                       count, count, comm};
+  return enqueueColl(&a);
+}
+
+NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  struct collArgs a = {"ncclBroadcast", ncclFuncBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, 0, root, 1,
+                       0, count, comm};
+  if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root) a.sendElems = count;
+  return notYet(&a);
+}
+
+NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+         cudaStream_t stream) {
+  return pncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  struct collArgs a = {"ncclReduce", ncclFuncReduce, sendbuff, recvbuff, count, datatype, op, 1, root, 1,
+                       count, 0, comm};
+  if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root) a.recvElems = count;
+  return notYet(&a);
+}
+
+NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream) {
+  struct collArgs a = {"ncclAllGather", ncclFuncAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, 0, 0,
+                       sendcount, 0, comm};
+  if (comm && comm->magic == CHR_COMM_MAGIC && sendcount <= SIZE_MAX / (size_t)comm->nRanks)
+    a.recvElems = sendcount * (size_t)comm->nRanks;
+  return notYet(&a);
+}
+
+NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  struct collArgs a = {"ncclReduceScatter", ncclFuncReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 1, 0, 0,
+                       0, recvcount, comm};
+  if (comm && comm->magic == CHR_COMM_MAGIC && recvcount <= SIZE_MAX / (size_t)comm->nRanks)
+    a.sendElems = recvcount * (size_t)comm->nRanks;
+  return notYet(&a);
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream) {
+  struct collArgs a = {"ncclAlltoAll", ncclFuncAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, 0, 0, 0, 0, 0, comm};
+  if (comm && comm->magic == CHR_COMM_MAGIC && count <= SIZE_MAX / (size_t)comm->nRanks)
+    a.sendElems = a.recvElems = count * (size_t)comm->nRanks;
+  return notYet(&a);
+}
+
+NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+         ncclComm_t comm, cudaStream_t stream) {
+  struct collArgs a = {"ncclGather", ncclFuncGather, sendbuff, recvbuff, count, datatype, ncclSum, 0, root, 1,
+                       count, 0, comm};
+  if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root && count <= SIZE_MAX / (size_t)comm->nRanks)
+    a.recvElems = count * (size_t)comm->nRanks;
+  return notYet(&a);
+}
+
+NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+         ncclComm_t comm, cudaStream_t stream) {
+  struct collArgs a = {"ncclScatter", ncclFuncScatter, sendbuff, recvbuff, count, datatype, ncclSum, 0, root, 1,
+                       0, count, comm};
+  if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root && count <= SIZE_MAX / (size_t)comm->nRanks)
+    a.sendElems = count * (size_t)comm->nRanks;
+  return notYet(&a);
+}
+
+NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+         cudaStream_t stream) {
+  struct collArgs a = {"ncclSend", ncclFuncSend, sendbuff, NULL, count, datatype, ncclSum, 0, peer, 1, count, 0, comm};
+  return notYet(&a);
+}
+
+NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+         cudaStream_t stream) {
+  struct collArgs a = {"ncclRecv", ncclFuncRecv, NULL, recvbuff, count, datatype, ncclSum, 0, peer, 1, 0, count, comm};
+  return notYet(&a);
+}

@@ -1,0 +1,155 @@
+/*
+ * comm_api.c: unique ids and the communicator lifecycle.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "api/api.h"
+#include "bootstrap/bootstrap.h"
+#include "comm/comm.h"
+#include "group/group.h"
+#include "log/check.h"
+#include "log/log.h"
+
+NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
+  if (uniqueId == NULL) return chrFail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+  return chrBootstrapGetUniqueId(uniqueId);
+}
+
+static ncclResult_t initRank(const char* func, ncclComm_t* newcomm, int nranks, const ncclUniqueId* id, int rank,
+                             const ncclConfig_t* config) {
+  if (newcomm == NULL) return chrFail(ncclInvalidArgument, "%s: comm is NULL", func);
+  *newcomm = NULL;
+  if (nranks < 1) return chrFail(ncclInvalidArgument, "%s: nranks = %d, must be >= 1", func, nranks);
+  if (rank < 0 || rank >= nranks)
+    return chrFail(ncclInvalidArgument, "%s: rank = %d is out of range [0, %d)", func, rank, nranks);
+  int inGroup = chrGroupDepth() > 0;
+  ncclResult_t res = chrCommInitStart(newcomm, nranks, id, rank, config, inGroup);
+  if (inGroup && *newcomm != NULL) {
+    ncclResult_t deferRes = chrGroupDeferInit(*newcomm);
+    if (deferRes != ncclSuccess) return deferRes;
+    /* Inside a group a blocking init completes at ncclGroupEnd. */
+    return (*newcomm)->config.blocking ? ncclSuccess : ncclInProgress;
+  }
+  return res;
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return initRank("ncclCommInitRank", comm, nranks, &commId, rank, NULL);
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+         ncclConfig_t* config) {
+  return initRank("ncclCommInitRankConfig", comm, nranks, &commId, rank, config);
+}
+
+/* Several roots only spread the bootstrap load in NCCL; every rank holds the full list, so using
+ * the first id gives the same communicator (the rank that made commIds[0] runs its root). */
+NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+         ncclUniqueId* commIds, ncclConfig_t* config) {
+  if (nId < 1) return chrFail(ncclInvalidArgument, "ncclCommInitRankScalable: nId = %d, must be >= 1", nId);
+  if (commIds == NULL) return chrFail(ncclInvalidArgument, "ncclCommInitRankScalable: commIds is NULL");
+  return initRank("ncclCommInitRankScalable", newcomm, nranks, &commIds[0], myrank, config);
+}
+
+NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
+  if (comms == NULL) return chrFail(ncclInvalidArgument, "ncclCommInitAll: comms is NULL");
+  if (ndev < 1) return chrFail(ncclInvalidArgument, "ncclCommInitAll: ndev = %d, must be >= 1", ndev);
+  if (devlist) {
+    for (int i = 0; i < ndev; i++) {
+      if (devlist[i] < 0) return chrFail(ncclInvalidArgument, "ncclCommInitAll: devlist[%d] = %d is negative", i, devlist[i]);
+      for (int j = 0; j < i; j++)
+        if (devlist[i] == devlist[j])
+          return chrFail(ncclInvalidUsage, "ncclCommInitAll: device %d appears twice in devlist", devlist[i]);
+    }
+  }
+  ncclUniqueId id;
+  CHECK(chrBootstrapGetUniqueId(&id));
+  ncclResult_t res = ncclSuccess;
+  int started = 0;
+  for (int i = 0; i < ndev; i++) comms[i] = NULL;
+  for (; started < ndev; started++) {
+    ncclResult_t r = chrCommInitStart(&comms[started], ndev, &id, started, NULL, 1);
+    if (CHR_IS_ERROR(r)) { res = r; break; }
+    comms[started]->cudaDev = devlist ? devlist[started] : started;
+  }
+  for (int i = 0; i < started; i++) {
+    if (res != ncclSuccess) comms[i]->abortFlag = 1;
+    ncclResult_t r = chrCommInitWait(comms[i]);
+    if (r != ncclSuccess && res == ncclSuccess) res = r;
+  }
+  if (res != ncclSuccess) {
+    for (int i = 0; i < started; i++) { chrCommFree(comms[i]); comms[i] = NULL; }
+  }
+  return res;
+}
+
+NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  CHECK(chrCommCheck(comm, "ncclCommCount"));
+  if (count == NULL) return chrFail(ncclInvalidArgument, "ncclCommCount: count is NULL");
+  *count = comm->nRanks;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  CHECK(chrCommCheck(comm, "ncclCommCuDevice"));
+  if (device == NULL) return chrFail(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
+  *device = comm->cudaDev;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  CHECK(chrCommCheck(comm, "ncclCommUserRank"));
+  if (rank == NULL) return chrFail(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  CHECK(chrCommCheck(comm, "ncclCommGetAsyncError"));
+  if (asyncError == NULL) return chrFail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+  int state = atomic_load(&comm->asyncError);
+  if (state == ncclSuccess && comm->initThreadStarted) {
+    /* Non-blocking init finished: reap its thread. */
+    pthread_join(comm->initThread, NULL);
+    comm->initThreadStarted = 0;
+  }
+  if (CHR_IS_ERROR(state)) {
+    pthread_mutex_lock(&comm->lock);
+    chrSetLastError("%s", comm->lastError);
+    pthread_mutex_unlock(&comm->lock);
+  }
+  *asyncError = (ncclResult_t)state;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  CHECK(chrCommCheck(comm, "ncclCommFinalize"));
+  if (atomic_load(&comm->asyncError) == ncclInProgress)
+    return chrFail(ncclInvalidUsage, "ncclCommFinalize: communicator is still initializing");
+  /* Host-buffer work completes before each call returns, so nothing is outstanding here. */
+  comm->finalized = 1;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  if (comm == NULL) return ncclSuccess;
+  CHECK(chrCommCheck(comm, "ncclCommDestroy"));
+  if (atomic_load(&comm->busy) > 0)
+    return chrFail(ncclInvalidUsage, "ncclCommDestroy: comm %p has a call in flight on another thread", (void*)comm);
+  return chrCommFree(comm);
+}
+
+NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  if (comm == NULL) return ncclSuccess;
+  CHECK(chrCommCheck(comm, "ncclCommAbort"));
+  comm->abortFlag = 1;
+  chrCommSetAsyncError(comm, ncclRemoteError);
+  /* Calls in flight on other threads see the flag within one progress pass and return. */
+  struct timespec ts = {0, 1000000};
+  for (int i = 0; i < 60000 && atomic_load(&comm->busy) > 0; i++) nanosleep(&ts, NULL);
+  if (atomic_load(&comm->busy) > 0)
+    return chrFail(ncclInternalError, "ncclCommAbort: a call on comm %p did not stop within 60 s", (void*)comm);
+  return chrCommFree(comm);
+}

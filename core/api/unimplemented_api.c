@@ -1,0 +1,55 @@
+/*
+ * unimplemented_api.c: functions of the NCCL 2.30 API that Chorus does not implement yet.
+ * Each is exported (so programs built against nccl.h link and load) and fails with
+ * ncclInvalidUsage and a last-error text naming it. README.md lists them.
+ */
+#include "api/api.h"
+#include "log/log.h"
+
+#define NOT_YET(name) chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (see README: not yet implemented)", name)
+
+NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) { return NOT_YET("ncclMemAlloc"); }
+NCCL_API(ncclResult_t, ncclMemFree, void* ptr) { return NOT_YET("ncclMemFree"); }
+NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  return NOT_YET("ncclCommSplit");
+}
+NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return NOT_YET("ncclCommShrink");
+}
+NCCL_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId) {
+  return NOT_YET("ncclCommGetUniqueId");
+}
+NCCL_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+         ncclComm_t* newcomm, ncclConfig_t* config) {
+  return NOT_YET("ncclCommGrow");
+}
+NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) { return NOT_YET("ncclCommRevoke"); }
+NCCL_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) { return NOT_YET("ncclCommSuspend"); }
+NCCL_API(ncclResult_t, ncclCommResume, ncclComm_t comm) { return NOT_YET("ncclCommResume"); }
+NCCL_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value) {
+  return NOT_YET("ncclCommMemStats");
+}
+NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+         int winFlags) {
+  return NOT_YET("ncclCommWindowRegister");
+}
+NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  return NOT_YET("ncclCommWindowDeregister");
+}
+NCCL_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  return NOT_YET("ncclWinGetUserPtr");
+}
+NCCL_API(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+         ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+         cudaStream_t stream) {
+  return NOT_YET("ncclPutSignal");
+}
+NCCL_API(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+         cudaStream_t stream) {
+  return NOT_YET("ncclSignal");
+}
+NCCL_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+         cudaStream_t stream) {
+  return NOT_YET("ncclWaitSignal");
+}

@@ -1,0 +1,87 @@
+/*
+ * bootstrap.h: how the ranks of a communicator find each other, over TCP.
+ *
+ * 1. chrBootstrapGetUniqueId: the ncclUniqueId holds the root's socket address and a secret.
+ *    Without NCCL_COMM_ID, a root is started now, in a detached thread of this process, listening on
+ *    the interface chosen by NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY, and the secret is random.
+ *    With NCCL_COMM_ID=host:port, every process computes the same id on its own (the secret is derived
+ *    from the address, so it is only an integrity check, not a secret), and rank 0 starts the root
+ *    inside chrBootstrapInit, listening on exactly that address.
+ *    Any number of ids may be made in one process; their roots run independently.
+ * 2. chrBootstrapInit: each rank opens its own listening socket, sends the root a hello (rank, nranks,
+ *    listen address, info blob); the root checks it (secret, rank range and uniqueness, nranks and
+ *    infoSize consistency) and, once all nranks are in, sends everyone all addresses and info blobs.
+ *    A bad hello is answered with a reject that carries the reason; garbage is dropped. Failures are
+ *    errors within CHORUS_BOOTSTRAP_TIMEOUT seconds, never a hang: the root tells every waiting rank
+ *    which ranks never came, or that a rank closed its connection during init.
+ * 3. Point-to-point messages between ranks (chrBootstrapSend/Recv) and collectives built on them
+ *    (AllGather, Barrier), each bounded by CHORUS_TIMEOUT seconds and the abort flag.
+ *
+ * Results: ncclInvalidArgument (bad arguments or a malformed unique id), ncclInvalidUsage (the root
+ * rejected this rank: wrong secret, rank taken or out of range, inconsistent nranks/infoSize),
+ * ncclTimeout (a deadline passed), ncclRemoteError (a peer closed/reset its connection or sent a bad
+ * message), ncclSystemError (an OS call failed), ncclInternalError (*abortFlag was set).
+ * The first code to see an error logs it (WARN) and sets the thread's last-error text.
+ *
+ * All ranks must have the same byte order (as with NCCL).
+ */
+#ifndef CHORUS_BOOTSTRAP_H_
+#define CHORUS_BOOTSTRAP_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include "nccl.h"
+
+struct chrBootstrap;
+
+/* Largest info blob one rank may contribute at init. */
+#define CHR_BOOTSTRAP_MAX_INFO (64 * 1024)
+/* Largest nranks a root accepts. */
+#define CHR_BOOTSTRAP_MAX_RANKS (1 << 20)
+/* Largest single p2p message (a bigger header is treated as corrupt). */
+#define CHR_BOOTSTRAP_MAX_MSG ((uint64_t)1 << 32)
+/* Tags below this are reserved for the bootstrap's own collectives; user tags must be >= 0. */
+#define CHR_BOOTSTRAP_TAG_RESERVED 0
+
+/* Make a unique id (see 1. above). Thread-safe. */
+ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id);
+
+/* Rendezvous (see 2. above). myInfo: infoSize bytes (infoSize <= CHR_BOOTSTRAP_MAX_INFO, may be 0);
+ * allInfo: room for nranks * infoSize bytes, filled with rank r's blob at r * infoSize (this rank's
+ * own included). abortFlag (may be NULL): when it becomes nonzero, every wait of this bootstrap,
+ * now and later, returns ncclInternalError within ~100 ms. It must stay valid until Close.
+ * On success *out is the handle; on failure *out is NULL and everything is freed. */
+ncclResult_t chrBootstrapInit(const ncclUniqueId* id, int rank, int nranks, const void* myInfo,
+                              size_t infoSize, void* allInfo, volatile uint32_t* abortFlag,
+                              struct chrBootstrap** out);
+
+/* Point to point. A message is matched by (peer, tag); messages from one peer with one tag arrive in
+ * the order they were sent; messages for another (peer, tag) are queued until asked for. The size
+ * given to Recv must equal the size sent (otherwise ncclInvalidUsage). size 0 is allowed (data may
+ * be NULL). peer == own rank is allowed (the message is queued locally).
+ * Send returns once the data is handed to the kernel (or queued locally); it does not wait for Recv,
+ * and while it waits for buffer space it keeps draining incoming messages, so two ranks sending big
+ * messages to each other before receiving do not deadlock.
+ * Threads: any threads may call these; sends are serialized with each other and receives with each
+ * other, but a send and a receive can run at the same time (one thread sending, another receiving).
+ * AllGather/Barrier use Send and Recv, so they must not run concurrently with other Recv calls
+ * on the same peers with reserved tags (they only use tags < 0, never user tags). */
+ncclResult_t chrBootstrapSend(struct chrBootstrap* bs, int peer, int tag, const void* data, size_t size);
+ncclResult_t chrBootstrapRecv(struct chrBootstrap* bs, int peer, int tag, void* data, size_t size);
+
+/* Ring allgather: allData holds nranks * size bytes; this rank's slice (at rank * size) is sent, the
+ * others are filled. Every rank must call it with the same size. */
+ncclResult_t chrBootstrapAllGather(struct chrBootstrap* bs, void* allData, size_t size);
+
+/* Returns once every rank has entered the barrier. */
+ncclResult_t chrBootstrapBarrier(struct chrBootstrap* bs);
+
+/* This rank, the number of ranks. */
+int chrBootstrapRank(const struct chrBootstrap* bs);
+int chrBootstrapNranks(const struct chrBootstrap* bs);
+
+/* Close every socket and free everything. NULL is a no-op. Peers blocked in a Recv from this rank see
+ * the connection close and fail promptly with ncclRemoteError. */
+ncclResult_t chrBootstrapClose(struct chrBootstrap* bs);
+
+#endif /* CHORUS_BOOTSTRAP_H_ */

@@ -1,0 +1,106 @@
+/*
+ * comm.h: the communicator.
+ */
+#ifndef CHORUS_COMM_H_
+#define CHORUS_COMM_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "nccl.h"
+#include "transport/transport.h"
+
+#define CHR_COMM_MAGIC 0x43484f52u      /* "CHOR": a live communicator */
+#define CHR_COMM_DEAD_MAGIC 0xdeadc0deu /* set on destroy, to catch use after free */
+#define CHR_MAX_CHANNELS 32
+#define CHR_HOSTID_LEN 64
+#define CHR_MAX_USER_REDOPS 64
+
+/* What each rank tells the others at init (exchanged by the bootstrap). Fixed size, no pointers. */
+struct chrPeerInfo {
+  uint32_t magic;
+  int32_t rank;
+  uint64_t hostHash;           /* from NCCL_HOSTID, else the machine's host identity */
+  char hostId[CHR_HOSTID_LEN]; /* printable form, for logs */
+  int64_t pid;
+  int32_t cudaDev;             /* -1: host-only */
+  int32_t pad;
+  int64_t busId;
+};
+
+struct chrChannel {
+  int id;
+  int ringPrev, ringNext;     /* ranks */
+  struct chrLink* ringSend;   /* to ringNext, NULL until connected */
+  struct chrLink* ringRecv;   /* from ringPrev */
+};
+
+/* A user-defined reduction op (ncclRedOpCreatePreMulSum). */
+struct chrUserRedOp {
+  int inUse;
+  ncclDataType_t type;
+  ncclScalarResidence_t residence;
+  const void* scalarPtr;       /* ncclScalarDevice: read when the collective runs */
+  uint8_t scalar[8];           /* ncclScalarHostImmediate: copied at create */
+};
+
+struct ncclComm {
+  uint32_t magic;
+  int rank, nRanks;
+  int cudaDev;
+  uint64_t commHash;
+  ncclConfig_t config;         /* effective configuration (defaults filled in) */
+  char commName[128];
+
+  struct chrBootstrap* bootstrap;
+  struct chrPeerInfo* peers;   /* nRanks entries */
+  int nNodes;
+  int* nodeOfRank;             /* node index per rank */
+
+  struct chrNet* net;          /* the net plugin chosen for this comm (chrNetOpen) */
+  int netDev;
+
+  int nChannels;               /* most channels a plan may use (rings computed), links connect lazily */
+  int minChannels;
+  struct chrChannel channels[CHR_MAX_CHANNELS];
+  int* ringOrder;              /* ranks in ring order */
+
+  struct chrUserRedOp userOps[CHR_MAX_USER_REDOPS];
+
+  /* State. asyncError: ncclInProgress while a non-blocking init runs, then its result, or the first
+   * asynchronous failure (peer death, abort). */
+  _Atomic int asyncError;
+  volatile uint32_t abortFlag;
+  _Atomic int busy;            /* calls in flight on this comm (abort waits for them) */
+  int finalized;
+  pthread_t initThread;
+  int initThreadStarted;
+  pthread_mutex_t lock;        /* guards lastError and lazy connection setup */
+  char lastError[1024];
+  uint64_t collCount;          /* collectives executed, for logs */
+};
+
+/* Validate a comm handle given by the user: NULL, destroyed and garbage handles are rejected. */
+ncclResult_t chrCommCheck(const struct ncclComm* comm, const char* func);
+/* Like chrCommCheck, and also: init finished successfully, not aborted, no async error. */
+ncclResult_t chrCommCheckReady(struct ncclComm* comm, const char* func);
+/* Copy the thread's last-error text into the comm (called by the API layer when a call fails). */
+void chrCommNoteError(struct ncclComm* comm);
+/* Record an asynchronous failure (first one wins). */
+void chrCommSetAsyncError(struct ncclComm* comm, ncclResult_t res);
+
+/* Lifecycle (comm/init.c, comm/destroy.c).
+ * chrCommInitStart allocates the comm and runs init: inline when the config is blocking and
+ * inThread == 0 (returns the result), else on a thread (returns ncclInProgress; *out is valid and
+ * its asyncError says ncclInProgress until done). chrCommInitWait joins that thread. */
+ncclResult_t chrCommInitStart(ncclComm_t* out, int nranks, const ncclUniqueId* id, int rank, const ncclConfig_t* config,
+                              int inThread);
+ncclResult_t chrCommInitWait(struct ncclComm* comm);
+/* Free everything, without talking to peers. Safe on a half-initialised comm. */
+ncclResult_t chrCommFree(struct ncclComm* comm);
+
+/* Config reading (comm/config.c): caller's struct, per-version reset, range checks, env overrides. */
+ncclResult_t chrConfigFromUser(const ncclConfig_t* user, ncclConfig_t* out);
+
+#endif /* CHORUS_COMM_H_ */

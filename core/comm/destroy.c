@@ -1,0 +1,28 @@
+/*
+ * destroy.c: releasing a communicator. Never talks to peers, so it works when they are dead.
+ */
+#include <stdlib.h>
+#include "bootstrap/bootstrap.h"
+#include "comm/comm.h"
+#include "log/log.h"
+#include "plugin/net_plugin.h"
+
+ncclResult_t chrCommFree(struct ncclComm* comm) {
+  if (comm == NULL) return ncclSuccess;
+  if (comm->initThreadStarted) {
+    comm->abortFlag = 1; /* makes a bootstrap still waiting give up quickly */
+    pthread_join(comm->initThread, NULL);
+    comm->initThreadStarted = 0;
+  }
+  chrTransportCloseAll(comm);
+  if (comm->net) chrNetClose(comm->net);
+  if (comm->bootstrap) chrBootstrapClose(comm->bootstrap);
+  free(comm->peers);
+  free(comm->nodeOfRank);
+  free(comm->ringOrder);
+  pthread_mutex_destroy(&comm->lock);
+  comm->magic = CHR_COMM_DEAD_MAGIC;
+  INFO(NCCL_INIT | NCCL_DESTROY, "comm %p rank %d freed", (void*)comm, comm->rank);
+  free(comm);
+  return ncclSuccess;
+}

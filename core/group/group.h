@@ -1,0 +1,19 @@
+/*
+ * group.h: NCCL group semantics. Every call is a group of one; ncclGroupStart/End batch many calls
+ * over many communicators, issued at the outermost ncclGroupEnd. Group state is per thread.
+ */
+#ifndef CHORUS_GROUP_H_
+#define CHORUS_GROUP_H_
+
+#include "exec/task.h"
+
+/* Take a checked task (malloc'ed; the group owns it from here). Outside a group it runs now. */
+ncclResult_t chrGroupEnqueue(struct chrCollTask* task);
+/* Inside a group: communicator init is deferred to the outermost ncclGroupEnd, where all deferred
+ * inits of the thread run concurrently (one thread cannot otherwise init several ranks). */
+int chrGroupDepth(void);
+ncclResult_t chrGroupDeferInit(struct ncclComm* comm);
+/* A call inside a group failed its checks: the whole group fails at ncclGroupEnd. */
+void chrGroupNoteError(ncclResult_t res);
+
+#endif

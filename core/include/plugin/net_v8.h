@@ -1,0 +1,192 @@
+/*
+ * plugin/net_v8.h: net plugin ABI version 8 (the NCCL 2.20 generation). FROZEN.
+ *
+ * A net plugin is a shared library that exports the object
+ *     const ncclNet_v8_t ncclNetPlugin_v8;
+ * and optionally
+ *     const ncclCollNet_v8_t ncclCollNetPlugin_v8;
+ * The core dlopen()s the library (RTLD_NOW|RTLD_LOCAL) and reads these objects by name.
+ * Differences from v12: init runs once per PROCESS and gets no profiler callback; listen and connect
+ * take no ctx and there is no comm config; isend/irecv take no profiler handles and carry
+ * int sizes (so one transfer is at most 2^30 bytes for the core); there is no makeVDevice, finalize
+ * or setNetAttr; the properties have only the base fields (no forceFlush, vProps, maxP2pBytes,
+ * maxCollBytes, maxMultiRequestSize, railId, planeId).
+ * A plugin may export several versions (ncclNetPlugin_v12, _v11, ...); the core takes the newest.
+ *
+ * General rules for every callback below:
+ *  - Plain C calling convention; every callback returns ncclResult_t.
+ *  - Errors: ncclSystemError for OS, network or hardware failures; ncclInternalError when the
+ *    core misused the interface; ncclInvalidUsage for a likely user error; ncclUnhandledCudaError
+ *    for CUDA failures. On error, output arguments are left unspecified and nothing is owned by
+ *    the core; the core treats an error from a data-path call as fatal for the communicator.
+ *  - Objects returned by the plugin (listen/send/recv comms, mhandles, requests) are owned
+ *    by the plugin; the core gives each one back exactly once to the matching close/dereg/test.
+ *  - Threading: init/devices/getProperties run on application threads, one at a time. Connection
+ *    setup and the data path for one comm are driven by one core thread at a time, but different
+ *    comms may be used from different threads concurrently, so state shared between comms (all of
+ *    it, in this version, since there is no per-comm ctx) must be locked by the plugin.
+ *  - Nothing blocks: listen/connect/accept/isend/irecv/iflush/test return at once.
+ */
+#ifndef CHORUS_PLUGIN_NET_V8_H_
+#define CHORUS_PLUGIN_NET_V8_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include "plugin/common.h"
+#include "plugin/net_common.h"
+
+/* What getProperties reports about one device (64 bytes). All fields are written by the plugin. */
+typedef struct {
+  char* name;              /* device name for logs; string owned by the plugin, valid while loaded */
+  char* pciPath;           /* /sys PCI directory of the NIC, NULL for a virtual NIC; plugin-owned */
+  uint64_t guid;           /* identity of the physical port: equal guids = same port */
+  int ptrSupport;          /* NCCL_PTR_HOST | NCCL_PTR_CUDA | NCCL_PTR_DMABUF bits */
+  int regIsGlobal;         /* 1: registrations are not tied to one comm, and a registration covering
+                              a later sub-range makes that later regMr cheap */
+  int speed;               /* port speed in Mbps (10^6 bit/s) */
+  int port;                /* port number */
+  float latency;           /* latency in microseconds */
+  int maxComms;            /* most connections the device supports */
+  int maxRecvs;            /* most buffers (n) one grouped irecv may carry; >= 1 */
+  ncclNetDeviceType netDeviceType; /* NCCL_NET_DEVICE_HOST for plain host plugins */
+  int netDeviceVersion;    /* 0 for NCCL_NET_DEVICE_HOST */
+} ncclNetProperties_v8_t;
+
+/* Device-offload handle (32 bytes). Host plugins never fill one. */
+typedef struct {
+  ncclNetDeviceType netDeviceType; /* offload kind this handle is for */
+  int netDeviceVersion;            /* offload version */
+  void* handle;                    /* plugin-defined device-side object */
+  size_t size;                     /* bytes of *handle */
+  int needsProxyProgress;          /* 1: the core's proxy thread must keep calling test() */
+} ncclNetDeviceHandle_v8_t;
+
+/* One scatter/gather element of a collnet operation (24 bytes). */
+typedef struct {
+  void* mhandle;
+  void* address;
+  uint32_t size;
+} ncclNetSGE_v8_t;
+
+typedef struct {
+  /* Plugin name, matched case-insensitively against NCCL_NET / config.netName. Never NULL. */
+  const char* name;
+
+  /* Called once per process, before any other call. In: logFunction (thread-safe, may be kept for
+   * the life of the process). An error makes the core skip this plugin. There is no finalize: the
+   * plugin lives until the process exits. */
+  ncclResult_t (*init)(ncclDebugLogger_t logFunction);
+
+  /* Out: *ndev, the number of devices. 0 makes the core treat the plugin as unusable. */
+  ncclResult_t (*devices)(int* ndev);
+
+  /* In: dev in [0, ndev). Out: *props (core-owned storage, every field written). Callable any time
+   * after init, from any thread. */
+  ncclResult_t (*getProperties)(int dev, ncclNetProperties_v8_t* props);
+
+  /* Receiver side, first step of a connection. In: dev. Out: up to
+   * NCCL_NET_HANDLE_MAXSIZE bytes written into handle (core-owned buffer, shipped to the peer), and
+   * *listenComm, non-NULL on success. Does not block. */
+  ncclResult_t (*listen)(int dev, void* handle, void** listenComm);
+
+  /* Sender side. In: dev, handle (the bytes the peer's listen wrote; untrusted input).
+   * Out: *sendComm. Non-blocking: success with *sendComm == NULL means "not yet, call again with the
+   * same arguments". sendDevComm may be NULL; when *sendDevComm points to a handle the core asks for
+   * device offload, which host plugins ignore. */
+  ncclResult_t (*connect)(int dev, void* handle, void** sendComm,
+                          ncclNetDeviceHandle_v8_t** sendDevComm);
+
+  /* Receiver side, after listen. Out: *recvComm; success with NULL means "call again". recvDevComm
+   * as for connect. listenComm stays valid and owned by the plugin until closeListen. */
+  ncclResult_t (*accept)(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_t** recvDevComm);
+
+  /* Register [data, data+size) of memory kind type (NCCL_PTR_HOST or NCCL_PTR_CUDA) for use with the
+   * send or recv comm `comm`. Out: *mhandle, given back to isend/irecv/iflush and to deregMr. The
+   * buffer stays owned by the core and valid until deregMr. */
+  ncclResult_t (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
+
+  /* As regMr for a dmabuf (fd, offset into it). Used only when ptrSupport has NCCL_PTR_DMABUF;
+   * may be NULL otherwise. The fd stays owned by the core. */
+  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+                              void** mhandle);
+
+  /* Release a registration made by regMr or regMrDmaBuf on the same comm. */
+  ncclResult_t (*deregMr)(void* comm, void* mhandle);
+
+  /* Start sending size bytes at data (registered as mhandle). tag is the sender's rank. Out:
+   * *request, or NULL when the send cannot start now (the core retries). The buffer must stay
+   * untouched until test says done. */
+  ncclResult_t (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle, void** request);
+
+  /* Post n (1..maxRecvs) receive buffers as one request. data[i]/sizes[i]/mhandles[i] describe buffer
+   * i, tags[i] the rank expected to send into it.
+   * Matching is FIFO per connection: the oldest posted receive takes the next send; tags only pick
+   * the buffer inside it. A buffer may be larger than the send, never smaller (that is an error).
+   * On entry *request is NULL (this version never gets the optional-completion hint). Out: *request,
+   * or NULL to mean "retry later". Arrays are core-owned and valid only during the call. */
+  ncclResult_t (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
+                        void** request);
+
+  /* Make a completed receive into GPU memory visible to the GPU (n buffers as given to irecv, sizes
+   * as received). Out: *request polled with test; NULL request with success = nothing to do. */
+  ncclResult_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
+
+  /* Poll a request. Out: *done 1 when finished; then, if sizes is non-NULL, sizes[i] = bytes actually
+   * moved for each of the n buffers of the request. After done = 1 the request is freed by the
+   * plugin and must not be used again. */
+  ncclResult_t (*test)(void* request, int* done, int* sizes);
+
+  /* Tear down a comm; every request on it is complete or abandoned. The core never uses it again. */
+  ncclResult_t (*closeSend)(void* sendComm);
+  ncclResult_t (*closeRecv)(void* recvComm);
+  ncclResult_t (*closeListen)(void* listenComm);
+
+  /* Device-offload plugins only: out *dptr_mhandle, a device-usable copy of mhandle. May be NULL. */
+  ncclResult_t (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
+
+  /* Device-offload plugins only: the GPU consumed the completed receive `request` of n buffers.
+   * May be NULL. */
+  ncclResult_t (*irecvConsumed)(void* recvComm, int n, void* request);
+} ncclNet_v8_t;
+
+/* Optional in-network collective offload ("collnet"), object ncclCollNetPlugin_v8. Same ownership,
+ * threading and error rules as ncclNet_v8_t. Failure of its init or devices() only disables collnet. */
+typedef struct {
+  const char* name;
+  /* Once per process. */
+  ncclResult_t (*init)(ncclDebugLogger_t logFunction);
+  /* Out: *ndev; 0 is allowed and disables collnet. */
+  ncclResult_t (*devices)(int* ndev);
+  ncclResult_t (*getProperties)(int dev, ncclNetProperties_v8_t* props);
+  /* As ncclNet listen: writes <= NCCL_NET_HANDLE_MAXSIZE bytes into handle. */
+  ncclResult_t (*listen)(int dev, void* handle, void** listenComm);
+  /* Build the collective comm from every rank's handle (handles[nranks], this rank's index rank).
+   * Success with *collComm == NULL means "call again". */
+  ncclResult_t (*connect)(void* handles[], int nranks, int rank, void* listenComm, void** collComm);
+  /* Out: *supported 1 if the (datatype, op) pair can be reduced in the network. */
+  ncclResult_t (*reduceSupport)(ncclDataType_t dataType, ncclRedOp_t redOp, int* supported);
+  ncclResult_t (*regMr)(void* collComm, void* data, size_t size, int type, void** mhandle);
+  ncclResult_t (*regMrDmaBuf)(void* collComm, void* data, size_t size, int type, uint64_t offset, int fd,
+                              void** mhandle);
+  ncclResult_t (*deregMr)(void* collComm, void* mhandle);
+  /* Start an allreduce of count elements. Out: *request (NULL = retry). */
+  ncclResult_t (*iallreduce)(void* collComm, void* sendData, void* recvData, int count,
+                             ncclDataType_t dataType, ncclRedOp_t redOp, void* sendMhandle, void* recvMhandle,
+                             void** request);
+  /* Allgather bytesPerRank from every rank into the nRecvParts scatter elements, limited to the window
+   * [windowOffset, windowOffset+windowBytes) of the full result. */
+  ncclResult_t (*iallgather)(void* collComm, void* sendData, int nRecvParts, ncclNetSGE_v8_t* recvParts,
+                             size_t bytesPerRank, size_t windowOffset, size_t windowBytes, void* sendMhandle,
+                             void** request);
+  /* Reduce-scatter from nSendParts scatter elements into recvData, same window rules. */
+  ncclResult_t (*ireducescatter)(void* collComm, int nSendParts, ncclNetSGE_v8_t* sendParts, void* recvData,
+                                 size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
+                                 ncclDataType_t dataType, ncclRedOp_t redOp, void* recvMhandle, void** request);
+  ncclResult_t (*iflush)(void* collComm, void* data, int size, void* mhandle, void** request);
+  /* Out: *done; *size = bytes moved when done. */
+  ncclResult_t (*test)(void* request, int* done, int* size);
+  ncclResult_t (*closeColl)(void* collComm);
+  ncclResult_t (*closeListen)(void* listenComm);
+} ncclCollNet_v8_t;
+
+#endif /* CHORUS_PLUGIN_NET_V8_H_ */

@@ -1,0 +1,47 @@
+/*
+ * plan.c: the planner. Today: all-reduce runs as a ring; the channel count grows with the size so
+ * that small messages use one channel (fewest messages) and large ones spread over up to
+ * NCCL_MAX_NCHANNELS connections; a step carries at most one staging slot.
+ * The estimate is a plain alpha-beta model of the ring: 2(n-1) steps of latency plus 2(n-1)/n of
+ * the bytes at the link bandwidth (constants for TCP loopback; measured per transport later).
+ */
+#include "comm/comm.h"
+#include "config/param.h"
+#include "log/log.h"
+#include "plan/plan.h"
+
+extern const struct chrAlgo chrRingAllReduce;
+
+#define NET_LATENCY_US 15.0f
+#define NET_BW_GBS 2.0f
+
+static size_t slotBytes(const struct ncclComm* comm) {
+  struct chrChannel const* ch = &comm->channels[0];
+  if (ch->ringSend) return ch->ringSend->stepSize;
+  int64_t buff = chrParamInt(CHR_P_BUFFSIZE);
+  if (buff < CHR_STEPS * 4096) buff = CHR_STEPS * 4096;
+  return ((size_t)buff / CHR_STEPS) & ~(size_t)4095;
+}
+
+ncclResult_t chrPlanTask(struct chrCollTask* t) {
+  struct ncclComm* comm = t->comm;
+  int n = comm->nRanks;
+  if (t->func != ncclFuncAllReduce)
+    return chrFail(ncclInvalidUsage, "no algorithm for function %d yet", (int)t->func);
+  t->algo = &chrRingAllReduce;
+  size_t bytes = t->count * t->typeSize;
+  size_t slot = slotBytes(comm);
+  t->chunkElems = slot / t->typeSize;
+  /* One channel per n slots of data, between the configured minimum and maximum. */
+  size_t perChannel = (size_t)n * slot;
+  size_t want = (bytes + perChannel - 1) / perChannel;
+  if (want < (size_t)comm->minChannels) want = (size_t)comm->minChannels;
+  if (want > (size_t)comm->nChannels) want = (size_t)comm->nChannels;
+  if (want < 1) want = 1;
+  t->nChannels = (int)want;
+  float steps = n > 1 ? 2.0f * (float)(n - 1) : 0.0f;
+  t->estimatedUs = steps * NET_LATENCY_US + (n > 1 ? steps / (float)n * (float)bytes / (NET_BW_GBS * 1e3f) : 0.0f);
+  TRACE(NCCL_COLL, "plan: func %d count %zu type %d -> %s, %d channels, chunk %zu elems, est %.1f us", (int)t->func,
+        t->count, (int)t->type, t->algo->name, t->nChannels, t->chunkElems, t->estimatedUs);
+  return ncclSuccess;
+}

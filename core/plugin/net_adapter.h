@@ -1,0 +1,126 @@
+/*
+ * net_adapter.h: private to core/plugin. One loaded net plugin library, and the adapters that make
+ * an older ABI version look like v12.
+ *
+ * The v12 table has no "self" argument in init/getProperties/makeVDevice, so those three go through
+ * functions that take the library explicitly. Every other slot has the v12 signature; an adapter
+ * finds its library again through the objects it hands out: its ctx (struct chrNetAdaptCtx) and, for
+ * v8..v10, its listen/send/recv comms (struct chrNetAdaptComm wrapping the plugin's own pointer).
+ * Requests are the plugin's own (test has the same signature in every version and is copied into
+ * the per-library table), so the data path allocates nothing.
+ */
+#ifndef CHORUS_NET_ADAPTER_H_
+#define CHORUS_NET_ADAPTER_H_
+
+#include <pthread.h>
+#include "plugin/net.h"
+#include "plugin/plugin_open.h"
+
+/* Limits the core assumes for v8 plugins (int sizes): 2^30 bytes per p2p transfer, 2^29 per collnet op. */
+#define CHR_NET_V8_MAX_P2P_BYTES (1ULL << 30)
+#define CHR_NET_V8_MAX_COLL_BYTES (1ULL << 29)
+
+struct chrNetLib {
+  char candidate[256];          /* the NCCL_NET_PLUGIN entry this came from, as given */
+  chrPluginLib dl;              /* handle, path opened, names tried, dlerror texts */
+  int usable;                   /* 1: a table was found and bound */
+  char failReason[CHR_PLUGIN_REASON_MAX]; /* why not usable (load or probe), for WARN and describe */
+  int version;                  /* 8..12 */
+  const char* name;             /* the table's name */
+  const void* native;           /* the plugin's own ncclNet_vN_t */
+
+  ncclNet_v12_t table;          /* what the wrappers call (see the header comment) */
+  ncclResult_t (*init)(struct chrNetLib* lib, void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config,
+                       ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction);
+  ncclResult_t (*getProperties)(struct chrNetLib* lib, int dev, ncclNetProperties_v12_t* props);
+  ncclResult_t (*makeVDevice)(struct chrNetLib* lib, int* d, ncclNetVDeviceProps_v12_t* props); /* may be NULL */
+
+  /* Before v11 the plugin's init runs once per process: the first comm calls it, later ones only
+   * count. The result is kept, so a failed init is not retried. */
+  pthread_mutex_t initLock;
+  int initDone;
+  ncclResult_t initResult;
+  int initRefs;
+
+  char lastWarn[512];           /* last per-comm failure WARNed, so repeats stay quiet */
+};
+
+/* The ctx an adapter hands out from init (v8..v10: a dummy per comm; v11 keeps the plugin's own). */
+struct chrNetAdaptCtx {
+  struct chrNetLib* lib;
+  ncclNetCommConfig_v12_t config;
+};
+
+/* A listen/send/recv comm of a v8..v10 plugin, remembering its library. */
+struct chrNetAdaptComm {
+  struct chrNetLib* lib;
+  void* comm;
+};
+
+/* Bind the plugin's table into lib (fills table, init, getProperties, makeVDevice, version, name).
+ * Return ncclSuccess, or an error after writing the reason into lib->failReason. */
+ncclResult_t chrNetBindV12(struct chrNetLib* lib, const ncclNet_v12_t* t);
+ncclResult_t chrNetAdaptV11(struct chrNetLib* lib, const ncclNet_v11_t* t);
+ncclResult_t chrNetAdaptV10(struct chrNetLib* lib, const ncclNet_v10_t* t);
+ncclResult_t chrNetAdaptV9(struct chrNetLib* lib, const ncclNet_v9_t* t);
+ncclResult_t chrNetAdaptV8(struct chrNetLib* lib, const ncclNet_v8_t* t);
+
+/* Shared by the v8..v10 adapters: run the old init once per process (callOld does the call), count a
+ * user, and hand out a chrNetAdaptCtx holding the config. finalize: uncount and free the ctx. */
+ncclResult_t chrNetAdaptInitOnce(struct chrNetLib* lib, void** ctx, ncclNetCommConfig_v12_t* config,
+                                 ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction,
+                                 ncclResult_t (*callOld)(struct chrNetLib* lib, ncclDebugLogger_t logFunction,
+                                                         ncclProfilerCallback_t profFunction));
+ncclResult_t chrNetAdaptFinalize(void* ctx);
+/* Wrap a comm the plugin returned (NULL stays NULL, meaning "not yet"). */
+ncclResult_t chrNetAdaptWrap(struct chrNetLib* lib, void* comm, void** wrapped);
+
+/* An adapter that rejects a call itself (before reaching the plugin) reports through this, so the
+ * wrapper knows the error is already logged and does not log it a second time. */
+ncclResult_t chrNetAdaptFailAt(ncclResult_t res, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define chrNetAdaptFail(res, ...) chrNetAdaptFailAt((res), __FILE__, __LINE__, __VA_ARGS__)
+/* 1 if the last failure on this thread was already reported by an adapter; clears the mark. */
+int chrNetAdaptTakeReported(void);
+
+/* Copy the base properties every version has (the v8 set) from an older struct into a v12 one; the
+ * caller fills the rest. Fields are matched by name, so the differing layouts stay out of the way. */
+#define CHR_NET_COPY_BASE_PROPS(dst, src)     \
+  do {                                        \
+    (dst)->name = (src)->name;                \
+    (dst)->pciPath = (src)->pciPath;          \
+    (dst)->guid = (src)->guid;                \
+    (dst)->ptrSupport = (src)->ptrSupport;    \
+    (dst)->regIsGlobal = (src)->regIsGlobal;  \
+    (dst)->speed = (src)->speed;              \
+    (dst)->port = (src)->port;                \
+    (dst)->latency = (src)->latency;          \
+    (dst)->maxComms = (src)->maxComms;        \
+    (dst)->maxRecvs = (src)->maxRecvs;        \
+    (dst)->netDeviceType = (src)->netDeviceType; \
+    (dst)->netDeviceVersion = (src)->netDeviceVersion; \
+  } while (0)
+
+/* Every version must fill these slots; a NULL one makes the library unusable (reason in failReason).
+ * Used by each bind function on the plugin's own table, so the field names are checked per version. */
+ncclResult_t chrNetMissingSlot(struct chrNetLib* lib, const char* slotName);
+#define CHR_NET_REQUIRE_SLOTS(lib, t)                                                                   \
+  do {                                                                                                  \
+    if ((t)->name == NULL) return chrNetMissingSlot((lib), "name");                                     \
+    if ((t)->init == NULL) return chrNetMissingSlot((lib), "init");                                     \
+    if ((t)->devices == NULL) return chrNetMissingSlot((lib), "devices");                               \
+    if ((t)->getProperties == NULL) return chrNetMissingSlot((lib), "getProperties");                   \
+    if ((t)->listen == NULL) return chrNetMissingSlot((lib), "listen");                                 \
+    if ((t)->connect == NULL) return chrNetMissingSlot((lib), "connect");                               \
+    if ((t)->accept == NULL) return chrNetMissingSlot((lib), "accept");                                 \
+    if ((t)->regMr == NULL) return chrNetMissingSlot((lib), "regMr");                                   \
+    if ((t)->deregMr == NULL) return chrNetMissingSlot((lib), "deregMr");                               \
+    if ((t)->isend == NULL) return chrNetMissingSlot((lib), "isend");                                   \
+    if ((t)->irecv == NULL) return chrNetMissingSlot((lib), "irecv");                                   \
+    if ((t)->test == NULL) return chrNetMissingSlot((lib), "test");                                     \
+    if ((t)->closeSend == NULL) return chrNetMissingSlot((lib), "closeSend");                           \
+    if ((t)->closeRecv == NULL) return chrNetMissingSlot((lib), "closeRecv");                           \
+    if ((t)->closeListen == NULL) return chrNetMissingSlot((lib), "closeListen");                       \
+  } while (0)
+
+#endif /* CHORUS_NET_ADAPTER_H_ */

@@ -1,0 +1,118 @@
+/*
+ * plugin_open.c: the generic plugin library search (see plugin_open.h for the rules).
+ */
+#include "plugin/plugin_open.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* Append a formatted piece to a bounded string, keeping it NUL-terminated (truncates silently). */
+static void appendf(char* buf, size_t cap, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+static void appendf(char* buf, size_t cap, const char* fmt, ...) {
+  size_t used = strnlen(buf, cap);
+  if (used + 1 >= cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + used, cap - used, fmt, ap);
+  va_end(ap);
+}
+
+static char libraryDir[CHR_PLUGIN_PATH_MAX];
+static pthread_once_t libraryDirOnce = PTHREAD_ONCE_INIT;
+
+static void findLibraryDir(void) {
+  Dl_info info;
+  /* Any function of this library works: dladdr reports the object that contains it. */
+  if (dladdr((void*)&chrPluginOpen, &info) == 0 || info.dli_fname == NULL) return;
+  const char* slash = strrchr(info.dli_fname, '/');
+  if (slash == NULL) return;
+  size_t len = (size_t)(slash - info.dli_fname);
+  if (len == 0 || len >= sizeof(libraryDir)) return;
+  memcpy(libraryDir, info.dli_fname, len);
+  libraryDir[len] = '\0';
+}
+
+const char* chrPluginLibraryDir(void) {
+  pthread_once(&libraryDirOnce, findLibraryDir);
+  return libraryDir;
+}
+
+/* One dlopen attempt; on success records the resolved path, on failure the dlerror text. */
+static int tryOpen(chrPluginLib* lib, const char* name) {
+  appendf(lib->tried, sizeof(lib->tried), "%s%s", lib->tried[0] ? ", " : "", name);
+  dlerror(); /* clear a stale error */
+  void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    const char* err = dlerror();
+    appendf(lib->reason, sizeof(lib->reason), "%s%s: %s", lib->reason[0] ? "; " : "", name,
+            err ? err : "unknown dlopen error");
+    return -1;
+  }
+  lib->handle = handle;
+  struct link_map* map = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL && map->l_name != NULL && map->l_name[0])
+    snprintf(lib->path, sizeof(lib->path), "%s", map->l_name);
+  else
+    snprintf(lib->path, sizeof(lib->path), "%s", name);
+  return 0;
+}
+
+/* A bare name goes through the loader search path first, then the directory of libchorus. */
+static int tryName(chrPluginLib* lib, const char* name) {
+  if (tryOpen(lib, name) == 0) return 0;
+  if (strchr(name, '/') != NULL) return -1;
+  const char* dir = chrPluginLibraryDir();
+  if (dir[0] == '\0') return -1;
+  char full[CHR_PLUGIN_PATH_MAX];
+  if (snprintf(full, sizeof(full), "%s/%s", dir, name) >= (int)sizeof(full)) return -1;
+  return tryOpen(lib, full);
+}
+
+/* "lib*.so" names are taken as complete library names and get no prefix added. */
+static int looksLikeLibName(const char* v) {
+  size_t len = strlen(v);
+  return len >= 6 && strncmp(v, "lib", 3) == 0 && strcmp(v + len - 3, ".so") == 0;
+}
+
+int chrPluginOpen(const char* prefix, const char* value, chrPluginLib* lib) {
+  memset(lib, 0, sizeof(*lib));
+  char name[CHR_PLUGIN_PATH_MAX];
+
+  if (value == NULL || value[0] == '\0') {
+    snprintf(name, sizeof(name), "%s.so", prefix);
+    return tryName(lib, name);
+  }
+  if (strcasecmp(value, "STATIC_PLUGIN") == 0) {
+    appendf(lib->tried, sizeof(lib->tried), "(main program)");
+    dlerror();
+    lib->handle = dlopen(NULL, RTLD_NOW | RTLD_LOCAL);
+    if (lib->handle == NULL) {
+      const char* err = dlerror();
+      appendf(lib->reason, sizeof(lib->reason), "(main program): %s", err ? err : "unknown dlopen error");
+      return -1;
+    }
+    snprintf(lib->path, sizeof(lib->path), "(main program)");
+    return 0;
+  }
+  if (tryName(lib, value) == 0) return 0;
+  if (strchr(value, '/') == NULL && !looksLikeLibName(value)) {
+    if (snprintf(name, sizeof(name), "%s-%s.so", prefix, value) < (int)sizeof(name) && tryName(lib, name) == 0)
+      return 0;
+  }
+  return -1;
+}
+
+void chrPluginClose(chrPluginLib* lib) {
+  if (lib->handle != NULL && strcmp(lib->path, "(main program)") != 0) dlclose(lib->handle);
+  lib->handle = NULL;
+}
+
+void* chrPluginSymbol(chrPluginLib* lib, const char* symbol) {
+  if (lib->handle == NULL) return NULL;
+  return dlsym(lib->handle, symbol);
+}

@@ -1,0 +1,42 @@
+/*
+ * plugin_open.h: finding and opening a plugin library the NCCL way (reference §5.2), shared by the
+ * net, tuner and profiler loaders.
+ *
+ * For a kind prefix P ("libnccl-net", "libnccl-tuner", "libnccl-profiler") and the user's value V:
+ *   V unset or ""            -> P.so
+ *   V == "STATIC_PLUGIN"     -> the main program itself (dlopen(NULL)), any case
+ *   otherwise                -> V as given; then P-V.so when V has no '/' and is not lib*.so
+ * Every bare file name (no '/') is tried first through the normal loader search path, then in the
+ * directory that holds libchorus, so our own plugins installed next to the library are found
+ * without LD_LIBRARY_PATH. Flags: RTLD_NOW | RTLD_LOCAL.
+ */
+#ifndef CHORUS_PLUGIN_OPEN_H_
+#define CHORUS_PLUGIN_OPEN_H_
+
+#include <stddef.h>
+
+#define CHR_PLUGIN_PATH_MAX 4096
+#define CHR_PLUGIN_REASON_MAX 2048
+
+typedef struct {
+  void* handle;                         /* dlopen handle, NULL when nothing could be opened */
+  char path[CHR_PLUGIN_PATH_MAX];       /* what was opened: the resolved file when known, else the name */
+  char tried[CHR_PLUGIN_REASON_MAX];    /* every name tried, comma separated (also on success) */
+  char reason[CHR_PLUGIN_REASON_MAX];   /* on failure: "name: dlerror text; name2: ..." for each try */
+} chrPluginLib;
+
+/* Open the library for (prefix, value). Returns 0 with lib->handle set, or -1 with lib->reason and
+ * lib->tried filled. Logs nothing: the caller decides between INFO and WARN. Thread-safe (dlerror is
+ * per thread), but callers serialise loads anyway. */
+int chrPluginOpen(const char* prefix, const char* value, chrPluginLib* lib);
+
+/* dlclose the handle (not for the main program) and clear it. */
+void chrPluginClose(chrPluginLib* lib);
+
+/* Look up a symbol; NULL when absent. */
+void* chrPluginSymbol(chrPluginLib* lib, const char* symbol);
+
+/* Directory holding libchorus (or the program it is linked into), without trailing '/'; "" if unknown. */
+const char* chrPluginLibraryDir(void);
+
+#endif /* CHORUS_PLUGIN_OPEN_H_ */

@@ -1,0 +1,105 @@
+/*
+ * net_link.c: links through the net plugin. Each link owns CHR_STEPS staging slots in one
+ * allocation, registered once with the plugin (regMr) when the link connects.
+ * The plugin may refuse a request for now (NULL request): the post is then retried from test().
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "comm/comm.h"
+#include "log/check.h"
+#include "log/log.h"
+#include "plugin/net_plugin.h"
+#include "transport/net_link.h"
+
+static ncclResult_t tryPost(struct chrLink* link, struct chrNetLink* nl, int slot) {
+  void* req = NULL;
+  if (link->isSend) {
+    CHECK(chrNetIsend(nl->net, nl->comm, link->slots[slot], nl->bytes[slot], nl->tag, nl->mhandle, NULL, &req));
+  } else {
+    void* data = link->slots[slot];
+    size_t size = link->stepSize;
+    int tag = nl->tag;
+    void* mh = nl->mhandle;
+    void* ph = NULL;
+    CHECK(chrNetIrecv(nl->net, nl->comm, 1, &data, &size, &tag, &mh, &ph, &req));
+  }
+  nl->req[slot] = req;
+  nl->pending[slot] = (req == NULL);
+  return ncclSuccess;
+}
+
+static ncclResult_t netPost(struct chrLink* link, int slot, size_t bytes) {
+  struct chrNetLink* nl = link->priv;
+  nl->bytes[slot] = bytes;
+  return tryPost(link, nl, slot);
+}
+
+static ncclResult_t netTest(struct chrLink* link, int slot, int* done, size_t* bytes) {
+  struct chrNetLink* nl = link->priv;
+  *done = 0;
+  if (nl->pending[slot]) {
+    CHECK(tryPost(link, nl, slot));
+    if (nl->pending[slot]) return ncclSuccess;
+  }
+  int size = 0;
+  CHECK(chrNetTest(nl->net, nl->req[slot], done, &size));
+  if (*done) {
+    nl->req[slot] = NULL;
+    if (bytes) *bytes = link->isSend ? nl->bytes[slot] : (size_t)size;
+  }
+  return ncclSuccess;
+}
+
+static void netClose(struct chrLink* link) {
+  if (link == NULL) return;
+  struct chrNetLink* nl = link->priv;
+  if (nl != NULL) {
+    if (nl->mhandle && nl->comm) chrNetDeregMr(nl->net, nl->comm, nl->mhandle);
+    if (nl->comm) {
+      if (link->isSend) chrNetCloseSend(nl->net, nl->comm);
+      else chrNetCloseRecv(nl->net, nl->comm);
+    }
+    free(nl->buffer);
+    free(nl);
+  }
+  free(link);
+}
+
+const struct chrTransportOps chrNetTransportOps = {"net", netPost, netTest, netClose};
+
+ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, void* netComm,
+                              size_t stepSize, struct chrLink** out) {
+  struct chrLink* link = calloc(1, sizeof(*link));
+  struct chrNetLink* nl = calloc(1, sizeof(*nl));
+  char* buffer = NULL;
+  ncclResult_t res = ncclSuccess;
+  if (link == NULL || nl == NULL || posix_memalign((void**)&buffer, 4096, stepSize * CHR_STEPS) != 0) {
+    res = chrFail(ncclSystemError, "out of memory for a net link (%zu bytes of slots)", stepSize * CHR_STEPS);
+    goto fail_free;
+  }
+  nl->net = comm->net;
+  nl->comm = netComm;
+  nl->buffer = buffer;
+  nl->tag = comm->rank;
+  link->ops = &chrNetTransportOps;
+  link->peer = peer;
+  link->channel = channel;
+  link->isSend = isSend;
+  link->stepSize = stepSize;
+  link->priv = nl;
+  for (int i = 0; i < CHR_STEPS; i++) link->slots[i] = buffer + (size_t)i * stepSize;
+  CHECK_GOTO(chrNetRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_HOST, &nl->mhandle), res,
+             fail_close);
+  *out = link;
+  return ncclSuccess;
+fail_close:
+  netClose(link); /* closes netComm too */
+  return res;
+fail_free:
+  free(buffer);
+  free(nl);
+  free(link);
+  if (isSend) chrNetCloseSend(comm->net, netComm);
+  else chrNetCloseRecv(comm->net, netComm);
+  return res;
+}

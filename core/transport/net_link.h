@@ -1,0 +1,24 @@
+/* net_link.h: state of a link through the net plugin (transport/net_link.c). */
+#ifndef CHORUS_NET_LINK_H_
+#define CHORUS_NET_LINK_H_
+
+#include "transport/transport.h"
+
+struct chrNet;
+
+struct chrNetLink {
+  struct chrNet* net;
+  void* comm;    /* plugin send or recv comm */
+  void* mhandle; /* registration of `buffer` */
+  char* buffer;  /* CHR_STEPS slots */
+  int tag;       /* our rank: NCCL passes the sender's rank as the tag */
+  void* req[CHR_STEPS];
+  size_t bytes[CHR_STEPS];
+  int pending[CHR_STEPS]; /* the plugin returned a NULL request: post again from test */
+};
+
+/* Wrap a connected plugin comm into a link with registered slots. On failure netComm is closed. */
+ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, void* netComm,
+                              size_t stepSize, struct chrLink** out);
+
+#endif

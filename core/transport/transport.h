@@ -1,0 +1,52 @@
+/*
+ * transport.h: a link is one direction of one connection to one peer on one channel.
+ *
+ * The executor sees every transport the same way: a ring of CHR_STEPS staging slots of stepSize
+ * bytes. On the send side the executor writes a slot and posts it; on the receive side it posts a
+ * slot, waits until the transport has filled it, and consumes it. Steps are numbered per link and
+ * both ends walk the same sequence, so step k of a send link matches step k of the peer's recv link.
+ * Links are created lazily, the first time a plan needs them (chrTransportConnectRing).
+ */
+#ifndef CHORUS_TRANSPORT_H_
+#define CHORUS_TRANSPORT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include "nccl.h"
+
+#define CHR_STEPS 8
+
+struct ncclComm;
+struct chrLink;
+
+struct chrTransportOps {
+  const char* name;
+  /* Send side: slot `slot` holds `bytes` bytes: start sending them.
+   * Recv side: start receiving into slot `slot` (up to link->stepSize bytes). */
+  ncclResult_t (*post)(struct chrLink* link, int slot, size_t bytes);
+  /* Non-blocking. *done = 1 once the slot's transfer completed; *bytes = bytes received (recv side). */
+  ncclResult_t (*test)(struct chrLink* link, int slot, int* done, size_t* bytes);
+  /* Release everything the link holds. Must work on a half-connected link and after an error. */
+  void (*close)(struct chrLink* link);
+};
+
+struct chrLink {
+  const struct chrTransportOps* ops;
+  int peer;      /* rank of the other end */
+  int channel;
+  int isSend;
+  size_t stepSize;
+  char* slots[CHR_STEPS];
+  void* priv;    /* transport state */
+};
+
+/* Connect the ring links (send to next, recv from prev) of channels [0, nChannels) that are not
+ * connected yet. Collective: every rank of the comm calls it with the same nChannels. */
+ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels);
+/* Close every link of the comm. */
+void chrTransportCloseAll(struct ncclComm* comm);
+
+/* The net transport (through the net plugin). */
+extern const struct chrTransportOps chrNetTransportOps;
+
+#endif /* CHORUS_TRANSPORT_H_ */

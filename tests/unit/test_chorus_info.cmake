@@ -1,0 +1,7 @@
+# chorus-info shows each value with its source (env / file:line / default). Registered here, not in
+# tools/, because add_test needs enable_testing(), which comes after tools/ is configured.
+if(TARGET chorus-info)
+  add_test(NAME unit.chorus_info
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_chorus_info.sh $<TARGET_FILE:chorus-info>)
+  set_tests_properties(unit.chorus_info PROPERTIES TIMEOUT 30)
+endif()

@@ -1,0 +1,121 @@
+/*
+ * chorus-info: the effective configuration, with the source of every value, and the plugins found.
+ *
+ *   chorus-info            version, parameters, plugin sections, config problems, plugins
+ *   chorus-info --params   the parameter table only
+ *
+ * Parameter lines have four columns separated by at least two blanks: name, value, source, help.
+ * An empty value prints as "" so the columns stay aligned and parseable.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "chorus.h"
+#include "config/param.h"
+#include "nccl.h"
+#include "plugin/plugin_info.h"
+
+/* Until the plugin loader provides chrPluginsDescribe, this stub keeps chorus-info linkable. The
+ * tool links chorus_static as a whole archive, so the loader's strong definition replaces it. */
+__attribute__((weak)) void chrPluginsDescribe(FILE* out) { fprintf(out, "plugins: (loader not built)\n"); }
+
+static void usage(FILE* out, const char* prog) {
+  fprintf(out,
+          "usage: %s [--params] [--help]\n"
+          "  Prints Chorus's version, every parameter with its value and where the value came from\n"
+          "  (env, <file>:<line> or default), the plugin sections of the config files, config problems\n"
+          "  and the plugins found.\n"
+          "  --params  print only the parameter table\n"
+          "  --help    print this help\n",
+          prog);
+}
+
+static const char* shown(const char* value) { return value[0] ? value : "\"\""; }
+
+static void printParams(FILE* out) {
+  int nameW = 4, valueW = 5, sourceW = 6;
+  for (int i = 0; i < CHR_P_COUNT; i++) {
+    chrParamId id = (chrParamId)i;
+    int n = (int)strlen(chrParamName(id)), v = (int)strlen(shown(chrParamStr(id))),
+        s = (int)strlen(chrParamSource(id));
+    if (n > nameW) nameW = n;
+    if (v > valueW && v <= 40) valueW = v; /* a very long value breaks the alignment, not the columns */
+    if (s > sourceW) sourceW = s;
+  }
+  fprintf(out, "%-*s  %-*s  %-*s  %s\n", nameW, "NAME", valueW, "VALUE", sourceW, "SOURCE", "HELP");
+  for (int i = 0; i < CHR_P_COUNT; i++) {
+    chrParamId id = (chrParamId)i;
+    fprintf(out, "%-*s  %-*s  %-*s  %s\n", nameW, chrParamName(id), valueW, shown(chrParamStr(id)), sourceW,
+            chrParamSource(id), chrParamHelp(id));
+  }
+}
+
+static void printKey(void* arg, const char* key, const char* value, const char* source) {
+  FILE* out = arg;
+  fprintf(out, "    %s = %s  (%s)\n", key, shown(value), source);
+}
+
+static void printSection(void* arg, const char* section) {
+  FILE* out = arg;
+  fprintf(out, "  [%s]\n", section);
+  chrConfigForEachInSection(section, printKey, out);
+}
+
+static void countKey(void* arg, const char* key, const char* value, const char* source) { ++*(int*)arg; }
+static void countSection(void* arg, const char* section) { ++*(int*)arg; }
+
+static void printSections(FILE* out) {
+  int sections = 0, topLevel = 0;
+  chrConfigForEachSection(countSection, &sections);
+  chrConfigForEachInSection("", countKey, &topLevel);
+  fprintf(out, "\nPlugin sections (exported to the environment before the plugin's init, never overwriting):\n");
+  if (sections == 0) fprintf(out, "  (none)\n");
+  chrConfigForEachSection(printSection, out);
+  if (topLevel > 0) {
+    fprintf(out, "  top-level keys that are not Chorus parameters (exported like nccl.conf):\n");
+    chrConfigForEachInSection("", printKey, out);
+  }
+}
+
+static void printProblems(FILE* out) {
+  const char* p = chrConfigProblems();
+  fprintf(out, "\nConfig problems:\n");
+  if (!p[0]) fprintf(out, "  (none)\n");
+  while (*p) {
+    size_t len = strcspn(p, "\n");
+    fprintf(out, "  %.*s\n", (int)len, p);
+    p += len;
+    if (*p == '\n') p++;
+  }
+}
+
+int main(int argc, char** argv) {
+  int paramsOnly = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--params") == 0) {
+      paramsOnly = 1;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout, argv[0]);
+      return 0;
+    } else {
+      fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[i]);
+      usage(stderr, argv[0]);
+      return 2;
+    }
+  }
+  if (paramsOnly) {
+    printParams(stdout);
+    return 0;
+  }
+  printf("Chorus %d.%d.%d, NCCL API %d.%d.%d%s\n\n", CHORUS_VERSION_MAJOR, CHORUS_VERSION_MINOR,
+         CHORUS_VERSION_PATCH, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, NCCL_SUFFIX);
+  printf("Parameters:\n");
+  printParams(stdout);
+  printSections(stdout);
+  printProblems(stdout);
+  printf("\nPlugins:\n");
+  fflush(stdout);
+  chrPluginsDescribe(stdout); /* owned by core/plugin/ (plugin_info.h) */
+  fflush(stdout);
+  return 0;
+}

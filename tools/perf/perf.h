@@ -1,0 +1,166 @@
+/*
+ * perf.h: the pieces of chorus-perf, a benchmark with nccl-tests' sizes, formulas and output
+ * columns (shared/reference/nccl-compat.md §6). Only the public NCCL API is used, so the same
+ * binary runs on Chorus and on NVIDIA's NCCL, switched by the library path.
+ *
+ *   options.c   command line
+ *   colls.c     per-collective definitions: counts, in-place offsets, bus factor, launch, expected data
+ *   data.c      buffers (host memory, or CUDA with CHORUS_PERF_CUDA), data patterns, result check
+ *   report.c    time/bandwidth formatting, the table, footer and JSON file
+ *   ../chorus-perf.c   main: launching ranks, the loop over types, ops, sizes, in/out of place
+ */
+#ifndef CHORUS_TOOLS_PERF_H_
+#define CHORUS_TOOLS_PERF_H_
+
+#ifdef CHORUS_PERF_CUDA
+#include <cuda_runtime.h>
+#endif
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "nccl.h"
+#include "numeric.h"
+
+/* Reduction operators as the benchmark names them; "mulsum" is ncclRedOpCreatePreMulSum with scalar
+ * 1 on even ranks and 2 on odd ranks (as nccl-tests does). */
+typedef enum { PERF_SUM, PERF_PROD, PERF_MAX, PERF_MIN, PERF_AVG, PERF_MULSUM, PERF_NUM_OPS } chrPerfOp;
+const char* chrPerfOpName(int op); /* sum prod max min avg mulsum; "none" for -1 */
+
+typedef enum { PERF_MEM_HOST = 0, PERF_MEM_CUDA = 1 } chrPerfMem;
+
+typedef struct chrPerfColl chrPerfColl;
+
+typedef struct {
+  /* launching */
+  int np;            /* -np N: fork N local ranks; 0: single rank, or ranks from the environment */
+  int nhosts;        /* --hosts K: act out K hosts (NCCL_HOSTID) among the local ranks */
+  int timeoutSec;    /* -T / --timeout: kill all local ranks after this long (0: never) */
+  /* what to run */
+  const chrPerfColl* coll;
+  ncclDataType_t types[ncclNumTypes];
+  int ntypes;
+  int ops[PERF_NUM_OPS];
+  int nops;
+  int root;          /* -r */
+  size_t minBytes, maxBytes, stepBytes;
+  double stepFactor; /* > 1: multiply; otherwise add stepBytes */
+  int iters, warmup, agg, check, blocking, average;
+  chrPerfMem mem;    /* -M host|cuda */
+  int parallelInit;  /* accepted for nccl-tests compatibility, no effect */
+  const char* jsonPath; /* -J */
+  int quiet;         /* -q: no preamble (table only) */
+} chrPerfOptions;
+
+/* Returns 0 on success, 1 on a usage error (message printed), 2 for --help (usage printed). */
+int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* opt);
+void chrPerfUsage(FILE* f, const char* prog);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Collectives */
+
+/* Per rank and per size step: how many elements go where. Counts in elements. */
+typedef struct {
+  size_t count;          /* the count argument of the call = the "count" column */
+  size_t sendElems;      /* elements read from the send buffer */
+  size_t recvElems;      /* elements written to the receive buffer */
+  size_t sendInplaceOff; /* in place: send = buf + sendInplaceOff, recv = buf + recvInplaceOff */
+  size_t recvInplaceOff;
+  size_t algBytes;       /* S of the algbw formula */
+  size_t sizeBytes;      /* the "size" column: max(send, recv) bytes */
+} chrPerfShape;
+
+/* Where the expected value of one output element comes from. */
+typedef enum { PERF_SRC_NONE = 0, PERF_SRC_COPY = 1, PERF_SRC_REDUCE = 2 } chrPerfSrcKind;
+
+struct chrPerfColl {
+  const char* name;      /* command line name: allreduce, allgather, ... */
+  const char* testName;  /* nccl-tests program name: all_reduce_perf, ... (footer) */
+  int usesOp;
+  int usesRoot;
+  void (*shape)(size_t elems, int eltSize, int nranks, int rank, int root, chrPerfShape* s);
+  double (*busFactor)(int nranks);
+  ncclResult_t (*launch)(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                         int root, int rank, int nranks, ncclComm_t comm, cudaStream_t stream);
+  /* Output element j on rank `rank`: COPY from element *srcIndex of rank *srcRank's send buffer,
+   * REDUCE of element *srcIndex over every rank's send buffer, or NONE (not checked). */
+  chrPerfSrcKind (*source)(const chrPerfShape* s, int rank, int nranks, int root, size_t j, int* srcRank,
+                           size_t* srcIndex);
+  const char* ncclFunction; /* for error messages: "ncclAllReduce" */
+};
+
+const chrPerfColl* chrPerfFindColl(const char* name);
+void chrPerfListColls(FILE* f);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Buffers and data */
+
+typedef struct {
+  chrPerfMem mem;
+  void* send;     /* out-of-place send buffer */
+  void* recv;     /* out-of-place receive buffer; also the in-place buffer */
+  size_t sendBytes, recvBytes;
+  void* hostStage; /* host copy of device data for checking (CUDA only) */
+  cudaStream_t stream;
+} chrPerfBuffers;
+
+int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, size_t sendBytes, size_t recvBytes);
+void chrPerfBuffersFree(chrPerfBuffers* b);
+/* Waits for everything launched on the buffers' stream (no-op for host memory). */
+int chrPerfSync(chrPerfBuffers* b);
+
+/* The value pattern of one (type, op, nranks) combination: small integers chosen so that every
+ * partial result of the reduction is exact in the type, whatever order the library reduces in. */
+typedef struct {
+  ncclDataType_t type;
+  int op;        /* chrPerfOp, or -1 for data movement */
+  int nranks;
+  int amp;       /* values lie in [-amp, amp] ([0, amp] for unsigned) */
+  int active;    /* per element, this many ranks hold values; the rest hold the op's neutral value */
+  uint64_t seed;
+} chrPerfPattern;
+
+void chrPerfPatternInit(chrPerfPattern* p, ncclDataType_t type, int op, int nranks, uint64_t seed);
+/* Value of element k of rank r's send buffer, as a small integer. */
+int64_t chrPerfPatternValue(const chrPerfPattern* p, int rank, size_t k);
+/* The PreMulSum scalar of a rank (1 on even, 2 on odd ranks). */
+int chrPerfMulsumScalar(int rank);
+
+/* Writes the inputs of one check run: send region (sendElems at `send`) gets the pattern of `rank`;
+ * the receive region (recvElems at `recv`) is cleared to a sentinel first (for in place the
+ * regions overlap, and the send data wins). */
+int chrPerfFillInputs(chrPerfBuffers* b, const chrPerfShape* s, const chrPerfPattern* p, int rank, void* send,
+                      void* recv);
+/* Counts output elements that differ from the expected values (tolerance 0, except avg on floats). */
+int64_t chrPerfCheckOutputs(chrPerfBuffers* b, const chrPerfColl* c, const chrPerfShape* s, const chrPerfPattern* p,
+                            int rank, int root, const void* recv);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Report (rank 0 only) */
+
+typedef struct {
+  size_t size, count;
+  const char* type;
+  const char* redop;
+  int root;
+  double timeUs[2], algBw[2], busBw[2]; /* [0] out of place, [1] in place */
+  int64_t wrong[2];                     /* -1: not checked */
+} chrPerfRow;
+
+typedef struct {
+  chrPerfRow* rows;
+  int nrows, cap;
+  int64_t outOfBounds; /* failed checks */
+  double busBwSum;
+  int busBwCount;
+} chrPerfReport;
+
+void chrPerfPrintHeader(FILE* f);
+void chrPerfPrintRow(FILE* f, const chrPerfRow* row);
+int chrPerfReportAdd(chrPerfReport* r, const chrPerfRow* row);
+/* Prints the footer; returns non-zero if the run failed (wrong values, or NCCL_TESTS_MIN_BW missed). */
+int chrPerfPrintFooter(FILE* f, const chrPerfReport* r, const chrPerfColl* c);
+int chrPerfWriteJson(const char* path, const chrPerfReport* r, const chrPerfOptions* o, int nranks, int headers,
+                     int library, const char* libraryName);
+void chrPerfReportFree(chrPerfReport* r);
+
+#endif /* CHORUS_TOOLS_PERF_H_ */
