@@ -106,7 +106,13 @@ static void exportOne(void* arg, const char* key, const char* value, const char*
   setenv(key, value, 0); /* 0: a variable the user already set wins */
 }
 
-void chrConfigExportSection(const char* section) { chrConfigForEachInSection(section, exportOne, NULL); }
+void chrConfigExportSection(const char* section) {
+  if (!section) return;
+  chrConfigForEachInSection(section, exportOne, NULL);
+  /* Then the top-level keys that are not parameters: NCCL exports all of nccl.conf before any plugin
+   * loads, and plugins built for NCCL count on it. The section's own keys were set first, so they win. */
+  if (section[0] != '\0') chrConfigForEachInSection("", exportOne, NULL);
+}
 
 const char* chrConfigProblems(void) { return chrConfigCurrent()->problems; }
 

@@ -44,8 +44,9 @@ void chrConfigForEachInSection(const char* section, chrSectionVisitor visit, voi
 void chrConfigForEachSection(void (*visit)(void* arg, const char* section), void* arg);
 
 /* Export a plugin section to the environment before the plugin's init: setenv for each key,
- * never overwriting a variable that is already set. Section "" exports the top-level keys that are
- * not parameters (what NCCL does with every key of nccl.conf); call it before loading any plugin. */
+ * never overwriting a variable that is already set. Then the top-level keys that are not parameters
+ * (section "", e.g. NCCL_IB_HCA in a flat nccl.conf) are exported the same way, as NCCL exports every
+ * key of nccl.conf; the section's own keys win over them. Section "" exports only the top-level keys. */
 void chrConfigExportSection(const char* section);
 
 /* Re-read environment and files. Strings handed out before stay valid: the old values are retired,

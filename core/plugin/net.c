@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,6 @@
 #include "log/log.h"
 #include "plugin/net_adapter.h"
 #include "plugin/net_plugin.h"
-#include "plugin/plugin_info.h"
 
 #define NET_PREFIX "libnccl-net"
 #define NET_MAX_CANDIDATES 14 /* as NCCL: the list has at most 14 names */
@@ -163,14 +163,15 @@ static const char* candidateLabel(const struct chrNetLib* lib) {
 
 /* One candidate failed: WARN once per distinct reason and fall back, or (strict) fail. */
 static ncclResult_t candidateFailed(struct chrNetLib* lib, const char* reason, int strict, int last) {
+  /* When the library was opened, name the file; when not, the reason already names every try. */
+  char where[CHR_PLUGIN_PATH_MAX + 8] = "";
+  if (lib->dl.path[0]) snprintf(where, sizeof(where), " (%s)", lib->dl.path);
   if (strict)
-    return chrFail(ncclInvalidUsage, "NET/Plugin: cannot use net plugin '%s' (%s): %s; failing because "
-                   "CHORUS_PLUGIN_STRICT=1", candidateLabel(lib), lib->dl.path[0] ? lib->dl.path : lib->dl.tried,
-                   reason);
+    return chrFail(ncclInvalidUsage, "NET/Plugin: cannot use net plugin '%s'%s: %s; failing because "
+                   "CHORUS_PLUGIN_STRICT=1", candidateLabel(lib), where, reason);
   if (strcmp(lib->lastWarn, reason) != 0) {
     snprintf(lib->lastWarn, sizeof(lib->lastWarn), "%s", reason);
-    WARN("NET/Plugin: cannot use net plugin '%s' (%s): %s; %s", candidateLabel(lib),
-         lib->dl.path[0] ? lib->dl.path : lib->dl.tried, reason,
+    WARN("NET/Plugin: cannot use net plugin '%s'%s: %s; %s", candidateLabel(lib), where, reason,
          last ? "no more candidates" : "trying the next one");
   }
   return ncclSuccess;
@@ -338,12 +339,8 @@ void chrNetDescribe(FILE* out) {
     if (lib->usable)
       fprintf(out, "  %s: %s: name %s, ABI v%d\n", candidateLabel(lib), lib->dl.path, lib->name, lib->version);
     else
-      fprintf(out, "  %s: not usable (%s): %s\n", candidateLabel(lib), lib->dl.path[0] ? lib->dl.path : lib->dl.tried,
-              lib->failReason);
+      fprintf(out, "  %s: not usable%s%s%s: %s\n", candidateLabel(lib), lib->dl.path[0] ? " (" : "", lib->dl.path,
+              lib->dl.path[0] ? ")" : "", lib->failReason);
   }
   pthread_mutex_unlock(&netLock);
-}
-
-void chrPluginsDescribe(FILE* out) {
-  chrNetDescribe(out);
 }

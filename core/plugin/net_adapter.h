@@ -24,7 +24,7 @@ struct chrNetLib {
   char candidate[256];          /* the NCCL_NET_PLUGIN entry this came from, as given */
   chrPluginLib dl;              /* handle, path opened, names tried, dlerror texts */
   int usable;                   /* 1: a table was found and bound */
-  char failReason[CHR_PLUGIN_REASON_MAX]; /* why not usable (load or probe), for WARN and describe */
+  char failReason[CHR_PLUGIN_REASON_MAX + 64]; /* why not usable (load or probe), for WARN and describe */
   int version;                  /* 8..12 */
   const char* name;             /* the table's name */
   const void* native;           /* the plugin's own ncclNet_vN_t */
@@ -42,7 +42,7 @@ struct chrNetLib {
   ncclResult_t initResult;
   int initRefs;
 
-  char lastWarn[512];           /* last per-comm failure WARNed, so repeats stay quiet */
+  char lastWarn[CHR_PLUGIN_REASON_MAX + 64]; /* last failure WARNed, so repeats stay quiet */
 };
 
 /* The ctx an adapter hands out from init (v8..v10: a dummy per comm; v11 keeps the plugin's own). */

@@ -46,8 +46,8 @@ struct chrNet {
  * (one line each, with the path and the reason) and skipped; with CHORUS_PLUGIN_STRICT=1 the first
  * such failure makes this call fail with ncclInvalidUsage instead.
  * Returns ncclSuccess with *out = NULL when NCCL_NET_PLUGIN is "none"; ncclSystemError when no
- * candidate can be used (the last error lists what was tried); ncclInvalidArgument when netName
- * matches no loaded plugin. Free with chrNetClose. */
+ * candidate can be used (the last error lists what was tried and why); ncclInvalidUsage when a name
+ * is wanted and no loaded plugin has it, or in strict mode. Free with chrNetClose. */
 ncclResult_t chrNetOpen(uint64_t commHash, const char* netName, int trafficClass, struct chrNet** out);
 
 /* Finalize the per-comm context and free net. Every comm made through net must be closed first.

@@ -133,7 +133,8 @@ static ncclResult_t findDevices(void) {
       if (strcmp(nsDevs[d].name, ifs[i].name) == 0) dup = 1;
     if (dup) continue;
     nsDev* dev = &nsDevs[nsNDevs++];
-    snprintf(dev->name, sizeof(dev->name), "%s", ifs[i].name);
+    memcpy(dev->name, ifs[i].name, sizeof(dev->name));
+    dev->name[sizeof(dev->name) - 1] = '\0';
     dev->addr = ifs[i].addr;
     dev->speed = readSpeed(dev->name);
     dev->pciPath = readPciPath(dev->name);

@@ -211,6 +211,7 @@ static void casePluginSections(void) {
   testPath(path, sizeof(path), "plug.ini");
   testPath(user, sizeof(user), ".config/chorus.ini");
   writeTestFile(".config/chorus.ini", "[net.socket]\nNCCL_SOCKET_NTHREADS=1\nEXTRA_ONLY_HERE=yes\n");
+  writeTestFile(".nccl.conf", "NCCL_NSOCKS_PERTHREAD=99\nFLAT_ONLY=flat\n");
   writeTestFile("plug.ini",
                 "[net.socket]\n"
                 "NCCL_NSOCKS_PERTHREAD = 4\n"
@@ -235,6 +236,8 @@ static void casePluginSections(void) {
   EXPECT_STR(getenv("NCCL_NSOCKS_PERTHREAD"), "4");
   EXPECT_STR(getenv("NCCL_SOCKET_NTHREADS"), "7"); /* already set: not overwritten */
   EXPECT(getenv("CHORUS_TUNER_TABLE") == NULL, "another section was exported");
+  /* Top-level keys of flat files go along, after the section's own (which win). */
+  EXPECT_STR(getenv("FLAT_ONLY"), "flat");
 }
 
 /* Values longer than inih's line buffer work up to 4 KiB; longer ones are a problem. */

@@ -91,7 +91,7 @@ static uint32_t refEncode(const RefFmt* f, double x) {
 
 /* The same by an exhaustive scan over every finite code (and inf where it is a candidate), used to
  * cross-check refEncode itself on a sample. */
-static uint32_t refEncodeLinear(const RefFmt* f, double x) {
+__attribute__((unused)) static uint32_t refEncodeLinear(const RefFmt* f, double x) {
   if (isnan(x)) return refNanCode(f);
   uint32_t sign = signbit(x) ? refSignBit(f) : 0u;
   double ax = fabs(x);

@@ -100,6 +100,8 @@ typedef struct {
   void* recv;     /* out-of-place receive buffer; also the in-place buffer */
   size_t sendBytes, recvBytes;
   void* hostStage; /* host copy of device data for checking (CUDA only) */
+  void* scratch;   /* device memory for the small allreduces of timings and counts (CUDA only) */
+  size_t scratchBytes;
   cudaStream_t stream;
 } chrPerfBuffers;
 

@@ -1,0 +1,16 @@
+# ABI comparison: abi_dump built with our header, and with NVIDIA's when /usr/local/cuda has one.
+add_executable(abi_dump_chorus ${CMAKE_CURRENT_SOURCE_DIR}/abi_dump.c)
+target_include_directories(abi_dump_chorus BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE})
+set(CHORUS_NV_NCCL_H "/usr/local/cuda/include/nccl.h")
+if(EXISTS ${CHORUS_NV_NCCL_H})
+  add_executable(abi_dump_nvidia ${CMAKE_CURRENT_SOURCE_DIR}/abi_dump.c)
+  target_include_directories(abi_dump_nvidia BEFORE PRIVATE /usr/local/cuda/include)
+  set(nv_dump $<TARGET_FILE:abi_dump_nvidia>)
+  set(nv_hdr ${CHORUS_NV_NCCL_H})
+else()
+  set(nv_dump none)
+  set(nv_hdr none)
+endif()
+add_test(NAME unit.abi_compare COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_abi_compare.sh
+         $<TARGET_FILE:abi_dump_chorus> ${nv_dump} $<TARGET_FILE:chorus> ${CHORUS_PUBLIC_INCLUDE}/nccl.h ${nv_hdr})
+set_tests_properties(unit.abi_compare PROPERTIES TIMEOUT 60)

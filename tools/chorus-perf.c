@@ -1,0 +1,355 @@
+/*
+ * chorus-perf: collective benchmark with nccl-tests' sizes, formulas and columns.
+ *
+ *   chorus-perf [-np N] [--hosts K] <collective> -b 8 -e 64M -f 2 -n 20 -w 5 -c 1 -d float -o sum ...
+ *
+ * With -np, N ranks run as local processes (tools/launch.c); without it, one rank, or the ranks that
+ * the environment describes (CHORUS_RANK/CHORUS_NRANKS or mpirun, plus NCCL_COMM_ID). Rank 0 prints.
+ * Only the public NCCL API is used: the same binary runs on NVIDIA's NCCL (with -M cuda there).
+ * Timings and wrong-value counts are combined over ranks with ncclAllReduce, so no MPI is needed.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "perf/perf.h"
+
+/* Chorus's own version string, when the library is Chorus (weak: absent on NVIDIA's NCCL). */
+extern const char* ncclChorusVersionString(void) __attribute__((weak));
+
+typedef struct {
+  const chrPerfOptions* o;
+  int rank, nranks;
+  ncclComm_t comm;
+  chrPerfBuffers buf;
+} perfRank;
+
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int reportNccl(perfRank* pr, const char* what, ncclResult_t res) {
+  const char* last = ncclGetLastError(pr->comm);
+  fprintf(stderr, "chorus-perf: rank %d: %s failed: %s%s%s\n", pr->rank, what, ncclGetErrorString(res),
+          last && *last ? ": " : "", last ? last : "");
+  return 1;
+}
+
+/* In-place allreduce of a small host array, through device memory when the buffers live there. */
+static ncclResult_t allreduceHost(perfRank* pr, void* data, size_t count, ncclDataType_t type, ncclRedOp_t op) {
+  size_t bytes = count * (size_t)chrNumTypeInfo(type)->size;
+  if (pr->buf.mem == PERF_MEM_HOST) return ncclAllReduce(data, data, count, type, op, pr->comm, NULL);
+#ifdef CHORUS_PERF_CUDA
+  if (pr->buf.scratchBytes < bytes) {
+    if (pr->buf.scratch) cudaFree(pr->buf.scratch);
+    pr->buf.scratch = NULL;
+    pr->buf.scratchBytes = 0;
+    if (cudaMalloc(&pr->buf.scratch, bytes) != cudaSuccess) return ncclUnhandledCudaError;
+    pr->buf.scratchBytes = bytes;
+  }
+  if (cudaMemcpy(pr->buf.scratch, data, bytes, cudaMemcpyHostToDevice) != cudaSuccess) return ncclUnhandledCudaError;
+  ncclResult_t res = ncclAllReduce(pr->buf.scratch, pr->buf.scratch, count, type, op, pr->comm, pr->buf.stream);
+  if (res != ncclSuccess) return res;
+  if (cudaStreamSynchronize(pr->buf.stream) != cudaSuccess) return ncclUnhandledCudaError;
+  if (cudaMemcpy(data, pr->buf.scratch, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) return ncclUnhandledCudaError;
+  return ncclSuccess;
+#else
+  (void)bytes;
+  return ncclInvalidUsage;
+#endif
+}
+
+static int barrier(perfRank* pr) {
+  double one = 1;
+  ncclResult_t res = allreduceHost(pr, &one, 1, ncclFloat64, ncclSum);
+  return res == ncclSuccess ? 0 : reportNccl(pr, "ncclAllReduce (barrier)", res);
+}
+
+/* Combines a per-rank time as -a asks: 0 rank 0's, 1 mean, 2 min, 3 max. */
+static int combineTime(perfRank* pr, double* t) {
+  double v = *t;
+  ncclRedOp_t op = ncclSum;
+  switch (pr->o->average) {
+    case 0: if (pr->rank != 0) v = 0; break;
+    case 2: op = ncclMin; break;
+    case 3: op = ncclMax; break;
+    default: break;
+  }
+  ncclResult_t res = allreduceHost(pr, &v, 1, ncclFloat64, op);
+  if (res != ncclSuccess) return reportNccl(pr, "ncclAllReduce (timing)", res);
+  *t = pr->o->average == 1 ? v / pr->nranks : v;
+  return 0;
+}
+
+/* One iteration: agg operations, batched in a group when agg > 1. */
+static ncclResult_t launchIter(perfRank* pr, const void* send, void* recv, size_t count, ncclDataType_t type,
+                               ncclRedOp_t op, int agg) {
+  const chrPerfColl* c = pr->o->coll;
+  ncclResult_t res = ncclSuccess;
+  if (agg > 1 && (res = ncclGroupStart()) != ncclSuccess) return res;
+  for (int a = 0; a < agg && res == ncclSuccess; a++)
+    res = c->launch(send, recv, count, type, op, pr->o->root, pr->rank, pr->nranks, pr->comm, pr->buf.stream);
+  if (agg > 1) {
+    ncclResult_t end = ncclGroupEnd();
+    if (res == ncclSuccess) res = end;
+  }
+  if (res == ncclSuccess && pr->o->blocking && chrPerfSync(&pr->buf) != 0) res = ncclUnhandledCudaError;
+  return res;
+}
+
+static uint64_t seedOf(int type, int op, int sizeIdx, int inPlace, int rep) {
+  return ((uint64_t)type << 48) ^ ((uint64_t)(op + 1) << 40) ^ ((uint64_t)sizeIdx << 16) ^ ((uint64_t)inPlace << 12) ^
+         (uint64_t)rep ^ 0x6368726f7275730aull;
+}
+
+/* Sizes of the step loop: -b, then x -f (or + -i), up to -e. */
+static int nextSize(const chrPerfOptions* o, size_t size, size_t* next) {
+  size_t n = o->stepFactor > 1 ? (size_t)((double)size * o->stepFactor) : size + o->stepBytes;
+  if (n <= size) return 0;
+  *next = n;
+  return n <= o->maxBytes;
+}
+
+/* Largest send/receive buffers this rank needs over every type and size (in-place layouts included). */
+static void bufferNeeds(const perfRank* pr, size_t* sendBytes, size_t* recvBytes) {
+  const chrPerfOptions* o = pr->o;
+  *sendBytes = *recvBytes = 0;
+  for (int ti = 0; ti < o->ntypes; ti++) {
+    int ts = chrNumTypeInfo(o->types[ti])->size;
+    size_t size = o->minBytes;
+    for (;;) {
+      chrPerfShape s;
+      o->coll->shape(size / (size_t)ts, ts, pr->nranks, pr->rank, o->root, &s);
+      size_t sb = s.sendElems * (size_t)ts;
+      size_t rb = s.recvElems * (size_t)ts;
+      size_t ib = (s.sendInplaceOff + s.sendElems) * (size_t)ts;
+      size_t ib2 = (s.recvInplaceOff + s.recvElems) * (size_t)ts;
+      if (sb > *sendBytes) *sendBytes = sb;
+      if (rb > *recvBytes) *recvBytes = rb;
+      if (ib > *recvBytes) *recvBytes = ib;
+      if (ib2 > *recvBytes) *recvBytes = ib2;
+      if (!nextSize(o, size, &size)) break;
+    }
+  }
+}
+
+static int printPreamble(perfRank* pr) {
+  const chrPerfOptions* o = pr->o;
+  int libVersion = 0;
+  ncclGetVersion(&libVersion);
+  /* Every rank describes itself in a fixed slot; a uint8 sum of zero-filled slots gathers them. */
+  enum { SLOT = 128 };
+  char* slots = calloc((size_t)pr->nranks, SLOT);
+  if (!slots) return 1;
+  char host[64] = "?";
+  gethostname(host, sizeof(host) - 1);
+  const char* hostId = getenv("NCCL_HOSTID");
+  snprintf(slots + (size_t)pr->rank * SLOT, SLOT, "#  Rank %2d Pid %7d on %s%s%s%s", pr->rank, (int)getpid(), host,
+           hostId ? " (NCCL_HOSTID " : "", hostId ? hostId : "", hostId ? ")" : "");
+  ncclResult_t res = allreduceHost(pr, slots, (size_t)pr->nranks * SLOT, ncclUint8, ncclSum);
+  if (res != ncclSuccess) {
+    free(slots);
+    return reportNccl(pr, "ncclAllReduce (rank list)", res);
+  }
+  if (pr->rank == 0 && !o->quiet) {
+    printf("# chorus-perf nccl-headers=%d nccl-library=%d\n", NCCL_VERSION_CODE, libVersion);
+    printf("# library: %s\n", ncclChorusVersionString ? ncclChorusVersionString() : "NCCL (not Chorus)");
+    printf("# Collective test starting: %s\n", o->coll->testName);
+    printf("# nranks %d nhosts %d minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d agg iters: %d "
+           "validation: %d average: %d blocking: %d memory: %s\n",
+           pr->nranks, o->nhosts, o->minBytes, o->maxBytes,
+           o->stepFactor > 1 ? o->stepFactor : (double)o->stepBytes, o->stepFactor > 1 ? "factor" : "bytes",
+           o->warmup, o->iters, o->agg, o->check, o->average, o->blocking,
+           o->mem == PERF_MEM_CUDA ? "cuda" : "host");
+    printf("#\n# Using ranks\n");
+    for (int r = 0; r < pr->nranks; r++) {
+      char* s = slots + (size_t)r * SLOT;
+      s[SLOT - 1] = '\0';
+      printf("%s\n", s);
+    }
+    fflush(stdout);
+  }
+  free(slots);
+  return 0;
+}
+
+/* Times one half (out of place or in place) of one row and checks its results. */
+static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp, int sizeIdx, const chrPerfShape* s,
+                   int inPlace, chrPerfRow* row) {
+  const chrPerfOptions* o = pr->o;
+  const chrPerfColl* c = o->coll;
+  int ts = chrNumTypeInfo(type)->size;
+  char* base = pr->buf.recv;
+  const void* send = inPlace ? (const void*)(base + s->sendInplaceOff * (size_t)ts) : pr->buf.send;
+  void* recv = inPlace ? (void*)(base + s->recvInplaceOff * (size_t)ts) : pr->buf.recv;
+  chrPerfPattern pat;
+  ncclResult_t res;
+
+  chrPerfPatternInit(&pat, type, c->usesOp ? op : -1, pr->nranks, seedOf(type, op, sizeIdx, inPlace, 0));
+  if (chrPerfFillInputs(&pr->buf, s, &pat, pr->rank, (void*)send, recv) != 0) return 1;
+  if (barrier(pr)) return 1;
+  for (int w = 0; w < o->warmup; w++)
+    if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess)
+      return reportNccl(pr, c->ncclFunction, res);
+  if (chrPerfSync(&pr->buf) || barrier(pr)) return 1;
+
+  double t0 = nowSec();
+  for (int it = 0; it < o->iters; it++)
+    if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess)
+      return reportNccl(pr, c->ncclFunction, res);
+  if (chrPerfSync(&pr->buf)) return 1;
+  double sec = (nowSec() - t0) / ((double)o->iters * o->agg);
+  if (combineTime(pr, &sec)) return 1;
+
+  row->timeUs[inPlace] = sec * 1e6;
+  row->algBw[inPlace] = sec > 0 ? (double)s->algBytes / 1e9 / sec : 0;
+  row->busBw[inPlace] = row->algBw[inPlace] * c->busFactor(pr->nranks);
+  row->wrong[inPlace] = -1;
+  if (o->check <= 0) return 0;
+
+  double wrong = 0;
+  for (int rep = 0; rep < o->check; rep++) {
+    chrPerfPatternInit(&pat, type, c->usesOp ? op : -1, pr->nranks, seedOf(type, op, sizeIdx, inPlace, rep + 1));
+    if (chrPerfFillInputs(&pr->buf, s, &pat, pr->rank, (void*)send, recv) != 0) return 1;
+    if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, 1)) != ncclSuccess)
+      return reportNccl(pr, c->ncclFunction, res);
+    if (chrPerfSync(&pr->buf)) return 1;
+    wrong += (double)chrPerfCheckOutputs(&pr->buf, c, s, &pat, pr->rank, o->root, recv);
+  }
+  /* Sum of wrong elements over ranks (a double holds any count we can reach exactly). */
+  if ((res = allreduceHost(pr, &wrong, 1, ncclFloat64, ncclSum)) != ncclSuccess)
+    return reportNccl(pr, "ncclAllReduce (check)", res);
+  row->wrong[inPlace] = (int64_t)wrong;
+  return 0;
+}
+
+/* The scalar of "mulsum" lives in host memory and is read at creation (ncclScalarHostImmediate). */
+static int createMulsum(perfRank* pr, ncclDataType_t type, ncclRedOp_t* op) {
+  uint64_t bits = chrNumEncodeInt(type, chrPerfMulsumScalar(pr->rank));
+  ncclResult_t res = ncclRedOpCreatePreMulSum(op, &bits, type, ncclScalarHostImmediate, pr->comm);
+  return res == ncclSuccess ? 0 : reportNccl(pr, "ncclRedOpCreatePreMulSum", res);
+}
+
+static int runAll(perfRank* pr, chrPerfReport* report) {
+  const chrPerfOptions* o = pr->o;
+  const chrPerfColl* c = o->coll;
+  static const ncclRedOp_t builtin[PERF_NUM_OPS] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, ncclSum};
+  int nops = c->usesOp ? o->nops : 1;
+  for (int ti = 0; ti < o->ntypes; ti++) {
+    ncclDataType_t type = o->types[ti];
+    const chrNumType* tinfo = chrNumTypeInfo(type);
+    for (int oi = 0; oi < nops; oi++) {
+      int op = c->usesOp ? o->ops[oi] : -1;
+      ncclRedOp_t ncclOp = op >= 0 ? builtin[op] : ncclSum;
+      int created = 0;
+      if (op == PERF_MULSUM) {
+        if (createMulsum(pr, type, &ncclOp)) return 1;
+        created = 1;
+      }
+      int sizeIdx = 0, rc = 0;
+      size_t size = o->minBytes;
+      for (;;) {
+        chrPerfShape s;
+        c->shape(size / (size_t)tinfo->size, tinfo->size, pr->nranks, pr->rank, o->root, &s);
+        chrPerfRow row;
+        memset(&row, 0, sizeof(row));
+        row.size = s.sizeBytes;
+        row.count = s.count;
+        row.type = tinfo->name;
+        row.redop = chrPerfOpName(op);
+        row.root = c->usesRoot ? o->root : -1;
+        for (int inPlace = 0; inPlace < 2 && rc == 0; inPlace++)
+          rc = runHalf(pr, type, op, ncclOp, sizeIdx, &s, inPlace, &row);
+        if (rc) break;
+        if (pr->rank == 0) {
+          chrPerfPrintRow(stdout, &row);
+          if (chrPerfReportAdd(report, &row)) rc = 1;
+        }
+        sizeIdx++;
+        if (rc || !nextSize(o, size, &size)) break;
+      }
+      if (created) ncclRedOpDestroy(ncclOp, pr->comm);
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
+static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  const chrPerfOptions* o = arg;
+  perfRank pr;
+  memset(&pr, 0, sizeof(pr));
+  pr.o = o;
+  pr.rank = rank;
+  pr.nranks = nranks;
+  if (o->coll->usesRoot && o->root >= nranks) {
+    if (rank == 0) fprintf(stderr, "chorus-perf: root %d is not a rank (nranks %d)\n", o->root, nranks);
+    return 1;
+  }
+#ifdef CHORUS_PERF_CUDA
+  if (o->mem == PERF_MEM_CUDA) {
+    int ndev = 0;
+    const char* local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+      fprintf(stderr, "chorus-perf: rank %d: no CUDA device\n", rank);
+      return 1;
+    }
+    cudaSetDevice((local ? atoi(local) : rank) % ndev);
+  }
+#endif
+  ncclResult_t res = ncclCommInitRank(&pr.comm, nranks, *id, rank);
+  if (res != ncclSuccess) return reportNccl(&pr, "ncclCommInitRank", res);
+
+  int rc = 1;
+  size_t sendBytes, recvBytes;
+  bufferNeeds(&pr, &sendBytes, &recvBytes);
+  if (chrPerfBuffersAlloc(&pr.buf, o->mem, sendBytes, recvBytes) != 0) goto fail_destroy_comm;
+  if (printPreamble(&pr)) goto fail_free_buffers;
+
+  chrPerfReport report;
+  memset(&report, 0, sizeof(report));
+  if (rank == 0) chrPerfPrintHeader(stdout);
+  rc = runAll(&pr, &report);
+  if (rc == 0) {
+    /* Rank 0 decides (wrong values, NCCL_TESTS_MIN_BW, JSON file) and tells the others, so that
+     * every rank exits with the same status. */
+    double verdict = 0;
+    if (rank == 0) {
+      int libVersion = 0;
+      ncclGetVersion(&libVersion);
+      verdict = chrPerfPrintFooter(stdout, &report, o->coll);
+      if (o->jsonPath &&
+          chrPerfWriteJson(o->jsonPath, &report, o, nranks, NCCL_VERSION_CODE, libVersion,
+                           ncclChorusVersionString ? ncclChorusVersionString() : "NCCL") != 0)
+        verdict += 1;
+    }
+    res = allreduceHost(&pr, &verdict, 1, ncclFloat64, ncclSum);
+    if (res != ncclSuccess) rc = reportNccl(&pr, "ncclAllReduce (verdict)", res);
+    else if (verdict != 0) rc = 1;
+  }
+  chrPerfReportFree(&report);
+fail_free_buffers:
+  chrPerfBuffersFree(&pr.buf);
+fail_destroy_comm:
+  if (rc == 0) ncclCommDestroy(pr.comm);
+  else ncclCommAbort(pr.comm);
+  return rc;
+}
+
+int main(int argc, char** argv) {
+  chrPerfOptions o;
+  int prc = chrPerfParseOptions(argc, argv, &o);
+  if (prc == 2) return 0;
+  if (prc != 0) return 1;
+  if (o.np > 0) return chrLaunchRanks(o.np, o.nhosts, o.timeoutSec, rankMain, &o) ? 1 : 0;
+  int rank, nranks;
+  int env = chrLaunchEnvRank(&rank, &nranks);
+  if (env < 0) return 1;
+  if (env > 0) return chrLaunchFromEnv(rankMain, &o);
+  return chrLaunchSingle(rankMain, &o);
+}

@@ -1,0 +1,27 @@
+# chorus-perf: nccl-tests-style benchmark. Uses nccl.h only and links the shared library by its
+# SONAME (libnccl.so.2), so the same binary also runs on NVIDIA's NCCL (switch with LD_LIBRARY_PATH).
+# Our include directory comes first: never NVIDIA's nccl.h from a CUDA include path.
+set(CHORUS_PERF_SOURCES
+  ${CMAKE_CURRENT_SOURCE_DIR}/chorus-perf.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/launch.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf/options.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf/colls.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf/data.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf/report.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf/numeric.c)
+add_executable(chorus-perf ${CHORUS_PERF_SOURCES})
+target_include_directories(chorus-perf BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE} ${CMAKE_CURRENT_SOURCE_DIR}
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf)
+target_link_libraries(chorus-perf PRIVATE chorus m)
+set_target_properties(chorus-perf PROPERTIES
+  BUILD_RPATH "${CMAKE_BINARY_DIR}/lib"
+  INSTALL_RPATH "\$ORIGIN/../lib")
+# A CUDA build of the buffers (-M cuda) is prepared in the sources under CHORUS_PERF_CUDA; it is
+# switched on here when the CUDA runtime is found and CHORUS_PERF_CUDA is requested.
+option(CHORUS_PERF_CUDA "build chorus-perf with -M cuda (cudaMalloc buffers)" OFF)
+if(CHORUS_PERF_CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  target_compile_definitions(chorus-perf PRIVATE CHORUS_PERF_CUDA=1)
+  target_link_libraries(chorus-perf PRIVATE CUDA::cudart)
+endif()
+install(TARGETS chorus-perf RUNTIME DESTINATION bin)

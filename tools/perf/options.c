@@ -1,0 +1,236 @@
+/*
+ * options.c: chorus-perf's command line. The nccl-tests options keep their letters and defaults
+ * (§6.2 of the compat sheet); -np/--hosts/-M/-T/-q are ours.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "perf.h"
+
+void chrPerfUsage(FILE* f, const char* prog) {
+  fprintf(f,
+          "usage: %s [-np N] [--hosts K] <collective> [options]\n"
+          "collectives: ",
+          prog);
+  chrPerfListColls(f);
+  fprintf(f,
+          "\n"
+          "  -np N               run N ranks as local processes (default: 1 rank, or the ranks the\n"
+          "                      environment describes: CHORUS_RANK/CHORUS_NRANKS or mpirun, with NCCL_COMM_ID)\n"
+          "  --hosts K           act out K hosts among the local ranks (NCCL_HOSTID=host<r%%K>)\n"
+          "  -b, --minbytes S    smallest size (default 32M; K/M/G suffixes)\n"
+          "  -e, --maxbytes S    largest size (default 32M)\n"
+          "  -f, --stepfactor F  multiply the size by F each step\n"
+          "  -i, --stepbytes S   add S bytes each step (when no -f; default 1M)\n"
+          "  -n, --iters N       timed iterations per size (default 20)\n"
+          "  -w, --warmup_iters N  warm-up iterations per size (default 1)\n"
+          "  -m, --agg_iters N   operations per iteration, in one ncclGroupStart/End (default 1)\n"
+          "  -c, --check N       check results N times per size (default 1; 0: no check, #wrong N/A)\n"
+          "  -d, --datatype T    int8 uint8 int32 uint32 int64 uint64 half float double bfloat16\n"
+          "                      f8e4m3 f8e5m2, or all (default float)\n"
+          "  -o, --op OP         sum prod max min avg mulsum, or all (default sum)\n"
+          "  -r, --root R        root rank of broadcast, reduce, gather, scatter (default 0)\n"
+          "  -a, --average A     time over ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)\n"
+          "  -z, --blocking 0|1  1: wait for completion after every operation (default 0)\n"
+          "  -M, --memory host|cuda  buffer memory (default host; cuda needs a CHORUS_PERF_CUDA build)\n"
+          "  -J, --output_file F also write the results as JSON to F\n"
+          "  -T, --timeout SEC   with -np: kill every rank after SEC seconds (default 0: never)\n"
+          "  -q, --quiet         no preamble, only the table and the footer\n"
+          "  -t, -g, -p          accepted for nccl-tests compatibility (-t and -g must be 1)\n");
+}
+
+/* Sizes: a number with an optional K, M or G suffix (powers of 1024). */
+static int parseSize(const char* s, size_t* out) {
+  char* end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno != 0 || v < 0) return -1;
+  switch (*end) {
+    case 'k': case 'K': v *= 1024.0; end++; break;
+    case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+  }
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end != '\0' || v > 1e18) return -1;
+  *out = (size_t)v;
+  return 0;
+}
+
+static int parseInt(const char* s, int minValue, int* out) {
+  char* end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end != '\0' || errno != 0 || v < minValue || v > 1 << 30) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int parseOps(const char* s, chrPerfOptions* o) {
+  if (strcasecmp(s, "all") == 0) {
+    for (int op = 0; op < PERF_NUM_OPS; op++) o->ops[op] = op;
+    o->nops = PERF_NUM_OPS;
+    return 0;
+  }
+  for (int op = 0; op < PERF_NUM_OPS; op++) {
+    if (strcasecmp(s, chrPerfOpName(op)) == 0 || (op == PERF_MULSUM && strcasecmp(s, "premulsum") == 0)) {
+      o->ops[0] = op;
+      o->nops = 1;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+static int parseTypes(const char* s, chrPerfOptions* o) {
+  if (strcasecmp(s, "all") == 0) {
+    for (int t = 0; t < ncclNumTypes; t++) o->types[t] = (ncclDataType_t)t;
+    o->ntypes = ncclNumTypes;
+    return 0;
+  }
+  ncclDataType_t t;
+  if (chrNumTypeFromName(s, &t) != 0) return -1;
+  o->types[0] = t;
+  o->ntypes = 1;
+  return 0;
+}
+
+static void setDefaults(chrPerfOptions* o) {
+  memset(o, 0, sizeof(*o));
+  o->nhosts = 1;
+  o->minBytes = o->maxBytes = 32u << 20;
+  o->stepBytes = 1u << 20;
+  o->stepFactor = 1;
+  o->iters = 20;
+  o->warmup = 1;
+  o->agg = 1;
+  o->check = 1;
+  o->average = 1;
+  o->types[0] = ncclFloat32;
+  o->ntypes = 1;
+  o->ops[0] = PERF_SUM;
+  o->nops = 1;
+  o->mem = PERF_MEM_HOST;
+}
+
+int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
+  setDefaults(o);
+  const char* prog = argv[0];
+  /* "-np N" is not a getopt option (it would read as -n p): take it, and --hosts, out first. */
+  char** args = malloc(sizeof(char*) * (size_t)(argc + 1));
+  if (!args) return 1;
+  int nargs = 0;
+  args[nargs++] = argv[0];
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    int isNp = strcmp(a, "-np") == 0 || strcmp(a, "--np") == 0;
+    int isHosts = strcmp(a, "--hosts") == 0;
+    if (isNp || isHosts) {
+      if (i + 1 >= argc || parseInt(argv[i + 1], 1, isNp ? &o->np : &o->nhosts) != 0) {
+        fprintf(stderr, "%s: %s needs a positive number\n", prog, a);
+        free(args);
+        return 1;
+      }
+      i++;
+      continue;
+    }
+    args[nargs++] = argv[i];
+  }
+  args[nargs] = NULL;
+
+  static const struct option longOpts[] = {
+      {"nthreads", required_argument, 0, 't'},   {"ngpus", required_argument, 0, 'g'},
+      {"minbytes", required_argument, 0, 'b'},   {"maxbytes", required_argument, 0, 'e'},
+      {"stepbytes", required_argument, 0, 'i'},  {"stepfactor", required_argument, 0, 'f'},
+      {"iters", required_argument, 0, 'n'},      {"warmup_iters", required_argument, 0, 'w'},
+      {"agg_iters", required_argument, 0, 'm'},  {"check", required_argument, 0, 'c'},
+      {"datatype", required_argument, 0, 'd'},   {"op", required_argument, 0, 'o'},
+      {"root", required_argument, 0, 'r'},       {"average", required_argument, 0, 'a'},
+      {"blocking", required_argument, 0, 'z'},   {"parallel_init", required_argument, 0, 'p'},
+      {"memory", required_argument, 0, 'M'},     {"output_file", required_argument, 0, 'J'},
+      {"timeout", required_argument, 0, 'T'},    {"quiet", no_argument, 0, 'q'},
+      {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+  int rc = 0, stepSet = 0, factorSet = 0, one;
+  optind = 1;
+  opterr = 1;
+  for (;;) {
+    int c = getopt_long(nargs, args, "t:g:b:e:i:f:n:w:m:c:d:o:r:a:z:p:M:J:T:qh", longOpts, NULL);
+    if (c == -1) break;
+    int bad = 0;
+    switch (c) {
+      case 't':
+      case 'g':
+        bad = parseInt(optarg, 1, &one) != 0 || one != 1;
+        if (bad) fprintf(stderr, "%s: -%c: only 1 is supported (use -np for more ranks)\n", prog, c);
+        break;
+      case 'b': bad = parseSize(optarg, &o->minBytes); break;
+      case 'e': bad = parseSize(optarg, &o->maxBytes); break;
+      case 'i': bad = parseSize(optarg, &o->stepBytes) || o->stepBytes == 0; stepSet = 1; break;
+      case 'f': o->stepFactor = strtod(optarg, NULL); bad = !(o->stepFactor >= 1); factorSet = 1; break;
+      case 'n': bad = parseInt(optarg, 1, &o->iters); break;
+      case 'w': bad = parseInt(optarg, 0, &o->warmup); break;
+      case 'm': bad = parseInt(optarg, 1, &o->agg); break;
+      case 'c': bad = parseInt(optarg, 0, &o->check); break;
+      case 'd': bad = parseTypes(optarg, o); break;
+      case 'o': bad = parseOps(optarg, o); break;
+      case 'r': bad = parseInt(optarg, 0, &o->root); break;
+      case 'a': bad = parseInt(optarg, 0, &o->average) || o->average > 3; break;
+      case 'z': bad = parseInt(optarg, 0, &o->blocking) || o->blocking > 1; break;
+      case 'p': bad = parseInt(optarg, 0, &o->parallelInit); break;
+      case 'M':
+        if (strcasecmp(optarg, "host") == 0) o->mem = PERF_MEM_HOST;
+        else if (strcasecmp(optarg, "cuda") == 0 || strcasecmp(optarg, "device") == 0) o->mem = PERF_MEM_CUDA;
+        else bad = 1;
+        break;
+      case 'J': o->jsonPath = optarg; break;
+      case 'T': bad = parseInt(optarg, 0, &o->timeoutSec); break;
+      case 'q': o->quiet = 1; break;
+      case 'h': chrPerfUsage(stdout, prog); free(args); return 2;
+      default: rc = 1; break;
+    }
+    if (bad) {
+      fprintf(stderr, "%s: bad value for -%c: %s\n", prog, c, optarg ? optarg : "");
+      rc = 1;
+    }
+  }
+  for (int i = optind; i < nargs && rc == 0; i++) {
+    if (o->coll != NULL) {
+      fprintf(stderr, "%s: unexpected argument '%s'\n", prog, args[i]);
+      rc = 1;
+      break;
+    }
+    o->coll = chrPerfFindColl(args[i]);
+    if (o->coll == NULL) {
+      fprintf(stderr, "%s: unknown collective '%s' (one of: ", prog, args[i]);
+      chrPerfListColls(stderr);
+      fprintf(stderr, ")\n");
+      rc = 1;
+    }
+  }
+  free(args);
+  if (rc) return 1;
+  if (o->coll == NULL) {
+    chrPerfUsage(stderr, prog);
+    return 1;
+  }
+  if (o->maxBytes < o->minBytes) {
+    fprintf(stderr, "%s: -e (%zu) is smaller than -b (%zu)\n", prog, o->maxBytes, o->minBytes);
+    return 1;
+  }
+  if (factorSet && stepSet) fprintf(stderr, "%s: both -f and -i given; using -f\n", prog);
+  if (!factorSet) o->stepFactor = 1;
+  if (o->np > 0 && o->nhosts > o->np) {
+    fprintf(stderr, "%s: --hosts %d is more than -np %d\n", prog, o->nhosts, o->np);
+    return 1;
+  }
+#ifndef CHORUS_PERF_CUDA
+  if (o->mem == PERF_MEM_CUDA) {
+    fprintf(stderr, "%s: -M cuda: this build has no CUDA support (CHORUS_PERF_CUDA)\n", prog);
+    return 1;
+  }
+#endif
+  return 0;
+}

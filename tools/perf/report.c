@@ -1,0 +1,160 @@
+/*
+ * report.c: the nccl-tests table (§6.4 of the compat sheet): header, one row per size with an
+ * out-of-place and an in-place half, the footer, and the same data as JSON (-J).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+/* Column widths of a row: size count type redop root | time algbw busbw #wrong (x2), two spaces apart. */
+#define W_SIZE 12
+#define W_COUNT 12
+#define W_TYPE 8
+#define W_OP 6
+#define W_ROOT 6
+#define W_TIME 7
+#define W_BW 6
+#define W_WRONG 6
+
+static void formatTime(char* out, size_t len, double us) {
+  if (us >= 10000.0) snprintf(out, len, "%*.0f", W_TIME, us);
+  else if (us >= 100.0) snprintf(out, len, "%*.1f", W_TIME, us);
+  else snprintf(out, len, "%*.2f", W_TIME, us);
+}
+
+/* Bandwidth in 6 characters: 2 decimals, then 1, then 0, then exponent form. */
+static void formatBw(char* out, size_t len, double gbs) {
+  static const char* fmts[] = {"%.2f", "%.1f", "%.0f", "%.0e"};
+  char tmp[64];
+  for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+    snprintf(tmp, sizeof(tmp), fmts[i], gbs);
+    if (strlen(tmp) <= W_BW) break;
+  }
+  snprintf(out, len, "%*s", W_BW, tmp);
+}
+
+static void formatWrong(char* out, size_t len, int64_t wrong) {
+  if (wrong < 0) snprintf(out, len, "%*s", W_WRONG, "N/A");
+  else snprintf(out, len, "%*g", W_WRONG, (double)wrong);
+}
+
+void chrPerfPrintHeader(FILE* f) {
+  const int prefix = W_SIZE + 2 + W_COUNT + 2 + W_TYPE + 2 + W_OP + 2 + W_ROOT;
+  const int half = 2 + W_TIME + 2 + W_BW + 2 + W_BW + 2 + W_WRONG;
+  const char* titles[2] = {"out-of-place", "in-place"};
+  fprintf(f, "#\n#%*s", prefix - 1, "");
+  for (int h = 0; h < 2; h++) {
+    int len = (int)strlen(titles[h]);
+    int left = (half - len) / 2;
+    fprintf(f, "%*s%s%*s", left, "", titles[h], half - left - len, "");
+  }
+  fprintf(f, "\n#%*s  %*s  %*s  %*s  %*s", W_SIZE - 1, "size", W_COUNT, "count", W_TYPE, "type", W_OP, "redop",
+          W_ROOT, "root");
+  for (int h = 0; h < 2; h++)
+    fprintf(f, "  %*s  %*s  %*s  %*s", W_TIME, "time", W_BW, "algbw", W_BW, "busbw", W_WRONG, "#wrong");
+  fprintf(f, "\n#%*s  %*s  %*s  %*s  %*s", W_SIZE - 1, "(B)", W_COUNT, "(elements)", W_TYPE, "", W_OP, "", W_ROOT, "");
+  for (int h = 0; h < 2; h++)
+    fprintf(f, "  %*s  %*s  %*s  %*s", W_TIME, "(us)", W_BW, "(GB/s)", W_BW, "(GB/s)", W_WRONG, "");
+  fprintf(f, "\n");
+  fflush(f);
+}
+
+void chrPerfPrintRow(FILE* f, const chrPerfRow* row) {
+  fprintf(f, "%*zu  %*zu  %*s  %*s  %*d", W_SIZE, row->size, W_COUNT, row->count, W_TYPE, row->type, W_OP, row->redop,
+          W_ROOT, row->root);
+  for (int h = 0; h < 2; h++) {
+    char t[32], a[32], b[32], w[32];
+    formatTime(t, sizeof(t), row->timeUs[h]);
+    formatBw(a, sizeof(a), row->algBw[h]);
+    formatBw(b, sizeof(b), row->busBw[h]);
+    formatWrong(w, sizeof(w), row->wrong[h]);
+    fprintf(f, "  %s  %s  %s  %s", t, a, b, w);
+  }
+  fprintf(f, "\n");
+  fflush(f);
+}
+
+int chrPerfReportAdd(chrPerfReport* r, const chrPerfRow* row) {
+  if (r->nrows == r->cap) {
+    int cap = r->cap ? 2 * r->cap : 64;
+    chrPerfRow* rows = realloc(r->rows, sizeof(*rows) * (size_t)cap);
+    if (!rows) return 1;
+    r->rows = rows;
+    r->cap = cap;
+  }
+  r->rows[r->nrows++] = *row;
+  for (int h = 0; h < 2; h++) {
+    r->busBwSum += row->busBw[h];
+    r->busBwCount++;
+    if (row->wrong[h] > 0) r->outOfBounds++;
+  }
+  return 0;
+}
+
+int chrPerfPrintFooter(FILE* f, const chrPerfReport* r, const chrPerfColl* c) {
+  int failed = r->outOfBounds > 0;
+  double avg = r->busBwCount ? r->busBwSum / r->busBwCount : 0;
+  const char* minEnv = getenv("NCCL_TESTS_MIN_BW");
+  int bwFailed = 0;
+  if (minEnv && *minEnv) bwFailed = avg < 0.9 * strtod(minEnv, NULL);
+  fprintf(f, "# Out of bounds values : %lld %s\n", (long long)r->outOfBounds, failed ? "FAILED" : "OK");
+  fprintf(f, "# Avg bus bandwidth    : %g %s\n", avg, bwFailed ? "FAILED" : "");
+  fprintf(f, "#\n# Collective test concluded: %s\n#\n", c->testName);
+  fflush(f);
+  return failed || bwFailed;
+}
+
+static void jsonHalf(FILE* f, const chrPerfRow* row, int h) {
+  fprintf(f, "{\"time\": %.6g, \"alg_bw\": %.6g, \"bus_bw\": %.6g, \"nwrong\": ", row->timeUs[h], row->algBw[h],
+          row->busBw[h]);
+  if (row->wrong[h] < 0) fprintf(f, "null}");
+  else fprintf(f, "%lld}", (long long)row->wrong[h]);
+}
+
+int chrPerfWriteJson(const char* path, const chrPerfReport* r, const chrPerfOptions* o, int nranks, int headers,
+                     int library, const char* libraryName) {
+  FILE* f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return 1;
+  }
+  double avg = r->busBwCount ? r->busBwSum / r->busBwCount : 0;
+  fprintf(f, "{\n  \"tool\": \"chorus-perf\",\n  \"collective\": \"%s\",\n  \"test\": \"%s\",\n", o->coll->name,
+          o->coll->testName);
+  fprintf(f, "  \"nranks\": %d,\n  \"nhosts\": %d,\n  \"nccl_headers\": %d,\n  \"nccl_library\": %d,\n", nranks,
+          o->nhosts, headers, library);
+  fprintf(f, "  \"library\": \"");
+  for (const char* p = libraryName; p && *p; p++) {
+    if (*p == '"' || *p == '\\') fputc('\\', f);
+    if ((unsigned char)*p >= 0x20) fputc(*p, f);
+  }
+  fprintf(f, "\",\n  \"memory\": \"%s\",\n", o->mem == PERF_MEM_CUDA ? "cuda" : "host");
+  fprintf(f, "  \"options\": {\"minbytes\": %zu, \"maxbytes\": %zu, \"stepfactor\": %g, \"stepbytes\": %zu, "
+             "\"iters\": %d, \"warmup_iters\": %d, \"agg_iters\": %d, \"check\": %d, \"average\": %d, \"blocking\": %d},\n",
+          o->minBytes, o->maxBytes, o->stepFactor, o->stepBytes, o->iters, o->warmup, o->agg, o->check, o->average,
+          o->blocking);
+  fprintf(f, "  \"results\": [");
+  for (int i = 0; i < r->nrows; i++) {
+    const chrPerfRow* row = &r->rows[i];
+    fprintf(f, "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"root\": %d, ",
+            i ? "," : "", row->size, row->count, row->type, row->redop, row->root);
+    fprintf(f, "\"out_of_place\": ");
+    jsonHalf(f, row, 0);
+    fprintf(f, ", \"in_place\": ");
+    jsonHalf(f, row, 1);
+    fprintf(f, "}");
+  }
+  fprintf(f, "\n  ],\n  \"out_of_bounds\": %lld,\n  \"avg_bus_bw\": %.6g\n}\n", (long long)r->outOfBounds, avg);
+  int err = ferror(f);
+  if (fclose(f) != 0 || err) {
+    perror(path);
+    return 1;
+  }
+  return 0;
+}
+
+void chrPerfReportFree(chrPerfReport* r) {
+  free(r->rows);
+  memset(r, 0, sizeof(*r));
+}
