@@ -37,7 +37,7 @@ int chrLaunchRanks(int nranks, int nhosts, int timeoutSec, chrRankMain_t rankMai
  *   OMPI_COMM_WORLD_RANK + _SIZE           (when run under Open MPI's mpirun)
  * NCCL_COMM_ID=host:port must be set when nranks > 1: every rank derives the same unique id from it
  * (ncclGetUniqueId), and rank 0 starts the bootstrap root inside ncclCommInitRank.
- * Returns 1 and sets *rank/*nranks when such variables are present, 0 when they are not, and -1
+ * Returns 1 and sets *rank and *nranks when such variables are present, 0 when they are not, and -1
  * (after printing why) when they are present but unusable.
  */
 int chrLaunchEnvRank(int* rank, int* nranks);

@@ -98,7 +98,13 @@ ncclResult_t chrBsIdDecode(const ncclUniqueId* id, struct chrBsId* out) {
   return ncclSuccess;
 }
 
+void chrBsUseCoreLogger(void) {
+  /* The socket utilities log (TRACE of connect retries) only through a logger handed to them. */
+  chrSockSetLogger(chrLog);
+}
+
 ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id) {
+  chrBsUseCoreLogger();
   if (id == NULL) return chrFail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
   struct chrBsId bid;
   memset(&bid, 0, sizeof(bid));

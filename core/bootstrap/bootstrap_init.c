@@ -126,6 +126,7 @@ fail_close_root:
 ncclResult_t chrBootstrapInit(const ncclUniqueId* id, int rank, int nranks, const void* myInfo, size_t infoSize,
                               void* allInfo, volatile uint32_t* abortFlag, struct chrBootstrap** out) {
   ncclResult_t res = ncclSuccess;
+  chrBsUseCoreLogger();
   if (out == NULL) return chrFail(ncclInvalidArgument, "bootstrap: out is NULL");
   *out = NULL;
   if (nranks <= 0 || nranks > CHR_BOOTSTRAP_MAX_RANKS)

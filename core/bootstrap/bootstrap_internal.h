@@ -93,6 +93,8 @@ ncclResult_t chrBsRootStart(const chrSockAddr* addr, uint64_t secret, int64_t ti
 ncclResult_t chrBsIdDecode(const ncclUniqueId* id, struct chrBsId* out);
 /* The address this rank listens on for p2p, given the root's address. */
 ncclResult_t chrBsPickListenAddr(const chrSockAddr* root, chrSockAddr* out);
+/* Hand chrLog to the socket utilities (idempotent). */
+void chrBsUseCoreLogger(void);
 /* Constant-time equality of two secrets. */
 int chrBsSecretEqual(uint64_t a, uint64_t b);
 

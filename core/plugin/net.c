@@ -83,7 +83,7 @@ static void trimCopy(char* dst, size_t cap, const char* begin, const char* end) 
 static ncclResult_t parseCandidates(void) {
   if (netParsed) return ncclSuccess;
   const char* value = chrParamStr(CHR_P_NET_PLUGIN);
-  char one[256];
+  char one[CHR_PLUGIN_PATH_MAX];
   trimCopy(one, sizeof(one), value, value + strlen(value));
   if (strcasecmp(one, "none") == 0) {
     netDisabled = 1;
@@ -97,7 +97,7 @@ static ncclResult_t parseCandidates(void) {
     trimCopy(one, sizeof(one), p, end);
     p = comma ? comma + 1 : NULL;
     /* An empty entry means the default library name (libnccl-net.so), but only when it is the whole
-     * value; stray commas are ignored. "none" inside a list only ends nothing: it is skipped. */
+     * value; stray commas are ignored, and so is a "none" inside a longer list. */
     if ((one[0] == '\0' && (comma != NULL || netCount > 0)) || strcasecmp(one, "none") == 0) continue;
     if (netCount == NET_MAX_CANDIDATES) {
       WARN("NET/Plugin: NCCL_NET_PLUGIN lists more than %d plugins; ignoring '%s' and the rest", NET_MAX_CANDIDATES,
@@ -148,8 +148,9 @@ static void ensureLoaded(struct chrNetLib* lib, int* justLoaded) {
   *justLoaded = 0;
   if (lib->dl.tried[0] != '\0') return;
   if (chrPluginOpen(NET_PREFIX, lib->candidate, &lib->dl) != 0) {
-    snprintf(lib->failReason, sizeof(lib->failReason), "cannot open it: %s", lib->dl.reason);
-    if (lib->dl.tried[0] == '\0') snprintf(lib->dl.tried, sizeof(lib->dl.tried), "%s", lib->candidate);
+    snprintf(lib->failReason, sizeof(lib->failReason), "cannot open: %s", lib->dl.reason);
+    if (lib->dl.tried[0] == '\0')
+      snprintf(lib->dl.tried, sizeof(lib->dl.tried), "%.*s", (int)sizeof(lib->dl.tried) - 1, lib->candidate);
     return;
   }
   probeTable(lib);
@@ -163,9 +164,13 @@ static const char* candidateLabel(const struct chrNetLib* lib) {
 
 /* One candidate failed: WARN once per distinct reason and fall back, or (strict) fail. */
 static ncclResult_t candidateFailed(struct chrNetLib* lib, const char* reason, int strict, int last) {
-  /* When the library was opened, name the file; when not, the reason already names every try. */
-  char where[CHR_PLUGIN_PATH_MAX + 8] = "";
-  if (lib->dl.path[0]) snprintf(where, sizeof(where), " (%s)", lib->dl.path);
+  /* Name the file when it differs from what the user wrote (when it could not be opened, the reason
+   * names every try), and the plugin's name and version once known. */
+  char where[CHR_PLUGIN_PATH_MAX + 128] = "";
+  int showPath = lib->dl.path[0] && strcmp(lib->dl.path, lib->candidate) != 0;
+  if (showPath && lib->usable) snprintf(where, sizeof(where), " (%s: %s, ABI v%d)", lib->dl.path, lib->name, lib->version);
+  else if (showPath) snprintf(where, sizeof(where), " (%s)", lib->dl.path);
+  else if (lib->usable) snprintf(where, sizeof(where), " (%s, ABI v%d)", lib->name, lib->version);
   if (strict)
     return chrFail(ncclInvalidUsage, "NET/Plugin: cannot use net plugin '%s'%s: %s; failing because "
                    "CHORUS_PLUGIN_STRICT=1", candidateLabel(lib), where, reason);

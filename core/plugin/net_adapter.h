@@ -21,7 +21,7 @@
 #define CHR_NET_V8_MAX_COLL_BYTES (1ULL << 29)
 
 struct chrNetLib {
-  char candidate[256];          /* the NCCL_NET_PLUGIN entry this came from, as given */
+  char candidate[CHR_PLUGIN_PATH_MAX]; /* the NCCL_NET_PLUGIN entry this came from, as given */
   chrPluginLib dl;              /* handle, path opened, names tried, dlerror texts */
   int usable;                   /* 1: a table was found and bound */
   char failReason[CHR_PLUGIN_REASON_MAX + 64]; /* why not usable (load or probe), for WARN and describe */

@@ -154,7 +154,7 @@ static ncclResult_t irecvConsumedV8(void* recvComm, int n, void* request) {
 }
 
 ncclResult_t chrNetAdaptV8(struct chrNetLib* lib, const ncclNet_v8_t* t) {
-  lib->version = 10;
+  lib->version = 8;
   CHR_NET_REQUIRE_SLOTS(lib, t);
   ncclNet_v12_t* n = &lib->table;
   memset(n, 0, sizeof(*n));

@@ -144,7 +144,7 @@ static ncclResult_t irecvConsumedV9(void* recvComm, int n, void* request) {
 }
 
 ncclResult_t chrNetAdaptV9(struct chrNetLib* lib, const ncclNet_v9_t* t) {
-  lib->version = 10;
+  lib->version = 9;
   CHR_NET_REQUIRE_SLOTS(lib, t);
   ncclNet_v12_t* n = &lib->table;
   memset(n, 0, sizeof(*n));

@@ -4,10 +4,12 @@
 #include "plugin/plugin_open.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -23,6 +25,7 @@ static void appendf(char* buf, size_t cap, const char* fmt, ...) {
 }
 
 static char libraryDir[CHR_PLUGIN_PATH_MAX];
+static int libraryIsProgram; /* the core is linked statically into a program (tools, tests) */
 static pthread_once_t libraryDirOnce = PTHREAD_ONCE_INIT;
 
 static void findLibraryDir(void) {
@@ -35,6 +38,7 @@ static void findLibraryDir(void) {
   if (len == 0 || len >= sizeof(libraryDir)) return;
   memcpy(libraryDir, info.dli_fname, len);
   libraryDir[len] = '\0';
+  libraryIsProgram = strstr(slash + 1, ".so") == NULL;
 }
 
 const char* chrPluginLibraryDir(void) {
@@ -48,21 +52,29 @@ static int tryOpen(chrPluginLib* lib, const char* name) {
   dlerror(); /* clear a stale error */
   void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (handle == NULL) {
+    /* glibc's message starts with the name it tried; add the name only when it does not. */
     const char* err = dlerror();
-    appendf(lib->reason, sizeof(lib->reason), "%s%s: %s", lib->reason[0] ? "; " : "", name,
-            err ? err : "unknown dlopen error");
+    if (err == NULL) err = "unknown dlopen error";
+    int named = strncmp(err, name, strlen(name)) == 0;
+    appendf(lib->reason, sizeof(lib->reason), "%s%s%s%s", lib->reason[0] ? "; " : "", named ? "" : name,
+            named ? "" : ": ", err);
     return -1;
   }
   lib->handle = handle;
   struct link_map* map = NULL;
+  const char* opened = name;
   if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL && map->l_name != NULL && map->l_name[0])
-    snprintf(lib->path, sizeof(lib->path), "%s", map->l_name);
-  else
-    snprintf(lib->path, sizeof(lib->path), "%s", name);
+    opened = map->l_name;
+  /* Log the canonical file, not "bin/../lib/x.so". */
+  char canonical[PATH_MAX];
+  if (strchr(opened, '/') != NULL && realpath(opened, canonical) != NULL) opened = canonical;
+  snprintf(lib->path, sizeof(lib->path), "%s", opened);
   return 0;
 }
 
-/* A bare name goes through the loader search path first, then the directory of libchorus. */
+/* A bare name goes through the loader search path first, then the directory of libchorus. A program
+ * with the core linked in statically (chorus-info, tests) sits in <prefix>/bin, so for it the
+ * plugins are looked for in <prefix>/lib too. */
 static int tryName(chrPluginLib* lib, const char* name) {
   if (tryOpen(lib, name) == 0) return 0;
   if (strchr(name, '/') != NULL) return -1;
@@ -70,6 +82,9 @@ static int tryName(chrPluginLib* lib, const char* name) {
   if (dir[0] == '\0') return -1;
   char full[CHR_PLUGIN_PATH_MAX];
   if (snprintf(full, sizeof(full), "%s/%s", dir, name) >= (int)sizeof(full)) return -1;
+  if (tryOpen(lib, full) == 0) return 0;
+  if (!libraryIsProgram) return -1;
+  if (snprintf(full, sizeof(full), "%s/../lib/%s", dir, name) >= (int)sizeof(full)) return -1;
   return tryOpen(lib, full);
 }
 

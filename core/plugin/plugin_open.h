@@ -8,7 +8,8 @@
  *   otherwise                -> V as given; then P-V.so when V has no '/' and is not lib*.so
  * Every bare file name (no '/') is tried first through the normal loader search path, then in the
  * directory that holds libchorus, so our own plugins installed next to the library are found
- * without LD_LIBRARY_PATH. Flags: RTLD_NOW | RTLD_LOCAL.
+ * without LD_LIBRARY_PATH (and, when the core is linked statically into a program in <p>/bin, in
+ * <p>/lib). Flags: RTLD_NOW | RTLD_LOCAL.
  */
 #ifndef CHORUS_PLUGIN_OPEN_H_
 #define CHORUS_PLUGIN_OPEN_H_
@@ -22,7 +23,8 @@ typedef struct {
   void* handle;                         /* dlopen handle, NULL when nothing could be opened */
   char path[CHR_PLUGIN_PATH_MAX];       /* what was opened: the resolved file when known, else the name */
   char tried[CHR_PLUGIN_REASON_MAX];    /* every name tried, comma separated (also on success) */
-  char reason[CHR_PLUGIN_REASON_MAX];   /* on failure: "name: dlerror text; name2: ..." for each try */
+  char reason[CHR_PLUGIN_REASON_MAX];   /* on failure: the dlerror text of each try (each names its file),
+                                           separated by "; " */
 } chrPluginLib;
 
 /* Open the library for (prefix, value). Returns 0 with lib->handle set, or -1 with lib->reason and

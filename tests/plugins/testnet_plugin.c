@@ -325,7 +325,7 @@ static ncclResult_t testIsend(void* sendComm, void* data, testSize_t size, int t
 }
 #else
 static ncclResult_t testIsend(void* sendComm, void* data, testSize_t size, int tag, void* mhandle, void** request) {
-  if (size < 0) return ncclInternalError;
+  if ((long long)size < 0) return ncclInternalError;
   return doIsend(sendComm, data, (size_t)size, tag, mhandle, request);
 }
 #endif
@@ -344,7 +344,7 @@ static ncclResult_t doIrecv(void* recvComm, int n, void** data, testSize_t* size
   for (int i = 0; i < n; i++) {
     stats.lastIrecvSizes[i] = (long long)sizes[i];
     stats.lastIrecvTags[i] = tags[i];
-    if (sizes[i] < 0 || !owns(recvComm, mhandles[i], data[i], (size_t)sizes[i])) {
+    if ((long long)sizes[i] < 0 || !owns(recvComm, mhandles[i], data[i], (size_t)sizes[i])) {
       free(req);
       return ncclInternalError;
     }

@@ -277,7 +277,9 @@ static void runShape(const TypeInfo* t, const chrRedOp* op, uint64_t scalarBits,
   bufInit(&B, bytes, (misalign * 3) % 8);
   bufInit(&D0, bytes, (misalign + 1) % 8);
   bufInit(&D1, bytes, (misalign + 5) % 8);
-  uint64_t* want = (uint64_t*)malloc(sizeof(uint64_t) * (count + 1));
+  uint64_t* want = (uint64_t*)malloc(sizeof(uint64_t) * (count + 1) * 3);
+  uint64_t* ina = want + count + 1;
+  uint64_t* inb = ina + count + 1;
   int hasA = !(shape == SH_ONE || shape == SH_ONE2 || shape == SH_ONE_INPLACE);
   for (size_t i = 0; i < count; i++) {
     uint64_t a = genElem(t), b = genElem(t);
@@ -286,6 +288,8 @@ static void runShape(const TypeInfo* t, const chrRedOp* op, uint64_t scalarBits,
     storeBits(t, A.p + i * sz, a);
     storeBits(t, B.p + i * sz, b);
     want[i] = refStep(t, op->kind, hasA, a, b, scalarBits);
+    ina[i] = a;
+    inb[i] = b;
   }
   void *d0 = D0.p, *d1 = NULL;
   const void *s0 = A.p, *s1 = B.p;
@@ -307,9 +311,9 @@ static void runShape(const TypeInfo* t, const chrRedOp* op, uint64_t scalarBits,
     for (size_t i = 0; i < count; i++) {
       uint64_t got = loadBits(t, out + i * sz);
       int ok = isNanBits(t, want[i]) ? isNanBits(t, got) : got == want[i];
-      EXPECT(ok, "%s %s shape %d count %zu misalign %zu scalar 0x%llx out%d [%zu]: got 0x%llx want 0x%llx", t->name,
-             kKindNames[op->kind], shape, count, misalign, (unsigned long long)scalarBits, o, i,
-             (unsigned long long)got, (unsigned long long)want[i]);
+      EXPECT(ok, "%s %s shape %d count %zu misalign %zu scalar 0x%llx out%d [%zu] a 0x%llx b 0x%llx: got 0x%llx want 0x%llx",
+             t->name, kKindNames[op->kind], shape, count, misalign, (unsigned long long)scalarBits, o, i,
+             (unsigned long long)ina[i], (unsigned long long)inb[i], (unsigned long long)got, (unsigned long long)want[i]);
       if (!ok) break;
     }
   }

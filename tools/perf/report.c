@@ -26,7 +26,7 @@ static void formatTime(char* out, size_t len, double us) {
 /* Bandwidth in 6 characters: 2 decimals, then 1, then 0, then exponent form. */
 static void formatBw(char* out, size_t len, double gbs) {
   static const char* fmts[] = {"%.2f", "%.1f", "%.0f", "%.0e"};
-  char tmp[64];
+  char tmp[24];
   for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
     snprintf(tmp, sizeof(tmp), fmts[i], gbs);
     if (strlen(tmp) <= W_BW) break;

@@ -58,6 +58,31 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char* fil
   va_end(ap);
 }
 
+/* Profiler callback: counts events and checks the socket descriptor (type 1, pluginId SOCK|v1). */
+static atomic_int gProfStarts, gProfStops, gProfBad;
+static int gProfToken;
+static ncclResult_t profCb(void** eHandle, int type, void* pHandle, int64_t pluginId, void* extData) {
+  const struct {
+    uint8_t type;
+    struct {
+      int fd;
+      int op;
+      size_t length;
+    } sock;
+  }* ev = extData;
+  if (pHandle != &gProfToken || pluginId != ((2 << 16) | 1) || ev == NULL || ev->type != 1 || ev->sock.fd < 0 ||
+      (ev->sock.op != 0 && ev->sock.op != 1))
+    atomic_fetch_add(&gProfBad, 1);
+  if (type == 0) {
+    atomic_fetch_add(&gProfStarts, 1);
+    *eHandle = &gProfToken;
+  } else if (type == 1) {
+    if (*eHandle != &gProfToken) atomic_fetch_add(&gProfBad, 1);
+    atomic_fetch_add(&gProfStops, 1);
+  }
+  return ncclSuccess;
+}
+
 static double nowSec(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -80,7 +105,7 @@ static void loadPlugin(const char* path, int ver) {
     case 12: {
       n12 = t;
       ncclNetCommConfig_v12_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-      OK(n12->init(&gCtx, 0x1234, &cfg, logger, NULL));
+      OK(n12->init(&gCtx, 0x1234, &cfg, logger, profCb));
       OK(n12->devices(&ndev));
       ncclNetProperties_v12_t p;
       OK(n12->getProperties(0, &p));
@@ -92,7 +117,7 @@ static void loadPlugin(const char* path, int ver) {
     case 11: {
       n11 = t;
       ncclNetCommConfig_v11_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-      OK(n11->init(&gCtx, 0x1234, &cfg, logger, NULL));
+      OK(n11->init(&gCtx, 0x1234, &cfg, logger, profCb));
       OK(n11->devices(&ndev));
       ncclNetProperties_v11_t p;
       OK(n11->getProperties(0, &p));
@@ -101,7 +126,7 @@ static void loadPlugin(const char* path, int ver) {
     }
     case 10: {
       n10 = t;
-      OK(n10->init(logger, NULL));
+      OK(n10->init(logger, profCb));
       OK(n10->devices(&ndev));
       ncclNetProperties_v10_t p;
       OK(n10->getProperties(0, &p));
@@ -161,9 +186,9 @@ static ncclResult_t xAccept(void* lc, void** rc) {
 }
 static ncclResult_t xIsend(void* sc, void* data, size_t size, void* mh, void** req) {
   switch (gVer) {
-    case 12: return n12->isend(sc, data, size, 0, mh, NULL, req);
-    case 11: return n11->isend(sc, data, size, 0, mh, NULL, req);
-    case 10: return n10->isend(sc, data, size, 0, mh, NULL, req);
+    case 12: return n12->isend(sc, data, size, 0, mh, &gProfToken, req);
+    case 11: return n11->isend(sc, data, size, 0, mh, &gProfToken, req);
+    case 10: return n10->isend(sc, data, size, 0, mh, &gProfToken, req);
     case 9: return n9->isend(sc, data, size, 0, mh, req);
     default: return n8->isend(sc, data, (int)size, 0, mh, req);
   }
@@ -171,11 +196,12 @@ static ncclResult_t xIsend(void* sc, void* data, size_t size, void* mh, void** r
 static ncclResult_t xIrecv(void* rc, void* data, size_t size, void* mh, void** req) {
   int tag = 0;
   int isize = (int)size;
+  void* ph = &gProfToken;
   *req = (void*)(uintptr_t)NCCL_NET_OPTIONAL_RECV_COMPLETION; /* the hint NCCL may leave here */
   switch (gVer) {
-    case 12: return n12->irecv(rc, 1, &data, &size, &tag, &mh, NULL, req);
-    case 11: return n11->irecv(rc, 1, &data, &size, &tag, &mh, NULL, req);
-    case 10: return n10->irecv(rc, 1, &data, &size, &tag, &mh, NULL, req);
+    case 12: return n12->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
+    case 11: return n11->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
+    case 10: return n10->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
     case 9: return n9->irecv(rc, 1, &data, &size, &tag, &mh, req);
     default: return n8->irecv(rc, 1, &data, &isize, &tag, &mh, req);
   }
@@ -436,23 +462,18 @@ static void caseInflight(void) {
 }
 
 static void caseOverflow(void) {
-  void *sc, *rc;
-  connectPair(&sc, &rc);
   size_t sizes[2] = {100000, 10};
   for (int k = 0; k < 2; k++) { /* a large (data sockets) and a small (eager) message */
-    if (k == 1) {
-      OK(xClose(0, sc));
-      OK(xClose(1, rc));
-      connectPair(&sc, &rc);
-    }
+    void *sc, *rc;
+    connectPair(&sc, &rc);
     size_t ssz = sizes[k], rsz = sizes[k] - 1;
     unsigned char* sbuf = calloc(1, ssz);
     unsigned char* rbuf = calloc(1, ssz);
     void *sreq = NULL, *rreq = NULL;
+    int before = atomic_load(&gWarns);
     OK(xIsend(sc, sbuf, ssz, NULL, &sreq));
     OK(xIrecv(rc, rbuf, rsz, NULL, &rreq));
     if (sreq == NULL || rreq == NULL) FAIL("requests refused");
-    int before = atomic_load(&gWarns);
     double end = nowSec() + 10;
     ncclResult_t r = ncclSuccess;
     int done = 0;
@@ -462,11 +483,12 @@ static void caseOverflow(void) {
     /* Later calls keep failing, never crash. */
     void* again = NULL;
     if (xIrecv(rc, rbuf, rsz, NULL, &again) == ncclSuccess) FAIL("irecv on a failed comm succeeded");
+    /* The send may still be in flight: close the comms before freeing its buffer. */
+    OK(xClose(0, sc));
+    OK(xClose(1, rc));
     free(sbuf);
     free(rbuf);
   }
-  OK(xClose(0, sc));
-  OK(xClose(1, rc));
 }
 
 /* A process that is killed mid-transfer: the survivor's test() must fail within a few seconds. */
@@ -483,14 +505,16 @@ static void caseKill(int killSender) {
     close(pipefd[0]);
     unsigned char* buf = malloc(big);
     memset(buf, 1, big);
-    if (sendInParent) { /* child receives */
+    if (sendInParent) { /* child receives, forever */
       void* rc = acceptLoop(lc);
-      void* req = NULL;
-      while (req == NULL) OK(xIrecv(rc, buf, big, NULL, &req));
-      int done = 0;
       ssize_t w = write(pipefd[1], "x", 1); /* started */
       (void)w;
-      while (!done) xTest(req, &done, NULL);
+      for (;;) {
+        void* req = NULL;
+        while (req == NULL) OK(xIrecv(rc, buf, big, NULL, &req));
+        int done = 0;
+        while (!done) OK(xTest(req, &done, NULL));
+      }
     } else { /* child sends */
       connArg a;
       memset(&a, 0, sizeof(a));
@@ -511,33 +535,38 @@ static void caseKill(int killSender) {
   unsigned char* buf = malloc(big);
   memset(buf, 2, big);
   void* comm = NULL;
-  void* req = NULL;
   if (sendInParent) {
     connArg a;
     memset(&a, 0, sizeof(a));
     memcpy(a.handle, handle, sizeof(handle));
     connectLoop(&a);
     comm = a.sendComm;
-    while (req == NULL) OK(xIsend(comm, buf, big, NULL, &req));
   } else {
     comm = acceptLoop(lc);
-    while (req == NULL) OK(xIrecv(comm, buf, big, NULL, &req));
   }
   char c;
   if (read(pipefd[0], &c, 1) != 1) FAIL("child did not start");
-  /* Let some bytes flow, then kill the peer. */
-  double t0 = nowSec();
-  int done = 0;
+  /* Keep transfers going; kill the peer after 50 ms; the next error must come within 5 s. */
+  double t0 = nowSec(), tk = 0;
+  int killed = 0;
   ncclResult_t r = ncclSuccess;
-  while (nowSec() - t0 < 0.05 && r == ncclSuccess && !done) r = xTest(req, &done, NULL);
-  kill(pid, SIGKILL);
-  waitpid(pid, NULL, 0);
-  double tk = nowSec();
-  while (r == ncclSuccess && nowSec() - tk < 10) {
-    r = xTest(req, &done, NULL);
-    if (done) FAIL("a %zu-byte transfer completed although the peer was killed", big);
+  while (r == ncclSuccess) {
+    void* req = NULL;
+    while (req == NULL && r == ncclSuccess)
+      r = sendInParent ? xIsend(comm, buf, big, NULL, &req) : xIrecv(comm, buf, big, NULL, &req);
+    int done = 0;
+    while (r == ncclSuccess && !done) {
+      r = xTest(req, &done, NULL);
+      if (!killed && nowSec() - t0 > 0.05) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        killed = 1;
+        tk = nowSec();
+      }
+      if (killed && nowSec() - tk > 10) FAIL("test() still succeeds 10 s after the peer was killed");
+    }
   }
-  if (r == ncclSuccess) FAIL("test() still succeeds 10 s after the peer was killed");
+  if (!killed) FAIL("transfer failed (%d) before the peer was killed", r);
   if (r != ncclSystemError && r != ncclRemoteError) FAIL("test() returned %d, expected a system/remote error", r);
   if (nowSec() - tk > 5) FAIL("error took %.1f s", nowSec() - tk);
   OK(xClose(sendInParent ? 0 : 1, comm));
@@ -673,6 +702,12 @@ int main(int argc, char** argv) {
     caseSizes(100, vs, 6);
   } else if (strcmp(c, "bw") == 0) caseBandwidth();
   else FAIL("unknown case %s", c);
+  if (strcmp(c, "sizes") == 0 || strcmp(c, "version") == 0) { /* every request reported one event */
+    int starts = atomic_load(&gProfStarts), stops = atomic_load(&gProfStops);
+    if (atomic_load(&gProfBad) != 0) FAIL("%d malformed profiler events", atomic_load(&gProfBad));
+    if (ver >= 10 && (starts == 0 || starts != stops)) FAIL("profiler: %d starts, %d stops", starts, stops);
+    if (ver < 10 && starts != 0) FAIL("profiler events from a v%d table", ver);
+  }
   if (ver >= 11) {
     if (ver == 12) OK(n12->finalize(gCtx));
     else OK(n11->finalize(gCtx));
