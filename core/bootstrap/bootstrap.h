@@ -40,10 +40,12 @@ struct chrBootstrap;
 #define CHR_BOOTSTRAP_MAX_RANKS (1 << 20)
 /* Largest single p2p message (a bigger header is treated as corrupt). */
 #define CHR_BOOTSTRAP_MAX_MSG ((uint64_t)1 << 32)
-/* Tags below this are reserved for the bootstrap's own collectives; user tags must be >= 0. */
-#define CHR_BOOTSTRAP_TAG_RESERVED 0
+/* Tags < 0 are reserved for the bootstrap's own collectives; callers use tags >= 0. */
 
-/* Make a unique id (see 1. above). Thread-safe. */
+/* Make a unique id (see 1. above). Thread-safe. A root started here waits for its first rank for as
+ * long as it takes (ids may travel slowly, e.g. through a job launcher); from the first hello on it
+ * waits at most CHORUS_BOOTSTRAP_TIMEOUT s (read when the id is made) for the rest, then its thread
+ * ends. An id that is never used keeps its root thread and listening socket until the process ends. */
 ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id);
 
 /* Rendezvous (see 2. above). myInfo: infoSize bytes (infoSize <= CHR_BOOTSTRAP_MAX_INFO, may be 0);

@@ -114,10 +114,9 @@ ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id) {
 
   const char* commId = chrParamStr(CHR_P_COMM_ID);
   if (commId[0] != '\0') {
-    int family;
-    CHECK(familyParam(&family));
+    /* The address names its own family ("[::1]:port" is IPv6); NCCL_SOCKET_FAMILY does not apply. */
     chrSockErr err;
-    if (chrSockAddrParse(commId, family, &bid.root, &err) != ncclSuccess)
+    if (chrSockAddrParse(commId, AF_UNSPEC, &bid.root, &err) != ncclSuccess)
       return chrFail(ncclInvalidArgument, "bootstrap: NCCL_COMM_ID='%s': %s", commId, err.msg);
     if (chrSockAddrPort(&bid.root) == 0)
       return chrFail(ncclInvalidArgument, "bootstrap: NCCL_COMM_ID='%s' needs a nonzero port", commId);

@@ -1,7 +1,5 @@
 # Tests of the TCP net plugin libnccl-net-socket.so (owner: net_socket engineer).
-# Registered either by tests/plugins/CMakeLists.txt including this file, or, when nothing includes
-# it, by plugins/net_socket/CMakeLists.txt at the end of the top-level directory (after
-# enable_testing()). The global property below keeps it from being added twice.
+# Included by tests/plugins/CMakeLists.txt; the global property keeps a second include harmless.
 get_property(ns_tests_added GLOBAL PROPERTY CHORUS_NET_SOCKET_TESTS_ADDED)
 if(ns_tests_added OR NOT TARGET nccl-net-socket)
   return()

@@ -44,6 +44,22 @@ typedef struct {
   int failures;
 } rankState;
 
+/* Fast paths for the 1- and 2-byte float types, which only cache numeric.c's conversions:
+ * decoding by a table per type, and encoding of the integers a case produces by a table per case. */
+static double* decodeTables[ncclNumTypes];
+
+static int buildDecodeTables(void) {
+  for (int type = 0; type < ncclNumTypes; type++) {
+    const chrNumType* t = chrNumTypeInfo((ncclDataType_t)type);
+    if (!t->isFloat || t->size > 2) continue;
+    size_t n = (size_t)1 << (8 * t->size);
+    decodeTables[type] = malloc(n * sizeof(double));
+    if (!decodeTables[type]) return 1;
+    for (size_t b = 0; b < n; b++) decodeTables[type][b] = chrNumDecode((ncclDataType_t)type, b);
+  }
+  return 0;
+}
+
 /* One case: datatype, op, count, and the value distribution derived from them. */
 typedef struct {
   ncclDataType_t type;
@@ -57,17 +73,31 @@ typedef struct {
   uint64_t* intBits;  /* small floats: encodings of the integers in [-intRange, intRange] */
   int64_t intRange;
   uint64_t prodBits[6]; /* encodings of the prod factors */
+  int extendShift;      /* integers: 64 - bits of the type, for sign or zero extension */
 } testCase;
 
 static const double prodFactors[6] = {-2, -1, -0.5, 0.5, 1, 2};
 
 static double decodeFast(const testCase* c, uint64_t bits) {
   const double* table = decodeTables[c->type];
-  return table ? table[bits] : chrNumDecode(c->type, bits);
+  if (table) return table[bits];
+  if (c->type == ncclFloat32) {
+    uint32_t b = (uint32_t)bits;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+  }
+  if (c->type == ncclFloat64) {
+    double d;
+    memcpy(&d, &bits, 8);
+    return d;
+  }
+  return chrNumDecode(c->type, bits);
 }
 
 static uint64_t encodeFast(const testCase* c, double v) {
-  if (c->intBits && v == floor(v) && fabs(v) <= (double)c->intRange) return c->intBits[(int64_t)v + c->intRange];
+  if (c->intBits && fabs(v) <= (double)c->intRange && (double)(int64_t)v == v)
+    return c->intBits[(int64_t)v + c->intRange];
   return chrNumEncode(c->type, v);
 }
 
@@ -84,21 +114,9 @@ static uint64_t rnd(uint64_t seed, int rank, size_t i) {
   return mix64(seed ^ ((uint64_t)(unsigned)rank << 44) ^ (uint64_t)i);
 }
 
-/* Fast paths for the 1- and 2-byte float types, which only cache numeric.c's conversions:
- * decoding by a table per type, and encoding of the integers a case produces by a table per case. */
-static double* decodeTables[ncclNumTypes];
+/* A value in [0, range) from the high 32 bits of h (multiply-shift: no division; range < 2^32). */
+static uint64_t below(uint64_t h, uint64_t range) { return ((h >> 32) * range) >> 32; }
 
-static int buildDecodeTables(void) {
-  for (int type = 0; type < ncclNumTypes; type++) {
-    const chrNumType* t = chrNumTypeInfo((ncclDataType_t)type);
-    if (!t->isFloat || t->size > 2) continue;
-    size_t n = (size_t)1 << (8 * t->size);
-    decodeTables[type] = malloc(n * sizeof(double));
-    if (!decodeTables[type]) return 1;
-    for (size_t b = 0; b < n; b++) decodeTables[type][b] = chrNumDecode((ncclDataType_t)type, b);
-  }
-  return 0;
-}
 
 static int isPremul(opCase op) { return op == OP_PREMUL_IMM || op == OP_PREMUL_DEV; }
 
@@ -116,6 +134,7 @@ static void caseInit(testCase* c, ncclDataType_t type, opCase op, size_t count, 
   c->nranks = nranks;
   c->seed = seed;
   c->active = nranks;
+  c->extendShift = 64 - 8 * c->t->size;
   if (c->t->isFloat && (op == OP_SUM || op == OP_AVG || isPremul(op))) {
     /* Partial sums must stay within the exact-integer range L: at most `active` ranks per element
      * contribute values of magnitude <= amp times a scalar <= 3, and active*amp*3 <= L. */
@@ -146,7 +165,12 @@ static void caseFree(testCase* c) {
 /* Integers, as a sign- or zero-extended 64-bit pattern. */
 static uint64_t genInt(const testCase* c, int rank, size_t i) {
   uint64_t h = rnd(c->seed, rank, i);
-  if (c->op != OP_AVG) return (uint64_t)chrNumDecodeInt(c->type, h);
+  if (c->op != OP_AVG) {
+    /* The type's bits, sign- or zero-extended (the same as chrNumDecodeInt, inlined: hot loop). */
+    if (c->extendShift == 0) return h;
+    return c->t->isSigned ? (uint64_t)((int64_t)(h << c->extendShift) >> c->extendShift)
+                          : (h << c->extendShift) >> c->extendShift;
+  }
   /* avg: |v| <= max/n, so the sum of n values cannot wrap. */
   uint64_t n = (uint64_t)c->nranks;
   if (c->t->isSigned) {
@@ -159,13 +183,13 @@ static uint64_t genInt(const testCase* c, int rank, size_t i) {
 }
 
 /* Floats, as an exact double value representable in the type, and its encoding. */
-static double genFloat(const testCase* c, int rank, size_t i, uint64_t* bits) {
+static double genFloat(const testCase* c, int rank, size_t i, uint64_t* bits, int needBits) {
   uint64_t h = rnd(c->seed, rank, i);
   switch (c->op) {
     case OP_PROD: {
       /* Signed powers of two with |v| in [1/2, 2]: over 8 ranks |product| is in [2^-8, 2^8], exact
        * in every type (e4m3's smallest subnormal is 2^-9, its largest value 448). */
-      int f = (int)(h % 6);
+      int f = (int)below(h, 6);
       *bits = c->prodBits[f];
       return prodFactors[f];
     }
@@ -184,9 +208,9 @@ static double genFloat(const testCase* c, int rank, size_t i, uint64_t* bits) {
       }
     default: {
       double v = 0;
-      if (((size_t)rank + i) % (size_t)c->nranks < (size_t)c->active)
-        v = (double)((int64_t)(h % (uint64_t)(2 * c->amp + 1)) - c->amp);
-      *bits = encodeFast(c, v);
+      if (c->active >= c->nranks || ((size_t)rank + i) % (size_t)c->nranks < (size_t)c->active)
+        v = (double)((int64_t)below(h, (uint64_t)(2 * c->amp + 1)) - c->amp);
+      if (needBits) *bits = encodeFast(c, v);
       return v;
     }
   }
@@ -195,7 +219,7 @@ static double genFloat(const testCase* c, int rank, size_t i, uint64_t* bits) {
 static uint64_t genBits(const testCase* c, int rank, size_t i) {
   uint64_t bits;
   if (c->t->isFloat) {
-    genFloat(c, rank, i, &bits);
+    genFloat(c, rank, i, &bits, 1);
     return bits;
   }
   return chrNumEncodeInt(c->type, (int64_t)genInt(c, rank, i));
@@ -204,7 +228,7 @@ static uint64_t genBits(const testCase* c, int rank, size_t i) {
 /* --- reference ---------------------------------------------------------------------------------- */
 
 typedef struct {
-  uint64_t* bits;  /* expected bit pattern per element */
+  void* expect;    /* expected elements, in the type (count elements) */
   double* exact;   /* avg on floats: the exact average */
   double* absSum;  /* avg on floats: sum of |x| over ranks */
 } reference;
@@ -231,14 +255,15 @@ static void computeReference(const testCase* c, reference* ref) {
       }
       /* avg: the sum did not wrap (see genInt); the division is C's, toward zero. */
       if (c->op == OP_AVG) acc = c->t->isSigned ? (uint64_t)((int64_t)acc / n) : acc / (uint64_t)n;
-      ref->bits[i] = chrNumEncodeInt(c->type, (int64_t)acc);
+      chrNumStore(ref->expect, i, c->t->size, chrNumEncodeInt(c->type, (int64_t)acc));
       continue;
     }
     uint64_t bits, bestBits;
-    double acc = genFloat(c, 0, i, &bestBits), absSum = fabs(acc);
+    const int needBits = c->op == OP_MAX || c->op == OP_MIN;
+    double acc = genFloat(c, 0, i, &bestBits, needBits), absSum = fabs(acc);
     if (isPremul(c->op)) acc *= (double)scalarOf(c, 0);
     for (int r = 1; r < n; r++) {
-      double v = genFloat(c, r, i, &bits);
+      double v = genFloat(c, r, i, &bits, needBits);
       switch (c->op) {
         case OP_SUM: case OP_AVG: acc += v; absSum += fabs(v); break;
         case OP_PROD: acc *= v; break;
@@ -252,7 +277,7 @@ static void computeReference(const testCase* c, reference* ref) {
       ref->absSum[i] = absSum;
     }
     /* Exact by construction (not used for avg); max/min keep the winner's own bits. */
-    ref->bits[i] = (c->op == OP_MAX || c->op == OP_MIN) ? bestBits : encodeFast(c, acc);
+    chrNumStore(ref->expect, i, c->t->size, (c->op == OP_MAX || c->op == OP_MIN) ? bestBits : encodeFast(c, acc));
   }
 }
 
@@ -264,6 +289,55 @@ static double avgTolerance(const testCase* c, double absSum) {
   int bias = (1 << (c->t->expBits - 1)) - 1;
   double tiny = ldexp(1.0, 1 - bias - c->t->mantBits);
   return (c->nranks + 2) * c->t->unitRoundoff * absSum / c->nranks + c->nranks * tiny;
+}
+
+/* --- the plan: every case and its reference, computed once, before the ranks are forked ---------- */
+
+/* The reference of a case is the same on every rank; computing it once in the launching process
+ * (which has not touched the library yet) and sharing it with the forked ranks copy-on-write saves
+ * n-1 of n identical computations, which on 2 cores decides whether 8 ranks fit in a minute. */
+typedef struct {
+  testCase c;
+  reference ref;
+} plannedCase;
+
+static plannedCase* plan;
+static int nplanned;
+
+static int planCases(int nranks, size_t medium) {
+  plan = calloc(4 * ncclNumTypes * NUM_OPCASES, sizeof(plannedCase));
+  if (!plan) return 1;
+  for (int sizeIdx = 0; sizeIdx < 4; sizeIdx++) {
+    for (int type = 0; type < ncclNumTypes; type++) {
+      const chrNumType* t = chrNumTypeInfo((ncclDataType_t)type);
+      size_t counts[4] = {0, 1, 1031, medium / (size_t)t->size};
+      for (int op = 0; op < NUM_OPCASES; op++) {
+        plannedCase* p = &plan[nplanned++];
+        caseInit(&p->c, (ncclDataType_t)type, (opCase)op, counts[sizeIdx], nranks,
+                 mix64(((uint64_t)sizeIdx << 32) ^ ((uint64_t)type << 16) ^ (uint64_t)op));
+        size_t n = p->c.count ? p->c.count : 1;
+        p->ref.expect = malloc(n * (size_t)t->size);
+        if (t->isFloat && op == OP_AVG) {
+          p->ref.exact = malloc(n * sizeof(double));
+          p->ref.absSum = malloc(n * sizeof(double));
+          if (!p->ref.exact || !p->ref.absSum) return 1;
+        }
+        if (!p->ref.expect) return 1;
+        computeReference(&p->c, &p->ref);
+      }
+    }
+  }
+  return 0;
+}
+
+static void freePlan(void) {
+  for (int i = 0; i < nplanned; i++) {
+    caseFree(&plan[i].c);
+    free(plan[i].ref.expect);
+    free(plan[i].ref.exact);
+    free(plan[i].ref.absSum);
+  }
+  free(plan);
 }
 
 /* --- running one case --------------------------------------------------------------------------- */
@@ -290,16 +364,20 @@ static int checkGuard(rankState* st, const testCase* c, const char* mode, const 
 
 static int checkResult(rankState* st, const testCase* c, const reference* ref, const char* mode, const void* out) {
   int bad = 0, reports = 0;
+  int exactCase = !(c->t->isFloat && c->op == OP_AVG);
+  if (exactCase && memcmp(out, ref->expect, c->count * (size_t)c->t->size) == 0)
+    return checkGuard(st, c, mode, out, &reports); /* the common case, without the element loop */
   for (size_t i = 0; i < c->count; i++) {
     uint64_t got = chrNumLoad(out, i, c->t->size);
     int ok;
     if (c->t->isFloat && c->op == OP_AVG) {
-      double v = chrNumDecode(c->type, got);
+      double v = decodeFast(c, got);
       ok = fabs(v - ref->exact[i]) <= avgTolerance(c, ref->absSum[i]);
       if (!ok) reportMismatch(st, c, mode, "result (avg bound)", i, got, chrNumEncode(c->type, ref->exact[i]), &reports);
     } else {
-      ok = got == ref->bits[i];
-      if (!ok) reportMismatch(st, c, mode, "result", i, got, ref->bits[i], &reports);
+      uint64_t want = chrNumLoad(ref->expect, i, c->t->size);
+      ok = got == want;
+      if (!ok) reportMismatch(st, c, mode, "result", i, got, want, &reports);
     }
     bad += !ok;
   }
@@ -336,23 +414,20 @@ static ncclResult_t createOp(rankState* st, const testCase* c, uint64_t* scalar,
 
 /* Runs one case out of place and in place; returns non-zero only on an NCCL error (mismatches are
  * counted in st->failures, and the ranks carry on so that they stay in step). */
-static int runCase(rankState* st, const testCase* c) {
+static int runCase(rankState* st, const testCase* c, const reference* refp) {
   const size_t ts = (size_t)c->t->size;
   const size_t bytes = (c->count + GUARD) * ts;
+  unsigned char* orig = malloc(bytes);
   unsigned char* send = malloc(bytes);
   unsigned char* recv = malloc(bytes);
-  reference ref = {0};
-  ref.bits = malloc((c->count ? c->count : 1) * sizeof(uint64_t));
-  if (c->t->isFloat && c->op == OP_AVG) {
-    ref.exact = malloc((c->count ? c->count : 1) * sizeof(double));
-    ref.absSum = malloc((c->count ? c->count : 1) * sizeof(double));
-  }
-  int rc = 1;
-  if (!send || !recv || !ref.bits || (c->t->isFloat && c->op == OP_AVG && (!ref.exact || !ref.absSum))) {
+  const reference ref = *refp;
+  int rc = 1, reports = 0, bad = 0;
+  if (!orig || !send || !recv) {
     fprintf(stderr, "rank %d: out of memory\n", st->rank);
     goto done;
   }
-  computeReference(c, &ref);
+  memset(orig, SENTINEL, bytes);
+  for (size_t i = 0; i < c->count; i++) chrNumStore(orig, i, (int)ts, genBits(c, st->rank, i));
   uint64_t scalar = 0;
   ncclRedOp_t op;
   ncclResult_t res = createOp(st, c, &scalar, &op);
@@ -363,29 +438,25 @@ static int runCase(rankState* st, const testCase* c) {
   char what[160];
   snprintf(what, sizeof(what), "ncclAllReduce(%s, %s, count %zu)", c->t->name, opNames[c->op], c->count);
 
-  /* Out of place. */
-  memset(send, SENTINEL, bytes);
+  /* Out of place: the result, its guard, and an unchanged send buffer (guard included). */
+  memcpy(send, orig, bytes);
   memset(recv, SENTINEL, bytes);
-  for (size_t i = 0; i < c->count; i++) chrNumStore(send, i, (int)ts, genBits(c, st->rank, i));
   res = ncclAllReduce(send, recv, c->count, c->type, op, st->comm, NULL);
   if (res != ncclSuccess) {
     rc = ncclFailed(st, what, res);
     goto destroy_op;
   }
-  int bad = checkResult(st, c, &ref, "out-of-place", recv);
-  int reports = 0;
-  for (size_t i = 0; i < c->count; i++) {
-    uint64_t want = genBits(c, st->rank, i), got = chrNumLoad(send, i, (int)ts);
-    if (got != want) {
-      reportMismatch(st, c, "out-of-place", "send buffer changed at", i, got, want, &reports);
-      bad++;
+  bad += checkResult(st, c, &ref, "out-of-place", recv);
+  if (memcmp(send, orig, bytes) != 0) {
+    for (size_t i = 0; i < c->count + GUARD; i++) {
+      uint64_t got = chrNumLoad(send, i, (int)ts), want = chrNumLoad(orig, i, (int)ts);
+      if (got != want) reportMismatch(st, c, "out-of-place", "send buffer changed at", i, got, want, &reports);
     }
+    bad++;
   }
-  bad += checkGuard(st, c, "out-of-place (send)", send, &reports);
 
   /* In place. */
-  memset(recv, SENTINEL, bytes);
-  for (size_t i = 0; i < c->count; i++) chrNumStore(recv, i, (int)ts, genBits(c, st->rank, i));
+  memcpy(recv, orig, bytes);
   res = ncclAllReduce(recv, recv, c->count, c->type, op, st->comm, NULL);
   if (res != ncclSuccess) {
     rc = ncclFailed(st, what, res);
@@ -400,11 +471,9 @@ destroy_op:
     if (res != ncclSuccess && rc == 0) rc = ncclFailed(st, "ncclRedOpDestroy", res);
   }
 done:
+  free(orig);
   free(send);
   free(recv);
-  free(ref.bits);
-  free(ref.exact);
-  free(ref.absSum);
   return rc;
 }
 
@@ -527,18 +596,8 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
     st.failures++;
   }
 
-  for (int sizeIdx = 0; sizeIdx < 4; sizeIdx++) {
-    for (int type = 0; type < ncclNumTypes; type++) {
-      const chrNumType* t = chrNumTypeInfo((ncclDataType_t)type);
-      size_t counts[4] = {0, 1, 1031, a->medium / (size_t)t->size};
-      for (int op = 0; op < NUM_OPCASES; op++) {
-        testCase c;
-        caseInit(&c, (ncclDataType_t)type, (opCase)op, counts[sizeIdx], nranks,
-                 mix64(((uint64_t)sizeIdx << 32) ^ ((uint64_t)type << 16) ^ (uint64_t)op));
-        if (runCase(&st, &c)) goto fail;
-      }
-    }
-  }
+  for (int i = 0; i < nplanned; i++)
+    if (runCase(&st, &plan[i].c, &plan[i].ref)) goto fail;
   if (a->big > 0) {
     if (bigCase(&st, ncclFloat32, a->big, 0, 0xb16f)) goto fail;
     if (bigCase(&st, ncclInt8, a->big, 1, 0xb168)) goto fail;
@@ -584,5 +643,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: bad nranks/hosts\n", argv[0]);
     return 2;
   }
-  return chrLaunchRanks(nranks, a.nhosts, a.timeoutSec, rankMain, &a);
+  if (buildDecodeTables() || planCases(nranks, a.medium)) {
+    fprintf(stderr, "%s: out of memory while computing the references\n", argv[0]);
+    return 1;
+  }
+  int rc = chrLaunchRanks(nranks, a.nhosts, a.timeoutSec, rankMain, &a);
+  freePlan();
+  return rc;
 }

@@ -231,14 +231,16 @@ static void rankChild(int idx, void* p) {
 static void scenarioRendezvous(int onlyCommId) {
   int sizes[] = {1, 2, 3, 4, 8};
   int fds0 = countFds();
+  /* One NCCL_COMM_ID for every round, as a job that makes several communicators would: each round's
+   * rank 0 binds the port the previous round's root just released. */
+  char commId[64];
+  snprintf(commId, sizeof(commId), "127.0.0.1:%d", freePort());
   for (int withCommId = onlyCommId; withCommId < 2; withCommId++) {
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
       struct rankArg a;
       memset(&a, 0, sizeof(a));
       a.nranks = sizes[s];
-      char commId[64];
       if (withCommId) {
-        snprintf(commId, sizeof(commId), "127.0.0.1:%d", freePort());
         a.commId = commId;
         a.useId = 0;
       } else {

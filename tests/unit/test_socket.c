@@ -152,9 +152,12 @@ static void testTransfer(void) {
   volatile uint32_t abortFlag = 1;
   EXPECT(chrSockRecvAll(s, in, 10, CHR_SOCK_FOREVER, &abortFlag, &err) == ncclInternalError);
 
-  /* Peer closes mid-message: a remote error that says so. */
+  /* Peer closes mid-message: a remote error that says so; chrSockPeerClosed sees it without reading. */
+  EXPECT(chrSockPeerClosed(s) == 0);
   EXPECT(chrSockSendAll(c, out, 5, chrSockDeadlineSec(1), NULL, &err) == ncclSuccess);
   chrSockClose(&c);
+  for (int i = 0; i < 100 && !chrSockPeerClosed(s); i++) usleep(10000);
+  EXPECT(chrSockPeerClosed(s) == 1);
   EXPECT(chrSockRecvAll(s, in, 10, chrSockDeadlineSec(5), NULL, &err) == ncclRemoteError);
   EXPECT(strstr(err.msg, "closed") != NULL && strstr(err.msg, "5 of 10") != NULL);
   /* Sending to a closed peer: a remote error, never SIGPIPE. */
