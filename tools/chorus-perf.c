@@ -40,6 +40,15 @@ static int reportNccl(perfRank* pr, const char* what, ncclResult_t res) {
   return 1;
 }
 
+/* A combination the library rejects as an invalid argument (e.g. avg on fp8 in NVIDIA's NCCL) is
+ * skipped, not fatal, when it only came from "-d all" or "-o all": argument checks give the same
+ * answer on every rank, so the ranks stay in step. Returns 2 for "skip", 1 for a failure. */
+#define PERF_SKIP 2
+static int launchFailed(perfRank* pr, const char* what, ncclResult_t res) {
+  if (res == ncclInvalidArgument && pr->o->skipRejected) return PERF_SKIP;
+  return reportNccl(pr, what, res);
+}
+
 /* In-place allreduce of a small host array, through device memory when the buffers live there. */
 static ncclResult_t allreduceHost(perfRank* pr, void* data, size_t count, ncclDataType_t type, ncclRedOp_t op) {
   size_t bytes = count * (size_t)chrNumTypeInfo(type)->size;
@@ -195,13 +204,13 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
   if (barrier(pr)) return 1;
   for (int w = 0; w < o->warmup; w++)
     if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess)
-      return reportNccl(pr, c->ncclFunction, res);
+      return launchFailed(pr, c->ncclFunction, res);
   if (chrPerfSync(&pr->buf) || barrier(pr)) return 1;
 
   double t0 = nowSec();
   for (int it = 0; it < o->iters; it++)
     if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess)
-      return reportNccl(pr, c->ncclFunction, res);
+      return launchFailed(pr, c->ncclFunction, res);
   if (chrPerfSync(&pr->buf)) return 1;
   double sec = (nowSec() - t0) / ((double)o->iters * o->agg);
   if (combineTime(pr, &sec)) return 1;
@@ -217,7 +226,7 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
     chrPerfPatternInit(&pat, type, c->usesOp ? op : -1, pr->nranks, seedOf(type, op, sizeIdx, inPlace, rep + 1));
     if (chrPerfFillInputs(&pr->buf, s, &pat, pr->rank, (void*)send, recv) != 0) return 1;
     if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, 1)) != ncclSuccess)
-      return reportNccl(pr, c->ncclFunction, res);
+      return launchFailed(pr, c->ncclFunction, res);
     if (chrPerfSync(&pr->buf)) return 1;
     wrong += (double)chrPerfCheckOutputs(&pr->buf, c, s, &pat, pr->rank, o->root, recv);
   }
@@ -232,7 +241,15 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
 static int createMulsum(perfRank* pr, ncclDataType_t type, ncclRedOp_t* op) {
   uint64_t bits = chrNumEncodeInt(type, chrPerfMulsumScalar(pr->rank));
   ncclResult_t res = ncclRedOpCreatePreMulSum(op, &bits, type, ncclScalarHostImmediate, pr->comm);
-  return res == ncclSuccess ? 0 : reportNccl(pr, "ncclRedOpCreatePreMulSum", res);
+  return res == ncclSuccess ? 0 : launchFailed(pr, "ncclRedOpCreatePreMulSum", res);
+}
+
+static void printSkipped(perfRank* pr, const char* type, const char* op) {
+  if (pr->rank != 0) return;
+  const char* last = ncclGetLastError(pr->comm);
+  printf("# %s %s skipped: the library rejects it (invalid argument%s%s)\n", type, op, last && *last ? ": " : "",
+         last ? last : "");
+  fflush(stdout);
 }
 
 static int runAll(perfRank* pr, chrPerfReport* report) {
@@ -248,7 +265,12 @@ static int runAll(perfRank* pr, chrPerfReport* report) {
       ncclRedOp_t ncclOp = op >= 0 ? builtin[op] : ncclSum;
       int created = 0;
       if (op == PERF_MULSUM) {
-        if (createMulsum(pr, type, &ncclOp)) return 1;
+        int crc = createMulsum(pr, type, &ncclOp);
+        if (crc == PERF_SKIP) {
+          printSkipped(pr, tinfo->name, chrPerfOpName(op));
+          continue;
+        }
+        if (crc) return 1;
         created = 1;
       }
       int sizeIdx = 0, rc = 0;
@@ -265,6 +287,11 @@ static int runAll(perfRank* pr, chrPerfReport* report) {
         row.root = c->usesRoot ? o->root : -1;
         for (int inPlace = 0; inPlace < 2 && rc == 0; inPlace++)
           rc = runHalf(pr, type, op, ncclOp, sizeIdx, &s, inPlace, &row);
+        if (rc == PERF_SKIP) {
+          printSkipped(pr, tinfo->name, chrPerfOpName(op));
+          rc = 0;
+          break;
+        }
         if (rc) break;
         if (pr->rank == 0) {
           chrPerfPrintRow(stdout, &row);

@@ -7,13 +7,12 @@
  * writes the output and the next send slot (chrReduce with two outputs).
  * A task that makes no progress for CHORUS_TIMEOUT seconds fails: a dead peer is an error, not a hang.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "comm/comm.h"
 #include "config/param.h"
 #include "exec/exec.h"
+#include "exec/idle.h"
 #include "log/check.h"
 #include "log/log.h"
 
@@ -34,12 +33,6 @@ struct commRun {
   uint64_t lastProgressNs;
   int done;
 };
-
-static uint64_t nowNs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Resolve the reduction op now: a device-resident PreMulSum scalar is read when the collective runs. */
 static ncclResult_t resolveOp(struct chrCollTask* t) {
@@ -205,14 +198,15 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
 
   ncclResult_t first = ncclSuccess;
   uint64_t timeoutNs = (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
-  uint64_t now = nowNs();
+  uint64_t now = chrNowNs();
   for (int i = 0; i < nComms; i++) {
     runs[i].lastProgressNs = now;
     ncclResult_t res = startTask(&runs[i]);
     if (res != ncclSuccess && first == ncclSuccess) first = failRun(&runs[i], res);
     else if (res != ncclSuccess) failRun(&runs[i], res);
   }
-  int active = nComms, idleSpins = 0;
+  int active = nComms;
+  uint64_t idleSince = chrNowNs();
   while (active > 0) {
     int anyProgress = 0;
     active = 0;
@@ -241,7 +235,7 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
       }
       if (run->done) continue;
       active++;
-      uint64_t t = nowNs();
+      uint64_t t = chrNowNs();
       if (progressed) {
         run->lastProgressNs = t;
         anyProgress = 1;
@@ -252,15 +246,8 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
         failRun(run, res);
       }
     }
-    /* Two cores are shared with the peers: yield when nothing moved, sleep briefly when idle long. */
-    if (anyProgress) {
-      idleSpins = 0;
-    } else if (++idleSpins > 1000) {
-      struct timespec ts = {0, 20000};
-      nanosleep(&ts, NULL);
-    } else {
-      sched_yield();
-    }
+    if (anyProgress) idleSince = chrNowNs();
+    else if (active > 0) chrIdleWait(chrNowNs() - idleSince);
   }
   free(runs);
   return first;

@@ -1,7 +1,6 @@
 /*
- * plan.c: the planner. Today: all-reduce runs as a ring; the channel count grows with the size so
- * that small messages use one channel (fewest messages) and large ones spread over up to
- * NCCL_MAX_NCHANNELS connections; a step carries at most one staging slot.
+ * plan.c: the planner. Today: all-reduce runs as a ring on NCCL_MIN_NCHANNELS channels; a step
+ * carries at most one staging slot.
  * The estimate is a plain alpha-beta model of the ring: 2(n-1) steps of latency plus 2(n-1)/n of
  * the bytes at the link bandwidth (constants for TCP loopback; measured per transport later).
  */
@@ -32,13 +31,10 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   size_t bytes = t->count * t->typeSize;
   size_t slot = slotBytes(comm);
   t->chunkElems = slot / t->typeSize;
-  /* One channel per n slots of data, between the configured minimum and maximum. */
-  size_t perChannel = (size_t)n * slot;
-  size_t want = (bytes + perChannel - 1) / perChannel;
-  if (want < (size_t)comm->minChannels) want = (size_t)comm->minChannels;
-  if (want > (size_t)comm->nChannels) want = (size_t)comm->nChannels;
-  if (want < 1) want = 1;
-  t->nChannels = (int)want;
+  /* Host buffers: one thread drives every channel, so more channels add connections, not
+   * parallelism; measured on 2 cores, one channel is fastest at every size (docs/perf/host.md).
+   * NCCL_MIN_NCHANNELS raises it (capped by NCCL_MAX_NCHANNELS). */
+  t->nChannels = comm->minChannels;
   float steps = n > 1 ? 2.0f * (float)(n - 1) : 0.0f;
   t->estimatedUs = steps * NET_LATENCY_US + (n > 1 ? steps / (float)n * (float)bytes / (NET_BW_GBS * 1e3f) : 0.0f);
   TRACE(NCCL_COLL, "plan: func %d count %zu type %d -> %s, %d channels, chunk %zu elems, est %.1f us", (int)t->func,

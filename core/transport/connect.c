@@ -6,24 +6,17 @@
  * accept are non-blocking in the net ABI, so both are driven in one loop until both are done, with
  * the CHORUS_TIMEOUT deadline and the abort flag checked on every pass.
  */
-#include <sched.h>
 #include <string.h>
-#include <time.h>
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "config/param.h"
+#include "exec/idle.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
 #include "transport/net_link.h"
 
 #define TAG_RING_CONNECT 0x10000
-
-static uint64_t nowNs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static size_t stepSizeBytes(void) {
   int64_t buff = chrParamInt(CHR_P_BUFFSIZE);
@@ -46,7 +39,8 @@ static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch)
   CHECK_GOTO(chrBootstrapSend(comm->bootstrap, ch->ringPrev, tag, myHandle, sizeof(myHandle)), res, fail_listen);
   CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, ch->ringNext, tag, peerHandle, sizeof(peerHandle)), res, fail_listen);
 
-  uint64_t deadline = nowNs() + (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
+  uint64_t start = chrNowNs();
+  uint64_t deadline = start + (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
   while (sendComm == NULL || recvComm == NULL) {
     if (sendComm == NULL) CHECK_GOTO(chrNetConnect(comm->net, comm->netDev, peerHandle, &sendComm, NULL), res, fail_comms);
     if (recvComm == NULL) CHECK_GOTO(chrNetAccept(comm->net, listenComm, &recvComm, NULL), res, fail_comms);
@@ -55,13 +49,13 @@ static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch)
       res = chrFail(ncclRemoteError, "connecting channel %d: communicator aborted", ch->id);
       goto fail_comms;
     }
-    if (nowNs() > deadline) {
+    if (chrNowNs() > deadline) {
       res = chrFail(ncclTimeout, "connecting channel %d: %s rank %d not reached within %lld s (CHORUS_TIMEOUT)", ch->id,
                     sendComm ? "from" : "to", sendComm ? ch->ringPrev : ch->ringNext,
                     (long long)chrParamInt(CHR_P_TIMEOUT));
       goto fail_comms;
     }
-    sched_yield();
+    chrIdleWait(chrNowNs() - start);
   }
   chrNetCloseListen(comm->net, listenComm);
   listenComm = NULL;

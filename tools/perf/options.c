@@ -31,7 +31,8 @@ void chrPerfUsage(FILE* f, const char* prog) {
           "  -c, --check N       check results N times per size (default 1; 0: no check, #wrong N/A)\n"
           "  -d, --datatype T    int8 uint8 int32 uint32 int64 uint64 half float double bfloat16\n"
           "                      f8e4m3 f8e5m2, or all (default float)\n"
-          "  -o, --op OP         sum prod max min avg mulsum, or all (default sum)\n"
+          "  -o, --op OP         sum prod max min avg mulsum, or all (default sum); with \"all\" (ops or\n"
+          "                      types) a combination the library rejects as invalid is skipped\n"
           "  -r, --root R        root rank of broadcast, reduce, gather, scatter (default 0)\n"
           "  -a, --average A     time over ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)\n"
           "  -z, --blocking 0|1  1: wait for completion after every operation (default 0)\n"
@@ -73,6 +74,7 @@ static int parseOps(const char* s, chrPerfOptions* o) {
   if (strcasecmp(s, "all") == 0) {
     for (int op = 0; op < PERF_NUM_OPS; op++) o->ops[op] = op;
     o->nops = PERF_NUM_OPS;
+    o->skipRejected = 1;
     return 0;
   }
   for (int op = 0; op < PERF_NUM_OPS; op++) {
@@ -89,6 +91,7 @@ static int parseTypes(const char* s, chrPerfOptions* o) {
   if (strcasecmp(s, "all") == 0) {
     for (int t = 0; t < ncclNumTypes; t++) o->types[t] = (ncclDataType_t)t;
     o->ntypes = ncclNumTypes;
+    o->skipRejected = 1;
     return 0;
   }
   ncclDataType_t t;

@@ -49,6 +49,7 @@ typedef struct {
   int parallelInit;  /* accepted for nccl-tests compatibility, no effect */
   const char* jsonPath; /* -J */
   int quiet;         /* -q: no preamble (table only) */
+  int skipRejected;  /* -d all / -o all: skip a (type, op) the library rejects as an invalid argument */
 } chrPerfOptions;
 
 /* Returns 0 on success, 1 on a usage error (message printed), 2 for --help (usage printed). */

@@ -1,0 +1,18 @@
+/*
+ * idle.h: what a polling loop does when nothing moved.
+ *
+ * The host executor polls its transports. When ranks outnumber cores (8 ranks on a 2-core machine),
+ * spinning steals the core from exactly the rank we are waiting for, and every ring hop then costs a
+ * scheduler time slice. So: yield for the first few microseconds of idleness (the common, fast
+ * case), then sleep, longer the longer nothing happens.
+ */
+#ifndef CHORUS_IDLE_H_
+#define CHORUS_IDLE_H_
+
+#include <stdint.h>
+
+uint64_t chrNowNs(void);
+/* idleNs: how long the caller has seen no progress. */
+void chrIdleWait(uint64_t idleNs);
+
+#endif
