@@ -7,6 +7,8 @@
  * writes the output and the next send slot (chrReduce with two outputs).
  * A task that makes no progress for CHORUS_TIMEOUT seconds fails: a dead peer is an error, not a hang.
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
@@ -176,6 +178,58 @@ static ncclResult_t failRun(struct commRun* run, ncclResult_t res) {
   return res;
 }
 
+struct connectJob {
+  struct ncclComm* comm;
+  int nChannels;
+  ncclResult_t res;
+  char error[1024];
+  pthread_t thread;
+};
+
+static void* connectThread(void* arg) {
+  struct connectJob* job = arg;
+  job->res = chrTransportConnectRing(job->comm, job->nChannels);
+  snprintf(job->error, sizeof(job->error), "%s", chrThreadLastError());
+  return NULL;
+}
+
+/* Connect every comm's links before running anything. Connecting is collective and blocks, so when
+ * one thread drives several comms (ncclCommInitAll, nccl-tests -g) each comm connects on its own
+ * thread; otherwise comm A would wait for a peer that this very thread must drive in comm B. */
+static ncclResult_t connectAll(struct commRun* runs, int nComms, struct chrCollTask* list) {
+  struct connectJob* jobs = calloc((size_t)nComms, sizeof(*jobs));
+  if (jobs == NULL) return chrFail(ncclSystemError, "out of memory connecting %d communicators", nComms);
+  int nJobs = 0;
+  for (int i = 0; i < nComms; i++) {
+    int need = 0;
+    for (struct chrCollTask* t = list; t; t = t->next)
+      if (t->comm == runs[i].comm && t->comm->nRanks > 1 && t->nChannels > need) need = t->nChannels;
+    int missing = 0;
+    for (int c = 0; c < need; c++)
+      if (!runs[i].comm->channels[c].ringSend || !runs[i].comm->channels[c].ringRecv) missing = 1;
+    if (missing) { jobs[nJobs].comm = runs[i].comm; jobs[nJobs].nChannels = need; nJobs++; }
+  }
+  ncclResult_t first = ncclSuccess;
+  if (nJobs == 1) {
+    first = chrTransportConnectRing(jobs[0].comm, jobs[0].nChannels);
+    if (first != ncclSuccess) chrCommSetAsyncError(jobs[0].comm, first);
+  } else if (nJobs > 1) {
+    int started = 0;
+    for (; started < nJobs; started++)
+      if (pthread_create(&jobs[started].thread, NULL, connectThread, &jobs[started]) != 0) break;
+    if (started < nJobs) first = chrFail(ncclSystemError, "cannot start a thread to connect communicator %d", started);
+    for (int j = 0; j < started; j++) {
+      pthread_join(jobs[j].thread, NULL);
+      if (jobs[j].res == ncclSuccess) continue;
+      chrSetLastError("%s", jobs[j].error);
+      chrCommSetAsyncError(jobs[j].comm, jobs[j].res);
+      if (first == ncclSuccess) first = jobs[j].res;
+    }
+  }
+  free(jobs);
+  return first;
+}
+
 ncclResult_t chrExecTasks(struct chrCollTask* list) {
   int nComms = 0;
   for (struct chrCollTask* t = list; t; t = t->next) {
@@ -196,7 +250,11 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
     runs[i].last = t;
   }
 
-  ncclResult_t first = ncclSuccess;
+  ncclResult_t first = connectAll(runs, nComms, list);
+  if (first != ncclSuccess) {
+    free(runs);
+    return first;
+  }
   uint64_t timeoutNs = (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
   uint64_t now = chrNowNs();
   for (int i = 0; i < nComms; i++) {

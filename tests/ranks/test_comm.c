@@ -1,0 +1,173 @@
+/*
+ * test_comm.c: communicator lifecycle through the public API, N ranks as processes.
+ *   test_comm nonblocking N   config.blocking = 0: init returns ncclInProgress, GetAsyncError polls
+ *   test_comm initall N       ncclCommInitAll in one process, then one thread drives all N comms in a group
+ *   test_comm errors          bad arguments, use after finalize, group misuse, a failing call in a group
+ *   test_comm peerdeath N     the last rank exits after init; the others get an error, then abort returns
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "launch.h"
+#include "nccl.h"
+
+#define EXPECT(cond)                                                                           \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, ncclGetLastError(NULL)); \
+      return 1;                                                                                \
+    }                                                                                          \
+  } while (0)
+
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Sum all-reduce of rank-dependent data, checked exactly. */
+static int checkAllReduce(ncclComm_t comm, int rank, int nranks, size_t count) {
+  int* buf = malloc(count * sizeof(int));
+  for (size_t i = 0; i < count; i++) buf[i] = (int)(i % 1000) * (rank + 1);
+  EXPECT(ncclAllReduce(buf, buf, count, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
+  int tri = nranks * (nranks + 1) / 2;
+  for (size_t i = 0; i < count; i++) EXPECT(buf[i] == (int)(i % 1000) * tri);
+  free(buf);
+  return 0;
+}
+
+static int nonblockingRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = NULL;
+  ncclResult_t res = ncclCommInitRankConfig(&comm, nranks, *id, rank, &config);
+  EXPECT(res == ncclInProgress || res == ncclSuccess);
+  EXPECT(comm != NULL);
+  ncclResult_t state;
+  int polls = 0;
+  do {
+    EXPECT(ncclCommGetAsyncError(comm, &state) == ncclSuccess);
+    polls++;
+    if (state == ncclInProgress) usleep(1000);
+  } while (state == ncclInProgress);
+  EXPECT(state == ncclSuccess);
+  int count = 0;
+  EXPECT(ncclCommCount(comm, &count) == ncclSuccess && count == nranks);
+  EXPECT(checkAllReduce(comm, rank, nranks, 100003) == 0);
+  EXPECT(ncclCommFinalize(comm) == ncclSuccess);
+  EXPECT(ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
+static int initAll(int n) {
+  ncclComm_t comms[16];
+  EXPECT(ncclCommInitAll(comms, n, NULL) == ncclSuccess);
+  int* bufs[16];
+  size_t count = 65537;
+  for (int r = 0; r < n; r++) {
+    int rank = -1, dev = -2, cnt = 0;
+    EXPECT(ncclCommUserRank(comms[r], &rank) == ncclSuccess && rank == r);
+    EXPECT(ncclCommCount(comms[r], &cnt) == ncclSuccess && cnt == n);
+    EXPECT(ncclCommCuDevice(comms[r], &dev) == ncclSuccess && dev == r);
+    bufs[r] = malloc(count * sizeof(int));
+    for (size_t i = 0; i < count; i++) bufs[r][i] = (int)i + r;
+  }
+  /* One thread, n communicators, one group: must not deadlock. Twice, to reuse connections. */
+  for (int round = 0; round < 2; round++) {
+    EXPECT(ncclGroupStart() == ncclSuccess);
+    for (int r = 0; r < n; r++)
+      EXPECT(ncclAllReduce(bufs[r], bufs[r], count, ncclInt32, ncclMax, comms[r], NULL) == ncclSuccess);
+    EXPECT(ncclGroupEnd() == ncclSuccess);
+    for (int r = 0; r < n; r++)
+      for (size_t i = 0; i < count; i++) EXPECT(bufs[r][i] == (int)i + n - 1);
+  }
+  for (int r = 0; r < n; r++) {
+    EXPECT(ncclCommDestroy(comms[r]) == ncclSuccess);
+    free(bufs[r]);
+  }
+  int dup[2] = {1, 1};
+  EXPECT(ncclCommInitAll(comms, 2, dup) == ncclInvalidUsage);
+  EXPECT(strstr(ncclGetLastError(NULL), "twice") != NULL);
+  return 0;
+}
+
+static int errorsRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, nranks) == ncclInvalidArgument);
+  EXPECT(strstr(ncclGetLastError(NULL), "out of range") != NULL);
+  EXPECT(ncclCommInitRank(NULL, nranks, *id, rank) == ncclInvalidArgument);
+  ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+  bad.magic = 0;
+  EXPECT(ncclCommInitRankConfig(&comm, nranks, *id, rank, &bad) == ncclInvalidArgument);
+  EXPECT(ncclGroupEnd() == ncclInvalidUsage);
+
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  int x = 1;
+  /* A failing call inside a group fails the group, runs nothing, and leaves the comm usable. */
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  EXPECT(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
+  EXPECT(ncclAllReduce(&x, &x, 1, (ncclDataType_t)99, ncclSum, comm, NULL) == ncclInvalidArgument);
+  EXPECT(ncclGroupEnd() == ncclInvalidArgument);
+  EXPECT(x == 1);
+  EXPECT(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
+  EXPECT(x == nranks);
+  /* Nested groups run at the outermost end. */
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  EXPECT(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
+  EXPECT(ncclGroupEnd() == ncclSuccess);
+  EXPECT(x == nranks);
+  EXPECT(ncclGroupEnd() == ncclSuccess);
+  EXPECT(x == nranks * nranks);
+  /* Simulate returns an estimate and runs nothing. */
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  EXPECT(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
+  EXPECT(ncclGroupSimulateEnd(&sim) == ncclSuccess);
+  EXPECT(sim.estimatedTime >= 0.0f && x == nranks * nranks);
+  /* Not implemented yet: a clear error naming the function. */
+  EXPECT(ncclBroadcast(&x, &x, 1, ncclInt32, 0, comm, NULL) == ncclInvalidUsage);
+  EXPECT(strstr(ncclGetLastError(comm), "ncclBroadcast") != NULL);
+  EXPECT(ncclCommFinalize(comm) == ncclSuccess);
+  EXPECT(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, NULL) == ncclInvalidUsage);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
+static int peerDeathRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  EXPECT(checkAllReduce(comm, rank, nranks, 1000) == 0);
+  if (rank == nranks - 1) _exit(0); /* dies without a word, mid-job */
+  size_t count = 4 << 20;
+  float* buf = calloc(count, sizeof(float));
+  double t0 = nowSec();
+  ncclResult_t res = ncclSuccess;
+  for (int i = 0; i < 50 && res == ncclSuccess; i++) res = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, NULL);
+  double waited = nowSec() - t0;
+  EXPECT(res != ncclSuccess && res != ncclInProgress);
+  EXPECT(waited < 20.0); /* CHORUS_TIMEOUT is 10 s in this test */
+  ncclResult_t state;
+  EXPECT(ncclCommGetAsyncError(comm, &state) == ncclSuccess && state != ncclSuccess);
+  EXPECT(ncclGetLastError(comm)[0] != '\0');
+  EXPECT(ncclCommAbort(comm) == ncclSuccess);
+  free(buf);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_comm nonblocking|initall|errors|peerdeath [N]\n");
+    return 2;
+  }
+  int n = argc > 2 ? atoi(argv[2]) : 2;
+  if (strcmp(argv[1], "nonblocking") == 0) return chrLaunchRanks(n, 1, 60, nonblockingRank, NULL);
+  if (strcmp(argv[1], "initall") == 0) return initAll(n);
+  if (strcmp(argv[1], "errors") == 0) return chrLaunchRanks(n, 1, 60, errorsRank, NULL);
+  if (strcmp(argv[1], "peerdeath") == 0) return chrLaunchRanks(n, n, 60, peerDeathRank, NULL);
+  fprintf(stderr, "unknown scenario %s\n", argv[1]);
+  return 2;
+}
