@@ -169,12 +169,13 @@ static int printPreamble(perfRank* pr) {
     printf("# chorus-perf nccl-headers=%d nccl-library=%d\n", NCCL_VERSION_CODE, libVersion);
     printf("# library: %s\n", ncclChorusVersionString ? ncclChorusVersionString() : "NCCL (not Chorus)");
     printf("# Collective test starting: %s\n", o->coll->testName);
-    printf("# nranks %d nhosts %d minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d agg iters: %d "
+    char step[48];
+    if (o->stepFactor > 1) snprintf(step, sizeof(step), "%g(factor)", o->stepFactor);
+    else snprintf(step, sizeof(step), "%zu(bytes)", o->stepBytes);
+    printf("# nranks %d nhosts %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d agg iters: %d "
            "validation: %d average: %d blocking: %d memory: %s\n",
-           pr->nranks, o->nhosts, o->minBytes, o->maxBytes,
-           o->stepFactor > 1 ? o->stepFactor : (double)o->stepBytes, o->stepFactor > 1 ? "factor" : "bytes",
-           o->warmup, o->iters, o->agg, o->check, o->average, o->blocking,
-           o->mem == PERF_MEM_CUDA ? "cuda" : "host");
+           pr->nranks, o->nhosts, o->minBytes, o->maxBytes, step, o->warmup, o->iters, o->agg, o->check,
+           o->average, o->blocking, o->mem == PERF_MEM_CUDA ? "cuda" : "host");
     printf("#\n# Using ranks\n");
     for (int r = 0; r < pr->nranks; r++) {
       char* s = slots + (size_t)r * SLOT;
@@ -219,7 +220,7 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
   row->algBw[inPlace] = sec > 0 ? (double)s->algBytes / 1e9 / sec : 0;
   row->busBw[inPlace] = row->algBw[inPlace] * c->busFactor(pr->nranks);
   row->wrong[inPlace] = -1;
-  if (o->check <= 0) return 0;
+  if (o->check <= 0 || (inPlace && !c->checkInPlace)) return 0;
 
   double wrong = 0;
   for (int rep = 0; rep < o->check; rep++) {

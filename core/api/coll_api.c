@@ -88,7 +88,7 @@ static ncclResult_t notYet(const struct collArgs* a) {
   size_t typeSize;
   ncclResult_t res = checkArgs(a, &typeSize);
   if (res == ncclSuccess)
-    res = chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (host executor: ncclAllReduce only; see README)",
+    res = chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (see README: not yet implemented)",
                   a->name);
   if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);
   chrGroupNoteError(res);
@@ -107,7 +107,7 @@ NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size
   struct collArgs a = {"ncclBroadcast", ncclFuncBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, 0, root, 1,
                        0, count, comm};
   if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root) a.sendElems = count;
-  return notYet(&a);
+  return enqueueColl(&a);
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
@@ -120,7 +120,7 @@ NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t 
   struct collArgs a = {"ncclReduce", ncclFuncReduce, sendbuff, recvbuff, count, datatype, op, 1, root, 1,
                        count, 0, comm};
   if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root) a.recvElems = count;
-  return notYet(&a);
+  return enqueueColl(&a);
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
@@ -129,7 +129,7 @@ NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size
                        sendcount, 0, comm};
   if (comm && comm->magic == CHR_COMM_MAGIC && sendcount <= SIZE_MAX / (size_t)comm->nRanks)
     a.recvElems = sendcount * (size_t)comm->nRanks;
-  return notYet(&a);
+  return enqueueColl(&a);
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
@@ -138,7 +138,7 @@ NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, 
                        0, recvcount, comm};
   if (comm && comm->magic == CHR_COMM_MAGIC && recvcount <= SIZE_MAX / (size_t)comm->nRanks)
     a.sendElems = recvcount * (size_t)comm->nRanks;
-  return notYet(&a);
+  return enqueueColl(&a);
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

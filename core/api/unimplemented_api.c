@@ -10,9 +10,6 @@
 
 NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) { return NOT_YET("ncclMemAlloc"); }
 NCCL_API(ncclResult_t, ncclMemFree, void* ptr) { return NOT_YET("ncclMemFree"); }
-NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-  return NOT_YET("ncclCommSplit");
-}
 NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   return NOT_YET("ncclCommShrink");

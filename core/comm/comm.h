@@ -79,6 +79,7 @@ struct ncclComm {
   pthread_mutex_t lock;        /* guards lastError and lazy connection setup */
   char lastError[1024];
   uint64_t collCount;          /* collectives executed, for logs */
+  uint32_t splitCount;         /* ncclCommSplit calls on this comm, to match the ranks' exchanges (comm/split.c) */
 };
 
 /* Validate a comm handle given by the user: NULL, destroyed and garbage handles are rejected. */
@@ -102,5 +103,15 @@ ncclResult_t chrCommFree(struct ncclComm* comm);
 
 /* Config reading (comm/config.c): caller's struct, per-version reset, range checks, env overrides. */
 ncclResult_t chrConfigFromUser(const ncclConfig_t* user, ncclConfig_t* out);
+
+/* ncclCommSplit (comm/split.c).
+ * chrSplitConfig: the child's config: the parent's effective config when user is NULL, else the
+ * user's struct read with chrConfigFromUser. The result can be passed to chrCommInitStart as is.
+ * chrSplitExchange: the collective part, over the parent's bootstrap; every parent rank must call it,
+ * NCCL_SPLIT_NOCOLOR ones included. On return *nranks is the child's size (0 for NCCL_SPLIT_NOCOLOR),
+ * *rank this rank's place in it (by key, ties by parent rank) and *id the child's unique id, made by
+ * the member with the lowest parent rank. */
+ncclResult_t chrSplitConfig(const struct ncclComm* parent, const ncclConfig_t* user, ncclConfig_t* out);
+ncclResult_t chrSplitExchange(struct ncclComm* parent, int color, int key, int* nranks, int* rank, ncclUniqueId* id);
 
 #endif /* CHORUS_COMM_H_ */

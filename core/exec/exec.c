@@ -1,11 +1,18 @@
 /*
  * exec.c: the host executor's progress loop.
  *
- * Per channel, three counters walk each link: receives posted (up to CHR_STEPS ahead of the
- * consumer), receives completed, sends posted and sends completed. A step runs when its receive has
- * completed and a send slot is free; it reads the received slot and the local input in one pass and
- * writes the output and the next send slot (chrReduce with two outputs).
- * A task that makes no progress for CHORUS_TIMEOUT seconds fails: a dead peer is an error, not a hang.
+ * A task runs as one step program per channel (see task.h). Per link, counters walk the CHR_STEPS
+ * slots: receives posted (up to CHR_STEPS ahead of the consumer), completed and consumed; sends
+ * posted and completed. A step runs when each of its receives has completed and each of its sends
+ * has a free slot; it reads the received slots and the local input in one pass and writes the output
+ * and the send slots.
+ *
+ * Order: tasks of one communicator start in call order, and a task starts only when no earlier
+ * unfinished task of that communicator uses any of its links, so two operations never interleave
+ * on a link, while operations on different links (send/recv to different peers in one group) run
+ * together. Tasks of different communicators progress in the same loop, so one thread can drive
+ * many communicators without deadlock. A task that makes no progress for CHORUS_TIMEOUT seconds
+ * fails: a dead peer is an error, not a hang.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -17,296 +24,331 @@
 #include "exec/idle.h"
 #include "log/check.h"
 #include "log/log.h"
+#include "transport/links.h"
+
+struct linkState {
+  struct chrLink* link;
+  int isSend;
+  uint64_t nRecvs, recvPosted, recvDone, recvConsumed; /* recv links */
+  uint64_t sendPosted, sendDone;                       /* send links */
+  size_t recvBytes[CHR_STEPS];
+};
 
 struct chanState {
-  struct chrLink* send;
-  struct chrLink* recv;
+  int nLinks;
+  struct linkState links[CHR_TASK_MAX_LINKS];
   uint64_t nSteps, step;
-  uint64_t nRecvs, recvPosted, recvDone, recvConsumed;
-  uint64_t sendPosted, sendDone;
-  size_t recvBytes[CHR_STEPS];
+};
+
+struct taskRun {
+  struct chrCollTask* task;
+  int started, finished;
+  struct chanState ch[CHR_MAX_CHANNELS];
 };
 
 struct commRun {
   struct ncclComm* comm;
-  struct chrCollTask* task; /* current */
-  struct chrCollTask* last; /* last task of this comm in the list */
-  struct chanState ch[CHR_MAX_CHANNELS];
+  int nTasks, nFinished;
+  struct taskRun* tasks; /* in call order */
   uint64_t lastProgressNs;
-  int done;
+  int failed;
 };
 
-/* Resolve the reduction op now: a device-resident PreMulSum scalar is read when the collective runs. */
+/* Resolve the reduction op now: a device-resident PreMulSum scalar is read when the collective runs.
+ * Functions that do not reduce copy, which a Sum with no first operand does. */
 static ncclResult_t resolveOp(struct chrCollTask* t) {
-  if (t->func != ncclFuncAllReduce && t->func != ncclFuncReduce && t->func != ncclFuncReduceScatter)
-    return ncclSuccess;
-  if ((int)t->userOp < ncclNumOps) return chrRedOpFromBuiltin(t->userOp, t->type, t->comm->nRanks, &t->op);
-  struct chrUserRedOp* u = &t->comm->userOps[(int)t->userOp - ncclNumOps];
-  const void* scalar = u->residence == ncclScalarDevice ? u->scalarPtr : u->scalar;
-  return chrRedOpPreMulSum(t->type, scalar, &t->op);
-}
-
-static void runStep(const struct chrCollTask* t, const struct chrStep* st, void* sendSlot, const void* recvSlot) {
-  const chrRedOp* op = &t->op;
-  size_t bytes = st->count * t->typeSize;
-  if (st->local != NULL) {
-    if (st->final && op->kind == chrRedSumPostDiv) {
-      void* out = st->out ? st->out : sendSlot;
-      chrReduce(op, out, NULL, recvSlot, st->local, st->count);
-      chrReducePost(op, out, out, st->count);
-      if (sendSlot && out != sendSlot) memcpy(sendSlot, out, bytes);
-    } else {
-      void* dst0 = st->out ? st->out : sendSlot;
-      void* dst1 = st->out ? sendSlot : NULL;
-      if (dst0) chrReduce(op, dst0, dst1, recvSlot, st->local, st->count);
-    }
+  int reduces = t->func == ncclFuncAllReduce || t->func == ncclFuncReduce || t->func == ncclFuncReduceScatter;
+  if (!reduces) {
+    CHECK(chrRedOpFromBuiltin(ncclSum, t->type, 1, &t->op));
+  } else if ((int)t->userOp < ncclNumOps) {
+    CHECK(chrRedOpFromBuiltin(t->userOp, t->type, t->comm->nRanks, &t->op));
   } else {
-    if (st->out && st->out != recvSlot) memcpy(st->out, recvSlot, bytes);
-    if (sendSlot) memcpy(sendSlot, recvSlot, bytes);
+    struct chrUserRedOp* u = &t->comm->userOps[(int)t->userOp - ncclNumOps];
+    const void* scalar = u->residence == ncclScalarDevice ? u->scalarPtr : u->scalar;
+    CHECK(chrRedOpPreMulSum(t->type, scalar, &t->op));
   }
+  t->opNoPre = t->op;
+  if (t->op.kind == chrRedPreMulSum) t->opNoPre.kind = chrRedSum;
+  return ncclSuccess;
 }
 
-/* One pass over one channel. Sets *progressed when anything moved. */
+/* v = recv[0] OP .. OP recv[k-1] OP pre(local), written to out and every send slot. */
+static void runStep(const struct chrCollTask* t, const struct chrStep* st, void** sendSlots, const void** recvSlots) {
+  size_t bytes = st->count * t->typeSize;
+  void* outs[CHR_STEP_MAX_LINKS + 1];
+  int nOuts = 0;
+  if (st->out) outs[nOuts++] = st->out;
+  for (int i = 0; i < st->nSend; i++) outs[nOuts++] = sendSlots[i];
+  if (nOuts == 0 || st->count == 0) return;
+  int nTerms = st->nRecv + (st->local != NULL);
+  int needPost = st->final && t->op.kind == chrRedSumPostDiv;
+  void* dst1 = (nOuts > 1 && !needPost) ? outs[1] : NULL;
+  int done = dst1 ? 2 : 1;
+  if (nTerms == 0) return;
+  if (st->local) {
+    const void* first = st->nRecv > 0 ? recvSlots[0] : NULL;
+    /* Partial sums from further receives are added before the local term's final pass. */
+    if (st->nRecv > 1) {
+      chrReduce(&t->opNoPre, outs[0], NULL, recvSlots[0], recvSlots[1], st->count);
+      for (int k = 2; k < st->nRecv; k++) chrReduce(&t->opNoPre, outs[0], NULL, outs[0], recvSlots[k], st->count);
+      first = outs[0];
+    }
+    chrReduce(&t->op, outs[0], dst1, first, st->local, st->count);
+  } else if (st->nRecv == 1) {
+    if (outs[0] != recvSlots[0]) memcpy(outs[0], recvSlots[0], bytes);
+    if (dst1 && dst1 != recvSlots[0]) memcpy(dst1, recvSlots[0], bytes);
+  } else {
+    chrReduce(&t->opNoPre, outs[0], dst1, recvSlots[0], recvSlots[1], st->count);
+    for (int k = 2; k < st->nRecv; k++) chrReduce(&t->opNoPre, outs[0], dst1, outs[0], recvSlots[k], st->count);
+  }
+  if (needPost) chrReducePost(&t->op, outs[0], outs[0], st->count);
+  for (int i = done; i < nOuts; i++) memcpy(outs[i], outs[0], bytes);
+}
+
+static ncclResult_t linkProgress(struct linkState* ls, int* progressed) {
+  struct chrLink* l = ls->link;
+  if (ls->isSend) {
+    while (ls->sendDone < ls->sendPosted) {
+      int done = 0;
+      size_t bytes = 0;
+      CHECK(l->ops->test(l, (int)(ls->sendDone % CHR_STEPS), &done, &bytes));
+      if (!done) break;
+      ls->sendDone++;
+      *progressed = 1;
+    }
+    return ncclSuccess;
+  }
+  while (ls->recvPosted < ls->nRecvs && ls->recvPosted < ls->recvConsumed + CHR_STEPS) {
+    CHECK(l->ops->post(l, (int)(ls->recvPosted % CHR_STEPS), l->stepSize));
+    ls->recvPosted++;
+    *progressed = 1;
+  }
+  while (ls->recvDone < ls->recvPosted) {
+    int done = 0;
+    size_t bytes = 0;
+    int slot = (int)(ls->recvDone % CHR_STEPS);
+    CHECK(l->ops->test(l, slot, &done, &bytes));
+    if (!done) break;
+    ls->recvBytes[slot] = bytes;
+    ls->recvDone++;
+    *progressed = 1;
+  }
+  return ncclSuccess;
+}
+
+/* One pass over one channel of a task. */
 static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanState* cs, int* progressed) {
-  while (cs->recvPosted < cs->nRecvs && cs->recvPosted < cs->recvConsumed + CHR_STEPS) {
-    CHECK(cs->recv->ops->post(cs->recv, (int)(cs->recvPosted % CHR_STEPS), cs->recv->stepSize));
-    cs->recvPosted++;
-    *progressed = 1;
-  }
-  while (cs->sendDone < cs->sendPosted) {
-    int done = 0;
-    size_t bytes = 0;
-    CHECK(cs->send->ops->test(cs->send, (int)(cs->sendDone % CHR_STEPS), &done, &bytes));
-    if (!done) break;
-    cs->sendDone++;
-    *progressed = 1;
-  }
-  while (cs->recvDone < cs->recvPosted) {
-    int done = 0;
-    size_t bytes = 0;
-    int slot = (int)(cs->recvDone % CHR_STEPS);
-    CHECK(cs->recv->ops->test(cs->recv, slot, &done, &bytes));
-    if (!done) break;
-    cs->recvBytes[slot] = bytes;
-    cs->recvDone++;
-    *progressed = 1;
-  }
+  for (int i = 0; i < cs->nLinks; i++) CHECK(linkProgress(&cs->links[i], progressed));
   while (cs->step < cs->nSteps) {
     struct chrStep st;
     t->algo->step(t, c, cs->step, &st);
-    const void* recvSlot = NULL;
-    void* sendSlot = NULL;
-    if (st.recv) {
-      if (cs->recvConsumed >= cs->recvDone) break;
-      int slot = (int)(cs->recvConsumed % CHR_STEPS);
-      size_t expect = st.count * t->typeSize;
-      if (cs->recvBytes[slot] != expect)
+    const void* recvSlots[CHR_STEP_MAX_LINKS];
+    void* sendSlots[CHR_STEP_MAX_LINKS];
+    size_t expect = st.count * t->typeSize;
+    int ready = 1;
+    for (int i = 0; i < st.nRecv && ready; i++) {
+      struct linkState* ls = &cs->links[st.recv[i]];
+      if (ls->recvConsumed >= ls->recvDone) { ready = 0; break; }
+      int slot = (int)(ls->recvConsumed % CHR_STEPS);
+      if (ls->recvBytes[slot] != expect)
         return chrFail(ncclRemoteError, "%s: rank %d sent %zu bytes on channel %d step %llu, expected %zu (ranks disagree on the call?)",
-                       t->algo->name, cs->recv->peer, cs->recvBytes[slot], c, (unsigned long long)cs->step, expect);
-      recvSlot = cs->recv->slots[slot];
+                       t->algo->name, ls->link->peer, ls->recvBytes[slot], c, (unsigned long long)cs->step, expect);
+      recvSlots[i] = ls->link->slots[slot];
     }
-    if (st.send) {
-      if (cs->sendPosted - cs->sendDone >= CHR_STEPS) break;
-      sendSlot = cs->send->slots[cs->sendPosted % CHR_STEPS];
+    for (int i = 0; i < st.nSend && ready; i++) {
+      struct linkState* ls = &cs->links[st.send[i]];
+      if (ls->sendPosted - ls->sendDone >= CHR_STEPS) { ready = 0; break; }
+      sendSlots[i] = ls->link->slots[ls->sendPosted % CHR_STEPS];
     }
-    runStep(t, &st, sendSlot, recvSlot);
-    if (st.send) {
-      CHECK(cs->send->ops->post(cs->send, (int)(cs->sendPosted % CHR_STEPS), st.count * t->typeSize));
-      cs->sendPosted++;
+    if (!ready) break;
+    runStep(t, &st, sendSlots, recvSlots);
+    for (int i = 0; i < st.nSend; i++) {
+      struct linkState* ls = &cs->links[st.send[i]];
+      CHECK(ls->link->ops->post(ls->link, (int)(ls->sendPosted % CHR_STEPS), expect));
+      ls->sendPosted++;
     }
-    if (st.recv) cs->recvConsumed++;
+    for (int i = 0; i < st.nRecv; i++) cs->links[st.recv[i]].recvConsumed++;
     cs->step++;
     *progressed = 1;
-    /* Keep receives flowing while computing a long run of steps. */
-    if (st.recv && cs->recvPosted < cs->nRecvs && cs->recvPosted < cs->recvConsumed + CHR_STEPS) break;
+    /* Re-post freed receive slots before computing a long run of steps. */
+    if (st.nRecv > 0) break;
   }
   return ncclSuccess;
 }
 
 static int channelDone(const struct chanState* cs) {
-  return cs->step == cs->nSteps && cs->sendDone == cs->sendPosted && cs->recvConsumed == cs->nRecvs;
+  if (cs->step < cs->nSteps) return 0;
+  for (int i = 0; i < cs->nLinks; i++) {
+    const struct linkState* ls = &cs->links[i];
+    if (ls->isSend ? ls->sendDone != ls->sendPosted : ls->recvConsumed != ls->nRecvs) return 0;
+  }
+  return 1;
 }
 
-/* Single rank: the result is the local input through the op. */
-static void runSingleRank(struct chrCollTask* t) {
-  if (t->count == 0) return;
-  chrReduce(&t->op, t->recvbuff, NULL, NULL, t->sendbuff, t->count);
-  chrReducePost(&t->op, t->recvbuff, t->recvbuff, t->count);
-}
-
-static ncclResult_t startTask(struct commRun* run) {
-  struct chrCollTask* t = run->task;
+static ncclResult_t startTask(struct taskRun* tr) {
+  struct chrCollTask* t = tr->task;
   CHECK(resolveOp(t));
-  memset(run->ch, 0, sizeof(run->ch));
-  if (t->comm->nRanks == 1) {
-    runSingleRank(t);
-    return ncclSuccess;
-  }
-  CHECK(chrTransportConnectRing(t->comm, t->nChannels));
+  memset(tr->ch, 0, sizeof(tr->ch));
   for (int c = 0; c < t->nChannels; c++) {
-    struct chanState* cs = &run->ch[c];
-    cs->send = t->comm->channels[c].ringSend;
-    cs->recv = t->comm->channels[c].ringRecv;
-    t->algo->counts(t, c, &cs->nSteps, &cs->nRecvs);
+    struct chanState* cs = &tr->ch[c];
+    struct chrLinkUse uses[CHR_TASK_MAX_LINKS];
+    uint64_t nRecvs[CHR_TASK_MAX_LINKS] = {0};
+    cs->nLinks = t->algo->links(t, c, uses);
+    t->algo->counts(t, c, &cs->nSteps, nRecvs);
+    for (int i = 0; i < cs->nLinks; i++) {
+      struct linkState* ls = &cs->links[i];
+      ls->link = chrLinkFind(t->comm, c, uses[i].peer, uses[i].isSend);
+      if (ls->link == NULL)
+        return chrFail(ncclInternalError, "channel %d has no %s link %s rank %d", c, uses[i].isSend ? "send" : "recv",
+                       uses[i].isSend ? "to" : "from", uses[i].peer);
+      ls->isSend = uses[i].isSend;
+      ls->nRecvs = uses[i].isSend ? 0 : nRecvs[i];
+    }
   }
+  tr->started = 1;
   return ncclSuccess;
 }
 
-static ncclResult_t taskProgress(struct commRun* run, int* progressed, int* finished) {
-  struct chrCollTask* t = run->task;
-  *finished = 1;
-  if (t->comm->nRanks == 1) return ncclSuccess;
+static int usesLink(const struct taskRun* tr, const struct chrLink* link) {
+  for (int c = 0; c < tr->task->nChannels; c++)
+    for (int i = 0; i < tr->ch[c].nLinks; i++)
+      if (tr->ch[c].links[i].link == link) return 1;
+  return 0;
+}
+
+/* May task k start? Only if no earlier unfinished task uses one of its links. Its links are known
+ * once started, so start it speculatively and check. */
+static ncclResult_t tryStart(struct commRun* run, int k, int* started) {
+  struct taskRun* tr = &run->tasks[k];
+  *started = 0;
+  CHECK(startTask(tr));
+  for (int j = 0; j < k; j++) {
+    struct taskRun* earlier = &run->tasks[j];
+    if (earlier->finished) continue;
+    for (int c = 0; c < tr->task->nChannels; c++)
+      for (int i = 0; i < tr->ch[c].nLinks; i++)
+        if (usesLink(earlier, tr->ch[c].links[i].link)) { tr->started = 0; return ncclSuccess; }
+  }
+  *started = 1;
+  return ncclSuccess;
+}
+
+static ncclResult_t taskProgress(struct taskRun* tr, int* progressed) {
+  struct chrCollTask* t = tr->task;
+  int finished = 1;
   for (int c = 0; c < t->nChannels; c++) {
-    struct chanState* cs = &run->ch[c];
+    struct chanState* cs = &tr->ch[c];
     if (channelDone(cs)) continue;
     CHECK(channelProgress(t, c, cs, progressed));
-    if (!channelDone(cs)) *finished = 0;
+    if (!channelDone(cs)) finished = 0;
+  }
+  if (finished) {
+    tr->finished = 1;
+    *progressed = 1;
   }
   return ncclSuccess;
 }
 
-static struct chrCollTask* nextOfComm(struct chrCollTask* t, struct chrCollTask* last) {
-  if (t == last) return NULL;
-  for (t = t->next; t != NULL; t = t->next)
-    if (t->comm == last->comm) return t;
-  return NULL;
+/* One pass over a communicator: start what may start, progress what runs. */
+static ncclResult_t commProgress(struct commRun* run, int* progressed) {
+  for (int k = 0; k < run->nTasks; k++) {
+    struct taskRun* tr = &run->tasks[k];
+    if (tr->finished) continue;
+    if (!tr->started) {
+      int started = 0;
+      CHECK(tryStart(run, k, &started));
+      if (!started) continue;
+      *progressed = 1;
+    }
+    CHECK(taskProgress(tr, progressed));
+    if (tr->finished) run->nFinished++;
+  }
+  return ncclSuccess;
 }
 
 static ncclResult_t failRun(struct commRun* run, ncclResult_t res) {
   chrCommSetAsyncError(run->comm, res);
-  run->done = 1;
+  run->failed = 1;
   return res;
 }
 
-struct connectJob {
-  struct ncclComm* comm;
-  int nChannels;
-  ncclResult_t res;
-  char error[1024];
-  pthread_t thread;
-};
-
-static void* connectThread(void* arg) {
-  struct connectJob* job = arg;
-  job->res = chrTransportConnectRing(job->comm, job->nChannels);
-  snprintf(job->error, sizeof(job->error), "%s", chrThreadLastError());
-  return NULL;
+static void freeRuns(struct commRun* runs, int nComms) {
+  for (int i = 0; i < nComms; i++) free(runs[i].tasks);
+  free(runs);
 }
 
-/* Connect every comm's links before running anything. Connecting is collective and blocks, so when
- * one thread drives several comms (ncclCommInitAll, nccl-tests -g) each comm connects on its own
- * thread; otherwise comm A would wait for a peer that this very thread must drive in comm B. */
-static ncclResult_t connectAll(struct commRun* runs, int nComms, struct chrCollTask* list) {
-  struct connectJob* jobs = calloc((size_t)nComms, sizeof(*jobs));
-  if (jobs == NULL) return chrFail(ncclSystemError, "out of memory connecting %d communicators", nComms);
-  int nJobs = 0;
+/* Group the list by communicator, keeping call order inside each. */
+static ncclResult_t buildRuns(struct chrCollTask* list, struct commRun** out, int* nOut) {
+  int nComms = 0, nTasks = 0;
+  for (struct chrCollTask* t = list; t; t = t->next) nTasks++;
+  struct commRun* runs = calloc((size_t)(nTasks ? nTasks : 1), sizeof(*runs));
+  if (runs == NULL) return chrFail(ncclSystemError, "out of memory starting %d operations", nTasks);
+  for (struct chrCollTask* t = list; t; t = t->next) {
+    int i;
+    for (i = 0; i < nComms; i++)
+      if (runs[i].comm == t->comm) break;
+    if (i == nComms) runs[nComms++].comm = t->comm;
+    runs[i].nTasks++;
+  }
   for (int i = 0; i < nComms; i++) {
-    int need = 0;
-    for (struct chrCollTask* t = list; t; t = t->next)
-      if (t->comm == runs[i].comm && t->comm->nRanks > 1 && t->nChannels > need) need = t->nChannels;
-    int missing = 0;
-    for (int c = 0; c < need; c++)
-      if (!runs[i].comm->channels[c].ringSend || !runs[i].comm->channels[c].ringRecv) missing = 1;
-    if (missing) { jobs[nJobs].comm = runs[i].comm; jobs[nJobs].nChannels = need; nJobs++; }
-  }
-  ncclResult_t first = ncclSuccess;
-  if (nJobs == 1) {
-    first = chrTransportConnectRing(jobs[0].comm, jobs[0].nChannels);
-    if (first != ncclSuccess) chrCommSetAsyncError(jobs[0].comm, first);
-  } else if (nJobs > 1) {
-    int started = 0;
-    for (; started < nJobs; started++)
-      if (pthread_create(&jobs[started].thread, NULL, connectThread, &jobs[started]) != 0) break;
-    if (started < nJobs) first = chrFail(ncclSystemError, "cannot start a thread to connect communicator %d", started);
-    for (int j = 0; j < started; j++) {
-      pthread_join(jobs[j].thread, NULL);
-      if (jobs[j].res == ncclSuccess) continue;
-      chrSetLastError("%s", jobs[j].error);
-      chrCommSetAsyncError(jobs[j].comm, jobs[j].res);
-      if (first == ncclSuccess) first = jobs[j].res;
+    runs[i].tasks = calloc((size_t)runs[i].nTasks, sizeof(struct taskRun));
+    if (runs[i].tasks == NULL) {
+      freeRuns(runs, nComms);
+      return chrFail(ncclSystemError, "out of memory starting %d operations", nTasks);
     }
+    runs[i].nTasks = 0;
   }
-  free(jobs);
-  return first;
+  for (struct chrCollTask* t = list; t; t = t->next)
+    for (int i = 0; i < nComms; i++)
+      if (runs[i].comm == t->comm) { runs[i].tasks[runs[i].nTasks++].task = t; break; }
+  *out = runs;
+  *nOut = nComms;
+  return ncclSuccess;
 }
 
 ncclResult_t chrExecTasks(struct chrCollTask* list) {
+  if (list == NULL) return ncclSuccess;
+  struct commRun* runs = NULL;
   int nComms = 0;
-  for (struct chrCollTask* t = list; t; t = t->next) {
-    int seen = 0;
-    for (struct chrCollTask* u = list; u != t; u = u->next)
-      if (u->comm == t->comm) { seen = 1; break; }
-    if (!seen) nComms++;
-  }
-  if (nComms == 0) return ncclSuccess;
-  struct commRun* runs = calloc((size_t)nComms, sizeof(*runs));
-  if (runs == NULL) return chrFail(ncclSystemError, "out of memory starting %d communicators' work", nComms);
-  int k = 0;
-  for (struct chrCollTask* t = list; t; t = t->next) {
-    int i;
-    for (i = 0; i < k; i++)
-      if (runs[i].comm == t->comm) break;
-    if (i == k) { runs[k].comm = t->comm; runs[k].task = t; k++; }
-    runs[i].last = t;
-  }
-
-  ncclResult_t first = connectAll(runs, nComms, list);
+  CHECK(buildRuns(list, &runs, &nComms));
+  ncclResult_t first = chrLinksConnectForTasks(list);
   if (first != ncclSuccess) {
-    free(runs);
+    freeRuns(runs, nComms);
     return first;
   }
   uint64_t timeoutNs = (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
-  uint64_t now = chrNowNs();
-  for (int i = 0; i < nComms; i++) {
-    runs[i].lastProgressNs = now;
-    ncclResult_t res = startTask(&runs[i]);
-    if (res != ncclSuccess && first == ncclSuccess) first = failRun(&runs[i], res);
-    else if (res != ncclSuccess) failRun(&runs[i], res);
-  }
+  uint64_t now = chrNowNs(), idleSince = now;
+  for (int i = 0; i < nComms; i++) runs[i].lastProgressNs = now;
   int active = nComms;
-  uint64_t idleSince = chrNowNs();
   while (active > 0) {
     int anyProgress = 0;
     active = 0;
     for (int i = 0; i < nComms; i++) {
       struct commRun* run = &runs[i];
-      if (run->done) continue;
-      if (run->comm->abortFlag) {
-        ncclResult_t res = chrFail(ncclRemoteError, "collective interrupted: communicator %p was aborted", (void*)run->comm);
-        if (first == ncclSuccess) first = res;
-        failRun(run, res);
-        continue;
-      }
-      int progressed = 0, finished = 0;
-      ncclResult_t res = taskProgress(run, &progressed, &finished);
-      while (res == ncclSuccess && finished) {
-        run->task = nextOfComm(run->task, run->last);
-        if (run->task == NULL) { run->done = 1; break; }
-        progressed = 1;
-        res = startTask(run);
-        if (res == ncclSuccess) res = taskProgress(run, &progressed, &finished);
-      }
+      if (run->failed || run->nFinished == run->nTasks) continue;
+      ncclResult_t res = ncclSuccess;
+      if (run->comm->abortFlag)
+        res = chrFail(ncclRemoteError, "operation interrupted: communicator %p was aborted", (void*)run->comm);
+      int progressed = 0;
+      if (res == ncclSuccess) res = commProgress(run, &progressed);
+      uint64_t t = chrNowNs();
+      if (res == ncclSuccess && !progressed && timeoutNs && t - run->lastProgressNs > timeoutNs)
+        res = chrFail(ncclTimeout, "comm %p rank %d: no progress for %lld s (peer dead or stuck? CHORUS_TIMEOUT)",
+                      (void*)run->comm, run->comm->rank, (long long)(timeoutNs / 1000000000ull));
       if (res != ncclSuccess) {
         if (first == ncclSuccess) first = res;
         failRun(run, res);
         continue;
       }
-      if (run->done) continue;
-      active++;
-      uint64_t t = chrNowNs();
       if (progressed) {
         run->lastProgressNs = t;
         anyProgress = 1;
-      } else if (timeoutNs && t - run->lastProgressNs > timeoutNs) {
-        res = chrFail(ncclTimeout, "%s on comm %p rank %d: no progress for %lld s (peer dead or stuck? CHORUS_TIMEOUT)",
-                      run->task->algo->name, (void*)run->comm, run->comm->rank, (long long)(timeoutNs / 1000000000ull));
-        if (first == ncclSuccess) first = res;
-        failRun(run, res);
       }
+      if (run->nFinished < run->nTasks) active++;
     }
     if (anyProgress) idleSince = chrNowNs();
     else if (active > 0) chrIdleWait(chrNowNs() - idleSince);
   }
-  free(runs);
+  freeRuns(runs, nComms);
   return first;
 }

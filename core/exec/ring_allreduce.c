@@ -12,40 +12,22 @@
  * a block is always read (reduce-scatter) before it is overwritten (all-gather).
  */
 #include "comm/comm.h"
-#include "exec/task.h"
-
-#define DIVUP(a, b) (((a) + (b) - 1) / (b))
-
-static void channelRange(const struct chrCollTask* t, int channel, size_t* start, size_t* count) {
-  size_t per = DIVUP(t->count, (size_t)t->nChannels);
-  size_t s = per * (size_t)channel;
-  if (s > t->count) s = t->count;
-  size_t e = s + per;
-  if (e > t->count) e = t->count;
-  *start = s;
-  *count = e - s;
-}
+#include "exec/ring.h"
 
 static void counts(const struct chrCollTask* t, int channel, uint64_t* nSteps, uint64_t* nRecvs) {
   int n = t->comm->nRanks;
   size_t start, count;
-  channelRange(t, channel, &start, &count);
+  chrChannelRange(t->count, t->nChannels, channel, &start, &count);
   uint64_t loops = count == 0 ? 0 : DIVUP(count, (size_t)n * t->chunkElems);
   *nSteps = loops * (uint64_t)(2 * n - 1);
-  *nRecvs = loops * (uint64_t)(2 * n - 2);
-}
-
-static int myRingPos(const struct ncclComm* comm) {
-  for (int i = 0; i < comm->nRanks; i++)
-    if (comm->ringOrder[i] == comm->rank) return i;
-  return 0;
+  nRecvs[CHR_RING_RECV] = loops * (uint64_t)(2 * n - 2);
+  nRecvs[CHR_RING_SEND] = 0;
 }
 
 static void step(const struct chrCollTask* t, int channel, uint64_t index, struct chrStep* st) {
-  const struct ncclComm* comm = t->comm;
-  int n = comm->nRanks;
+  int n = t->comm->nRanks;
   size_t start, count;
-  channelRange(t, channel, &start, &count);
+  chrChannelRange(t->count, t->nChannels, channel, &start, &count);
   uint64_t perLoop = (uint64_t)(2 * n - 1);
   uint64_t loop = index / perLoop;
   int s = (int)(index % perLoop);
@@ -53,21 +35,17 @@ static void step(const struct chrCollTask* t, int channel, uint64_t index, struc
   size_t loopCount = start + count - loopStart;
   if (loopCount > (size_t)n * t->chunkElems) loopCount = (size_t)n * t->chunkElems;
   size_t blockSize = DIVUP(loopCount, (size_t)n);
-  int pos = myRingPos(comm);
+  int pos = t->ringPos;
 
   int block;
-  st->recv = s > 0;
-  st->send = 1;
-  st->local = NULL;
-  st->out = NULL;
-  st->final = 0;
+  chrStepInit(st, s > 0, 1);
   if (s < n) {
     block = ((pos - s) % n + n) % n;
     st->final = (s == n - 1);
   } else {
     int tt = s - n + 1;
     block = ((pos + 1 - tt) % n + n) % n;
-    st->send = tt < n - 1;
+    st->nSend = tt < n - 1;
   }
   size_t bStart = (size_t)block * blockSize;
   size_t bEnd = bStart + blockSize;
@@ -79,4 +57,4 @@ static void step(const struct chrCollTask* t, int channel, uint64_t index, struc
   if (s >= n - 1) st->out = (char*)t->recvbuff + off;
 }
 
-const struct chrAlgo chrRingAllReduce = {"RING", counts, step};
+const struct chrAlgo chrRingAllReduce = {"RING", chrRingLinks, counts, step};

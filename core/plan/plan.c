@@ -10,6 +10,22 @@
 #include "plan/plan.h"
 
 extern const struct chrAlgo chrRingAllReduce;
+extern const struct chrAlgo chrRingReduceScatter;
+extern const struct chrAlgo chrRingAllGather;
+extern const struct chrAlgo chrRingBroadcast;
+extern const struct chrAlgo chrRingReduce;
+extern const struct chrAlgo chrLocalAlgo;
+
+static const struct chrAlgo* ringAlgoFor(ncclFunc_t func) {
+  switch (func) {
+    case ncclFuncAllReduce: return &chrRingAllReduce;
+    case ncclFuncReduceScatter: return &chrRingReduceScatter;
+    case ncclFuncAllGather: return &chrRingAllGather;
+    case ncclFuncBroadcast: return &chrRingBroadcast;
+    case ncclFuncReduce: return &chrRingReduce;
+    default: return NULL;
+  }
+}
 
 #define NET_LATENCY_US 15.0f
 #define NET_BW_GBS 2.0f
@@ -25,9 +41,10 @@ static size_t slotBytes(const struct ncclComm* comm) {
 ncclResult_t chrPlanTask(struct chrCollTask* t) {
   struct ncclComm* comm = t->comm;
   int n = comm->nRanks;
-  if (t->func != ncclFuncAllReduce)
-    return chrFail(ncclInvalidUsage, "no algorithm for function %d yet", (int)t->func);
-  t->algo = &chrRingAllReduce;
+  t->algo = n == 1 ? &chrLocalAlgo : ringAlgoFor(t->func);
+  if (t->algo == NULL) return chrFail(ncclInvalidUsage, "no algorithm for function %d yet", (int)t->func);
+  for (int i = 0; i < n; i++)
+    if (comm->ringOrder[i] == comm->rank) t->ringPos = i;
   size_t bytes = t->count * t->typeSize;
   size_t slot = slotBytes(comm);
   t->chunkElems = slot / t->typeSize;

@@ -1,10 +1,16 @@
 /*
  * connect.c: connecting the ring links of a communicator, lazily, the first time a plan needs them.
  *
- * For each channel: the receiving side listens and sends its handle to its ring predecessor over the
- * bootstrap; the sending side receives the handle from its successor and connects. connect and
- * accept are non-blocking in the net ABI, so both are driven in one loop until both are done, with
- * the CHORUS_TIMEOUT deadline and the abort flag checked on every pass.
+ * Each link picks its transport by peer: shm to a rank on the same host, net otherwise (see
+ * chrTransportPick). A channel connects in two phases that every rank runs in the same order, shm
+ * first, then net. Within each phase a rank only sends before it waits (shm: the receiver's segment
+ * name, then the sender's acknowledgement; net: the listen handle, then the non-blocking connect and
+ * accept loop), so no wait can close a cycle around the ring.
+ *
+ * Net: the receiving side listens and sends its handle to its predecessor over the bootstrap; the
+ * sending side receives the handle from its successor and connects. connect and accept are
+ * non-blocking in the net ABI, so both are driven in one loop until both are done, with the
+ * CHORUS_TIMEOUT deadline and the abort flag checked on every pass.
  */
 #include <string.h>
 #include "bootstrap/bootstrap.h"
@@ -14,76 +20,139 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
+#include "transport/connect.h"
 #include "transport/net_link.h"
+#include "transport/shm_link.h"
 
 #define TAG_RING_CONNECT 0x10000
 
-static size_t stepSizeBytes(void) {
+size_t chrTransportStepSize(void) {
   int64_t buff = chrParamInt(CHR_P_BUFFSIZE);
   if (buff < CHR_STEPS * 4096) buff = CHR_STEPS * 4096;
   size_t step = (size_t)buff / CHR_STEPS;
   return step & ~(size_t)4095; /* whole pages */
 }
 
-static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch) {
+ncclResult_t chrTransportPick(struct ncclComm* comm, int peer, const struct chrTransportOps** ops) {
+  const char* mode = chrParamStr(CHR_P_TRANSPORT);
+  int sameHost = comm->nodeOfRank != NULL && comm->nodeOfRank[peer] == comm->nodeOfRank[comm->rank];
+  if (mode[0] == '\0' || strcmp(mode, "auto") == 0) {
+    *ops = sameHost && chrParamInt(CHR_P_SHM_DISABLE) == 0 ? &chrShmTransportOps : &chrNetTransportOps;
+  } else if (strcmp(mode, "net") == 0) {
+    *ops = &chrNetTransportOps;
+  } else if (strcmp(mode, "shm") == 0) {
+    if (chrParamInt(CHR_P_SHM_DISABLE) != 0)
+      return chrFail(ncclInvalidUsage, "CHORUS_TRANSPORT=shm contradicts NCCL_SHM_DISABLE=1");
+    if (!sameHost)
+      return chrFail(ncclInvalidUsage, "CHORUS_TRANSPORT=shm, but rank %d (host %s) and rank %d (host %s) are on different hosts",
+                     comm->rank, comm->peers[comm->rank].hostId, peer, comm->peers[peer].hostId);
+    *ops = &chrShmTransportOps;
+  } else {
+    return chrFail(ncclInvalidArgument, "CHORUS_TRANSPORT=%s: expected auto, net or shm", mode);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
+                               struct chrLink** send, struct chrLink** recv) {
   char myHandle[NCCL_NET_HANDLE_MAXSIZE];
   char peerHandle[NCCL_NET_HANDLE_MAXSIZE];
   void* listenComm = NULL;
   void* sendComm = NULL;
   void* recvComm = NULL;
+  struct chrLink* s = NULL;
+  struct chrLink* r = NULL;
   ncclResult_t res = ncclSuccess;
-  int tag = TAG_RING_CONNECT + ch->id;
+  int tag = TAG_RING_CONNECT + channel;
+  int wantSend = sendPeer >= 0, wantRecv = recvPeer >= 0;
   memset(myHandle, 0, sizeof(myHandle));
+  if (comm->net == NULL) return chrFail(ncclInternalError, "no net plugin open on comm %p", (void*)comm);
 
-  CHECK(chrNetListen(comm->net, comm->netDev, myHandle, &listenComm));
-  CHECK_GOTO(chrBootstrapSend(comm->bootstrap, ch->ringPrev, tag, myHandle, sizeof(myHandle)), res, fail_listen);
-  CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, ch->ringNext, tag, peerHandle, sizeof(peerHandle)), res, fail_listen);
+  if (wantRecv) {
+    CHECK(chrNetListen(comm->net, comm->netDev, myHandle, &listenComm));
+    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, recvPeer, tag, myHandle, sizeof(myHandle)), res, fail_listen);
+  }
+  if (wantSend)
+    CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, sendPeer, tag, peerHandle, sizeof(peerHandle)), res, fail_listen);
 
   uint64_t start = chrNowNs();
   uint64_t deadline = start + (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
-  while (sendComm == NULL || recvComm == NULL) {
-    if (sendComm == NULL) CHECK_GOTO(chrNetConnect(comm->net, comm->netDev, peerHandle, &sendComm, NULL), res, fail_comms);
-    if (recvComm == NULL) CHECK_GOTO(chrNetAccept(comm->net, listenComm, &recvComm, NULL), res, fail_comms);
-    if (sendComm && recvComm) break;
+  while ((wantSend && sendComm == NULL) || (wantRecv && recvComm == NULL)) {
+    if (wantSend && sendComm == NULL)
+      CHECK_GOTO(chrNetConnect(comm->net, comm->netDev, peerHandle, &sendComm, NULL), res, fail_comms);
+    if (wantRecv && recvComm == NULL) CHECK_GOTO(chrNetAccept(comm->net, listenComm, &recvComm, NULL), res, fail_comms);
+    if ((!wantSend || sendComm) && (!wantRecv || recvComm)) break;
     if (comm->abortFlag) {
-      res = chrFail(ncclRemoteError, "connecting channel %d: communicator aborted", ch->id);
+      res = chrFail(ncclRemoteError, "connecting channel %d: communicator aborted", channel);
       goto fail_comms;
     }
     if (chrNowNs() > deadline) {
-      res = chrFail(ncclTimeout, "connecting channel %d: %s rank %d not reached within %lld s (CHORUS_TIMEOUT)", ch->id,
-                    sendComm ? "from" : "to", sendComm ? ch->ringPrev : ch->ringNext,
-                    (long long)chrParamInt(CHR_P_TIMEOUT));
+      int toPeer = wantSend && sendComm == NULL;
+      res = chrFail(ncclTimeout, "connecting channel %d: %s rank %d not reached within %lld s (CHORUS_TIMEOUT)", channel,
+                    toPeer ? "to" : "from", toPeer ? sendPeer : recvPeer, (long long)chrParamInt(CHR_P_TIMEOUT));
       goto fail_comms;
     }
     chrIdleWait(chrNowNs() - start);
   }
-  chrNetCloseListen(comm->net, listenComm);
+  if (listenComm) chrNetCloseListen(comm->net, listenComm);
   listenComm = NULL;
 
-  size_t step = stepSizeBytes();
-  res = chrNetLinkCreate(comm, ch->id, ch->ringNext, 1, sendComm, step, &ch->ringSend);
-  sendComm = NULL; /* owned (or closed) by the link now */
-  if (res != ncclSuccess) goto fail_comms;
-  res = chrNetLinkCreate(comm, ch->id, ch->ringPrev, 0, recvComm, step, &ch->ringRecv);
-  recvComm = NULL;
-  if (res != ncclSuccess) goto fail_comms;
-  INFO(NCCL_INIT | NCCL_NET, "channel %02d: rank %d -> %d -> %d via net, %d x %zu B slots", ch->id, ch->ringPrev,
-       comm->rank, ch->ringNext, CHR_STEPS, step);
+  if (wantSend) {
+    res = chrNetLinkCreate(comm, channel, sendPeer, 1, sendComm, stepSize, &s);
+    sendComm = NULL; /* owned (or closed) by the link now */
+    if (res != ncclSuccess) goto fail_comms;
+  }
+  if (wantRecv) {
+    res = chrNetLinkCreate(comm, channel, recvPeer, 0, recvComm, stepSize, &r);
+    recvComm = NULL;
+    if (res != ncclSuccess) goto fail_comms;
+  }
+  if (send) *send = s;
+  if (recv) *recv = r;
   return ncclSuccess;
 
 fail_comms:
   if (sendComm) chrNetCloseSend(comm->net, sendComm);
   if (recvComm) chrNetCloseRecv(comm->net, recvComm);
-  if (ch->ringSend) { ch->ringSend->ops->close(ch->ringSend); ch->ringSend = NULL; }
-  if (ch->ringRecv) { ch->ringRecv->ops->close(ch->ringRecv); ch->ringRecv = NULL; }
+  if (s) s->ops->close(s);
+  if (r) r->ops->close(r);
 fail_listen:
   if (listenComm) chrNetCloseListen(comm->net, listenComm);
   return res;
 }
 
+static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch) {
+  const struct chrTransportOps* sendOps;
+  const struct chrTransportOps* recvOps;
+  struct chrLink* send = NULL;
+  struct chrLink* recv = NULL;
+  ncclResult_t res = ncclSuccess;
+  size_t step = chrTransportStepSize();
+  CHECK(chrTransportPick(comm, ch->ringNext, &sendOps));
+  CHECK(chrTransportPick(comm, ch->ringPrev, &recvOps));
+  int sendShm = sendOps == &chrShmTransportOps, recvShm = recvOps == &chrShmTransportOps;
+
+  if (sendShm || recvShm)
+    CHECK(chrShmConnectPair(comm, ch->id, sendShm ? ch->ringNext : -1, recvShm ? ch->ringPrev : -1, step,
+                            sendShm ? &send : NULL, recvShm ? &recv : NULL));
+  if (!sendShm || !recvShm)
+    CHECK_GOTO(chrNetConnectPair(comm, ch->id, sendShm ? -1 : ch->ringNext, recvShm ? -1 : ch->ringPrev, step,
+                                 sendShm ? NULL : &send, recvShm ? NULL : &recv), res, fail_close_shm);
+  ch->ringSend = send;
+  ch->ringRecv = recv;
+  INFO(NCCL_INIT | (sendShm || recvShm ? NCCL_SHM : 0) | (sendShm && recvShm ? 0 : NCCL_NET),
+       "channel %02d: rank %d -> %d via %s -> %d via %s, %d x %zu B slots", ch->id, ch->ringPrev, comm->rank,
+       recvOps->name, ch->ringNext, sendOps->name, CHR_STEPS, step);
+  return ncclSuccess;
+
+fail_close_shm:
+  if (send) send->ops->close(send);
+  if (recv) recv->ops->close(recv);
+  return res;
+}
+
 ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels) {
   if (comm->nRanks == 1) return ncclSuccess;
-  if (comm->net == NULL) return chrFail(ncclInternalError, "no net plugin open on comm %p", (void*)comm);
   for (int c = 0; c < nChannels; c++) {
     struct chrChannel* ch = &comm->channels[c];
     if (ch->ringSend && ch->ringRecv) continue;

@@ -87,6 +87,7 @@ struct chrPerfColl {
   chrPerfSrcKind (*source)(const chrPerfShape* s, int rank, int nranks, int root, size_t j, int* srcRank,
                            size_t* srcIndex);
   const char* ncclFunction; /* for error messages: "ncclAllReduce" */
+  int checkInPlace;         /* 0: the in-place half is timed but its data not checked (#wrong N/A) */
 };
 
 const chrPerfColl* chrPerfFindColl(const char* name);

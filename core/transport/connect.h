@@ -1,0 +1,25 @@
+/*
+ * connect.h: connecting links, one send link and one recv link at a time (transport/connect.c).
+ * chrTransportConnectRing (transport.h) uses these per channel; callers connecting other patterns
+ * (trees, send/recv) can use them too. The shm variant is chrShmConnectPair (transport/shm_link.h).
+ */
+#ifndef CHORUS_CONNECT_H_
+#define CHORUS_CONNECT_H_
+
+#include "transport/transport.h"
+
+/* Which transport a link between this rank and `peer` uses: &chrShmTransportOps for a peer on the same
+ * host (unless NCCL_SHM_DISABLE=1 or CHORUS_TRANSPORT=net), else &chrNetTransportOps. Fails on a bad
+ * CHORUS_TRANSPORT value and on CHORUS_TRANSPORT=shm for a peer on another host. Every rank decides
+ * the same way for the same pair (from nodeOfRank and the parameters, which must agree). */
+ncclResult_t chrTransportPick(struct ncclComm* comm, int peer, const struct chrTransportOps** ops);
+
+/* Connect through the net plugin a send link to sendPeer and a recv link from recvPeer on `channel`
+ * (either may be -1 with a NULL out pointer). Collective with those peers. On failure nothing is left. */
+ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
+                               struct chrLink** send, struct chrLink** recv);
+
+/* Bytes per slot, from NCCL_BUFFSIZE (whole pages, at least one page per slot). */
+size_t chrTransportStepSize(void);
+
+#endif

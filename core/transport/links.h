@@ -1,0 +1,19 @@
+/*
+ * links.h: finding and connecting the links tasks need.
+ */
+#ifndef CHORUS_LINKS_H_
+#define CHORUS_LINKS_H_
+
+#include "exec/task.h"
+#include "transport/transport.h"
+
+/* The connected link of `comm` on `channel` to (isSend) or from `peer`, or NULL. */
+struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, int peer, int isSend);
+
+/* Connect every link the tasks of the list need and do not have yet. Connecting is collective and
+ * blocks, so when the list spans several communicators each connects on its own thread; otherwise
+ * comm A would wait for a peer that this very thread must drive in comm B. A comm whose connection
+ * fails gets the error as its async error. */
+ncclResult_t chrLinksConnectForTasks(struct chrCollTask* list);
+
+#endif

@@ -1,0 +1,454 @@
+/*
+ * shm_link.c: links through POSIX shared memory between processes of one host. The protocol and the
+ * reason each slot has two halves are described in shm_link.h.
+ *
+ * Setup (chrShmConnectPair), per link: the receiver creates a segment under a random name and sends
+ * {name, size, step size, key} to the sender over the bootstrap; the sender validates that (it is
+ * untrusted input), maps the segment, checks the header and acknowledges; then the name is unlinked
+ * (by the sender right after mapping, and by the receiver after the acknowledgement), so nothing is
+ * left in /dev/shm even if a process is killed later. Every rank always sends both its messages,
+ * with a failure marker when its own part failed, so that a failure on one side is reported on the
+ * other at once and not after CHORUS_TIMEOUT.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "bootstrap/bootstrap.h"
+#include "comm/comm.h"
+#include "exec/idle.h"
+#include "log/check.h"
+#include "log/log.h"
+#include "transport/shm_link.h"
+
+#define TAG_SHM_INFO 0x20000 /* + channel; net uses 0x10000 + channel */
+#define TAG_SHM_ACK 0x21000
+#define CHECK_PEER_NS 100000000ull /* look at the peer after 100 ms without progress, then every 100 ms */
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
+               "shared-memory counters need lock-free atomics (they are shared between processes)");
+_Static_assert(sizeof(struct chrShmHeader) <= CHR_SHM_DATA_OFFSET, "the header must fit before the slots");
+
+static char* slotData(const struct chrShmLink* sl, size_t stepSize, int slot, uint64_t half) {
+  return sl->base + CHR_SHM_DATA_OFFSET + ((size_t)half * CHR_STEPS + (size_t)slot) * stepSize;
+}
+
+static ncclResult_t segmentSizeFor(size_t stepSize, size_t* out) {
+  if (stepSize == 0 || stepSize % 64 != 0 || stepSize > ((size_t)1 << 40) / (CHR_SHM_HALVES * CHR_STEPS))
+    return chrFail(ncclInvalidArgument, "shm link: step size %zu is not a positive multiple of 64 below 2^40/%d",
+                   stepSize, CHR_SHM_HALVES * CHR_STEPS);
+  *out = CHR_SHM_DATA_OFFSET + (size_t)CHR_SHM_HALVES * CHR_STEPS * stepSize;
+  return ncclSuccess;
+}
+
+uint64_t chrShmProcStartTime(int64_t pid, int* zombie) {
+  char path[64], buf[1024];
+  if (zombie) *zombie = 0;
+  snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)pid);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return 0;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char* p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+  if (p == NULL || p[1] != ' ' || p[2] == '\0') return 0;
+  p += 2; /* field 3: state */
+  if (zombie) *zombie = (*p == 'Z' || *p == 'X' || *p == 'x');
+  for (int field = 3; field < 22; field++) { /* move to field 22: starttime */
+    p = strchr(p, ' ');
+    if (p == NULL) return 0;
+    p++;
+  }
+  return strtoull(p, NULL, 10);
+}
+
+/* Whether the pid the peer wrote is a process we can see (it may live in another pid namespace). */
+static int pidVisible(int64_t pid, uint64_t startTime) {
+  if (pid <= 0) return 0;
+  if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return 0;
+  uint64_t st = chrShmProcStartTime(pid, NULL);
+  return startTime == 0 || st == 0 || st == startTime;
+}
+
+static int peerAlive(const struct chrShmLink* sl) {
+  if (kill((pid_t)sl->peerPid, 0) != 0 && errno == ESRCH) return 0;
+  int zombie = 0;
+  uint64_t st = chrShmProcStartTime(sl->peerPid, &zombie);
+  if (zombie) return 0; /* exited; its parent has not reaped it yet */
+  if (st != 0 && sl->peerStartTime != 0 && st != sl->peerStartTime) return 0; /* pid reused */
+  return 1;
+}
+
+static ncclResult_t randomU64(uint64_t* out) {
+  if (getrandom(out, sizeof(*out), 0) == (ssize_t)sizeof(*out)) return ncclSuccess;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, out, sizeof(*out)) : -1;
+  if (fd >= 0) close(fd);
+  if (n != (ssize_t)sizeof(*out)) return chrFail(ncclSystemError, "shm link: no random numbers: %s", strerror(errno));
+  return ncclSuccess;
+}
+
+/* A name is "/chorus-shm-" followed by letters, digits, '-' and '_': nothing that walks directories. */
+static int validName(const char* name) {
+  size_t len = strnlen(name, CHR_SHM_NAME_LEN);
+  size_t prefix = strlen(CHR_SHM_NAME_PREFIX);
+  if (len == CHR_SHM_NAME_LEN || len <= prefix || strncmp(name, CHR_SHM_NAME_PREFIX, prefix) != 0) return 0;
+  for (size_t i = 1; i < len; i++) {
+    char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+      return 0;
+  }
+  return 1;
+}
+
+static void unlinkName(struct chrShmLink* sl) {
+  if (sl->unlinked || sl->name[0] == '\0') return;
+  shm_unlink(sl->name); /* ENOENT: the other side was first */
+  sl->unlinked = 1;
+}
+
+/* ---- data path ---- */
+
+static ncclResult_t shmPost(struct chrLink* link, int slot, size_t bytes) {
+  struct chrShmLink* sl = link->priv;
+  if (slot < 0 || slot >= CHR_STEPS) return chrFail(ncclInternalError, "shm link: slot %d out of range", slot);
+  struct chrShmHeader* hdr = sl->hdr;
+  if (link->isSend) {
+    if (bytes > link->stepSize)
+      return chrFail(ncclInternalError, "shm link to rank %d: post of %zu bytes into a %zu-byte slot", link->peer,
+                     bytes, link->stepSize);
+    uint64_t use = sl->uses[slot];
+    atomic_store_explicit(&hdr->bytes[slot][use % CHR_SHM_HALVES], (uint64_t)bytes, memory_order_relaxed);
+    atomic_store_explicit(&hdr->filled[slot], use + 1, memory_order_release); /* data and size before this */
+    sl->uses[slot] = use + 1;
+    link->slots[slot] = slotData(sl, link->stepSize, slot, (use + 1) % CHR_SHM_HALVES); /* the next write */
+  } else {
+    /* Our reads of this slot's previous use happen before this store, so before the sender reuses it. */
+    sl->uses[slot]++;
+    atomic_store_explicit(&hdr->posted[slot], sl->uses[slot], memory_order_release);
+  }
+  return ncclSuccess;
+}
+
+static int slotReady(const struct chrLink* link, const struct chrShmLink* sl, int slot) {
+  const struct chrShmHeader* hdr = sl->hdr;
+  uint64_t have = link->isSend ? atomic_load_explicit(&hdr->posted[slot], memory_order_acquire)
+                               : atomic_load_explicit(&hdr->filled[slot], memory_order_acquire);
+  return have >= sl->uses[slot];
+}
+
+static ncclResult_t complete(struct chrLink* link, struct chrShmLink* sl, int slot, int* done, size_t* bytes) {
+  if (!link->isSend) {
+    uint64_t half = (sl->uses[slot] - 1) % CHR_SHM_HALVES;
+    uint64_t n = atomic_load_explicit(&sl->hdr->bytes[slot][half], memory_order_relaxed);
+    if (n > link->stepSize)
+      return chrFail(ncclRemoteError, "shm link from rank %d on channel %d: peer wrote a size of %llu bytes into a %zu-byte slot",
+                     link->peer, link->channel, (unsigned long long)n, link->stepSize);
+    link->slots[slot] = slotData(sl, link->stepSize, slot, half);
+    if (bytes) *bytes = (size_t)n;
+  } else if (bytes) {
+    uint64_t half = (sl->uses[slot] - 1) % CHR_SHM_HALVES;
+    *bytes = (size_t)atomic_load_explicit(&sl->hdr->bytes[slot][half], memory_order_relaxed);
+  }
+  sl->lastDoneNs = 0;
+  *done = 1;
+  return ncclSuccess;
+}
+
+/* Nothing moved for a while: is the peer still there? Returns an error only when it will never move. */
+static ncclResult_t checkPeer(struct chrLink* link, struct chrShmLink* sl, int slot, int* done, size_t* bytes) {
+  const char* dir = link->isSend ? "to" : "from";
+  int closed = link->isSend ? (int)atomic_load_explicit(&sl->hdr->recvClosed, memory_order_acquire)
+                            : (int)atomic_load_explicit(&sl->hdr->sendClosed, memory_order_acquire);
+  int dead = !closed && sl->checkPid && !peerAlive(sl);
+  if (!closed && !dead) return ncclSuccess;
+  /* It may have made its last move just before going: look once more. */
+  if (slotReady(link, sl, slot)) return complete(link, sl, slot, done, bytes);
+  if (closed)
+    return chrFail(ncclRemoteError, "shm link %s rank %d (pid %lld) on channel %d: the peer closed its end (communicator destroyed or aborted)",
+                   dir, link->peer, (long long)sl->peerPid, link->channel);
+  return chrFail(ncclRemoteError, "shm link %s rank %d on channel %d: rank %d (pid %lld) exited", dir, link->peer,
+                 link->channel, link->peer, (long long)sl->peerPid);
+}
+
+static ncclResult_t shmTest(struct chrLink* link, int slot, int* done, size_t* bytes) {
+  struct chrShmLink* sl = link->priv;
+  *done = 0;
+  if (slot < 0 || slot >= CHR_STEPS) return chrFail(ncclInternalError, "shm link: slot %d out of range", slot);
+  if (sl->uses[slot] == 0) return chrFail(ncclInternalError, "shm link: test of slot %d before any post", slot);
+  if (slotReady(link, sl, slot)) return complete(link, sl, slot, done, bytes);
+  uint64_t now = chrNowNs();
+  if (sl->lastDoneNs == 0) sl->lastDoneNs = now;
+  if (now - sl->lastDoneNs < CHECK_PEER_NS || now - sl->lastCheckNs < CHECK_PEER_NS) return ncclSuccess;
+  sl->lastCheckNs = now;
+  return checkPeer(link, sl, slot, done, bytes);
+}
+
+static void shmClose(struct chrLink* link) {
+  if (link == NULL) return;
+  struct chrShmLink* sl = link->priv;
+  if (sl != NULL) {
+    if (sl->hdr != NULL) {
+      if (link->isSend) atomic_store_explicit(&sl->hdr->sendClosed, 1, memory_order_release);
+      else atomic_store_explicit(&sl->hdr->recvClosed, 1, memory_order_release);
+    }
+    if (sl->base != NULL) munmap(sl->base, sl->segmentSize);
+    unlinkName(sl);
+    free(sl);
+  }
+  free(link);
+}
+
+const struct chrTransportOps chrShmTransportOps = {"shm", shmPost, shmTest, shmClose};
+
+/* ---- setup ---- */
+
+static ncclResult_t newLink(int peer, int channel, int isSend, size_t stepSize, struct chrLink** out) {
+  struct chrLink* link = calloc(1, sizeof(*link));
+  struct chrShmLink* sl = calloc(1, sizeof(*sl));
+  if (link == NULL || sl == NULL) {
+    free(link);
+    free(sl);
+    return chrFail(ncclSystemError, "out of memory for an shm link");
+  }
+  sl->unlinked = 1; /* until there is a name */
+  link->ops = &chrShmTransportOps;
+  link->peer = peer;
+  link->channel = channel;
+  link->isSend = isSend;
+  link->stepSize = stepSize;
+  link->priv = sl;
+  *out = link;
+  return ncclSuccess;
+}
+
+ncclResult_t chrShmRecvCreate(int myRank, int peer, int channel, size_t stepSize, struct chrLink** recv,
+                              struct chrShmInfo* info) {
+  size_t size = 0;
+  ncclResult_t res;
+  int fd = -1;
+  struct chrLink* link = NULL;
+  *recv = NULL;
+  CHECK(segmentSizeFor(stepSize, &size));
+  CHECK(newLink(peer, channel, 0, stepSize, &link));
+  struct chrShmLink* sl = link->priv;
+  uint64_t key;
+  CHECK_GOTO(randomU64(&key), res, fail_close_link);
+  for (int attempt = 0; fd < 0; attempt++) {
+    uint64_t r;
+    CHECK_GOTO(randomU64(&r), res, fail_close_link);
+    snprintf(sl->name, sizeof(sl->name), "%s%d-%016llx", CHR_SHM_NAME_PREFIX, (int)getpid(), (unsigned long long)r);
+    fd = shm_open(sl->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno != EEXIST || attempt >= 8)) {
+      res = chrFail(ncclSystemError, "shm link from rank %d: shm_open(%s): %s", peer, sl->name, strerror(errno));
+      sl->name[0] = '\0';
+      goto fail_close_link;
+    }
+  }
+  sl->unlinked = 0; /* from here on, close() removes the name */
+  if (ftruncate(fd, (off_t)size) != 0) {
+    res = chrFail(ncclSystemError, "shm link from rank %d: ftruncate(%s, %zu): %s", peer, sl->name, size, strerror(errno));
+    goto fail_close_fd;
+  }
+  /* Reserve the pages now: a full /dev/shm must fail here, not as SIGBUS in the middle of a copy. */
+  int err = posix_fallocate(fd, 0, (off_t)size);
+  if (err != 0 && err != EOPNOTSUPP && err != EINVAL && err != ENOSYS) {
+    res = chrFail(ncclSystemError, "shm link from rank %d: cannot reserve %zu bytes in /dev/shm for %s: %s", peer, size,
+                  sl->name, strerror(err));
+    goto fail_close_fd;
+  }
+  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (base == MAP_FAILED) {
+    res = chrFail(ncclSystemError, "shm link from rank %d: mmap of %zu bytes of %s: %s", peer, size, sl->name,
+                  strerror(errno));
+    goto fail_close_fd;
+  }
+  close(fd);
+  sl->base = base;
+  sl->segmentSize = size;
+  sl->hdr = base;
+  struct chrShmHeader* hdr = sl->hdr;
+  memset(hdr, 0, sizeof(*hdr));
+  hdr->magic = CHR_SHM_MAGIC;
+  hdr->version = CHR_SHM_VERSION;
+  hdr->nSteps = CHR_STEPS;
+  hdr->stepSize = stepSize;
+  hdr->segmentSize = size;
+  hdr->key = key;
+  hdr->recvRank = myRank;
+  hdr->sendRank = peer;
+  hdr->channel = channel;
+  hdr->recvPid = getpid();
+  hdr->recvStartTime = chrShmProcStartTime(getpid(), NULL);
+  for (int i = 0; i < CHR_STEPS; i++) link->slots[i] = slotData(sl, stepSize, i, 0);
+
+  memset(info, 0, sizeof(*info));
+  info->magic = CHR_SHM_MAGIC;
+  info->segmentSize = size;
+  info->stepSize = stepSize;
+  info->key = key;
+  snprintf(info->name, sizeof(info->name), "%s", sl->name);
+  *recv = link;
+  return ncclSuccess;
+
+fail_close_fd:
+  close(fd);
+fail_close_link:
+  shmClose(link); /* unlinks the name when there is one */
+  return res;
+}
+
+ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize, const struct chrShmInfo* info,
+                              struct chrLink** send) {
+  size_t size = 0;
+  ncclResult_t res;
+  *send = NULL;
+  CHECK(segmentSizeFor(stepSize, &size));
+  if (info->magic != CHR_SHM_MAGIC)
+    return chrFail(ncclRemoteError, "shm link to rank %d on channel %d: bad setup message (magic 0x%llx)", peer, channel,
+                   (unsigned long long)info->magic);
+  if (info->stepSize != stepSize || info->segmentSize != size)
+    return chrFail(ncclInvalidUsage, "shm link to rank %d on channel %d: its slots are %llu bytes (segment %llu), ours %zu (segment %zu): is NCCL_BUFFSIZE the same on every rank?",
+                   peer, channel, (unsigned long long)info->stepSize, (unsigned long long)info->segmentSize, stepSize, size);
+  if (!validName(info->name))
+    return chrFail(ncclRemoteError, "shm link to rank %d on channel %d: bad segment name in its setup message", peer, channel);
+
+  struct chrLink* link = NULL;
+  CHECK(newLink(peer, channel, 1, stepSize, &link));
+  struct chrShmLink* sl = link->priv;
+  snprintf(sl->name, sizeof(sl->name), "%s", info->name);
+  int fd = shm_open(sl->name, O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) {
+    res = chrFail(ncclSystemError, "shm link to rank %d on channel %d: shm_open(%s): %s (is the peer on another host, or in another /dev/shm?)",
+                  peer, channel, sl->name, strerror(errno));
+    goto fail_close_link;
+  }
+  /* The name stays until the header is checked: a failed check must not remove someone else's segment. */
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    res = chrFail(ncclSystemError, "shm link to rank %d: fstat(%s): %s", peer, sl->name, strerror(errno));
+    goto fail_close_fd;
+  }
+  if ((uint64_t)st.st_size != size) {
+    res = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: %s is %lld bytes, expected %zu", peer, channel,
+                  sl->name, (long long)st.st_size, size);
+    goto fail_close_fd;
+  }
+  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (base == MAP_FAILED) {
+    res = chrFail(ncclSystemError, "shm link to rank %d: mmap of %zu bytes of %s: %s", peer, size, sl->name, strerror(errno));
+    goto fail_close_fd;
+  }
+  close(fd);
+  sl->base = base;
+  sl->segmentSize = size;
+  struct chrShmHeader* hdr = base;
+  if (hdr->magic != CHR_SHM_MAGIC || hdr->version != CHR_SHM_VERSION || hdr->nSteps != CHR_STEPS ||
+      hdr->stepSize != stepSize || hdr->segmentSize != size || hdr->key != info->key || hdr->recvRank != peer ||
+      hdr->sendRank != myRank || hdr->channel != channel) {
+    res = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: the header of %s does not match its setup message",
+                  peer, channel, info->name);
+    goto fail_close_link; /* sl->hdr stays NULL: we write nothing into a segment that is not ours */
+  }
+  sl->hdr = hdr;
+  sl->unlinked = 0;
+  unlinkName(sl); /* mapped and checked: the name has served its purpose */
+  hdr->sendPid = getpid();
+  hdr->sendStartTime = chrShmProcStartTime(getpid(), NULL);
+  sl->peerPid = hdr->recvPid;
+  sl->peerStartTime = hdr->recvStartTime;
+  sl->checkPid = pidVisible(sl->peerPid, sl->peerStartTime);
+  if (!sl->checkPid)
+    INFO(NCCL_SHM, "shm link to rank %d: its pid %lld is not visible here (other pid namespace?); relying on CHORUS_TIMEOUT",
+         peer, (long long)sl->peerPid);
+  for (int i = 0; i < CHR_STEPS; i++) link->slots[i] = slotData(sl, stepSize, i, 0);
+  *send = link;
+  return ncclSuccess;
+
+fail_close_fd:
+  close(fd);
+fail_close_link:
+  shmClose(link);
+  return res;
+}
+
+void chrShmRecvAttached(struct chrLink* recv) {
+  struct chrShmLink* sl = recv->priv;
+  unlinkName(sl);
+  sl->peerPid = sl->hdr->sendPid;
+  sl->peerStartTime = sl->hdr->sendStartTime;
+  sl->checkPid = pidVisible(sl->peerPid, sl->peerStartTime);
+}
+
+/* ---- connection over the bootstrap ---- */
+
+ncclResult_t chrShmConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
+                               struct chrLink** send, struct chrLink** recv) {
+  struct chrLink* s = NULL;
+  struct chrLink* r = NULL;
+  struct chrShmInfo info;
+  struct chrShmAck ack;
+  ncclResult_t res = ncclSuccess, res2;
+  if ((sendPeer >= 0 && send == NULL) || (recvPeer >= 0 && recv == NULL))
+    return chrFail(ncclInternalError, "chrShmConnectPair: missing output for a link");
+
+  if (recvPeer >= 0) {
+    res = chrShmRecvCreate(comm->rank, recvPeer, channel, stepSize, &r, &info);
+    if (res != ncclSuccess) { /* tell the sender at once: a valid message without a name */
+      memset(&info, 0, sizeof(info));
+      info.magic = CHR_SHM_MAGIC;
+    }
+    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, recvPeer, TAG_SHM_INFO + channel, &info, sizeof(info)), res2, fail);
+  }
+  if (sendPeer >= 0) {
+    struct chrShmInfo peerInfo;
+    CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, sendPeer, TAG_SHM_INFO + channel, &peerInfo, sizeof(peerInfo)), res2,
+               fail);
+    if (peerInfo.magic == CHR_SHM_MAGIC && peerInfo.name[0] == '\0')
+      res2 = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: that rank could not create its segment (see its log)",
+                     sendPeer, channel);
+    else
+      res2 = chrShmSendAttach(comm->rank, sendPeer, channel, stepSize, &peerInfo, &s);
+    if (res == ncclSuccess) res = res2;
+    memset(&ack, 0, sizeof(ack));
+    ack.magic = CHR_SHM_MAGIC;
+    ack.status = res2 == ncclSuccess ? 0 : 1;
+    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, sendPeer, TAG_SHM_ACK + channel, &ack, sizeof(ack)), res2, fail);
+  }
+  if (recvPeer >= 0) {
+    CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, recvPeer, TAG_SHM_ACK + channel, &ack, sizeof(ack)), res2, fail);
+    if (r != NULL) {
+      chrShmRecvAttached(r);
+      if ((ack.magic != CHR_SHM_MAGIC || ack.status != 0) && res == ncclSuccess)
+        res = chrFail(ncclRemoteError, "shm link from rank %d on channel %d: that rank could not map our segment (see its log)",
+                      recvPeer, channel);
+    }
+  }
+  if (res != ncclSuccess) goto fail_links;
+  if (s) {
+    struct chrShmLink* sl = s->priv;
+    INFO(NCCL_SHM, "channel %02d: shm send link %d -> %d into %s (%d slots x %d halves x %zu B)", channel, comm->rank,
+         sendPeer, sl->name, CHR_STEPS, CHR_SHM_HALVES, stepSize);
+  }
+  if (r) {
+    struct chrShmLink* sl = r->priv;
+    INFO(NCCL_SHM, "channel %02d: shm recv link %d <- %d in %s (peer pid %lld%s)", channel, comm->rank, recvPeer, sl->name,
+         (long long)sl->peerPid, sl->checkPid ? "" : ", not visible");
+  }
+  if (send) *send = s;
+  if (recv) *recv = r;
+  return ncclSuccess;
+
+fail:
+  if (res == ncclSuccess) res = res2;
+fail_links:
+  if (s) shmClose(s);
+  if (r) shmClose(r);
+  return res;
+}

@@ -1,0 +1,127 @@
+/*
+ * shm_link.h: links between processes of one host through POSIX shared memory (transport/shm_link.c).
+ *
+ * The RECEIVER of a link owns the memory: one segment (shm_open + ftruncate + mmap) with a header
+ * and the slots. The sender maps the same segment, and its link->slots[i] point into it, so the
+ * executor writes each step straight into the receiver's memory: no staging copy on either side.
+ *
+ * Why two buffers per slot. The executor's contract (exec.c) is: a send test(slot) that reports done
+ * frees that slot for the sender's next write, and a task ends only when all its sends are done. For
+ * shm "the receiver consumed it" is the only safe meaning of done, but a receiver reveals that it
+ * consumed step k only by posting step k + CHR_STEPS, which never comes for the last steps of a task:
+ * waiting for it would deadlock every ring at the end of a collective. So each slot has two buffers
+ * (halves), used alternately by successive uses of the slot, and a send test reports done once the
+ * receiver has POSTED that same use (it then has consumed the slot's previous use). The sender's next
+ * write goes to the other half, whose last content the receiver has consumed. link->slots[i] is
+ * therefore re-pointed: on the send side by post() (to the half the next write goes to), on the
+ * receive side by test() when it reports done (to the half that holds the data). The executor reads
+ * slots[i] after those calls, as it does today.
+ *
+ * Protocol, per slot s, all counters monotonic 64-bit (never reset, so no ABA):
+ *   receiver post(s):    posted[s] += 1 (release)
+ *   sender post(s, n):   bytes[s][use % 2] = n; filled[s] += 1 (release); use += 1
+ *   receiver test(s):    done when filled[s] (acquire) >= my posts of s; data in half (posts-1) % 2
+ *   sender test(s):      done when posted[s] (acquire) >= my fills of s
+ * The m-th use of slot s on one side matches the m-th use on the other: both executors walk the same
+ * step sequence. The receiver writes only its cache lines, the sender only its own.
+ *
+ * A dead peer is an error: when a test has seen nothing new for ~100 ms, the peer's "closed" flag
+ * and its process (pid and start time, kill(pid, 0) and /proc) are checked, every ~100 ms.
+ */
+#ifndef CHORUS_SHM_LINK_H_
+#define CHORUS_SHM_LINK_H_
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "transport/transport.h"
+
+#define CHR_SHM_MAGIC 0x31304d4853524843ull /* "CHRSHM01" little-endian */
+#define CHR_SHM_VERSION 1
+#define CHR_SHM_NAME_PREFIX "/chorus-shm-"
+#define CHR_SHM_NAME_LEN 64
+#define CHR_SHM_DATA_OFFSET 4096 /* slots start on their own page */
+#define CHR_SHM_HALVES 2
+
+/* The segment's header. The receiver fills the first block before sending the name; afterwards
+ * each side writes only its own block. Blocks are 128 bytes apart (adjacent-line prefetch). */
+struct chrShmHeader {
+  /* Written once by the receiver, before the name leaves the process. */
+  uint64_t magic;
+  uint32_t version;
+  uint32_t nSteps;       /* CHR_STEPS */
+  uint64_t stepSize;
+  uint64_t segmentSize;  /* CHR_SHM_DATA_OFFSET + CHR_SHM_HALVES * nSteps * stepSize */
+  uint64_t key;          /* random, also sent over the bootstrap: proves it is the segment meant */
+  int32_t recvRank, sendRank;
+  int32_t channel, pad0;
+  int64_t recvPid;
+  uint64_t recvStartTime; /* /proc/<pid>/stat start time, 0 if unknown: guards against pid reuse */
+
+  /* Receiver-written. */
+  _Alignas(128) _Atomic uint64_t posted[CHR_STEPS];
+  _Atomic uint32_t recvClosed;
+
+  /* Sender-written. sendPid/sendStartTime are set before the sender acknowledges. */
+  _Alignas(128) _Atomic uint64_t filled[CHR_STEPS];
+  _Atomic uint64_t bytes[CHR_STEPS][CHR_SHM_HALVES];
+  int64_t sendPid;
+  uint64_t sendStartTime;
+  _Atomic uint32_t sendClosed;
+};
+
+/* What the receiver sends its peer over the bootstrap (fixed size, validated by the sender). */
+struct chrShmInfo {
+  uint64_t magic;
+  uint64_t segmentSize;
+  uint64_t stepSize;
+  uint64_t key;
+  char name[CHR_SHM_NAME_LEN]; /* NUL-terminated */
+};
+
+/* The sender's answer: 0 = mapped and checked (the receiver may unlink), else it failed. */
+struct chrShmAck {
+  uint64_t magic;
+  int32_t status;
+  int32_t pad;
+};
+
+/* Link state (link->priv). */
+struct chrShmLink {
+  struct chrShmHeader* hdr;
+  char* base;              /* the mapping, segmentSize bytes */
+  size_t segmentSize;
+  char name[CHR_SHM_NAME_LEN];
+  int unlinked;            /* the name is gone from /dev/shm (or never existed) */
+  uint64_t uses[CHR_STEPS];/* my posts (recv) or fills (send) of each slot */
+  int64_t peerPid;         /* 0: unknown */
+  uint64_t peerStartTime;  /* 0: unknown */
+  int checkPid;            /* the peer's pid is visible from here (same pid namespace) */
+  uint64_t lastDoneNs, lastCheckNs;
+};
+
+extern const struct chrTransportOps chrShmTransportOps;
+
+struct ncclComm;
+
+/* Connect, over the comm's bootstrap, one send link to sendPeer and one recv link from recvPeer on
+ * channel `channel` (either peer may be -1, and its out pointer NULL, to connect one direction only).
+ * Collective with the peers: sendPeer must call it with us as recvPeer and vice versa. Both links
+ * get CHR_STEPS slots of stepSize bytes. On failure nothing is left: no links, no mapping, no name. */
+ncclResult_t chrShmConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
+                               struct chrLink** send, struct chrLink** recv);
+
+/* The steps of chrShmConnectPair, for tests and for callers with their own exchange:
+ * RecvCreate makes the segment and the link and fills *info (to send to the sender);
+ * SendAttach maps the segment that `info` names, checks it, and makes the link (the info is
+ * untrusted: name, sizes, magic and key are validated); RecvAttached unlinks the name once the sender
+ * acknowledged (also fine to call when it failed). */
+ncclResult_t chrShmRecvCreate(int myRank, int peer, int channel, size_t stepSize, struct chrLink** recv,
+                              struct chrShmInfo* info);
+ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize, const struct chrShmInfo* info,
+                              struct chrLink** send);
+void chrShmRecvAttached(struct chrLink* recv);
+
+/* Start time of a process (field 22 of /proc/<pid>/stat), 0 if unknown; *zombie = exited, not reaped. */
+uint64_t chrShmProcStartTime(int64_t pid, int* zombie);
+
+#endif /* CHORUS_SHM_LINK_H_ */

@@ -1,0 +1,464 @@
+/*
+ * test_shm_link.c: the shm transport (core/transport/shm_link.c) between real processes.
+ *
+ * usage: test_shm_link <scenario>
+ *   data            two ranks connect both directions over a real bootstrap and stream hundreds of
+ *                   "tasks" of random step counts and sizes (0 bytes included) through the slots,
+ *                   driven exactly as the executor drives links; the consumer is randomly slow, so
+ *                   a sender that overwrote an unconsumed slot would show as corrupt data
+ *   flow            the receiver posts CHR_STEPS slots and stops consuming: the sender must stop at
+ *                   CHR_STEPS completed and 2 * CHR_STEPS written steps; then everything arrives intact
+ *   kill_sender     the sending peer SIGKILLs itself mid-stream (and stays a zombie, unreaped):
+ *   kill_receiver   likewise the receiving peer; the survivor gets ncclRemoteError "... exited"
+ *                   within 2 s (CHORUS_TIMEOUT is 30 s here)
+ *   close           the receiving peer closes its link and stays alive: the sender gets "closed"
+ *   validate        one process: bad setup messages (magic, name, sizes, key, ranks) are refused, a
+ *                   bad size in the header is refused, nothing leaks (fds, /dev/shm names)
+ * Every scenario also checks that no /dev/shm name of its processes is left behind.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "bootstrap/bootstrap.h"
+#include "comm/comm.h"
+#include "config/param.h"
+#include "exec/idle.h"
+#include "log/log.h"
+#include "transport/shm_link.h"
+
+#define S CHR_STEPS
+#define STEP 4096
+#define DRIVER_STALL_NS 10000000000ull /* the driver's own deadline: 10 s without progress */
+
+#define FAIL(...)                                                                       \
+  do {                                                                                  \
+    fprintf(stderr, "[pid %d] %s:%d: ", (int)getpid(), __FILE__, __LINE__);             \
+    fprintf(stderr, __VA_ARGS__);                                                       \
+    fprintf(stderr, " (last error: %s)\n", chrThreadLastError());                       \
+    _exit(1);                                                                           \
+  } while (0)
+
+static double nowSec(void) { return (double)chrNowNs() / 1e9; }
+
+/* ---- data pattern: every byte depends on (source rank, task, step, position) ---- */
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+static size_t stepBytes(int src, uint64_t task, uint64_t step) {
+  uint64_t h = mix((uint64_t)src * 1000003u + task * 7919u + step);
+  if (h % 17 == 0) return 0;
+  if (h % 5 == 0) return STEP;
+  return (size_t)(h >> 8) % STEP + 1;
+}
+
+static void fillStep(unsigned char* p, size_t n, int src, uint64_t task, uint64_t step) {
+  uint64_t h = mix(((uint64_t)src << 48) ^ (task << 20) ^ step);
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(h + i * 131 + (i >> 8));
+}
+
+static int checkStep(const unsigned char* p, size_t n, int src, uint64_t task, uint64_t step) {
+  uint64_t h = mix(((uint64_t)src << 48) ^ (task << 20) ^ step);
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != (unsigned char)(h + i * 131 + (i >> 8))) return 0;
+  return 1;
+}
+
+/* ---- a driver that walks links exactly as core/exec/exec.c does ---- */
+
+struct driver {
+  struct chrLink* send; /* NULL: no send side */
+  struct chrLink* recv; /* NULL: no recv side */
+  int me, peer;
+  uint64_t task, nSend, nRecv;
+  uint64_t recvPosted, recvDone, recvConsumed, sendPosted, sendDone;
+  size_t recvBytes[S];
+  int slowConsumer;   /* randomly hold back consumption */
+  uint64_t consumeCap; /* consume at most this many steps (flow test), ~0 otherwise */
+  unsigned rng;
+};
+
+static void startTask(struct driver* d, uint64_t task, uint64_t nSend, uint64_t nRecv) {
+  d->task = task;
+  d->nSend = d->send ? nSend : 0;
+  d->nRecv = d->recv ? nRecv : 0;
+  d->recvPosted = d->recvDone = d->recvConsumed = d->sendPosted = d->sendDone = 0;
+}
+
+static int taskDone(const struct driver* d) {
+  return d->recvConsumed == d->nRecv && d->sendPosted == d->nSend && d->sendDone == d->sendPosted;
+}
+
+/* One pass. Returns the result of the first failing transport call; *progressed when anything moved. */
+static ncclResult_t drive(struct driver* d, int* progressed) {
+  struct chrLink* r = d->recv;
+  struct chrLink* s = d->send;
+  ncclResult_t res;
+  while (d->recvPosted < d->nRecv && d->recvPosted < d->recvConsumed + S) {
+    if ((res = r->ops->post(r, (int)(d->recvPosted % S), r->stepSize)) != ncclSuccess) return res;
+    d->recvPosted++;
+    *progressed = 1;
+  }
+  while (d->sendDone < d->sendPosted) {
+    int done = 0;
+    size_t bytes = 0;
+    if ((res = s->ops->test(s, (int)(d->sendDone % S), &done, &bytes)) != ncclSuccess) return res;
+    if (!done) break;
+    d->sendDone++;
+    *progressed = 1;
+  }
+  while (d->recvDone < d->recvPosted) {
+    int done = 0;
+    size_t bytes = 0;
+    int slot = (int)(d->recvDone % S);
+    if ((res = r->ops->test(r, slot, &done, &bytes)) != ncclSuccess) return res;
+    if (!done) break;
+    d->recvBytes[slot] = bytes;
+    d->recvDone++;
+    *progressed = 1;
+  }
+  while (d->recvConsumed < d->recvDone && d->recvConsumed < d->consumeCap) {
+    if (d->slowConsumer && rand_r(&d->rng) % 4 == 0) {
+      if (rand_r(&d->rng) % 16 == 0) usleep(200);
+      break;
+    }
+    int slot = (int)(d->recvConsumed % S);
+    size_t want = stepBytes(d->peer, d->task, d->recvConsumed);
+    if (d->recvBytes[slot] != want)
+      FAIL("task %llu step %llu: received %zu bytes, sent %zu", (unsigned long long)d->task,
+           (unsigned long long)d->recvConsumed, d->recvBytes[slot], want);
+    if (!checkStep((const unsigned char*)r->slots[slot], want, d->peer, d->task, d->recvConsumed))
+      FAIL("task %llu step %llu: corrupt data in slot %d (overwritten before it was consumed?)",
+           (unsigned long long)d->task, (unsigned long long)d->recvConsumed, slot);
+    d->recvConsumed++;
+    *progressed = 1;
+    if (d->recvPosted < d->nRecv) break; /* re-post first, as the executor does */
+  }
+  while (d->sendPosted < d->nSend && d->sendPosted - d->sendDone < S) {
+    int slot = (int)(d->sendPosted % S);
+    size_t n = stepBytes(d->me, d->task, d->sendPosted);
+    fillStep((unsigned char*)s->slots[slot], n, d->me, d->task, d->sendPosted);
+    if ((res = s->ops->post(s, slot, n)) != ncclSuccess) return res;
+    d->sendPosted++;
+    *progressed = 1;
+  }
+  return ncclSuccess;
+}
+
+/* Drive until the task is done; an error or a 10 s stall fails the process. */
+static void runTask(struct driver* d) {
+  uint64_t idleSince = chrNowNs();
+  while (!taskDone(d)) {
+    int progressed = 0;
+    if (drive(d, &progressed) != ncclSuccess) FAIL("task %llu failed", (unsigned long long)d->task);
+    if (progressed) {
+      idleSince = chrNowNs();
+    } else {
+      if (chrNowNs() - idleSince > DRIVER_STALL_NS) FAIL("task %llu: no progress for 10 s", (unsigned long long)d->task);
+      chrIdleWait(chrNowNs() - idleSince);
+    }
+  }
+}
+
+/* ---- processes ---- */
+
+static int shmNamesOf(pid_t pid) {
+  char prefix[64];
+  snprintf(prefix, sizeof(prefix), "chorus-shm-%d-", (int)pid);
+  DIR* dir = opendir("/dev/shm");
+  if (dir == NULL) return 0;
+  int n = 0;
+  struct dirent* e;
+  while ((e = readdir(dir)) != NULL)
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
+  closedir(dir);
+  return n;
+}
+
+static int countFds(void) {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == NULL) return -1;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n - 1;
+}
+
+static ncclUniqueId gId;
+
+/* A fake comm with just what chrShmConnectPair uses: rank and bootstrap. */
+static void joinComm(struct ncclComm* comm, int rank) {
+  memset(comm, 0, sizeof(*comm));
+  comm->rank = rank;
+  comm->nRanks = 2;
+  if (chrBootstrapInit(&gId, rank, 2, NULL, 0, NULL, NULL, &comm->bootstrap) != ncclSuccess) FAIL("bootstrap init");
+}
+
+/* Connect: wantSend/wantRecv say which directions this rank has (peer = the other rank). */
+static void connectLinks(struct ncclComm* comm, int wantSend, int wantRecv, struct driver* d) {
+  int peer = 1 - comm->rank;
+  memset(d, 0, sizeof(*d));
+  d->me = comm->rank;
+  d->peer = peer;
+  d->consumeCap = ~0ull;
+  d->rng = 12345u + (unsigned)comm->rank;
+  if (chrShmConnectPair(comm, 0, wantSend ? peer : -1, wantRecv ? peer : -1, STEP, wantSend ? &d->send : NULL,
+                        wantRecv ? &d->recv : NULL) != ncclSuccess)
+    FAIL("connect");
+  if ((wantSend && d->send == NULL) || (wantRecv && d->recv == NULL)) FAIL("connect returned no link");
+  if (shmNamesOf(getpid()) != 0) FAIL("a /dev/shm name of this process is still there after connecting");
+}
+
+static void closeLinks(struct ncclComm* comm, struct driver* d) {
+  if (chrBootstrapBarrier(comm->bootstrap) != ncclSuccess) FAIL("barrier"); /* both done before closing */
+  if (d->send) d->send->ops->close(d->send);
+  if (d->recv) d->recv->ops->close(d->recv);
+  chrBootstrapClose(comm->bootstrap);
+}
+
+static void rankData(int rank) {
+  struct ncclComm comm;
+  struct driver d;
+  joinComm(&comm, rank);
+  connectLinks(&comm, 1, 1, &d);
+  d.slowConsumer = 1;
+  for (uint64_t task = 0; task < 600; task++) {
+    uint64_t n = mix(task) % (3 * S + 4); /* 0 .. 3S+3 steps: wraps, restarts at slot 0 each task */
+    startTask(&d, task, n, n);
+    runTask(&d);
+  }
+  closeLinks(&comm, &d);
+}
+
+static void rankFlow(int rank) {
+  struct ncclComm comm;
+  struct driver d;
+  joinComm(&comm, rank);
+  connectLinks(&comm, rank == 0, rank == 1, &d);
+  uint64_t n = 6 * S;
+  startTask(&d, 7, n, n);
+  if (rank == 1) {
+    d.consumeCap = 0; /* post the first S slots, consume nothing */
+    double until = nowSec() + 0.5;
+    while (nowSec() < until) {
+      int p = 0;
+      if (drive(&d, &p) != ncclSuccess) FAIL("receiver");
+      usleep(1000);
+    }
+    if (d.recvPosted != S) FAIL("receiver posted %llu slots, expected %d", (unsigned long long)d.recvPosted, S);
+    d.consumeCap = ~0ull;
+  } else {
+    double until = nowSec() + 0.3; /* well inside the receiver's pause */
+    while (nowSec() < until) {
+      int p = 0;
+      if (drive(&d, &p) != ncclSuccess) FAIL("sender");
+      usleep(1000);
+    }
+    if (d.sendDone != S || d.sendPosted != 2 * S)
+      FAIL("while the receiver consumed nothing the sender got %llu steps done and %llu written; expected %d and %d",
+           (unsigned long long)d.sendDone, (unsigned long long)d.sendPosted, S, 2 * S);
+  }
+  runTask(&d); /* now everything flows, and the receiver checks every byte */
+  closeLinks(&comm, &d);
+}
+
+/* The survivor (rank 0) runs a long task; rank 1 dies or closes partway. */
+static void rankPeerGone(int rank, int survivorSends, int closeInstead) {
+  struct ncclComm comm;
+  struct driver d;
+  joinComm(&comm, rank);
+  int sends = rank == 0 ? survivorSends : !survivorSends;
+  connectLinks(&comm, sends, !sends, &d);
+  uint64_t n = 40 * S;
+  startTask(&d, 3, n, n);
+  if (rank == 1) {
+    uint64_t stopAt = 2 * S + 3;
+    while ((sends ? d.sendDone : d.recvConsumed) < stopAt) {
+      int p = 0;
+      if (drive(&d, &p) != ncclSuccess) FAIL("peer before stopping");
+      if (!p) sched_yield();
+    }
+    if (closeInstead) {
+      if (d.send) d.send->ops->close(d.send);
+      if (d.recv) d.recv->ops->close(d.recv);
+      sleep(3); /* alive, but gone from the link */
+      _exit(0);
+    }
+    raise(SIGKILL);
+  }
+  uint64_t lastProgress = chrNowNs();
+  ncclResult_t res = ncclSuccess;
+  while (res == ncclSuccess) {
+    int p = 0;
+    res = drive(&d, &p);
+    if (taskDone(&d)) FAIL("the task finished although the peer stopped");
+    if (p) lastProgress = chrNowNs();
+    else if (chrNowNs() - lastProgress > DRIVER_STALL_NS) FAIL("no error 10 s after the peer stopped");
+    else chrIdleWait(chrNowNs() - lastProgress);
+  }
+  double waited = (double)(chrNowNs() - lastProgress) / 1e9;
+  if (res != ncclRemoteError) FAIL("expected ncclRemoteError, got %d", (int)res);
+  const char* want = closeInstead ? "closed its end" : "exited";
+  if (strstr(chrThreadLastError(), want) == NULL) FAIL("the error does not say \"%s\"", want);
+  if (waited > 2.0) FAIL("the error came %.2f s after the last progress (want < 2 s)", waited);
+  if (d.send) d.send->ops->close(d.send);
+  if (d.recv) d.recv->ops->close(d.recv);
+  chrBootstrapClose(comm.bootstrap);
+}
+
+/* ---- validate: one process, both ends ---- */
+
+static void expectAttachFails(const struct chrShmInfo* info, int myRank, int peer, ncclResult_t want, const char* what) {
+  struct chrLink* s = (struct chrLink*)0x1;
+  ncclResult_t res = chrShmSendAttach(myRank, peer, 3, STEP, info, &s);
+  if (res != want) FAIL("%s: got %d, expected %d", what, (int)res, (int)want);
+  if (s != NULL) FAIL("%s: a link was returned on failure", what);
+}
+
+static int validate(void) {
+  int fds0 = countFds();
+  struct chrLink* r = NULL;
+  struct chrLink* s = NULL;
+  struct chrShmInfo info, bad;
+  if (chrShmRecvCreate(1, 0, 3, 1000, &r, &info) != ncclInvalidArgument) FAIL("step size 1000 accepted");
+  if (chrShmRecvCreate(1, 0, 3, STEP, &r, &info) != ncclSuccess) FAIL("create");
+  if (shmNamesOf(getpid()) != 1) FAIL("the segment's name is not in /dev/shm");
+
+  bad = info; bad.magic ^= 1;
+  expectAttachFails(&bad, 0, 1, ncclRemoteError, "bad magic");
+  bad = info; snprintf(bad.name, sizeof(bad.name), "/chorus-shm-../../etc/passwd");
+  expectAttachFails(&bad, 0, 1, ncclRemoteError, "name with dots and slashes");
+  bad = info; snprintf(bad.name, sizeof(bad.name), "/other-%d", 1);
+  expectAttachFails(&bad, 0, 1, ncclRemoteError, "name without the prefix");
+  bad = info; memset(bad.name, 'a', sizeof(bad.name)); memcpy(bad.name, CHR_SHM_NAME_PREFIX, strlen(CHR_SHM_NAME_PREFIX));
+  expectAttachFails(&bad, 0, 1, ncclRemoteError, "name without a terminator");
+  bad = info; snprintf(bad.name, sizeof(bad.name), "%sdoes-not-exist", CHR_SHM_NAME_PREFIX);
+  expectAttachFails(&bad, 0, 1, ncclSystemError, "missing segment");
+  bad = info; bad.stepSize *= 2; bad.segmentSize = CHR_SHM_DATA_OFFSET + 2ull * S * bad.stepSize;
+  expectAttachFails(&bad, 0, 1, ncclInvalidUsage, "other step size");
+  bad = info; bad.segmentSize += 4096;
+  expectAttachFails(&bad, 0, 1, ncclInvalidUsage, "other segment size");
+  bad = info; bad.key ^= 0x100;
+  expectAttachFails(&bad, 0, 1, ncclRemoteError, "wrong key");
+  expectAttachFails(&info, 2, 1, ncclRemoteError, "wrong sender rank");
+  expectAttachFails(&info, 0, 5, ncclRemoteError, "wrong receiver rank");
+  if (shmNamesOf(getpid()) != 1) FAIL("a failed attach removed (or added) a name");
+
+  if (chrShmSendAttach(0, 1, 3, STEP, &info, &s) != ncclSuccess) FAIL("attach");
+  chrShmRecvAttached(r);
+  if (shmNamesOf(getpid()) != 0) FAIL("the name is still there after attaching");
+
+  /* Both ends in this process: a step goes through, zero-copy (same physical memory). */
+  int done = 0;
+  size_t bytes = 0;
+  if (r->ops->post(r, 0, STEP) != ncclSuccess) FAIL("recv post");
+  if (r->ops->test(r, 0, &done, &bytes) != ncclSuccess || done) FAIL("recv done before anything was sent");
+  memcpy(s->slots[0], "hello", 5);
+  if (s->ops->post(s, 0, 5) != ncclSuccess) FAIL("send post");
+  if (r->ops->test(r, 0, &done, &bytes) != ncclSuccess || !done || bytes != 5 || memcmp(r->slots[0], "hello", 5) != 0)
+    FAIL("recv after send: done %d bytes %zu", done, bytes);
+  if (s->ops->test(s, 0, &done, &bytes) != ncclSuccess || !done) FAIL("send not done although the slot was posted");
+  if (s->ops->post(s, 0, STEP + 1) == ncclSuccess) FAIL("a post larger than a slot was accepted");
+
+  /* A size larger than a slot, written into the header by a (broken) sender, is refused. */
+  struct chrShmLink* sl = r->priv;
+  if (r->ops->post(r, 1, STEP) != ncclSuccess) FAIL("recv post 1");
+  atomic_store(&sl->hdr->bytes[1][0], (uint64_t)1 << 40);
+  atomic_store(&sl->hdr->filled[1], 1);
+  if (r->ops->test(r, 1, &done, &bytes) != ncclRemoteError) FAIL("a bogus size was accepted");
+
+  s->ops->close(s);
+  r->ops->close(r);
+  if (countFds() != fds0) FAIL("fds: %d before, %d after", fds0, countFds());
+
+  /* A segment created and never attached disappears on close. */
+  if (chrShmRecvCreate(1, 0, 3, STEP, &r, &info) != ncclSuccess) FAIL("create 2");
+  r->ops->close(r);
+  if (shmNamesOf(getpid()) != 0) FAIL("close left the name of an unattached segment");
+  return 0;
+}
+
+/* ---- main ---- */
+
+typedef void (*rankFn)(int rank);
+static void rankKillSender(int rank) { rankPeerGone(rank, 0, 0); }
+static void rankKillReceiver(int rank) { rankPeerGone(rank, 1, 0); }
+static void rankClose(int rank) { rankPeerGone(rank, 1, 1); }
+
+/* Run two ranks. The survivor (rank 0) is reaped first, so a killed rank 1 stays a zombie meanwhile:
+ * the transport must see through that. */
+static int runPair(rankFn fn, int expectKill) {
+  if (chrBootstrapGetUniqueId(&gId) != ncclSuccess) {
+    fprintf(stderr, "GetUniqueId: %s\n", chrThreadLastError());
+    return 1;
+  }
+  pid_t pids[2];
+  for (int r = 0; r < 2; r++) {
+    fflush(stdout);
+    fflush(stderr);
+    pids[r] = fork();
+    if (pids[r] < 0) return 1;
+    if (pids[r] == 0) {
+      fn(r);
+      _exit(0);
+    }
+  }
+  int fails = 0;
+  double deadline = nowSec() + 40;
+  for (int r = 0; r < 2; r++) {
+    int st = 0;
+    pid_t w;
+    while ((w = waitpid(pids[r], &st, WNOHANG)) == 0 && nowSec() < deadline) usleep(10000);
+    if (w == 0) {
+      fprintf(stderr, "rank %d (pid %d) still running at the deadline: killed\n", r, (int)pids[r]);
+      kill(pids[0], SIGKILL);
+      kill(pids[1], SIGKILL);
+      waitpid(pids[r], &st, 0);
+      fails++;
+      continue;
+    }
+    int killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+    if (r == 1 && expectKill) {
+      if (!killed) { fprintf(stderr, "rank 1 was expected to die by SIGKILL\n"); fails++; }
+    } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "rank %d failed (status 0x%x)\n", r, st);
+      fails++;
+    }
+  }
+  for (int r = 0; r < 2; r++)
+    if (shmNamesOf(pids[r]) != 0) {
+      fprintf(stderr, "rank %d (pid %d) left a name in /dev/shm\n", r, (int)pids[r]);
+      fails++;
+    }
+  return fails != 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s data|flow|kill_sender|kill_receiver|close|validate\n", argv[0]);
+    return 2;
+  }
+  const char* sc = argv[1];
+  if (strcmp(sc, "data") == 0) return runPair(rankData, 0);
+  if (strcmp(sc, "flow") == 0) return runPair(rankFlow, 0);
+  if (strcmp(sc, "kill_sender") == 0) return runPair(rankKillSender, 1);
+  if (strcmp(sc, "kill_receiver") == 0) return runPair(rankKillReceiver, 1);
+  if (strcmp(sc, "close") == 0) return runPair(rankClose, 0);
+  if (strcmp(sc, "validate") == 0) return validate();
+  fprintf(stderr, "unknown scenario %s\n", sc);
+  return 2;
+}
