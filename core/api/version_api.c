@@ -34,8 +34,12 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
   }
 }
 
+/* The comm's last error (which may come from another thread: the init thread, a peer failure),
+ * unless this thread has seen a newer one. */
 NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
-  if (comm != NULL && comm->magic == CHR_COMM_MAGIC && comm->lastError[0]) return comm->lastError;
+  if (comm != NULL && comm->magic == CHR_COMM_MAGIC && comm->lastError[0] &&
+      comm->lastErrorSeq > chrThreadLastErrorSeq())
+    return comm->lastError;
   return chrThreadLastError();
 }
 

@@ -32,6 +32,7 @@ void chrCommNoteError(struct ncclComm* comm) {
   pthread_mutex_lock(&comm->lock);
   strncpy(comm->lastError, chrThreadLastError(), sizeof(comm->lastError) - 1);
   comm->lastError[sizeof(comm->lastError) - 1] = '\0';
+  comm->lastErrorSeq = chrThreadLastErrorSeq();
   pthread_mutex_unlock(&comm->lock);
 }
 

@@ -78,6 +78,7 @@ struct ncclComm {
   int initThreadStarted;
   pthread_mutex_t lock;        /* guards lastError and lazy connection setup */
   char lastError[1024];
+  uint64_t lastErrorSeq;       /* chrThreadLastErrorSeq() of the text in lastError */
   uint64_t collCount;          /* collectives executed, for logs */
   uint32_t splitCount;         /* ncclCommSplit calls on this comm, to match the ranks' exchanges (comm/split.c) */
 };

@@ -249,8 +249,17 @@ void chrLogReset(void) {
 
 #define CHR_LAST_ERROR_MAX 1024
 static __thread char lastError[CHR_LAST_ERROR_MAX];
+static __thread uint64_t lastErrorSeq;
+/* Process-wide order of errors, so a per-comm copy can be compared with the thread's text. */
+static _Atomic uint64_t errorSeq;
 
-void chrSetLastErrorV(const char* fmt, va_list ap) { vsnprintf(lastError, sizeof(lastError), fmt, ap); }
+uint64_t chrThreadLastErrorSeq(void) { return lastErrorSeq; }
+uint64_t chrNextErrorSeq(void) { return atomic_fetch_add(&errorSeq, 1) + 1; }
+
+void chrSetLastErrorV(const char* fmt, va_list ap) {
+  vsnprintf(lastError, sizeof(lastError), fmt, ap);
+  lastErrorSeq = chrNextErrorSeq();
+}
 
 void chrSetLastError(const char* fmt, ...) {
   va_list ap;
@@ -270,6 +279,7 @@ ncclResult_t chrFailAt(ncclResult_t res, const char* file, int line, const char*
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   snprintf(lastError, sizeof(lastError), "%s", msg);
+  lastErrorSeq = chrNextErrorSeq();
   chrLog(NCCL_LOG_WARN, NCCL_ALL, file, line, "%s", msg);
   return res;
 }

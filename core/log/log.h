@@ -8,6 +8,7 @@
 #define CHORUS_LOG_H_
 
 #include <stdarg.h>
+#include <stdint.h>
 #include "plugin/common.h"
 
 /* The logger. Also handed to plugins as their ncclDebugLogger_t, so its signature is fixed. */
@@ -33,6 +34,10 @@ void chrLogSetDevice(int dev);
 void chrSetLastError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void chrSetLastErrorV(const char* fmt, va_list ap);
 const char* chrThreadLastError(void); /* "" when none */
+/* Errors are numbered process-wide; the thread's last error has this number (0: none). A comm keeps
+ * the number of the error it copied, so ncclGetLastError(comm) can return the newer of the two. */
+uint64_t chrThreadLastErrorSeq(void);
+uint64_t chrNextErrorSeq(void);
 void chrClearLastError(void);
 
 /* Log `fmt` as a WARN with the caller's file:line, store it as the thread's last error, return `res`. */

@@ -6,6 +6,11 @@
  * slot, waits until the transport has filled it, and consumes it. Steps are numbered per link and
  * both ends walk the same sequence, so step k of a send link matches step k of the peer's recv link.
  * Links are created lazily, the first time a plan needs them (chrTransportConnectRing).
+ *
+ * A transport may move slots[i] to another buffer inside post() (send side) and inside a test()
+ * that reports done (recv side): shm double-buffers each slot so that a sender is never blocked on
+ * a receiver that has finished its task. So the executor reads slots[i] right before filling a send
+ * slot and right after a receive completed, never earlier.
  */
 #ifndef CHORUS_TRANSPORT_H_
 #define CHORUS_TRANSPORT_H_
