@@ -48,7 +48,8 @@ static ncclResult_t checkArgs(const struct collArgs* a, size_t* typeSize) {
   *typeSize = chrTypeSize(a->type);
   if (a->hasOp) CHECK(checkOp(a));
   if (a->hasRoot && (a->root < 0 || a->root >= a->comm->nRanks))
-    return chrFail(ncclInvalidArgument, "%s: root %d is out of range [0, %d)", a->name, a->root, a->comm->nRanks);
+    return chrFail(ncclInvalidArgument, "%s: %s %d is out of range [0, %d)", a->name,
+                   a->func == ncclFuncSend || a->func == ncclFuncRecv ? "peer" : "root", a->root, a->comm->nRanks);
   size_t maxElems = a->sendElems > a->recvElems ? a->sendElems : a->recvElems;
   if (a->count > SIZE_MAX / (size_t)a->comm->nRanks || maxElems > SIZE_MAX / *typeSize)
     return chrFail(ncclInvalidArgument, "%s: count %zu overflows the addressable size", a->name, a->count);
@@ -78,18 +79,6 @@ static ncclResult_t enqueueColl(const struct collArgs* a) {
   if (res != ncclSuccess) { free(t); goto fail; }
   return chrGroupEnqueue(t);
 fail:
-  if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);
-  chrGroupNoteError(res);
-  return res;
-}
-
-/* Collectives that the planner has no algorithm for yet say so by name. */
-static ncclResult_t notYet(const struct collArgs* a) {
-  size_t typeSize;
-  ncclResult_t res = checkArgs(a, &typeSize);
-  if (res == ncclSuccess)
-    res = chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (see README: not yet implemented)",
-                  a->name);
   if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);
   chrGroupNoteError(res);
   return res;
@@ -141,12 +130,41 @@ NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, 
   return enqueueColl(&a);
 }
 
+/* All-to-all, gather and scatter are groups of sends and receives (self included), checked as one
+ * call first so that a bad argument names the collective. */
+static ncclResult_t checkComposite(const struct collArgs* a) {
+  size_t typeSize;
+  ncclResult_t res = checkArgs(a, &typeSize);
+  if (res != ncclSuccess) {
+    if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);
+    chrGroupNoteError(res);
+  }
+  return res;
+}
+
+static ncclResult_t p2pTask(const char* name, ncclFunc_t func, const void* buff, size_t count, ncclDataType_t type,
+                            int peer, ncclComm_t comm) {
+  struct collArgs a = {name, func, func == ncclFuncSend ? buff : NULL, func == ncclFuncRecv ? (void*)buff : NULL,
+                       count, type, ncclSum, 0, peer, 1, func == ncclFuncSend ? count : 0,
+                       func == ncclFuncRecv ? count : 0, comm};
+  return enqueueColl(&a);
+}
+
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclComm_t comm, cudaStream_t stream) {
   struct collArgs a = {"ncclAlltoAll", ncclFuncAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, 0, 0, 0, 0, 0, comm};
   if (comm && comm->magic == CHR_COMM_MAGIC && count <= SIZE_MAX / (size_t)comm->nRanks)
     a.sendElems = a.recvElems = count * (size_t)comm->nRanks;
-  return notYet(&a);
+  CHECK(checkComposite(&a));
+  size_t bytes = count * chrTypeSize(datatype);
+  ncclResult_t res = pncclGroupStart();
+  for (int r = 0; r < comm->nRanks && res == ncclSuccess; r++) {
+    res = p2pTask("ncclAlltoAll", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm);
+    if (res == ncclSuccess)
+      res = p2pTask("ncclAlltoAll", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm);
+  }
+  ncclResult_t endRes = pncclGroupEnd();
+  return res != ncclSuccess ? res : endRes;
 }
 
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
@@ -155,7 +173,14 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
                        count, 0, comm};
   if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root && count <= SIZE_MAX / (size_t)comm->nRanks)
     a.recvElems = count * (size_t)comm->nRanks;
-  return notYet(&a);
+  CHECK(checkComposite(&a));
+  size_t bytes = count * chrTypeSize(datatype);
+  ncclResult_t res = pncclGroupStart();
+  if (res == ncclSuccess) res = p2pTask("ncclGather", ncclFuncSend, sendbuff, count, datatype, root, comm);
+  for (int r = 0; comm->rank == root && r < comm->nRanks && res == ncclSuccess; r++)
+    res = p2pTask("ncclGather", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm);
+  ncclResult_t endRes = pncclGroupEnd();
+  return res != ncclSuccess ? res : endRes;
 }
 
 NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
@@ -164,17 +189,22 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
                        0, count, comm};
   if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root && count <= SIZE_MAX / (size_t)comm->nRanks)
     a.sendElems = count * (size_t)comm->nRanks;
-  return notYet(&a);
+  CHECK(checkComposite(&a));
+  size_t bytes = count * chrTypeSize(datatype);
+  ncclResult_t res = pncclGroupStart();
+  for (int r = 0; comm->rank == root && r < comm->nRanks && res == ncclSuccess; r++)
+    res = p2pTask("ncclScatter", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm);
+  if (res == ncclSuccess) res = p2pTask("ncclScatter", ncclFuncRecv, recvbuff, count, datatype, root, comm);
+  ncclResult_t endRes = pncclGroupEnd();
+  return res != ncclSuccess ? res : endRes;
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream) {
-  struct collArgs a = {"ncclSend", ncclFuncSend, sendbuff, NULL, count, datatype, ncclSum, 0, peer, 1, count, 0, comm};
-  return notYet(&a);
+  return p2pTask("ncclSend", ncclFuncSend, sendbuff, count, datatype, peer, comm);
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream) {
-  struct collArgs a = {"ncclRecv", ncclFuncRecv, NULL, recvbuff, count, datatype, ncclSum, 0, peer, 1, 0, count, comm};
-  return notYet(&a);
+  return p2pTask("ncclRecv", ncclFuncRecv, recvbuff, count, datatype, peer, comm);
 }

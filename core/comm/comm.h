@@ -65,6 +65,8 @@ struct ncclComm {
   int minChannels;
   struct chrChannel channels[CHR_MAX_CHANNELS];
   int* ringOrder;              /* ranks in ring order */
+  struct chrLink** p2pSend;    /* nRanks entries: send/recv links for point-to-point, made on demand */
+  struct chrLink** p2pRecv;
 
   struct chrUserRedOp userOps[CHR_MAX_USER_REDOPS];
 

@@ -42,8 +42,10 @@ ncclResult_t chrTopoCompute(struct ncclComm* comm) {
   int n = comm->nRanks;
   comm->nodeOfRank = calloc((size_t)n, sizeof(int));
   comm->ringOrder = calloc((size_t)n, sizeof(int));
+  comm->p2pSend = calloc((size_t)n, sizeof(struct chrLink*));
+  comm->p2pRecv = calloc((size_t)n, sizeof(struct chrLink*));
   uint64_t* nodeHash = calloc((size_t)n, sizeof(uint64_t));
-  if (!comm->nodeOfRank || !comm->ringOrder || !nodeHash) {
+  if (!comm->nodeOfRank || !comm->ringOrder || !comm->p2pSend || !comm->p2pRecv || !nodeHash) {
     free(nodeHash);
     return chrFail(ncclSystemError, "out of memory computing topology for %d ranks", n);
   }

@@ -197,7 +197,7 @@ static ncclResult_t startTask(struct taskRun* tr) {
     t->algo->counts(t, c, &cs->nSteps, nRecvs);
     for (int i = 0; i < cs->nLinks; i++) {
       struct linkState* ls = &cs->links[i];
-      ls->link = chrLinkFind(t->comm, c, uses[i].peer, uses[i].isSend);
+      ls->link = chrLinkFind(t->comm, c, &uses[i]);
       if (ls->link == NULL)
         return chrFail(ncclInternalError, "channel %d has no %s link %s rank %d", c, uses[i].isSend ? "send" : "recv",
                        uses[i].isSend ? "to" : "from", uses[i].peer);

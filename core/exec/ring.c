@@ -10,6 +10,7 @@ int chrRingRank(const struct ncclComm* comm, int pos) {
 
 int chrRingLinks(const struct chrCollTask* t, int channel, struct chrLinkUse* uses) {
   const struct chrChannel* ch = &t->comm->channels[channel];
+  memset(uses, 0, 2 * sizeof(*uses));
   uses[CHR_RING_SEND].peer = ch->ringNext;
   uses[CHR_RING_SEND].isSend = 1;
   uses[CHR_RING_RECV].peer = ch->ringPrev;

@@ -35,6 +35,7 @@ struct chrStep {
 struct chrLinkUse {
   int peer;
   int isSend;
+  int p2p; /* a point-to-point link of the comm (comm->p2pSend/p2pRecv), not a channel's ring link */
 };
 
 struct chrCollTask;

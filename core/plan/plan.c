@@ -15,6 +15,7 @@ extern const struct chrAlgo chrRingAllGather;
 extern const struct chrAlgo chrRingBroadcast;
 extern const struct chrAlgo chrRingReduce;
 extern const struct chrAlgo chrLocalAlgo;
+extern const struct chrAlgo chrP2pAlgo;
 
 static const struct chrAlgo* ringAlgoFor(ncclFunc_t func) {
   switch (func) {
@@ -41,7 +42,8 @@ static size_t slotBytes(const struct ncclComm* comm) {
 ncclResult_t chrPlanTask(struct chrCollTask* t) {
   struct ncclComm* comm = t->comm;
   int n = comm->nRanks;
-  t->algo = n == 1 ? &chrLocalAlgo : ringAlgoFor(t->func);
+  int p2p = t->func == ncclFuncSend || t->func == ncclFuncRecv;
+  t->algo = p2p ? &chrP2pAlgo : n == 1 ? &chrLocalAlgo : ringAlgoFor(t->func);
   if (t->algo == NULL) return chrFail(ncclInvalidUsage, "no algorithm for function %d yet", (int)t->func);
   for (int i = 0; i < n; i++)
     if (comm->ringOrder[i] == comm->rank) t->ringPos = i;
@@ -51,7 +53,7 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   /* Host buffers: one thread drives every channel, so more channels add connections, not
    * parallelism; measured on 2 cores, one channel is fastest at every size (docs/perf/host.md).
    * NCCL_MIN_NCHANNELS raises it (capped by NCCL_MAX_NCHANNELS). */
-  t->nChannels = comm->minChannels;
+  t->nChannels = p2p ? 1 : comm->minChannels;
   float steps = n > 1 ? 2.0f * (float)(n - 1) : 0.0f;
   t->estimatedUs = steps * NET_LATENCY_US + (n > 1 ? steps / (float)n * (float)bytes / (NET_BW_GBS * 1e3f) : 0.0f);
   TRACE(NCCL_COLL, "plan: func %d count %zu type %d -> %s, %d channels, chunk %zu elems, est %.1f us", (int)t->func,

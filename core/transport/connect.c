@@ -121,34 +121,42 @@ fail_listen:
   return res;
 }
 
-static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch) {
-  const struct chrTransportOps* sendOps;
-  const struct chrTransportOps* recvOps;
+ncclResult_t chrTransportConnectPeers(struct ncclComm* comm, int channel, int sendPeer, int recvPeer,
+                                      struct chrLink** sendOut, struct chrLink** recvOut) {
+  const struct chrTransportOps* sendOps = NULL;
+  const struct chrTransportOps* recvOps = NULL;
   struct chrLink* send = NULL;
   struct chrLink* recv = NULL;
   ncclResult_t res = ncclSuccess;
   size_t step = chrTransportStepSize();
-  CHECK(chrTransportPick(comm, ch->ringNext, &sendOps));
-  CHECK(chrTransportPick(comm, ch->ringPrev, &recvOps));
+  if (sendPeer >= 0) CHECK(chrTransportPick(comm, sendPeer, &sendOps));
+  if (recvPeer >= 0) CHECK(chrTransportPick(comm, recvPeer, &recvOps));
   int sendShm = sendOps == &chrShmTransportOps, recvShm = recvOps == &chrShmTransportOps;
+  int sendNet = sendOps == &chrNetTransportOps, recvNet = recvOps == &chrNetTransportOps;
 
+  /* Both ends of a pair pick the same transport, and every rank connects shm before net, so the
+   * bootstrap exchanges of the two phases pair up. */
   if (sendShm || recvShm)
-    CHECK(chrShmConnectPair(comm, ch->id, sendShm ? ch->ringNext : -1, recvShm ? ch->ringPrev : -1, step,
+    CHECK(chrShmConnectPair(comm, channel, sendShm ? sendPeer : -1, recvShm ? recvPeer : -1, step,
                             sendShm ? &send : NULL, recvShm ? &recv : NULL));
-  if (!sendShm || !recvShm)
-    CHECK_GOTO(chrNetConnectPair(comm, ch->id, sendShm ? -1 : ch->ringNext, recvShm ? -1 : ch->ringPrev, step,
-                                 sendShm ? NULL : &send, recvShm ? NULL : &recv), res, fail_close_shm);
-  ch->ringSend = send;
-  ch->ringRecv = recv;
-  INFO(NCCL_INIT | (sendShm || recvShm ? NCCL_SHM : 0) | (sendShm && recvShm ? 0 : NCCL_NET),
-       "channel %02d: rank %d -> %d via %s -> %d via %s, %d x %zu B slots", ch->id, ch->ringPrev, comm->rank,
-       recvOps->name, ch->ringNext, sendOps->name, CHR_STEPS, step);
+  if (sendNet || recvNet)
+    CHECK_GOTO(chrNetConnectPair(comm, channel, sendNet ? sendPeer : -1, recvNet ? recvPeer : -1, step,
+                                 sendNet ? &send : NULL, recvNet ? &recv : NULL), res, fail_close_shm);
+  if (sendOut) *sendOut = send;
+  if (recvOut) *recvOut = recv;
+  INFO(NCCL_INIT | (sendShm || recvShm ? NCCL_SHM : 0) | (sendNet || recvNet ? NCCL_NET : 0),
+       "channel %02d: rank %d -> %d via %s -> %d via %s, %d x %zu B slots", channel, recvPeer, comm->rank,
+       recvOps ? recvOps->name : "-", sendPeer, sendOps ? sendOps->name : "-", CHR_STEPS, step);
   return ncclSuccess;
 
 fail_close_shm:
   if (send) send->ops->close(send);
   if (recv) recv->ops->close(recv);
   return res;
+}
+
+static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch) {
+  return chrTransportConnectPeers(comm, ch->id, ch->ringNext, ch->ringPrev, &ch->ringSend, &ch->ringRecv);
 }
 
 ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels) {
@@ -162,6 +170,11 @@ ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels) {
 }
 
 void chrTransportCloseAll(struct ncclComm* comm) {
+  for (int r = 0; comm->p2pSend && r < comm->nRanks; r++) {
+    if (comm->p2pSend[r]) comm->p2pSend[r]->ops->close(comm->p2pSend[r]);
+    if (comm->p2pRecv[r]) comm->p2pRecv[r]->ops->close(comm->p2pRecv[r]);
+    comm->p2pSend[r] = comm->p2pRecv[r] = NULL;
+  }
   for (int c = 0; c < CHR_MAX_CHANNELS; c++) {
     struct chrChannel* ch = &comm->channels[c];
     if (ch->ringSend) ch->ringSend->ops->close(ch->ringSend);

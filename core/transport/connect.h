@@ -19,6 +19,11 @@ ncclResult_t chrTransportPick(struct ncclComm* comm, int peer, const struct chrT
 ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
                                struct chrLink** send, struct chrLink** recv);
 
+/* Connect a send link to sendPeer and a recv link from recvPeer (either may be -1) on `channel`,
+ * each through the transport chrTransportPick chooses. Collective with those two peers. */
+ncclResult_t chrTransportConnectPeers(struct ncclComm* comm, int channel, int sendPeer, int recvPeer,
+                                      struct chrLink** send, struct chrLink** recv);
+
 /* Bytes per slot, from NCCL_BUFFSIZE (whole pages, at least one page per slot). */
 size_t chrTransportStepSize(void);
 

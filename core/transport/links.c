@@ -2,90 +2,145 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "comm/comm.h"
 #include "log/check.h"
 #include "log/log.h"
+#include "transport/connect.h"
 #include "transport/links.h"
 
-struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, int peer, int isSend) {
+struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, const struct chrLinkUse* use) {
+  if (use->peer < 0 || use->peer >= comm->nRanks) return NULL;
+  if (use->p2p) return use->isSend ? comm->p2pSend[use->peer] : comm->p2pRecv[use->peer];
   if (channel < 0 || channel >= CHR_MAX_CHANNELS) return NULL;
   struct chrChannel* ch = &comm->channels[channel];
-  if (isSend && peer == ch->ringNext) return ch->ringSend;
-  if (!isSend && peer == ch->ringPrev) return ch->ringRecv;
+  if (use->isSend && use->peer == ch->ringNext) return ch->ringSend;
+  if (!use->isSend && use->peer == ch->ringPrev) return ch->ringRecv;
   return NULL;
 }
 
-struct connectJob {
+/* What one comm needs connected for a list of tasks. */
+struct commNeeds {
   struct ncclComm* comm;
-  int nChannels; /* ring channels needed */
+  int ringChannels;     /* ring links on channels [0, ringChannels) */
+  uint8_t* p2pSend;     /* nRanks flags */
+  uint8_t* p2pRecv;
   ncclResult_t res;
   char error[1024];
   pthread_t thread;
 };
 
-static void* connectThread(void* arg) {
-  struct connectJob* job = arg;
-  job->res = chrTransportConnectRing(job->comm, job->nChannels);
-  snprintf(job->error, sizeof(job->error), "%s", chrThreadLastError());
-  return NULL;
-}
-
-/* What comm needs: ring links on channels [0, *nChannels); an error for links that are not ring links. */
-static ncclResult_t needs(struct chrCollTask* list, struct ncclComm* comm, int* nChannels) {
-  *nChannels = 0;
+static ncclResult_t collectNeeds(struct chrCollTask* list, struct commNeeds* need) {
+  struct ncclComm* comm = need->comm;
   for (struct chrCollTask* t = list; t; t = t->next) {
     if (t->comm != comm) continue;
     for (int c = 0; c < t->nChannels; c++) {
       struct chrLinkUse uses[CHR_TASK_MAX_LINKS];
+      memset(uses, 0, sizeof(uses));
       int n = t->algo->links(t, c, uses);
       for (int i = 0; i < n; i++) {
+        if (uses[i].p2p) {
+          if (chrLinkFind(comm, c, &uses[i]) == NULL) (uses[i].isSend ? need->p2pSend : need->p2pRecv)[uses[i].peer] = 1;
+          continue;
+        }
         const struct chrChannel* ch = &comm->channels[c];
         int ring = uses[i].isSend ? uses[i].peer == ch->ringNext : uses[i].peer == ch->ringPrev;
         if (!ring)
-          return chrFail(ncclInvalidUsage, "%s needs a %s link %s rank %d: only ring links exist yet", t->algo->name,
-                         uses[i].isSend ? "send" : "recv", uses[i].isSend ? "to" : "from", uses[i].peer);
-        if (c + 1 > *nChannels) *nChannels = c + 1;
+          return chrFail(ncclInternalError, "%s needs a %s link %s rank %d on channel %d that is not a ring link",
+                         t->algo->name, uses[i].isSend ? "send" : "recv", uses[i].isSend ? "to" : "from", uses[i].peer, c);
+        if (chrLinkFind(comm, c, &uses[i]) == NULL && c + 1 > need->ringChannels) need->ringChannels = c + 1;
       }
     }
   }
   return ncclSuccess;
 }
 
+/* Point-to-point links connect in rounds: in round r this rank connects its send link to rank+r
+ * and its receive link from rank-r. The peer rank+r is in the same round receiving from us, so every
+ * pairwise exchange has both ends present and no cycle of waits can form. A rank skips a round only
+ * when it needs neither link, and then (for matched calls) neither peer needs it either. */
+static ncclResult_t connectP2p(struct commNeeds* need) {
+  struct ncclComm* comm = need->comm;
+  int n = comm->nRanks;
+  for (int r = 0; r < n; r++) {
+    int sendPeer = (comm->rank + r) % n;
+    int recvPeer = (comm->rank - r + n) % n;
+    int wantSend = need->p2pSend[sendPeer] && comm->p2pSend[sendPeer] == NULL;
+    int wantRecv = need->p2pRecv[recvPeer] && comm->p2pRecv[recvPeer] == NULL;
+    if (!wantSend && !wantRecv) continue;
+    CHECK(chrTransportConnectPeers(comm, CHR_P2P_CHANNEL, wantSend ? sendPeer : -1, wantRecv ? recvPeer : -1,
+                                   wantSend ? &comm->p2pSend[sendPeer] : NULL,
+                                   wantRecv ? &comm->p2pRecv[recvPeer] : NULL));
+  }
+  return ncclSuccess;
+}
+
+static ncclResult_t connectComm(struct commNeeds* need) {
+  if (need->ringChannels > 0) CHECK(chrTransportConnectRing(need->comm, need->ringChannels));
+  return connectP2p(need);
+}
+
+static void* connectThread(void* arg) {
+  struct commNeeds* need = arg;
+  need->res = connectComm(need);
+  snprintf(need->error, sizeof(need->error), "%s", chrThreadLastError());
+  return NULL;
+}
+
+static int hasWork(const struct commNeeds* need) {
+  if (need->ringChannels > 0) return 1;
+  for (int r = 0; r < need->comm->nRanks; r++)
+    if (need->p2pSend[r] || need->p2pRecv[r]) return 1;
+  return 0;
+}
+
 ncclResult_t chrLinksConnectForTasks(struct chrCollTask* list) {
   int nTasks = 0;
   for (struct chrCollTask* t = list; t; t = t->next) nTasks++;
-  struct connectJob* jobs = calloc((size_t)(nTasks ? nTasks : 1), sizeof(*jobs));
-  if (jobs == NULL) return chrFail(ncclSystemError, "out of memory connecting communicators");
-  int nJobs = 0;
+  struct commNeeds* needs = calloc((size_t)(nTasks ? nTasks : 1), sizeof(*needs));
+  if (needs == NULL) return chrFail(ncclSystemError, "out of memory connecting communicators");
+  int nComms = 0, nJobs = 0;
   ncclResult_t first = ncclSuccess;
   for (struct chrCollTask* t = list; t && first == ncclSuccess; t = t->next) {
     int seen = 0;
-    for (int j = 0; j < nJobs; j++) seen |= jobs[j].comm == t->comm;
-    for (struct chrCollTask* u = list; u != t; u = u->next) seen |= u->comm == t->comm;
+    for (int j = 0; j < nComms; j++) seen |= needs[j].comm == t->comm;
     if (seen) continue;
-    int nCh = 0;
-    first = needs(list, t->comm, &nCh);
-    if (first != ncclSuccess) break;
-    int missing = 0;
-    for (int c = 0; c < nCh; c++) missing |= !t->comm->channels[c].ringSend || !t->comm->channels[c].ringRecv;
-    if (missing) { jobs[nJobs].comm = t->comm; jobs[nJobs].nChannels = nCh; nJobs++; }
+    struct commNeeds* need = &needs[nComms++];
+    need->comm = t->comm;
+    need->p2pSend = calloc((size_t)t->comm->nRanks, 1);
+    need->p2pRecv = calloc((size_t)t->comm->nRanks, 1);
+    if (!need->p2pSend || !need->p2pRecv) first = chrFail(ncclSystemError, "out of memory connecting communicators");
+    else first = collectNeeds(list, need);
   }
+  /* Move the comms that need connecting to the front. */
+  for (int i = 0; i < nComms && first == ncclSuccess; i++)
+    if (hasWork(&needs[i])) {
+      struct commNeeds tmp = needs[nJobs];
+      needs[nJobs++] = needs[i];
+      needs[i] = tmp;
+    }
   if (first == ncclSuccess && nJobs == 1) {
-    first = chrTransportConnectRing(jobs[0].comm, jobs[0].nChannels);
-    if (first != ncclSuccess) chrCommSetAsyncError(jobs[0].comm, first);
+    first = connectComm(&needs[0]);
+    if (first != ncclSuccess) chrCommSetAsyncError(needs[0].comm, first);
   } else if (first == ncclSuccess && nJobs > 1) {
+    /* Connecting blocks on peers; one thread per comm, so a thread driving several comms of the same
+     * job (ncclCommInitAll, nccl-tests -g) does not wait on itself. */
     int started = 0;
     for (; started < nJobs; started++)
-      if (pthread_create(&jobs[started].thread, NULL, connectThread, &jobs[started]) != 0) break;
+      if (pthread_create(&needs[started].thread, NULL, connectThread, &needs[started]) != 0) break;
     if (started < nJobs) first = chrFail(ncclSystemError, "cannot start a thread to connect communicator %d", started);
     for (int j = 0; j < started; j++) {
-      pthread_join(jobs[j].thread, NULL);
-      if (jobs[j].res == ncclSuccess) continue;
-      chrSetLastError("%s", jobs[j].error);
-      chrCommSetAsyncError(jobs[j].comm, jobs[j].res);
-      if (first == ncclSuccess) first = jobs[j].res;
+      pthread_join(needs[j].thread, NULL);
+      if (needs[j].res == ncclSuccess) continue;
+      chrSetLastError("%s", needs[j].error);
+      chrCommSetAsyncError(needs[j].comm, needs[j].res);
+      if (first == ncclSuccess) first = needs[j].res;
     }
   }
-  free(jobs);
+  for (int i = 0; i < nComms; i++) {
+    free(needs[i].p2pSend);
+    free(needs[i].p2pRecv);
+  }
+  free(needs);
   return first;
 }

@@ -7,8 +7,11 @@
 #include "exec/task.h"
 #include "transport/transport.h"
 
-/* The connected link of `comm` on `channel` to (isSend) or from `peer`, or NULL. */
-struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, int peer, int isSend);
+/* The connected link a task's use names, or NULL. */
+struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, const struct chrLinkUse* use);
+
+/* Pseudo channel number of point-to-point links (keeps their bootstrap tags apart from rings'). */
+#define CHR_P2P_CHANNEL 0x800
 
 /* Connect every link the tasks of the list need and do not have yet. Connecting is collective and
  * blocks, so when the list spans several communicators each connects on its own thread; otherwise
