@@ -57,3 +57,12 @@ NCCL_API(const char*, ncclChorusVersionString, void) {
            CHORUS_VERSION_PATCH, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
   return text;
 }
+
+NCCL_API(ncclResult_t, ncclChorusLastPlan, ncclComm_t comm, const char** algo, const char** proto) {
+  if (comm == NULL || comm->magic != CHR_COMM_MAGIC)
+    return chrFail(ncclInvalidArgument, "ncclChorusLastPlan: comm is not a communicator");
+  if (algo == NULL || proto == NULL) return chrFail(ncclInvalidArgument, "ncclChorusLastPlan: NULL output");
+  *algo = comm->lastAlgo ? comm->lastAlgo : "";
+  *proto = comm->lastProto ? comm->lastProto : "";
+  return ncclSuccess;
+}

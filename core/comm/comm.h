@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "nccl.h"
+#include "plugin/common.h"
 #include "transport/transport.h"
 
 #define CHR_COMM_MAGIC 0x43484f52u      /* "CHOR": a live communicator */
@@ -16,6 +17,7 @@
 #define CHR_MAX_CHANNELS 32
 #define CHR_HOSTID_LEN 64
 #define CHR_MAX_USER_REDOPS 64
+#define CHR_P2P_CONNS 2
 
 /* What each rank tells the others at init (exchanged by the bootstrap). Fixed size, no pointers. */
 struct chrPeerInfo {
@@ -65,10 +67,19 @@ struct ncclComm {
   int minChannels;
   struct chrChannel channels[CHR_MAX_CHANNELS];
   int* ringOrder;              /* ranks in ring order */
-  struct chrLink** p2pSend;    /* nRanks entries: send/recv links for point-to-point, made on demand */
-  struct chrLink** p2pRecv;
+  /* Point-to-point links, nRanks entries per connection index, made on demand. Index 0 serves
+   * send/recv; trees use one index per tree, so two trees can use the same peer at once. */
+  struct chrLink** p2pSend[CHR_P2P_CONNS];
+  struct chrLink** p2pRecv[CHR_P2P_CONNS];
 
   struct chrUserRedOp userOps[CHR_MAX_USER_REDOPS];
+
+  /* Tuner hook (the tuner plugin issue sets it): may rewrite the cost table (float[numAlgo][numProto],
+   * microseconds, -1 = cannot run; NCCL's tuner ABI layout) and set *nChannels (0 = keep). */
+  ncclResult_t (*tunerHook)(struct ncclComm* comm, ncclFunc_t func, size_t bytes, float* table, int numAlgo,
+                            int numProto, int* nChannels);
+  const char* lastAlgo;        /* the planner's last choice, for chorus-perf and logs */
+  const char* lastProto;
 
   /* State. asyncError: ncclInProgress while a non-blocking init runs, then its result, or the first
    * asynchronous failure (peer death, abort). */

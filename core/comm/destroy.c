@@ -20,8 +20,10 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   free(comm->peers);
   free(comm->nodeOfRank);
   free(comm->ringOrder);
-  free(comm->p2pSend);
-  free(comm->p2pRecv);
+  for (int k = 0; k < CHR_P2P_CONNS; k++) {
+    free(comm->p2pSend[k]);
+    free(comm->p2pRecv[k]);
+  }
   pthread_mutex_destroy(&comm->lock);
   comm->magic = CHR_COMM_DEAD_MAGIC;
   INFO(NCCL_INIT | NCCL_DESTROY, "comm %p rank %d freed", (void*)comm, comm->rank);

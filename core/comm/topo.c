@@ -42,10 +42,14 @@ ncclResult_t chrTopoCompute(struct ncclComm* comm) {
   int n = comm->nRanks;
   comm->nodeOfRank = calloc((size_t)n, sizeof(int));
   comm->ringOrder = calloc((size_t)n, sizeof(int));
-  comm->p2pSend = calloc((size_t)n, sizeof(struct chrLink*));
-  comm->p2pRecv = calloc((size_t)n, sizeof(struct chrLink*));
+  int linksOk = 1;
+  for (int k = 0; k < CHR_P2P_CONNS; k++) {
+    comm->p2pSend[k] = calloc((size_t)n, sizeof(struct chrLink*));
+    comm->p2pRecv[k] = calloc((size_t)n, sizeof(struct chrLink*));
+    linksOk &= comm->p2pSend[k] != NULL && comm->p2pRecv[k] != NULL;
+  }
   uint64_t* nodeHash = calloc((size_t)n, sizeof(uint64_t));
-  if (!comm->nodeOfRank || !comm->ringOrder || !comm->p2pSend || !comm->p2pRecv || !nodeHash) {
+  if (!comm->nodeOfRank || !comm->ringOrder || !linksOk || !nodeHash) {
     free(nodeHash);
     return chrFail(ncclSystemError, "out of memory computing topology for %d ranks", n);
   }

@@ -193,6 +193,7 @@ static ncclResult_t startTask(struct taskRun* tr) {
     struct chanState* cs = &tr->ch[c];
     struct chrLinkUse uses[CHR_TASK_MAX_LINKS];
     uint64_t nRecvs[CHR_TASK_MAX_LINKS] = {0};
+    memset(uses, 0, sizeof(uses));
     cs->nLinks = t->algo->links(t, c, uses);
     t->algo->counts(t, c, &cs->nSteps, nRecvs);
     for (int i = 0; i < cs->nLinks; i++) {

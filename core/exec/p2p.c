@@ -10,6 +10,7 @@ static int links(const struct chrCollTask* t, int channel, struct chrLinkUse* us
   uses[0].peer = t->root;
   uses[0].isSend = t->func == ncclFuncSend;
   uses[0].p2p = 1;
+  uses[0].conn = 0;
   return 1;
 }
 

@@ -35,7 +35,8 @@ struct chrStep {
 struct chrLinkUse {
   int peer;
   int isSend;
-  int p2p; /* a point-to-point link of the comm (comm->p2pSend/p2pRecv), not a channel's ring link */
+  int p2p;  /* a point-to-point link of the comm (comm->p2pSend/p2pRecv), not a channel's ring link */
+  int conn; /* which point-to-point connection index (0 .. CHR_P2P_CONNS-1) */
 };
 
 struct chrCollTask;

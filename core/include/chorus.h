@@ -15,6 +15,10 @@ extern "C" {
 /* Chorus's own version string, e.g. "chorus 0.1.0 (NCCL API 2.30.7)". */
 const char* ncclChorusVersionString(void);
 
+/* The algorithm and protocol the planner chose for the last collective planned on comm
+ * (e.g. "RING"/"SIMPLE"; "" before any). Tools look it up with dlsym, so they also run on NCCL. */
+ncclResult_t ncclChorusLastPlan(ncclComm_t comm, const char** algo, const char** proto);
+
 #ifdef __cplusplus
 }
 #endif

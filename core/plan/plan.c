@@ -1,12 +1,20 @@
 /*
- * plan.c: the planner. Today: all-reduce runs as a ring on NCCL_MIN_NCHANNELS channels; a step
- * carries at most one staging slot.
- * The estimate is a plain alpha-beta model of the ring: 2(n-1) steps of latency plus 2(n-1)/n of
- * the bytes at the link bandwidth (constants for TCP loopback; measured per transport later).
+ * plan.c: the planner. For each task: which algorithm and protocol, how many channels (lanes), how
+ * large a step, and an estimated time (what ncclGroupSimulateEnd reports).
+ *
+ * Choice: a cost table float[algorithm][protocol] in microseconds, laid out as NCCL's tuner ABI
+ * expects (7 algorithms x 3 protocols, -1 = cannot run), is filled from an alpha-beta model of the
+ * transports this comm uses; NCCL_ALGO / NCCL_PROTO remove entries; a tuner hook may rewrite the table
+ * and the channel count (the tuner plugin issue plugs in there); the smallest entry wins, ties to
+ * the first. If the settings leave nothing that can run, the call fails with a message naming them.
  */
+#include <math.h>
+#include <stdio.h>
 #include "comm/comm.h"
 #include "config/param.h"
+#include "log/check.h"
 #include "log/log.h"
+#include "plan/algo_select.h"
 #include "plan/plan.h"
 
 extern const struct chrAlgo chrRingAllReduce;
@@ -14,8 +22,25 @@ extern const struct chrAlgo chrRingReduceScatter;
 extern const struct chrAlgo chrRingAllGather;
 extern const struct chrAlgo chrRingBroadcast;
 extern const struct chrAlgo chrRingReduce;
+extern const struct chrAlgo chrTreeAllReduce;
+extern const int chrTreeLanes;
 extern const struct chrAlgo chrLocalAlgo;
 extern const struct chrAlgo chrP2pAlgo;
+
+/* Alpha-beta constants per transport, measured with chorus-perf on the 2-core development machine
+ * (docs/perf/host.md): alpha = time per hop of a small message, beta = link bandwidth in GB/s. */
+struct linkModel {
+  float alphaUs;
+  float bwGBs;
+};
+static const struct linkModel shmModel = {2.0f, 4.0f};
+static const struct linkModel netModel = {10.0f, 1.2f};
+
+static const char* funcName(ncclFunc_t f) {
+  static const char* names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",
+                                "Send", "Recv", "AlltoAll", "Scatter", "Gather"};
+  return (int)f >= 0 && (int)f <= ncclFuncGather ? names[f] : "?";
+}
 
 static const struct chrAlgo* ringAlgoFor(ncclFunc_t func) {
   switch (func) {
@@ -28,35 +53,105 @@ static const struct chrAlgo* ringAlgoFor(ncclFunc_t func) {
   }
 }
 
-#define NET_LATENCY_US 15.0f
-#define NET_BW_GBS 2.0f
-
-static size_t slotBytes(const struct ncclComm* comm) {
-  struct chrChannel const* ch = &comm->channels[0];
-  if (ch->ringSend) return ch->ringSend->stepSize;
+static size_t slotBytes(void) {
   int64_t buff = chrParamInt(CHR_P_BUFFSIZE);
   if (buff < CHR_STEPS * 4096) buff = CHR_STEPS * 4096;
   return ((size_t)buff / CHR_STEPS) & ~(size_t)4095;
 }
 
+/* The slowest link decides: a comm spread over hosts pays net costs on its ring. */
+static struct linkModel modelOf(const struct ncclComm* comm) {
+  return comm->nNodes > 1 ? netModel : shmModel;
+}
+
+/* Estimated microseconds of `algo` for the task, or -1 when Chorus cannot run it. */
+static float estimate(const struct chrCollTask* t, int algo, size_t bytes) {
+  int n = t->comm->nRanks;
+  struct linkModel m = modelOf(t->comm);
+  float b = (float)bytes / (m.bwGBs * 1e3f); /* microseconds to move `bytes` over one link */
+  if (algo == CHR_ALGO_RING) {
+    switch (t->func) {
+      case ncclFuncAllReduce: return 2.0f * (n - 1) * m.alphaUs + 2.0f * (n - 1) / n * b;
+      case ncclFuncAllGather:
+      case ncclFuncReduceScatter: return (n - 1) * m.alphaUs + (float)(n - 1) / n * b;
+      case ncclFuncBroadcast:
+      case ncclFuncReduce: return (n - 1) * m.alphaUs + b;
+      default: return -1.0f;
+    }
+  }
+  if (algo == CHR_ALGO_TREE && t->func == ncclFuncAllReduce && n > 1) {
+    float depth = ceilf(log2f((float)n));
+    /* Each rank moves about the whole buffer up and down, and the inner nodes reduce two inputs. */
+    return 2.0f * depth * m.alphaUs + 1.5f * b;
+  }
+  return -1.0f;
+}
+
 ncclResult_t chrPlanTask(struct chrCollTask* t) {
   struct ncclComm* comm = t->comm;
   int n = comm->nRanks;
-  int p2p = t->func == ncclFuncSend || t->func == ncclFuncRecv;
-  t->algo = p2p ? &chrP2pAlgo : n == 1 ? &chrLocalAlgo : ringAlgoFor(t->func);
-  if (t->algo == NULL) return chrFail(ncclInvalidUsage, "no algorithm for function %d yet", (int)t->func);
+  size_t slot = slotBytes();
+  t->chunkElems = slot / t->typeSize;
+  size_t bytes = t->count * t->typeSize;
+  if (t->func == ncclFuncAllGather || t->func == ncclFuncReduceScatter) bytes *= (size_t)n;
+
+  if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
+    struct linkModel m = t->root == comm->rank ? shmModel : modelOf(comm);
+    t->algo = &chrP2pAlgo;
+    t->nChannels = 1;
+    t->estimatedUs = m.alphaUs + (float)bytes / (m.bwGBs * 1e3f);
+    return ncclSuccess;
+  }
+  if (n == 1) {
+    t->algo = &chrLocalAlgo;
+    t->nChannels = 1;
+    t->estimatedUs = (float)bytes / 5e3f; /* one local pass */
+    return ncclSuccess;
+  }
+
+  unsigned algos = 0, protos = 0;
+  CHECK(chrAllowedAlgos(t->func, &algos));
+  CHECK(chrAllowedProtos(t->func, &protos));
+  float table[CHR_NUM_ALGOS][CHR_NUM_PROTOS];
+  int runnable = 0;
+  for (int a = 0; a < CHR_NUM_ALGOS; a++)
+    for (int p = 0; p < CHR_NUM_PROTOS; p++) {
+      /* The host executor has one protocol: whole slots with completion counters (SIMPLE). */
+      float us = p == CHR_PROTO_SIMPLE ? estimate(t, a, bytes) : -1.0f;
+      if (us >= 0.0f) runnable = 1;
+      if (!(algos & (1u << a)) || !(protos & (1u << p))) us = -1.0f;
+      table[a][p] = us;
+    }
+  int nChannels = 0;
+  if (comm->tunerHook) CHECK(comm->tunerHook(comm, t->func, bytes, &table[0][0], CHR_NUM_ALGOS, CHR_NUM_PROTOS, &nChannels));
+  int bestA = -1, bestP = -1;
+  for (int a = 0; a < CHR_NUM_ALGOS; a++)
+    for (int p = 0; p < CHR_NUM_PROTOS; p++)
+      if (table[a][p] >= 0.0f && (bestA < 0 || table[a][p] < table[bestA][bestP])) { bestA = a; bestP = p; }
+  if (bestA < 0)
+    return chrFail(ncclInvalidUsage, "%s: NCCL_ALGO=\"%s\" NCCL_PROTO=\"%s\" leave no algorithm Chorus can run on %d ranks "
+                   "(%s; host buffers use protocol SIMPLE)", funcName(t->func), chrParamStr(CHR_P_ALGO),
+                   chrParamStr(CHR_P_PROTO), n,
+                   runnable ? (t->func == ncclFuncAllReduce ? "all-reduce runs as RING or TREE" : "this runs as RING")
+                            : "no algorithm");
+  if (bestA == CHR_ALGO_TREE) {
+    t->algo = &chrTreeAllReduce;
+    t->nChannels = chrTreeLanes;
+  } else {
+    t->algo = ringAlgoFor(t->func);
+    /* Host buffers: one thread drives every channel, so more channels add connections, not
+     * parallelism; measured on 2 cores, one channel is fastest (docs/perf/host.md).
+     * NCCL_MIN_NCHANNELS or a tuner raises it (capped by NCCL_MAX_NCHANNELS). */
+    t->nChannels = nChannels > 0 ? nChannels : comm->minChannels;
+    if (t->nChannels > comm->nChannels) t->nChannels = comm->nChannels;
+  }
+  t->estimatedUs = table[bestA][bestP];
+  comm->lastAlgo = chrAlgoName(bestA);
+  comm->lastProto = chrProtoName(bestP);
   for (int i = 0; i < n; i++)
     if (comm->ringOrder[i] == comm->rank) t->ringPos = i;
-  size_t bytes = t->count * t->typeSize;
-  size_t slot = slotBytes(comm);
-  t->chunkElems = slot / t->typeSize;
-  /* Host buffers: one thread drives every channel, so more channels add connections, not
-   * parallelism; measured on 2 cores, one channel is fastest at every size (docs/perf/host.md).
-   * NCCL_MIN_NCHANNELS raises it (capped by NCCL_MAX_NCHANNELS). */
-  t->nChannels = p2p ? 1 : comm->minChannels;
-  float steps = n > 1 ? 2.0f * (float)(n - 1) : 0.0f;
-  t->estimatedUs = steps * NET_LATENCY_US + (n > 1 ? steps / (float)n * (float)bytes / (NET_BW_GBS * 1e3f) : 0.0f);
-  TRACE(NCCL_COLL, "plan: func %d count %zu type %d -> %s, %d channels, chunk %zu elems, est %.1f us", (int)t->func,
-        t->count, (int)t->type, t->algo->name, t->nChannels, t->chunkElems, t->estimatedUs);
+  TRACE(NCCL_COLL | NCCL_TUNING, "%s count %zu type %d -> %s/%s, %d channels, chunk %zu elems, est %.1f us",
+        funcName(t->func), t->count, (int)t->type, chrAlgoName(bestA), chrProtoName(bestP), t->nChannels, t->chunkElems,
+        t->estimatedUs);
   return ncclSuccess;
 }

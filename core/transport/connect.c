@@ -170,10 +170,15 @@ ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels) {
 }
 
 void chrTransportCloseAll(struct ncclComm* comm) {
-  for (int r = 0; comm->p2pSend && r < comm->nRanks; r++) {
-    if (comm->p2pSend[r]) comm->p2pSend[r]->ops->close(comm->p2pSend[r]);
-    if (comm->p2pRecv[r]) comm->p2pRecv[r]->ops->close(comm->p2pRecv[r]);
-    comm->p2pSend[r] = comm->p2pRecv[r] = NULL;
+  for (int k = 0; k < CHR_P2P_CONNS; k++) {
+    for (int r = 0; comm->p2pSend[k] && r < comm->nRanks; r++) {
+      if (comm->p2pSend[k][r]) comm->p2pSend[k][r]->ops->close(comm->p2pSend[k][r]);
+      comm->p2pSend[k][r] = NULL;
+    }
+    for (int r = 0; comm->p2pRecv[k] && r < comm->nRanks; r++) {
+      if (comm->p2pRecv[k][r]) comm->p2pRecv[k][r]->ops->close(comm->p2pRecv[k][r]);
+      comm->p2pRecv[k][r] = NULL;
+    }
   }
   for (int c = 0; c < CHR_MAX_CHANNELS; c++) {
     struct chrChannel* ch = &comm->channels[c];

@@ -11,7 +11,10 @@
 
 struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, const struct chrLinkUse* use) {
   if (use->peer < 0 || use->peer >= comm->nRanks) return NULL;
-  if (use->p2p) return use->isSend ? comm->p2pSend[use->peer] : comm->p2pRecv[use->peer];
+  if (use->p2p) {
+    if (use->conn < 0 || use->conn >= CHR_P2P_CONNS) return NULL;
+    return use->isSend ? comm->p2pSend[use->conn][use->peer] : comm->p2pRecv[use->conn][use->peer];
+  }
   if (channel < 0 || channel >= CHR_MAX_CHANNELS) return NULL;
   struct chrChannel* ch = &comm->channels[channel];
   if (use->isSend && use->peer == ch->ringNext) return ch->ringSend;
@@ -23,7 +26,7 @@ struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, const struct chr
 struct commNeeds {
   struct ncclComm* comm;
   int ringChannels;     /* ring links on channels [0, ringChannels) */
-  uint8_t* p2pSend;     /* nRanks flags */
+  uint8_t* p2pSend;     /* CHR_P2P_CONNS x nRanks flags */
   uint8_t* p2pRecv;
   ncclResult_t res;
   char error[1024];
@@ -40,7 +43,8 @@ static ncclResult_t collectNeeds(struct chrCollTask* list, struct commNeeds* nee
       int n = t->algo->links(t, c, uses);
       for (int i = 0; i < n; i++) {
         if (uses[i].p2p) {
-          if (chrLinkFind(comm, c, &uses[i]) == NULL) (uses[i].isSend ? need->p2pSend : need->p2pRecv)[uses[i].peer] = 1;
+          size_t idx = (size_t)uses[i].conn * (size_t)comm->nRanks + (size_t)uses[i].peer;
+          if (chrLinkFind(comm, c, &uses[i]) == NULL) (uses[i].isSend ? need->p2pSend : need->p2pRecv)[idx] = 1;
           continue;
         }
         const struct chrChannel* ch = &comm->channels[c];
@@ -62,15 +66,19 @@ static ncclResult_t collectNeeds(struct chrCollTask* list, struct commNeeds* nee
 static ncclResult_t connectP2p(struct commNeeds* need) {
   struct ncclComm* comm = need->comm;
   int n = comm->nRanks;
-  for (int r = 0; r < n; r++) {
-    int sendPeer = (comm->rank + r) % n;
-    int recvPeer = (comm->rank - r + n) % n;
-    int wantSend = need->p2pSend[sendPeer] && comm->p2pSend[sendPeer] == NULL;
-    int wantRecv = need->p2pRecv[recvPeer] && comm->p2pRecv[recvPeer] == NULL;
-    if (!wantSend && !wantRecv) continue;
-    CHECK(chrTransportConnectPeers(comm, CHR_P2P_CHANNEL, wantSend ? sendPeer : -1, wantRecv ? recvPeer : -1,
-                                   wantSend ? &comm->p2pSend[sendPeer] : NULL,
-                                   wantRecv ? &comm->p2pRecv[recvPeer] : NULL));
+  for (int k = 0; k < CHR_P2P_CONNS; k++) {
+    const uint8_t* wantS = need->p2pSend + (size_t)k * (size_t)n;
+    const uint8_t* wantR = need->p2pRecv + (size_t)k * (size_t)n;
+    for (int r = 0; r < n; r++) {
+      int sendPeer = (comm->rank + r) % n;
+      int recvPeer = (comm->rank - r + n) % n;
+      int wantSend = wantS[sendPeer] && comm->p2pSend[k][sendPeer] == NULL;
+      int wantRecv = wantR[recvPeer] && comm->p2pRecv[k][recvPeer] == NULL;
+      if (!wantSend && !wantRecv) continue;
+      CHECK(chrTransportConnectPeers(comm, CHR_P2P_CHANNEL + k, wantSend ? sendPeer : -1, wantRecv ? recvPeer : -1,
+                                     wantSend ? &comm->p2pSend[k][sendPeer] : NULL,
+                                     wantRecv ? &comm->p2pRecv[k][recvPeer] : NULL));
+    }
   }
   return ncclSuccess;
 }
@@ -89,7 +97,7 @@ static void* connectThread(void* arg) {
 
 static int hasWork(const struct commNeeds* need) {
   if (need->ringChannels > 0) return 1;
-  for (int r = 0; r < need->comm->nRanks; r++)
+  for (int r = 0; r < CHR_P2P_CONNS * need->comm->nRanks; r++)
     if (need->p2pSend[r] || need->p2pRecv[r]) return 1;
   return 0;
 }
@@ -107,8 +115,8 @@ ncclResult_t chrLinksConnectForTasks(struct chrCollTask* list) {
     if (seen) continue;
     struct commNeeds* need = &needs[nComms++];
     need->comm = t->comm;
-    need->p2pSend = calloc((size_t)t->comm->nRanks, 1);
-    need->p2pRecv = calloc((size_t)t->comm->nRanks, 1);
+    need->p2pSend = calloc((size_t)CHR_P2P_CONNS * (size_t)t->comm->nRanks, 1);
+    need->p2pRecv = calloc((size_t)CHR_P2P_CONNS * (size_t)t->comm->nRanks, 1);
     if (!need->p2pSend || !need->p2pRecv) first = chrFail(ncclSystemError, "out of memory connecting communicators");
     else first = collectNeeds(list, need);
   }

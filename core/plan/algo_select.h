@@ -1,0 +1,64 @@
+/*
+ * algo_select.h: which algorithms and protocols a collective may use, from NCCL_ALGO / NCCL_PROTO.
+ *
+ * Numbering is NCCL's (the tuner plugin ABI and the profiler depend on it). A mask has bit i set when
+ * algorithm (or protocol) i is allowed.
+ *
+ * Setting syntax (NCCL's, case-insensitive, whitespace around tokens ignored):
+ *   ""                              everything allowed
+ *   "ring,tree"                     exactly these
+ *   "^tree"                         everything but these
+ *   "allreduce:tree;allgather:ring" per operation (broadcast, reduce, allgather, reducescatter,
+ *                                   allreduce); operations not named get everything
+ *   "allreduce:^ring;ring"          a section without "func:" applies to every operation that no other
+ *                                   section names (in any position)
+ * Algorithm names: tree, ring, collnet_direct (collnetdirect), collnet_chain (collnetchain),
+ * collnet (both collnet ones), nvls, nvls_tree (nvlstree), pat. Protocols: ll, ll128, simple.
+ * Empty sections (e.g. a trailing ';') are skipped, as NCCL does.
+ * Errors (ncclInvalidArgument, last error quotes the setting and the token): unknown name, unknown
+ * function, empty name in a list (",ring"), empty list ("allreduce:", "^"), the same function in two
+ * sections, two sections without a function. A valid setting that allows nothing for some operation
+ * is not an error: the mask is 0 and the planner reports it with its context.
+ */
+#ifndef CHORUS_ALGO_SELECT_H_
+#define CHORUS_ALGO_SELECT_H_
+
+#include "nccl.h"
+#include "plugin/common.h"
+
+#define CHR_ALGO_UNDEF (-1)
+#define CHR_ALGO_TREE 0
+#define CHR_ALGO_RING 1
+#define CHR_ALGO_COLLNET_DIRECT 2
+#define CHR_ALGO_COLLNET_CHAIN 3
+#define CHR_ALGO_NVLS 4
+#define CHR_ALGO_NVLS_TREE 5
+#define CHR_ALGO_PAT 6
+#define CHR_NUM_ALGOS 7
+
+#define CHR_PROTO_UNDEF (-1)
+#define CHR_PROTO_LL 0
+#define CHR_PROTO_LL128 1
+#define CHR_PROTO_SIMPLE 2
+#define CHR_NUM_PROTOS 3
+
+#define CHR_ALL_ALGOS ((1u << CHR_NUM_ALGOS) - 1)
+#define CHR_ALL_PROTOS ((1u << CHR_NUM_PROTOS) - 1)
+
+/* "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"; "UNDEF" otherwise. */
+const char* chrAlgoName(int algo);
+/* "LL", "LL128", "SIMPLE"; "UNDEF" otherwise. */
+const char* chrProtoName(int proto);
+
+/* Allowed set for one collective from a setting in the syntax above (NULL = ""). func is
+ * ncclFuncBroadcast..ncclFuncAllReduce; any other func gets every bit (the setting is still checked).
+ * On error *mask is left untouched. */
+ncclResult_t chrAlgoMask(const char* setting, ncclFunc_t func, unsigned* mask);
+ncclResult_t chrProtoMask(const char* setting, ncclFunc_t func, unsigned* mask);
+
+/* The same from the parameters NCCL_ALGO / NCCL_PROTO. A valid setting is parsed once and cached
+ * (keyed by its text, so chrConfigReload is seen); the hit path takes no lock. Thread-safe. */
+ncclResult_t chrAllowedAlgos(ncclFunc_t func, unsigned* mask);
+ncclResult_t chrAllowedProtos(ncclFunc_t func, unsigned* mask);
+
+#endif /* CHORUS_ALGO_SELECT_H_ */
