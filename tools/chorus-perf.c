@@ -8,7 +8,9 @@
  * Only the public NCCL API is used: the same binary runs on NVIDIA's NCCL (with -M cuda there).
  * Timings and wrong-value counts are combined over ranks with ncclAllReduce, so no MPI is needed.
  */
+#include <dlfcn.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +28,22 @@ typedef struct {
   ncclComm_t comm;
   chrPerfBuffers buf;
 } perfRank;
+
+/* Chorus says which algorithm and protocol it chose (a trailing column after nccl-tests' ones).
+ * Looked up at run time, so the same binary runs on NVIDIA's NCCL, which has no such call. */
+typedef ncclResult_t (*lastPlanFn)(ncclComm_t, const char**, const char**);
+static void describePlan(ncclComm_t comm, char* out, size_t len) {
+  static lastPlanFn fn;
+  static int looked;
+  if (!looked) {
+    fn = (lastPlanFn)dlsym(RTLD_DEFAULT, "ncclChorusLastPlan");
+    looked = 1;
+  }
+  const char* algo = "";
+  const char* proto = "";
+  out[0] = '\0';
+  if (fn && fn(comm, &algo, &proto) == ncclSuccess && algo[0]) snprintf(out, len, "%s/%s", algo, proto);
+}
 
 static double nowSec(void) {
   struct timespec ts;
@@ -295,6 +313,7 @@ static int runAll(perfRank* pr, chrPerfReport* report) {
         }
         if (rc) break;
         if (pr->rank == 0) {
+          describePlan(pr->comm, row.plan, sizeof(row.plan));
           chrPerfPrintRow(stdout, &row);
           if (chrPerfReportAdd(report, &row)) rc = 1;
         }

@@ -12,7 +12,7 @@ set(CHORUS_PERF_SOURCES
 add_executable(chorus-perf ${CHORUS_PERF_SOURCES})
 target_include_directories(chorus-perf BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE} ${CMAKE_CURRENT_SOURCE_DIR}
   ${CMAKE_CURRENT_SOURCE_DIR}/perf)
-target_link_libraries(chorus-perf PRIVATE chorus m)
+target_link_libraries(chorus-perf PRIVATE chorus m ${CMAKE_DL_LIBS})
 set_target_properties(chorus-perf PROPERTIES
   BUILD_RPATH "${CMAKE_BINARY_DIR}/lib"
   INSTALL_RPATH "\$ORIGIN/../lib")

@@ -148,6 +148,7 @@ typedef struct {
   int root;
   double timeUs[2], algBw[2], busBw[2]; /* [0] out of place, [1] in place */
   int64_t wrong[2];                     /* -1: not checked */
+  char plan[32];                        /* "RING/SIMPLE": the library's choice, "" when it cannot say */
 } chrPerfRow;
 
 typedef struct {

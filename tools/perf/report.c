@@ -53,6 +53,7 @@ void chrPerfPrintHeader(FILE* f) {
           W_ROOT, "root");
   for (int h = 0; h < 2; h++)
     fprintf(f, "  %*s  %*s  %*s  %*s", W_TIME, "time", W_BW, "algbw", W_BW, "busbw", W_WRONG, "#wrong");
+  fprintf(f, "  %s", "algo/proto");
   fprintf(f, "\n#%*s  %*s  %*s  %*s  %*s", W_SIZE - 1, "(B)", W_COUNT, "(elements)", W_TYPE, "", W_OP, "", W_ROOT, "");
   for (int h = 0; h < 2; h++)
     fprintf(f, "  %*s  %*s  %*s  %*s", W_TIME, "(us)", W_BW, "(GB/s)", W_BW, "(GB/s)", W_WRONG, "");
@@ -71,6 +72,7 @@ void chrPerfPrintRow(FILE* f, const chrPerfRow* row) {
     formatWrong(w, sizeof(w), row->wrong[h]);
     fprintf(f, "  %s  %s  %s  %s", t, a, b, w);
   }
+  if (row->plan[0]) fprintf(f, "  %s", row->plan);
   fprintf(f, "\n");
   fflush(f);
 }
