@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char* const chrTestOpNames[CHR_TOP_COUNT] = {"sum", "prod", "max", "min", "avg", "premulsum(host)",
-                                                   "premulsum(device)"};
+const char* const chrTestOpNames[CHR_TOP_COUNT] = {
+    "sum", "prod", "max", "min", "avg", "premulsum(host)", "premulsum(device)"};
 
 static double* decodeTables[ncclNumTypes];
 static const double prodFactors[6] = {-2, -1, -0.5, 0.5, 1, 2};
@@ -192,10 +192,15 @@ int chrTestRefCompute(const chrTestCase* c, chrTestRef* ref) {
       for (int r = 1; r < n; r++) {
         uint64_t v = genInt(c, r, i);
         switch (c->op) {
-          case CHR_TOP_SUM: case CHR_TOP_AVG: acc += v; break;
+          case CHR_TOP_SUM:
+          case CHR_TOP_AVG: acc += v; break;
           case CHR_TOP_PROD: acc *= v; break;
-          case CHR_TOP_MAX: if (intLess(c, acc, v)) acc = v; break;
-          case CHR_TOP_MIN: if (intLess(c, v, acc)) acc = v; break;
+          case CHR_TOP_MAX:
+            if (intLess(c, acc, v)) acc = v;
+            break;
+          case CHR_TOP_MIN:
+            if (intLess(c, v, acc)) acc = v;
+            break;
           default: acc += v * (uint64_t)chrTestScalarOf(c, r); break;
         }
       }
@@ -211,10 +216,24 @@ int chrTestRefCompute(const chrTestCase* c, chrTestRef* ref) {
     for (int r = 1; r < n; r++) {
       double v = genFloat(c, r, i, &bits, needBits);
       switch (c->op) {
-        case CHR_TOP_SUM: case CHR_TOP_AVG: acc += v; absSum += fabs(v); break;
+        case CHR_TOP_SUM:
+        case CHR_TOP_AVG:
+          acc += v;
+          absSum += fabs(v);
+          break;
         case CHR_TOP_PROD: acc *= v; break;
-        case CHR_TOP_MAX: if (v > acc) { acc = v; bestBits = bits; } break;
-        case CHR_TOP_MIN: if (v < acc) { acc = v; bestBits = bits; } break;
+        case CHR_TOP_MAX:
+          if (v > acc) {
+            acc = v;
+            bestBits = bits;
+          }
+          break;
+        case CHR_TOP_MIN:
+          if (v < acc) {
+            acc = v;
+            bestBits = bits;
+          }
+          break;
         default: acc += v * (double)chrTestScalarOf(c, r); break;
       }
     }
@@ -253,9 +272,17 @@ int chrTestRefMatches(const chrTestCase* c, const chrTestRef* ref, size_t i, uin
 
 void chrTestFillCopy(void* buf, size_t n, int size, uint64_t seed, int rank, size_t offset) {
   switch (size) {
-    case 1: for (size_t i = 0; i < n; i++) ((uint8_t*)buf)[i] = (uint8_t)chrTestRnd(seed, rank, offset + i); break;
-    case 2: for (size_t i = 0; i < n; i++) ((uint16_t*)buf)[i] = (uint16_t)chrTestRnd(seed, rank, offset + i); break;
-    case 4: for (size_t i = 0; i < n; i++) ((uint32_t*)buf)[i] = (uint32_t)chrTestRnd(seed, rank, offset + i); break;
-    default: for (size_t i = 0; i < n; i++) ((uint64_t*)buf)[i] = chrTestRnd(seed, rank, offset + i); break;
+    case 1:
+      for (size_t i = 0; i < n; i++) ((uint8_t*)buf)[i] = (uint8_t)chrTestRnd(seed, rank, offset + i);
+      break;
+    case 2:
+      for (size_t i = 0; i < n; i++) ((uint16_t*)buf)[i] = (uint16_t)chrTestRnd(seed, rank, offset + i);
+      break;
+    case 4:
+      for (size_t i = 0; i < n; i++) ((uint32_t*)buf)[i] = (uint32_t)chrTestRnd(seed, rank, offset + i);
+      break;
+    default:
+      for (size_t i = 0; i < n; i++) ((uint64_t*)buf)[i] = chrTestRnd(seed, rank, offset + i);
+      break;
   }
 }

@@ -14,7 +14,13 @@
 #include "numeric.h"
 
 typedef enum {
-  CHR_TOP_SUM, CHR_TOP_PROD, CHR_TOP_MAX, CHR_TOP_MIN, CHR_TOP_AVG, CHR_TOP_PREMUL_IMM, CHR_TOP_PREMUL_DEV,
+  CHR_TOP_SUM,
+  CHR_TOP_PROD,
+  CHR_TOP_MAX,
+  CHR_TOP_MIN,
+  CHR_TOP_AVG,
+  CHR_TOP_PREMUL_IMM,
+  CHR_TOP_PREMUL_DEV,
   CHR_TOP_COUNT
 } chrTestOp;
 extern const char* const chrTestOpNames[CHR_TOP_COUNT];
@@ -28,9 +34,9 @@ typedef struct {
   size_t count;
   uint64_t seed;
   int nranks;
-  int64_t amp;          /* floats (sum-like ops): |value| <= amp */
-  int active;           /* floats (sum-like ops): ranks per element holding a non-zero value */
-  uint64_t* intBits;    /* small floats: encodings of the integers in [-intRange, intRange] */
+  int64_t amp;       /* floats (sum-like ops): |value| <= amp */
+  int active;        /* floats (sum-like ops): ranks per element holding a non-zero value */
+  uint64_t* intBits; /* small floats: encodings of the integers in [-intRange, intRange] */
   int64_t intRange;
   uint64_t prodBits[6]; /* encodings of the prod factors */
   int extendShift;      /* integers: 64 - bits of the type */

@@ -29,17 +29,17 @@
 #include "nccl.h"
 
 #define MAX_RANKS 16
-#define MARGIN_SEC 10.0  /* beyond CHORUS_TIMEOUT: scheduling on 2 loaded cores, abort, exit */
+#define MARGIN_SEC 10.0 /* beyond CHORUS_TIMEOUT: scheduling on 2 loaded cores, abort, exit */
 
 typedef struct {
-  double startAt;                /* when the victim started its first large all-reduce */
-  double killAt;                 /* just before the victim's SIGKILL */
-  double errorAt[MAX_RANKS];     /* when a survivor saw the error */
-  double abortedAt[MAX_RANKS];   /* when its ncclCommAbort returned */
-  int callResult[MAX_RANKS];     /* what the failing call returned */
-  int asyncResult[MAX_RANKS];    /* ncclCommGetAsyncError after it */
+  double startAt;              /* when the victim started its first large all-reduce */
+  double killAt;               /* just before the victim's SIGKILL */
+  double errorAt[MAX_RANKS];   /* when a survivor saw the error */
+  double abortedAt[MAX_RANKS]; /* when its ncclCommAbort returned */
+  int callResult[MAX_RANKS];   /* what the failing call returned */
+  int asyncResult[MAX_RANKS];  /* ncclCommGetAsyncError after it */
   int abortResult[MAX_RANKS];
-  int iterations[MAX_RANKS];     /* large all-reduces completed before the error */
+  int iterations[MAX_RANKS]; /* large all-reduces completed before the error */
 } sharedState;
 
 typedef struct {
@@ -181,10 +181,14 @@ int main(int argc, char** argv) {
   }
   testArgs a = {atoi(argv[1]), atoi(argv[2]), 1, -1, 40, 64u << 20, 10, NULL};
   for (int i = 3; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--hosts") == 0) a.nhosts = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--bytes") == 0) a.bytes = (size_t)strtod(argv[i + 1], NULL);
-    else if (strcmp(argv[i], "--delay-ms") == 0) a.delayMs = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--deadline") == 0) a.deadlineSec = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--hosts") == 0)
+      a.nhosts = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--bytes") == 0)
+      a.bytes = (size_t)strtod(argv[i + 1], NULL);
+    else if (strcmp(argv[i], "--delay-ms") == 0)
+      a.delayMs = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--deadline") == 0)
+      a.deadlineSec = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[i]);
       return 2;
@@ -290,8 +294,10 @@ int main(int argc, char** argv) {
       continue;
     }
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      if (WIFSIGNALED(st)) fprintf(stderr, "kill test: rank %d killed by signal %d\n", r, WTERMSIG(st));
-      else fprintf(stderr, "kill test: rank %d exited with status %d\n", r, WEXITSTATUS(st));
+      if (WIFSIGNALED(st))
+        fprintf(stderr, "kill test: rank %d killed by signal %d\n", r, WTERMSIG(st));
+      else
+        fprintf(stderr, "kill test: rank %d exited with status %d\n", r, WEXITSTATUS(st));
       failed = 1;
       continue;
     }
