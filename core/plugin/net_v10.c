@@ -2,12 +2,12 @@
  * net_v10.c: presents a v10 net plugin as v12.
  *
  * What changes (reference §2.6): v10's init runs once per process, so the first comm calls it and
- * later comms only count (chrNetAdaptInitOnce); each comm gets a dummy ctx that holds its config,
- * which v10 takes at connect instead of init. listen/connect have no ctx, so the comms handed back
- * are wrapped to remember the library. No finalize (the count drops) and no setNetAttr. The
- * properties gain maxMultiRequestSize = 1 and railId = planeId = -1.
+ * later comms only count; each comm gets a dummy ctx that holds its config, which v10 takes at
+ * connect instead of init. listen/connect have no ctx, so the comms handed back are wrapped to
+ * remember the library. No finalize (the count drops) and no setNetAttr. The properties gain
+ * maxMultiRequestSize = 1 and railId = planeId = -1. The parts every old version shares are in
+ * net_adapt.c; this file has only what is v10's own.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "log/check.h"
@@ -16,87 +16,36 @@
 
 #define OLD(lib) ((const ncclNet_v10_t*)(lib)->native)
 #define COMM(p) ((struct chrNetAdaptComm*)(p))
-#define CTX(p) ((struct chrNetAdaptCtx*)(p))
 
-static ncclResult_t callOldInit(struct chrNetLib* lib, ncclDebugLogger_t logFunction,
-                                ncclProfilerCallback_t profFunction) {
+static ncclResult_t initOld(struct chrNetLib* lib, ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction) {
   return OLD(lib)->init(logFunction, profFunction);
-}
-
-static ncclResult_t initV10(struct chrNetLib* lib, void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config,
-                            ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction) {
-  return chrNetAdaptInitOnce(lib, ctx, config, logFunction, profFunction, callOldInit);
 }
 
 static ncclResult_t getPropertiesV10(struct chrNetLib* lib, int dev, ncclNetProperties_v12_t* props) {
   ncclNetProperties_v10_t p;
   memset(&p, 0, sizeof(p));
   CHECK(OLD(lib)->getProperties(dev, &p));
-  memset(props, 0, sizeof(*props));
-  CHR_NET_COPY_BASE_PROPS(props, &p);
-  props->forceFlush = p.forceFlush;
-  props->vProps.ndevs = p.vProps.ndevs;
-  for (int i = 0; i < p.vProps.ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC_V10; i++) props->vProps.devs[i] = p.vProps.devs[i];
-  props->maxP2pBytes = p.maxP2pBytes;
-  props->maxCollBytes = p.maxCollBytes;
-  props->maxMultiRequestSize = 1;
-  props->railId = -1;
-  props->planeId = -1;
+  CHR_NET_PROPS_FROM_V9(props, &p, NCCL_NET_MAX_DEVS_PER_NIC_V10);
   return ncclSuccess;
 }
 
 static ncclResult_t makeVDeviceV10(struct chrNetLib* lib, int* d, ncclNetVDeviceProps_v12_t* props) {
-  if (props->ndevs < 1 || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC_V10)
-    return chrNetAdaptFail(ncclInvalidUsage, "net plugin %s (ABI v10) can fuse 1..%d devices into a vNIC, not %d",
-                           lib->name, NCCL_NET_MAX_DEVS_PER_NIC_V10, props->ndevs);
-  ncclNetVDeviceProps_v10_t p = {.ndevs = props->ndevs};
-  for (int i = 0; i < props->ndevs; i++) p.devs[i] = props->devs[i];
+  ncclNetVDeviceProps_v10_t p;
+  CHECK(chrNetAdaptNarrowVDevice(lib, props, NCCL_NET_MAX_DEVS_PER_NIC_V10, &p.ndevs, p.devs));
   return OLD(lib)->makeVDevice(d, &p);
 }
 
-static ncclResult_t listenV10(void* ctx, int dev, void* handle, void** listenComm) {
-  struct chrNetLib* lib = CTX(ctx)->lib;
-  void* raw = NULL;
-  *listenComm = NULL;
-  CHECK(OLD(lib)->listen(dev, handle, &raw));
-  ncclResult_t res = chrNetAdaptWrap(lib, raw, listenComm);
-  if (res != ncclSuccess) OLD(lib)->closeListen(raw);
-  return res;
+/* connect and accept get and give the plugin's own comms; net_adapt.c wraps them. The comm's
+ * config, given to init in v12, reaches v10 here. */
+static ncclResult_t connectV10(struct chrNetLib* lib, const struct chrNetAdaptCtx* ctx, int dev, void* handle,
+                               void** sendComm, ncclNetDeviceHandle_v12_t** sendDevComm) {
+  ncclNetCommConfig_v10_t config = {.trafficClass = ctx->config.trafficClass};
+  return OLD(lib)->connect(dev, &config, handle, sendComm, (ncclNetDeviceHandle_v10_t**)sendDevComm);
 }
 
-static ncclResult_t connectV10(void* ctx, int dev, void* handle, void** sendComm,
-                               ncclNetDeviceHandle_v12_t** sendDevComm) {
-  struct chrNetLib* lib = CTX(ctx)->lib;
-  ncclNetCommConfig_v10_t config = {.trafficClass = CTX(ctx)->config.trafficClass};
-  void* raw = NULL;
-  *sendComm = NULL;
-  CHECK(OLD(lib)->connect(dev, &config, handle, &raw, (ncclNetDeviceHandle_v10_t**)sendDevComm));
-  ncclResult_t res = chrNetAdaptWrap(lib, raw, sendComm);
-  if (res != ncclSuccess) OLD(lib)->closeSend(raw);
-  return res;
-}
-
-static ncclResult_t acceptV10(void* listenComm, void** recvComm, ncclNetDeviceHandle_v12_t** recvDevComm) {
-  struct chrNetLib* lib = COMM(listenComm)->lib;
-  void* raw = NULL;
-  *recvComm = NULL;
-  CHECK(OLD(lib)->accept(COMM(listenComm)->comm, &raw, (ncclNetDeviceHandle_v10_t**)recvDevComm));
-  ncclResult_t res = chrNetAdaptWrap(lib, raw, recvComm);
-  if (res != ncclSuccess) OLD(lib)->closeRecv(raw);
-  return res;
-}
-
-static ncclResult_t regMrV10(void* comm, void* data, size_t size, int type, void** mhandle) {
-  return OLD(COMM(comm)->lib)->regMr(COMM(comm)->comm, data, size, type, mhandle);
-}
-
-static ncclResult_t regMrDmaBufV10(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
-                                   void** mhandle) {
-  return OLD(COMM(comm)->lib)->regMrDmaBuf(COMM(comm)->comm, data, size, type, offset, fd, mhandle);
-}
-
-static ncclResult_t deregMrV10(void* comm, void* mhandle) {
-  return OLD(COMM(comm)->lib)->deregMr(COMM(comm)->comm, mhandle);
+static ncclResult_t acceptV10(struct chrNetLib* lib, void* listenComm, void** recvComm,
+                              ncclNetDeviceHandle_v12_t** recvDevComm) {
+  return OLD(lib)->accept(listenComm, recvComm, (ncclNetDeviceHandle_v10_t**)recvDevComm);
 }
 
 static ncclResult_t isendV10(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
@@ -109,65 +58,13 @@ static ncclResult_t irecvV10(void* recvComm, int n, void** data, size_t* sizes, 
   return OLD(COMM(recvComm)->lib)->irecv(COMM(recvComm)->comm, n, data, sizes, tags, mhandles, phandles, request);
 }
 
-static ncclResult_t iflushV10(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request) {
-  return OLD(COMM(recvComm)->lib)->iflush(COMM(recvComm)->comm, n, data, sizes, mhandles, request);
-}
-
-/* The wrapper is freed whatever the plugin answers: the core never uses a closed comm again. */
-static ncclResult_t closeSendV10(void* sendComm) {
-  ncclResult_t res = OLD(COMM(sendComm)->lib)->closeSend(COMM(sendComm)->comm);
-  free(sendComm);
-  return res;
-}
-
-static ncclResult_t closeRecvV10(void* recvComm) {
-  ncclResult_t res = OLD(COMM(recvComm)->lib)->closeRecv(COMM(recvComm)->comm);
-  free(recvComm);
-  return res;
-}
-
-static ncclResult_t closeListenV10(void* listenComm) {
-  ncclResult_t res = OLD(COMM(listenComm)->lib)->closeListen(COMM(listenComm)->comm);
-  free(listenComm);
-  return res;
-}
-
-static ncclResult_t getDeviceMrV10(void* comm, void* mhandle, void** dptr_mhandle) {
-  return OLD(COMM(comm)->lib)->getDeviceMr(COMM(comm)->comm, mhandle, dptr_mhandle);
-}
-
-static ncclResult_t irecvConsumedV10(void* recvComm, int n, void* request) {
-  return OLD(COMM(recvComm)->lib)->irecvConsumed(COMM(recvComm)->comm, n, request);
-}
-
 ncclResult_t chrNetAdaptV10(struct chrNetLib* lib, const ncclNet_v10_t* t) {
   lib->version = 10;
   CHR_NET_REQUIRE_SLOTS(lib, t);
-  ncclNet_v12_t* n = &lib->table;
-  memset(n, 0, sizeof(*n));
-  n->name = t->name;
-  n->devices = t->devices; /* same signature in every version, no comm involved */
-  n->listen = listenV10;
-  n->connect = connectV10;
-  n->accept = acceptV10;
-  n->regMr = regMrV10;
-  n->regMrDmaBuf = t->regMrDmaBuf ? regMrDmaBufV10 : NULL;
-  n->deregMr = deregMrV10;
-  n->isend = isendV10;
-  n->irecv = irecvV10;
-  n->iflush = t->iflush ? iflushV10 : NULL;
-  n->test = t->test; /* requests are the plugin's own */
-  n->closeSend = closeSendV10;
-  n->closeRecv = closeRecvV10;
-  n->closeListen = closeListenV10;
-  n->getDeviceMr = t->getDeviceMr ? getDeviceMrV10 : NULL;
-  n->irecvConsumed = t->irecvConsumed ? irecvConsumedV10 : NULL;
-  n->finalize = chrNetAdaptFinalize;
-  n->setNetAttr = NULL;
-  lib->native = t;
-  lib->name = t->name;
-  lib->init = initV10;
-  lib->getProperties = getPropertiesV10;
-  lib->makeVDevice = t->makeVDevice ? makeVDeviceV10 : NULL;
+  CHR_NET_COPY_COMMON_SLOTS(&lib->common, t);
+  const struct chrNetAdaptOps ops = {.initOld = initOld, .connect = connectV10, .accept = acceptV10,
+                                     .isend = isendV10, .irecv = irecvV10, .getProperties = getPropertiesV10,
+                                     .makeVDevice = t->makeVDevice ? makeVDeviceV10 : NULL};
+  chrNetAdaptBind(lib, t, t->name, &ops);
   return ncclSuccess;
 }

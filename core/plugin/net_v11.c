@@ -29,25 +29,14 @@ static ncclResult_t getPropertiesV11(struct chrNetLib* lib, int dev, ncclNetProp
   ncclNetProperties_v11_t p;
   memset(&p, 0, sizeof(p));
   CHECK(OLD(lib)->getProperties(dev, &p));
-  memset(props, 0, sizeof(*props));
-  CHR_NET_COPY_BASE_PROPS(props, &p);
-  props->forceFlush = p.forceFlush;
-  props->vProps.ndevs = p.vProps.ndevs;
-  for (int i = 0; i < p.vProps.ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC_V11; i++) props->vProps.devs[i] = p.vProps.devs[i];
-  props->maxP2pBytes = p.maxP2pBytes;
-  props->maxCollBytes = p.maxCollBytes;
-  props->maxMultiRequestSize = p.maxMultiRequestSize;
-  props->railId = -1;
-  props->planeId = -1;
+  CHR_NET_PROPS_FROM_V9(props, &p, NCCL_NET_MAX_DEVS_PER_NIC_V11);
+  props->maxMultiRequestSize = p.maxMultiRequestSize; /* the one field v11 added */
   return ncclSuccess;
 }
 
 static ncclResult_t makeVDeviceV11(struct chrNetLib* lib, int* d, ncclNetVDeviceProps_v12_t* props) {
-  if (props->ndevs < 1 || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC_V11)
-    return chrNetAdaptFail(ncclInvalidUsage, "net plugin %s (ABI v11) can fuse 1..%d devices into a vNIC, not %d",
-                           lib->name, NCCL_NET_MAX_DEVS_PER_NIC_V11, props->ndevs);
-  ncclNetVDeviceProps_v11_t p = {.ndevs = props->ndevs};
-  for (int i = 0; i < props->ndevs; i++) p.devs[i] = props->devs[i];
+  ncclNetVDeviceProps_v11_t p;
+  CHECK(chrNetAdaptNarrowVDevice(lib, props, NCCL_NET_MAX_DEVS_PER_NIC_V11, &p.ndevs, p.devs));
   return OLD(lib)->makeVDevice(d, &p);
 }
 
@@ -80,7 +69,6 @@ ncclResult_t chrNetAdaptV11(struct chrNetLib* lib, const ncclNet_v11_t* t) {
   n->finalize = t->finalize;
   n->setNetAttr = (setNetAttrV12_t)t->setNetAttr;
   lib->native = t;
-  lib->version = 11;
   lib->name = t->name;
   lib->init = initV11;
   lib->getProperties = getPropertiesV11;

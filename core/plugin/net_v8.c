@@ -9,8 +9,8 @@
  *  - irecv never sees NCCL_NET_OPTIONAL_RECV_COMPLETION: *request is reset to NULL first;
  *  - no makeVDevice; the properties gain forceFlush 0, vProps {1, {dev}}, maxP2pBytes 2^30,
  *    maxCollBytes 2^29, maxMultiRequestSize 1, railId = planeId = -1.
+ * The parts every old version shares are in net_adapt.c; this file has only what is v8's own.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "log/check.h"
@@ -19,17 +19,10 @@
 
 #define OLD(lib) ((const ncclNet_v8_t*)(lib)->native)
 #define COMM(p) ((struct chrNetAdaptComm*)(p))
-#define CTX(p) ((struct chrNetAdaptCtx*)(p))
 
-static ncclResult_t callOldInit(struct chrNetLib* lib, ncclDebugLogger_t logFunction,
-                                ncclProfilerCallback_t profFunction) {
+static ncclResult_t initOld(struct chrNetLib* lib, ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction) {
   (void)profFunction; /* v8 has no profiler hook */
   return OLD(lib)->init(logFunction);
-}
-
-static ncclResult_t initV8(struct chrNetLib* lib, void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config,
-                            ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction) {
-  return chrNetAdaptInitOnce(lib, ctx, config, logFunction, profFunction, callOldInit);
 }
 
 static ncclResult_t getPropertiesV8(struct chrNetLib* lib, int dev, ncclNetProperties_v12_t* props) {
@@ -49,48 +42,16 @@ static ncclResult_t getPropertiesV8(struct chrNetLib* lib, int dev, ncclNetPrope
   return ncclSuccess;
 }
 
-static ncclResult_t listenV8(void* ctx, int dev, void* handle, void** listenComm) {
-  struct chrNetLib* lib = CTX(ctx)->lib;
-  void* raw = NULL;
-  *listenComm = NULL;
-  CHECK(OLD(lib)->listen(dev, handle, &raw));
-  ncclResult_t res = chrNetAdaptWrap(lib, raw, listenComm);
-  if (res != ncclSuccess) OLD(lib)->closeListen(raw);
-  return res;
+/* connect and accept get and give the plugin's own comms; net_adapt.c wraps them. */
+static ncclResult_t connectV8(struct chrNetLib* lib, const struct chrNetAdaptCtx* ctx, int dev, void* handle,
+                              void** sendComm, ncclNetDeviceHandle_v12_t** sendDevComm) {
+  (void)ctx; /* v8 has no comm config */
+  return OLD(lib)->connect(dev, handle, sendComm, (ncclNetDeviceHandle_v8_t**)sendDevComm);
 }
 
-static ncclResult_t connectV8(void* ctx, int dev, void* handle, void** sendComm,
-                               ncclNetDeviceHandle_v12_t** sendDevComm) {
-  struct chrNetLib* lib = CTX(ctx)->lib;
-  void* raw = NULL;
-  *sendComm = NULL;
-  CHECK(OLD(lib)->connect(dev, handle, &raw, (ncclNetDeviceHandle_v8_t**)sendDevComm));
-  ncclResult_t res = chrNetAdaptWrap(lib, raw, sendComm);
-  if (res != ncclSuccess) OLD(lib)->closeSend(raw);
-  return res;
-}
-
-static ncclResult_t acceptV8(void* listenComm, void** recvComm, ncclNetDeviceHandle_v12_t** recvDevComm) {
-  struct chrNetLib* lib = COMM(listenComm)->lib;
-  void* raw = NULL;
-  *recvComm = NULL;
-  CHECK(OLD(lib)->accept(COMM(listenComm)->comm, &raw, (ncclNetDeviceHandle_v8_t**)recvDevComm));
-  ncclResult_t res = chrNetAdaptWrap(lib, raw, recvComm);
-  if (res != ncclSuccess) OLD(lib)->closeRecv(raw);
-  return res;
-}
-
-static ncclResult_t regMrV8(void* comm, void* data, size_t size, int type, void** mhandle) {
-  return OLD(COMM(comm)->lib)->regMr(COMM(comm)->comm, data, size, type, mhandle);
-}
-
-static ncclResult_t regMrDmaBufV8(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
-                                   void** mhandle) {
-  return OLD(COMM(comm)->lib)->regMrDmaBuf(COMM(comm)->comm, data, size, type, offset, fd, mhandle);
-}
-
-static ncclResult_t deregMrV8(void* comm, void* mhandle) {
-  return OLD(COMM(comm)->lib)->deregMr(COMM(comm)->comm, mhandle);
+static ncclResult_t acceptV8(struct chrNetLib* lib, void* listenComm, void** recvComm,
+                             ncclNetDeviceHandle_v12_t** recvDevComm) {
+  return OLD(lib)->accept(listenComm, recvComm, (ncclNetDeviceHandle_v8_t**)recvDevComm);
 }
 
 static ncclResult_t isendV8(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
@@ -122,65 +83,13 @@ static ncclResult_t irecvV8(void* recvComm, int n, void** data, size_t* sizes, i
   return OLD(lib)->irecv(COMM(recvComm)->comm, n, data, intSizes, tags, mhandles, request);
 }
 
-static ncclResult_t iflushV8(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request) {
-  return OLD(COMM(recvComm)->lib)->iflush(COMM(recvComm)->comm, n, data, sizes, mhandles, request);
-}
-
-/* The wrapper is freed whatever the plugin answers: the core never uses a closed comm again. */
-static ncclResult_t closeSendV8(void* sendComm) {
-  ncclResult_t res = OLD(COMM(sendComm)->lib)->closeSend(COMM(sendComm)->comm);
-  free(sendComm);
-  return res;
-}
-
-static ncclResult_t closeRecvV8(void* recvComm) {
-  ncclResult_t res = OLD(COMM(recvComm)->lib)->closeRecv(COMM(recvComm)->comm);
-  free(recvComm);
-  return res;
-}
-
-static ncclResult_t closeListenV8(void* listenComm) {
-  ncclResult_t res = OLD(COMM(listenComm)->lib)->closeListen(COMM(listenComm)->comm);
-  free(listenComm);
-  return res;
-}
-
-static ncclResult_t getDeviceMrV8(void* comm, void* mhandle, void** dptr_mhandle) {
-  return OLD(COMM(comm)->lib)->getDeviceMr(COMM(comm)->comm, mhandle, dptr_mhandle);
-}
-
-static ncclResult_t irecvConsumedV8(void* recvComm, int n, void* request) {
-  return OLD(COMM(recvComm)->lib)->irecvConsumed(COMM(recvComm)->comm, n, request);
-}
-
 ncclResult_t chrNetAdaptV8(struct chrNetLib* lib, const ncclNet_v8_t* t) {
   lib->version = 8;
   CHR_NET_REQUIRE_SLOTS(lib, t);
-  ncclNet_v12_t* n = &lib->table;
-  memset(n, 0, sizeof(*n));
-  n->name = t->name;
-  n->devices = t->devices; /* same signature in every version, no comm involved */
-  n->listen = listenV8;
-  n->connect = connectV8;
-  n->accept = acceptV8;
-  n->regMr = regMrV8;
-  n->regMrDmaBuf = t->regMrDmaBuf ? regMrDmaBufV8 : NULL;
-  n->deregMr = deregMrV8;
-  n->isend = isendV8;
-  n->irecv = irecvV8;
-  n->iflush = t->iflush ? iflushV8 : NULL;
-  n->test = t->test; /* requests are the plugin's own */
-  n->closeSend = closeSendV8;
-  n->closeRecv = closeRecvV8;
-  n->closeListen = closeListenV8;
-  n->getDeviceMr = t->getDeviceMr ? getDeviceMrV8 : NULL;
-  n->irecvConsumed = t->irecvConsumed ? irecvConsumedV8 : NULL;
-  n->finalize = chrNetAdaptFinalize;
-  n->setNetAttr = NULL;
-  lib->native = t;
-  lib->name = t->name;
-  lib->init = initV8;
-  lib->getProperties = getPropertiesV8;
-  lib->makeVDevice = NULL; /* v8 has no such slot */
+  CHR_NET_COPY_COMMON_SLOTS(&lib->common, t);
+  const struct chrNetAdaptOps ops = {.initOld = initOld, .connect = connectV8, .accept = acceptV8,
+                                     .isend = isendV8, .irecv = irecvV8, .getProperties = getPropertiesV8,
+                                     .makeVDevice = NULL /* v8 has no such slot */};
+  chrNetAdaptBind(lib, t, t->name, &ops);
   return ncclSuccess;
 }
