@@ -232,6 +232,8 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
       return launchFailed(pr, c->ncclFunction, res);
   if (chrPerfSync(&pr->buf)) return 1;
   double sec = (nowSec() - t0) / ((double)o->iters * o->agg);
+  /* Ask now, before the small all-reduce that combines the times is planned. */
+  if (!inPlace) describePlan(pr->comm, row->plan, sizeof(row->plan));
   if (combineTime(pr, &sec)) return 1;
 
   row->timeUs[inPlace] = sec * 1e6;
@@ -313,7 +315,6 @@ static int runAll(perfRank* pr, chrPerfReport* report) {
         }
         if (rc) break;
         if (pr->rank == 0) {
-          describePlan(pr->comm, row.plan, sizeof(row.plan));
           chrPerfPrintRow(stdout, &row);
           if (chrPerfReportAdd(report, &row)) rc = 1;
         }
