@@ -43,7 +43,7 @@ struct chanState {
 struct taskRun {
   struct chrCollTask* task;
   int started, finished;
-  struct chanState ch[CHR_MAX_CHANNELS];
+  struct chanState* ch; /* task->nChannels entries */
 };
 
 struct commRun {
@@ -188,7 +188,7 @@ static int channelDone(const struct chanState* cs) {
 static ncclResult_t startTask(struct taskRun* tr) {
   struct chrCollTask* t = tr->task;
   CHECK(resolveOp(t));
-  memset(tr->ch, 0, sizeof(tr->ch));
+  memset(tr->ch, 0, (size_t)t->nChannels * sizeof(tr->ch[0]));
   for (int c = 0; c < t->nChannels; c++) {
     struct chanState* cs = &tr->ch[c];
     struct chrLinkUse uses[CHR_TASK_MAX_LINKS];
@@ -273,17 +273,45 @@ static ncclResult_t failRun(struct commRun* run, ncclResult_t res) {
   return res;
 }
 
-static void freeRuns(struct commRun* runs, int nComms) {
-  for (int i = 0; i < nComms; i++) free(runs[i].tasks);
-  free(runs);
+/* The run state of one call lives in a per-thread scratch area that grows and is reused, so the
+ * launch path allocates nothing once warm (a thread runs one group at a time). */
+static __thread char* scratch;
+static __thread size_t scratchSize;
+static pthread_key_t scratchKey; /* frees a thread's scratch when the thread exits */
+static pthread_once_t scratchKeyOnce = PTHREAD_ONCE_INIT;
+
+static void scratchKeyCreate(void) { pthread_key_create(&scratchKey, free); }
+
+static void* scratchZeroed(size_t bytes) {
+  if (bytes > scratchSize) {
+    size_t size = bytes < 4096 ? 4096 : bytes * 2;
+    char* p = realloc(scratch, size);
+    if (p == NULL) return NULL;
+    scratch = p;
+    scratchSize = size;
+    pthread_once(&scratchKeyOnce, scratchKeyCreate);
+    pthread_setspecific(scratchKey, scratch);
+  }
+  memset(scratch, 0, bytes);
+  return scratch;
 }
+
+#define ALIGN_UP(x) (((x) + 63) & ~(size_t)63)
 
 /* Group the list by communicator, keeping call order inside each. */
 static ncclResult_t buildRuns(struct chrCollTask* list, struct commRun** out, int* nOut) {
-  int nComms = 0, nTasks = 0;
-  for (struct chrCollTask* t = list; t; t = t->next) nTasks++;
-  struct commRun* runs = calloc((size_t)(nTasks ? nTasks : 1), sizeof(*runs));
-  if (runs == NULL) return chrFail(ncclSystemError, "out of memory starting %d operations", nTasks);
+  int nComms = 0, nTasks = 0, nChannels = 0;
+  for (struct chrCollTask* t = list; t; t = t->next) {
+    nTasks++;
+    nChannels += t->nChannels;
+  }
+  size_t runsBytes = ALIGN_UP((size_t)nTasks * sizeof(struct commRun));
+  size_t tasksBytes = ALIGN_UP((size_t)nTasks * sizeof(struct taskRun));
+  char* mem = scratchZeroed(runsBytes + tasksBytes + (size_t)nChannels * sizeof(struct chanState));
+  if (mem == NULL) return chrFail(ncclSystemError, "out of memory starting %d operations", nTasks);
+  struct commRun* runs = (struct commRun*)mem;
+  struct taskRun* taskRuns = (struct taskRun*)(mem + runsBytes);
+  struct chanState* chans = (struct chanState*)(mem + runsBytes + tasksBytes);
   for (struct chrCollTask* t = list; t; t = t->next) {
     int i;
     for (i = 0; i < nComms; i++)
@@ -291,17 +319,21 @@ static ncclResult_t buildRuns(struct chrCollTask* list, struct commRun** out, in
     if (i == nComms) runs[nComms++].comm = t->comm;
     runs[i].nTasks++;
   }
+  int used = 0;
   for (int i = 0; i < nComms; i++) {
-    runs[i].tasks = calloc((size_t)runs[i].nTasks, sizeof(struct taskRun));
-    if (runs[i].tasks == NULL) {
-      freeRuns(runs, nComms);
-      return chrFail(ncclSystemError, "out of memory starting %d operations", nTasks);
-    }
+    runs[i].tasks = taskRuns + used;
+    used += runs[i].nTasks;
     runs[i].nTasks = 0;
   }
   for (struct chrCollTask* t = list; t; t = t->next)
     for (int i = 0; i < nComms; i++)
-      if (runs[i].comm == t->comm) { runs[i].tasks[runs[i].nTasks++].task = t; break; }
+      if (runs[i].comm == t->comm) {
+        struct taskRun* tr = &runs[i].tasks[runs[i].nTasks++];
+        tr->task = t;
+        tr->ch = chans;
+        chans += t->nChannels;
+        break;
+      }
   *out = runs;
   *nOut = nComms;
   return ncclSuccess;
@@ -313,10 +345,7 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
   int nComms = 0;
   CHECK(buildRuns(list, &runs, &nComms));
   ncclResult_t first = chrLinksConnectForTasks(list);
-  if (first != ncclSuccess) {
-    freeRuns(runs, nComms);
-    return first;
-  }
+  if (first != ncclSuccess) return first;
   uint64_t timeoutNs = (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
   uint64_t now = chrNowNs(), idleSince = now;
   for (int i = 0; i < nComms; i++) runs[i].lastProgressNs = now;
@@ -350,6 +379,5 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
     if (anyProgress) idleSince = chrNowNs();
     else if (active > 0) chrIdleWait(chrNowNs() - idleSince);
   }
-  freeRuns(runs, nComms);
   return first;
 }

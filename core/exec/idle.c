@@ -10,6 +10,14 @@ uint64_t chrNowNs(void) {
 }
 
 void chrIdleWait(uint64_t idleNs) {
+  if (idleNs < 3000) {
+    /* A peer usually answers within a few microseconds: spinning keeps the core (a yield is a
+     * system call and may hand the core to another process for a whole time slice). */
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return;
+  }
   if (idleNs < 20000) {
     sched_yield();
     return;
