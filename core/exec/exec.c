@@ -95,8 +95,9 @@ static void runStep(const struct chrCollTask* t, const struct chrStep* st, void*
     }
     chrReduce(&t->op, outs[0], dst1, first, st->local, st->count);
   } else if (st->nRecv == 1) {
-    if (outs[0] != recvSlots[0]) memcpy(outs[0], recvSlots[0], bytes);
-    if (dst1 && dst1 != recvSlots[0]) memcpy(dst1, recvSlots[0], bytes);
+    /* Forwarding (all-gather, broadcast, the down pass of trees): one read of the slot, two writes. */
+    if (dst1) chrReduce(&t->opNoPre, outs[0], dst1, NULL, recvSlots[0], st->count);
+    else memcpy(outs[0], recvSlots[0], bytes);
   } else {
     chrReduce(&t->opNoPre, outs[0], dst1, recvSlots[0], recvSlots[1], st->count);
     for (int k = 2; k < st->nRecv; k++) chrReduce(&t->opNoPre, outs[0], dst1, outs[0], recvSlots[k], st->count);

@@ -1,6 +1,6 @@
 /*
- * colls_data.c: data generation and references for test_colls (see colls_data.h). The design is
- * test_allreduce.c's; it lives here so the tests of every reducing collective share one copy.
+ * colls_data.c: data generation and references for test_allreduce and test_colls (see colls_data.h),
+ * one copy shared by the tests of every reducing collective.
  */
 #include "colls_data.h"
 
@@ -69,6 +69,22 @@ int chrTestIsPremul(chrTestOp op) { return op == CHR_TOP_PREMUL_IMM || op == CHR
 
 /* Any value for integers (products wrap exactly); 1..3 for floats (kept inside the exact range). */
 int64_t chrTestScalarOf(const chrTestCase* c, int rank) { return c->t->isFloat ? 1 + rank % 3 : 3 + 7 * (int64_t)rank; }
+
+ncclResult_t chrTestCreateOp(ncclComm_t comm, int rank, const chrTestCase* c, uint64_t* scalar, ncclRedOp_t* op) {
+  static const ncclRedOp_t builtin[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  if (!chrTestIsPremul(c->op)) {
+    *op = builtin[c->op];
+    return ncclSuccess;
+  }
+  uint64_t want = chrNumEncodeInt(c->type, chrTestScalarOf(c, rank));
+  uint64_t decoy = chrNumEncodeInt(c->type, 5);
+  int imm = c->op == CHR_TOP_PREMUL_IMM;
+  *scalar = imm ? want : decoy;
+  ncclResult_t res = ncclRedOpCreatePreMulSum(op, scalar, c->type, imm ? ncclScalarHostImmediate : ncclScalarDevice, comm);
+  if (res != ncclSuccess) return res;
+  *scalar = imm ? decoy : want;
+  return ncclSuccess;
+}
 
 int chrTestCaseInit(chrTestCase* c, ncclDataType_t type, chrTestOp op, size_t count, int nranks, uint64_t seed) {
   memset(c, 0, sizeof(*c));

@@ -1,9 +1,10 @@
 /*
  * colls_data.h: data and independent references for the rank tests of the collectives
- * (test_colls.c). The reducing data follows test_allreduce.c's design: values chosen so that every
- * partial result of the reduction is exact in the type, whatever order the library reduces in, so
- * results compare bit for bit (floats decoded/encoded by tools/perf/numeric.c, never by the library).
- * The copying collectives move random bit patterns (NaNs and all) that must arrive bit for bit.
+ * (test_allreduce.c, test_colls.c). The reducing data is chosen so that every partial result of the
+ * reduction is exact in the type, whatever order the library reduces in, so results compare bit for
+ * bit (floats decoded/encoded by tools/perf/numeric.c, never by the library); avg on floats, whose
+ * 1/n rounds, is checked within a stated bound. The copying collectives move random bit patterns
+ * (NaNs and all) that must arrive bit for bit.
  */
 #ifndef CHORUS_TESTS_COLLS_DATA_H_
 #define CHORUS_TESTS_COLLS_DATA_H_
@@ -63,6 +64,11 @@ uint64_t chrTestGenBits(const chrTestCase* c, int rank, size_t i);
 /* The premulsum scalar of a rank. */
 int64_t chrTestScalarOf(const chrTestCase* c, int rank);
 int chrTestIsPremul(chrTestOp op);
+/* The op of a case on `comm` (a built-in one, or a premulsum created with the rank's scalar, to be
+ * destroyed by the caller). *scalar must stay alive until the op is destroyed: for the "device"
+ * scalar it is set only after creation (the library must read it when the collective runs); the
+ * host-immediate one is overwritten after creation (the library must have copied it). */
+ncclResult_t chrTestCreateOp(ncclComm_t comm, int rank, const chrTestCase* c, uint64_t* scalar, ncclRedOp_t* op);
 /* Allocates and computes the reference of every element of the case. Returns 0, or 1 when out of memory. */
 int chrTestRefCompute(const chrTestCase* c, chrTestRef* ref);
 void chrTestRefFree(chrTestRef* ref);

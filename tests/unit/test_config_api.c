@@ -25,11 +25,11 @@ static void checkIntegers(void) {
   uint16_t u16 = 0;
   uint32_t u32 = 0;
   uint64_t u64 = 0;
-  /* NCCL_BUFFSIZE=1048576 (default): fits 32 bits, not 8 or 16. */
-  EXPECT(ncclParamGetI32(buff, &i32) == ncclSuccess && i32 == 1048576, "I32 %d", i32);
-  EXPECT(ncclParamGetI64(buff, &i64) == ncclSuccess && i64 == 1048576, "I64");
-  EXPECT(ncclParamGetU32(buff, &u32) == ncclSuccess && u32 == 1048576u, "U32");
-  EXPECT(ncclParamGetU64(buff, &u64) == ncclSuccess && u64 == 1048576u, "U64");
+  /* NCCL_BUFFSIZE=4194304 (default): fits 32 bits, not 8 or 16. */
+  EXPECT(ncclParamGetI32(buff, &i32) == ncclSuccess && i32 == 4194304, "I32 %d", i32);
+  EXPECT(ncclParamGetI64(buff, &i64) == ncclSuccess && i64 == 4194304, "I64");
+  EXPECT(ncclParamGetU32(buff, &u32) == ncclSuccess && u32 == 4194304u, "U32");
+  EXPECT(ncclParamGetU64(buff, &u64) == ncclSuccess && u64 == 4194304u, "U64");
   EXPECT(ncclParamGetI8(buff, &i8) == ncclInvalidArgument && i8 == 5, "I8 out of range must fail, untouched");
   EXPECT(strstr(chrThreadLastError(), "out of range"), "last error: %s", chrThreadLastError());
   EXPECT(ncclParamGetI16(buff, &i16) == ncclInvalidArgument, "I16 out of range must fail");
