@@ -4,6 +4,7 @@
  *   test_comm initall N       ncclCommInitAll in one process, then one thread drives all N comms in a group
  *   test_comm errors          bad arguments, use after finalize, group misuse, a failing call in a group
  *   test_comm peerdeath N     the last rank exits after init; the others get an error, then abort returns
+ *   test_comm scalable N      ncclCommInitRankScalable with a list of ids
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,21 @@ static int errorsRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+/* ncclCommInitRankScalable with several ids (every rank holds the same list). */
+static int scalableRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  ncclUniqueId ids[3] = {*id, *id, *id};
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRankScalable(&comm, nranks, rank, 0, ids, NULL) == ncclInvalidArgument);
+  EXPECT(ncclCommInitRankScalable(&comm, nranks, rank, 3, NULL, NULL) == ncclInvalidArgument);
+  EXPECT(ncclCommInitRankScalable(&comm, nranks, rank, 3, ids, NULL) == ncclSuccess);
+  int r = -1, n = 0;
+  EXPECT(ncclCommUserRank(comm, &r) == ncclSuccess && r == rank);
+  EXPECT(ncclCommCount(comm, &n) == ncclSuccess && n == nranks);
+  EXPECT(checkAllReduce(comm, rank, nranks, 4099) == 0);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
 static int peerDeathRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   ncclComm_t comm = NULL;
   EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
@@ -167,6 +183,7 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "nonblocking") == 0) return chrLaunchRanks(n, 1, 60, nonblockingRank, NULL);
   if (strcmp(argv[1], "initall") == 0) return initAll(n);
   if (strcmp(argv[1], "errors") == 0) return chrLaunchRanks(n, 1, 60, errorsRank, NULL);
+  if (strcmp(argv[1], "scalable") == 0) return chrLaunchRanks(n, 1, 60, scalableRank, NULL);
   if (strcmp(argv[1], "peerdeath") == 0) return chrLaunchRanks(n, n, 60, peerDeathRank, NULL);
   fprintf(stderr, "unknown scenario %s\n", argv[1]);
   return 2;
