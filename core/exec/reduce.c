@@ -203,13 +203,14 @@ void chrReducePost(const chrRedOp* op, void* dst, const void* src, size_t count)
   const int64_t ds = du > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)du;
   const float df = (float)du;
   /* Integer division does not vectorise and a 64-bit divide costs ~40 cycles. For values below 2^32
-   * and a divisor below 2^23, double division truncated is exact: a quotient k - e with e >= 1/d
-   * is never rounded up to k because 1/d is larger than half an ulp of k (k < 2^32). */
+   * and a divisor below 2^14, double division truncated is exact: a quotient k - e with e >= 1/d
+   * is never rounded up to k because 1/d is larger than half an ulp of k (k < 2^32). 8-bit values
+   * use float, by the same argument (|k| < 2^8: ulp <= 2^-15 < 2/d for d < 2^14). */
   const double dd = (double)du;
-  if (du < (1u << 23)) {
+  if (du < (1u << 14)) {
     switch (op->type) {
-      case ncclInt8: CHR_POST_LOOP(chrI8, (chrI8)(int32_t)((double)x / dd)); return;
-      case ncclUint8: CHR_POST_LOOP(chrU8, (chrU8)(uint32_t)((double)x / dd)); return;
+      case ncclInt8: CHR_POST_LOOP(chrI8, (chrI8)(int32_t)((float)x / df)); return;
+      case ncclUint8: CHR_POST_LOOP(chrU8, (chrU8)(int32_t)((float)x / df)); return;
       case ncclInt32: CHR_POST_LOOP(chrI32, (chrI32)(int64_t)((double)x / dd)); return;
       case ncclUint32: CHR_POST_LOOP(chrU32, (chrU32)(uint64_t)((double)x / dd)); return;
       default: break;
