@@ -16,6 +16,12 @@
 
 #define NS_PLUGIN_NAME "Socket"
 
+/* Slots whose signatures are the same in every version from v8 to v12. */
+#define NS_MR_SLOTS .regMr = nsRegMr, .regMrDmaBuf = nsRegMrDmaBuf, .deregMr = nsDeregMr
+#define NS_DATA_TAIL_SLOTS                                                                             \
+  .iflush = nsIflush, .test = nsTest, .closeSend = nsCloseSend, .closeRecv = nsCloseRecv,           \
+  .closeListen = nsCloseListen, .getDeviceMr = nsGetDeviceMr, .irecvConsumed = NULL
+
 /* ---------------------------------------------------------------- v12 */
 
 NS_API const ncclNet_v12_t ncclNetPlugin_v12 = {
@@ -26,18 +32,10 @@ NS_API const ncclNet_v12_t ncclNetPlugin_v12 = {
     .listen = nsListen,
     .connect = nsConnect,
     .accept = nsAccept,
-    .regMr = nsRegMr,
-    .regMrDmaBuf = nsRegMrDmaBuf,
-    .deregMr = nsDeregMr,
+    NS_MR_SLOTS,
     .isend = nsIsend,
     .irecv = nsIrecv,
-    .iflush = nsIflush,
-    .test = nsTest,
-    .closeSend = nsCloseSend,
-    .closeRecv = nsCloseRecv,
-    .closeListen = nsCloseListen,
-    .getDeviceMr = nsGetDeviceMr,
-    .irecvConsumed = NULL,
+    NS_DATA_TAIL_SLOTS,
     .makeVDevice = NULL,
     .finalize = nsFinalize,
     .setNetAttr = NULL,
@@ -100,18 +98,10 @@ NS_API const ncclNet_v11_t ncclNetPlugin_v11 = {
     .listen = nsListen,
     .connect = connectV11,
     .accept = acceptV11,
-    .regMr = nsRegMr,
-    .regMrDmaBuf = nsRegMrDmaBuf,
-    .deregMr = nsDeregMr,
+    NS_MR_SLOTS,
     .isend = nsIsend,
     .irecv = nsIrecv,
-    .iflush = nsIflush,
-    .test = nsTest,
-    .closeSend = nsCloseSend,
-    .closeRecv = nsCloseRecv,
-    .closeListen = nsCloseListen,
-    .getDeviceMr = nsGetDeviceMr,
-    .irecvConsumed = NULL,
+    NS_DATA_TAIL_SLOTS,
     .makeVDevice = NULL,
     .finalize = nsFinalize,
     .setNetAttr = NULL,
@@ -153,18 +143,10 @@ NS_API const ncclNet_v10_t ncclNetPlugin_v10 = {
     .listen = listenLegacy,
     .connect = connectV10,
     .accept = acceptV10,
-    .regMr = nsRegMr,
-    .regMrDmaBuf = nsRegMrDmaBuf,
-    .deregMr = nsDeregMr,
+    NS_MR_SLOTS,
     .isend = nsIsend,
     .irecv = nsIrecv,
-    .iflush = nsIflush,
-    .test = nsTest,
-    .closeSend = nsCloseSend,
-    .closeRecv = nsCloseRecv,
-    .closeListen = nsCloseListen,
-    .getDeviceMr = nsGetDeviceMr,
-    .irecvConsumed = NULL,
+    NS_DATA_TAIL_SLOTS,
     .makeVDevice = NULL,
 };
 
@@ -206,18 +188,10 @@ NS_API const ncclNet_v9_t ncclNetPlugin_v9 = {
     .listen = listenLegacy,
     .connect = connectV9,
     .accept = acceptV9,
-    .regMr = nsRegMr,
-    .regMrDmaBuf = nsRegMrDmaBuf,
-    .deregMr = nsDeregMr,
+    NS_MR_SLOTS,
     .isend = isendV9,
     .irecv = irecvV9,
-    .iflush = nsIflush,
-    .test = nsTest,
-    .closeSend = nsCloseSend,
-    .closeRecv = nsCloseRecv,
-    .closeListen = nsCloseListen,
-    .getDeviceMr = nsGetDeviceMr,
-    .irecvConsumed = NULL,
+    NS_DATA_TAIL_SLOTS,
     .makeVDevice = NULL,
 };
 
@@ -277,16 +251,8 @@ NS_API const ncclNet_v8_t ncclNetPlugin_v8 = {
     .listen = listenLegacy,
     .connect = connectV8,
     .accept = acceptV8,
-    .regMr = nsRegMr,
-    .regMrDmaBuf = nsRegMrDmaBuf,
-    .deregMr = nsDeregMr,
+    NS_MR_SLOTS,
     .isend = isendV8,
     .irecv = irecvV8,
-    .iflush = nsIflush,
-    .test = nsTest,
-    .closeSend = nsCloseSend,
-    .closeRecv = nsCloseRecv,
-    .closeListen = nsCloseListen,
-    .getDeviceMr = nsGetDeviceMr,
-    .irecvConsumed = NULL,
+    NS_DATA_TAIL_SLOTS,
 };
