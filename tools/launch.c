@@ -15,19 +15,19 @@
 #include <time.h>
 #include <unistd.h>
 
-static double nowSec(void) {
+double chrLaunchNowSec(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void sleepMs(int ms) {
+void chrLaunchSleepMs(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
 }
 
-static int readFull(int fd, void* buf, size_t len) {
+int chrLaunchReadFull(int fd, void* buf, size_t len) {
   char* p = buf;
   while (len > 0) {
     ssize_t n = read(fd, p, len);
@@ -69,7 +69,7 @@ static void runChild(int rank, int nranks, int nhosts, int idFd, pid_t parent, c
     setenv("NCCL_HOSTID", host, 1);
   }
   ncclUniqueId id;
-  if (readFull(idFd, &id, sizeof(id)) != 0) _exit(1); /* the parent failed to make an id; it reports */
+  if (chrLaunchReadFull(idFd, &id, sizeof(id)) != 0) _exit(1); /* the parent failed to make an id; it reports */
   close(idFd);
   int rc = rankMain(rank, nranks, &id, arg);
   fflush(stdout);
@@ -178,7 +178,7 @@ int chrLaunchRanks(int nranks, int nhosts, int timeoutSec, chrRankMain_t rankMai
     killAll(pids, done, nranks);
     killed = 1;
   }
-  double deadline = timeoutSec > 0 ? nowSec() + timeoutSec : 0;
+  double deadline = timeoutSec > 0 ? chrLaunchNowSec() + timeoutSec : 0;
   int remaining = nforked;
   int pollMs = 1;
   while (remaining > 0) {
@@ -205,7 +205,7 @@ int chrLaunchRanks(int nranks, int nhosts, int timeoutSec, chrRankMain_t rankMai
       killAll(pids, done, nranks);
       killed = 1;
     }
-    if (!killed && deadline > 0 && nowSec() > deadline) {
+    if (!killed && deadline > 0 && chrLaunchNowSec() > deadline) {
       fprintf(stderr, "launch: deadline of %d s passed; ranks still running:", timeoutSec);
       for (int r = 0; r < nranks; r++)
         if (pids[r] > 0 && !done[r]) fprintf(stderr, " %d", r);
@@ -216,7 +216,7 @@ int chrLaunchRanks(int nranks, int nhosts, int timeoutSec, chrRankMain_t rankMai
     }
     /* Back off to at most 20 ms between polls: the ranks need the CPU, not us. */
     if (!progressed) {
-      sleepMs(pollMs);
+      chrLaunchSleepMs(pollMs);
       if (pollMs < 20) pollMs *= 2;
     } else {
       pollMs = 1;

@@ -46,6 +46,11 @@ int chrLaunchEnvRank(int* rank, int* nranks);
  * Returns rankMain's value, or non-zero (after printing why) when the environment is unusable. */
 int chrLaunchFromEnv(chrRankMain_t rankMain, void* arg);
 
+/* Small helpers the launcher uses, shared with tests that fork their own ranks. */
+double chrLaunchNowSec(void);                               /* CLOCK_MONOTONIC seconds */
+void chrLaunchSleepMs(int ms);                              /* resumes after signals */
+int chrLaunchReadFull(int fd, void* buf, size_t len);       /* 0, or -1 on error / EOF */
+
 /* Runs rankMain as the only rank of a 1-rank job in this process. */
 int chrLaunchSingle(chrRankMain_t rankMain, void* arg);
 

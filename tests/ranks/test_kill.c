@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "launch.h"
 #include "nccl.h"
 
 #define MAX_RANKS 16
@@ -49,30 +50,6 @@ typedef struct {
   sharedState* shared;
 } testArgs;
 
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
-static int readFull(int fd, void* buf, size_t len) {
-  char* p = buf;
-  while (len > 0) {
-    ssize_t n = read(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    p += n;
-    len -= (size_t)n;
-  }
-  return 0;
-}
-
 static int fail(int rank, const char* what, ncclResult_t res, ncclComm_t comm) {
   fprintf(stderr, "kill test: rank %d: %s: %s (%s)\n", rank, what, ncclGetErrorString(res), ncclGetLastError(comm));
   return 1;
@@ -83,9 +60,9 @@ static const testArgs* killerArgs;
 static void* killer(void* unused) {
   (void)unused;
   const testArgs* a = killerArgs;
-  while (a->shared->startAt == 0) sleepMs(1);
-  sleepMs(a->delayMs);
-  a->shared->killAt = nowSec();
+  while (a->shared->startAt == 0) chrLaunchSleepMs(1);
+  chrLaunchSleepMs(a->delayMs);
+  a->shared->killAt = chrLaunchNowSec();
   kill(getpid(), SIGKILL);
   return NULL;
 }
@@ -112,12 +89,12 @@ static int rankMain(int rank, const ncclUniqueId* id, const testArgs* a) {
     pthread_t th;
     killerArgs = a;
     if (pthread_create(&th, NULL, killer, NULL) != 0) return fail(rank, "pthread_create", ncclSystemError, comm);
-    sh->startAt = nowSec();
+    sh->startAt = chrLaunchNowSec();
   }
   /* Survivors: all-reduce until one fails (the victim runs until it is killed). */
-  double giveUp = nowSec() + a->deadlineSec;
+  double giveUp = chrLaunchNowSec() + a->deadlineSec;
   int it = 0;
-  for (; nowSec() < giveUp; it++) {
+  for (; chrLaunchNowSec() < giveUp; it++) {
     res = ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, NULL);
     if (res != ncclSuccess) break;
     ncclResult_t async = ncclSuccess;
@@ -126,7 +103,7 @@ static int rankMain(int rank, const ncclUniqueId* id, const testArgs* a) {
       break;
     }
   }
-  sh->errorAt[rank] = nowSec();
+  sh->errorAt[rank] = chrLaunchNowSec();
   sh->iterations[rank] = it;
   sh->callResult[rank] = res;
   if (res == ncclSuccess || res == ncclInProgress) {
@@ -148,7 +125,7 @@ static int rankMain(int rank, const ncclUniqueId* id, const testArgs* a) {
     bad = 1;
   }
   sh->abortResult[rank] = ncclCommAbort(comm);
-  sh->abortedAt[rank] = nowSec();
+  sh->abortedAt[rank] = chrLaunchNowSec();
   free(buf);
   return bad || sh->abortResult[rank] != ncclSuccess;
 }
@@ -162,7 +139,7 @@ static void runChild(int rank, int idFd, pid_t parent, const testArgs* a) {
     setenv("NCCL_HOSTID", host, 1);
   }
   ncclUniqueId id;
-  if (readFull(idFd, &id, sizeof(id)) != 0) _exit(1);
+  if (chrLaunchReadFull(idFd, &id, sizeof(id)) != 0) _exit(1);
   close(idFd);
   int rc = rankMain(rank, &id, a);
   fflush(stderr);
@@ -256,7 +233,7 @@ int main(int argc, char** argv) {
   /* Wait: the whole run within --deadline + the detection bound; after the victim's death, every
    * survivor within CHORUS_TIMEOUT + MARGIN_SEC. */
   const double bound = a.timeoutSec + MARGIN_SEC;
-  double deadline = nowSec() + a.deadlineSec + bound, victimDiedAt = 0;
+  double deadline = chrLaunchNowSec() + a.deadlineSec + bound, victimDiedAt = 0;
   int remaining = a.nranks, killed = failed;
   while (remaining > 0) {
     int progressed = 0;
@@ -265,12 +242,12 @@ int main(int argc, char** argv) {
       pid_t w = waitpid(pids[r], &status[r], WNOHANG);
       if (w == 0 || (w < 0 && errno == EINTR)) continue;
       done[r] = 1;
-      endedAt[r] = nowSec();
+      endedAt[r] = chrLaunchNowSec();
       remaining--;
       progressed = 1;
       if (r == a.victim) victimDiedAt = endedAt[r];
     }
-    double now = nowSec();
+    double now = chrLaunchNowSec();
     if (!killed && (now > deadline || (victimDiedAt > 0 && now > victimDiedAt + bound))) {
       fprintf(stderr, "kill test: ranks still running %.1f s after the victim died (bound %.0f s):",
               victimDiedAt > 0 ? now - victimDiedAt : -1.0, bound);
@@ -280,7 +257,7 @@ int main(int argc, char** argv) {
       killAll(pids, done, a.nranks);
       killed = failed = 1;
     }
-    if (!progressed && remaining > 0) sleepMs(10);
+    if (!progressed && remaining > 0) chrLaunchSleepMs(10);
   }
 
   sharedState* sh = a.shared;
