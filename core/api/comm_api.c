@@ -65,7 +65,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     }
   }
   ncclUniqueId id;
-  CHECK(chrBootstrapGetUniqueId(&id));
+  CHECK(chrBootstrapNewUniqueId(&id)); /* every rank is in this process: no fixed address */
   ncclResult_t res = ncclSuccess;
   int started = 0;
   for (int i = 0; i < ndev; i++) comms[i] = NULL;
@@ -110,11 +110,7 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
   CHECK(chrCommCheck(comm, "ncclCommGetAsyncError"));
   if (asyncError == NULL) return chrFail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
   int state = atomic_load(&comm->asyncError);
-  if (state == ncclSuccess && comm->initThreadStarted) {
-    /* Non-blocking init finished: reap its thread. */
-    pthread_join(comm->initThread, NULL);
-    comm->initThreadStarted = 0;
-  }
+  if (state != ncclInProgress) chrCommReapInitThread(comm, 0); /* non-blocking init finished */
   if (CHR_IS_ERROR(state)) {
     pthread_mutex_lock(&comm->lock);
     chrSetLastError("%s", comm->lastError);
@@ -138,18 +134,27 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   CHECK(chrCommCheck(comm, "ncclCommDestroy"));
   if (atomic_load(&comm->busy) > 0)
     return chrFail(ncclInvalidUsage, "ncclCommDestroy: comm %p has a call in flight on another thread", (void*)comm);
-  return chrCommFree(comm);
+  if (atomic_load(&comm->refs) > 1)
+    return chrFail(ncclInvalidUsage, "ncclCommDestroy: comm %p has operations queued in an open group (end the group, "
+                   "or use ncclCommAbort)", (void*)comm);
+  chrCommRelease(comm);
+  return ncclSuccess;
 }
 
+/* Safe from a watchdog thread while the main thread is inside a call on the comm: that call sees the
+ * abort flag within one progress pass and returns an error. Work queued in an open group of this
+ * thread is discarded; work queued in another thread's open group keeps the comm's memory alive
+ * until that group ends (it then runs nothing of it), so this returns at once. */
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   CHECK(chrCommCheck(comm, "ncclCommAbort"));
   comm->abortFlag = 1;
   chrCommSetAsyncError(comm, ncclRemoteError);
-  /* Calls in flight on other threads see the flag within one progress pass and return. */
+  chrGroupDiscardComm(comm);
   struct timespec ts = {0, 1000000};
   for (int i = 0; i < 60000 && atomic_load(&comm->busy) > 0; i++) nanosleep(&ts, NULL);
   if (atomic_load(&comm->busy) > 0)
     return chrFail(ncclInternalError, "ncclCommAbort: a call on comm %p did not stop within 60 s", (void*)comm);
-  return chrCommFree(comm);
+  chrCommRelease(comm);
+  return ncclSuccess;
 }

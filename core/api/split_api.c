@@ -7,14 +7,13 @@
  * effective config (blocking, netName, commName, ...); otherwise the given config is read as for
  * ncclCommInitRankConfig.
  *
- * The exchange over the parent (comm/split.c) runs in the call; the child's init then runs as
- * ncclCommInitRankConfig's would: inline when blocking, on a thread when config.blocking = 0
- * (ncclInProgress, poll the child with ncclCommGetAsyncError), and deferred to the outermost
- * ncclGroupEnd inside a group.
- * Limitation: since the exchange runs in the call, one thread cannot split several ranks of the same
- * parent (comms from ncclCommInitAll) in one group: the first exchange would wait for the others
- * (CHORUS_TIMEOUT). Lifting it needs the child handle to exist before its members are known (an init
- * whose first step is the exchange) and a deferred exchange for NCCL_SPLIT_NOCOLOR ranks at GroupEnd.
+ * Outside a group the exchange over the parent (comm/split.c) runs in the call, then the child's init
+ * runs as ncclCommInitRankConfig's would: inline when blocking, on a thread when config.blocking = 0
+ * (ncclInProgress, poll the child with ncclCommGetAsyncError).
+ * Inside a group the call only records the split (a colored child's handle is made now, still
+ * initializing) and everything runs at the outermost ncclGroupEnd: the exchanges of each parent in call
+ * order on a thread per parent, so one thread can split several ranks of one job (comms from
+ * ncclCommInitAll), then the children's inits. A failure reaches ncclGroupEnd's return value.
  */
 #include <stdatomic.h>
 #include "api/api.h"
@@ -30,34 +29,46 @@ static ncclResult_t splitChecked(ncclComm_t parent, int color, int key, ncclComm
   ncclConfig_t childConfig;
   CHECK(chrSplitConfig(parent, config, &childConfig));
 
+  uint32_t seq = parent->splitCount++; /* every rank counts its splits of this parent the same way */
+  if (chrGroupDepth() > 0) {
+    struct chrSplitJob job = {parent, color, key, seq, NULL};
+    if (color != NCCL_SPLIT_NOCOLOR) CHECK(chrCommAllocPending(&childConfig, &job.child));
+    ncclResult_t res = chrGroupDeferSplit(&job);
+    if (res != ncclSuccess) {
+      if (job.child) chrCommFree(job.child);
+      return res;
+    }
+    *newcomm = job.child;
+    /* Inside a group a blocking init completes at ncclGroupEnd. */
+    return job.child && !job.child->config.blocking ? ncclInProgress : ncclSuccess;
+  }
+
   int nranks = 0, rank = -1;
   ncclUniqueId id;
-  CHECK(chrSplitExchange(parent, color, key, &nranks, &rank, &id));
+  CHECK(chrSplitExchange(parent, color, key, seq, &nranks, &rank, &id));
   if (nranks == 0) return ncclSuccess; /* NCCL_SPLIT_NOCOLOR */
-
-  int inGroup = chrGroupDepth() > 0;
-  ncclResult_t res = chrCommInitStart(newcomm, nranks, &id, rank, &childConfig, inGroup);
+  ncclResult_t res = chrCommInitStart(newcomm, nranks, &id, rank, &childConfig, 0);
   if (*newcomm != NULL) (*newcomm)->cudaDev = parent->cudaDev; /* as ncclCommInitAll does: the device stays */
-  if (inGroup && *newcomm != NULL) {
-    ncclResult_t deferRes = chrGroupDeferInit(*newcomm);
-    if (deferRes != ncclSuccess) {
-      chrCommFree(*newcomm); /* stops its init thread */
-      *newcomm = NULL;
-      return deferRes;
-    }
-    /* Inside a group a blocking init completes at ncclGroupEnd. */
-    return (*newcomm)->config.blocking ? ncclSuccess : ncclInProgress;
-  }
   return res;
 }
 
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-  if (newcomm == NULL) return chrFail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+  if (newcomm == NULL) {
+    chrGroupNoteError(ncclInvalidArgument);
+    return chrFail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+  }
   *newcomm = NULL;
-  CHECK(chrCommCheckReady(comm, "ncclCommSplit"));
+  ncclResult_t ready = chrCommCheckReady(comm, "ncclCommSplit");
+  if (ready != ncclSuccess) {
+    chrGroupNoteError(ready);
+    return ready;
+  }
   atomic_fetch_add(&comm->busy, 1); /* a destroy from another thread must wait for the exchange */
   ncclResult_t res = splitChecked(comm, color, key, newcomm, config);
   atomic_fetch_sub(&comm->busy, 1);
-  if (CHR_IS_ERROR(res)) chrCommNoteError(comm);
+  if (CHR_IS_ERROR(res)) {
+    chrCommNoteError(comm);
+    chrGroupNoteError(res);
+  }
   return res;
 }

@@ -11,11 +11,13 @@
  * 2. chrBootstrapInit: each rank opens its own listening socket, sends the root a hello (rank, nranks,
  *    listen address, info blob); the root checks it (secret, rank range and uniqueness, nranks and
  *    infoSize consistency) and, once all nranks are in, sends everyone all addresses and info blobs.
- *    A bad hello is answered with a reject that carries the reason; garbage is dropped. Failures are
- *    errors within CHORUS_BOOTSTRAP_TIMEOUT seconds, never a hang: the root tells every waiting rank
- *    which ranks never came, or that a rank closed its connection during init.
+ *    A bad hello is answered with a reject that carries the reason; garbage is dropped. Ranks that are
+ *    slow to come are waited for, as NCCL does (CHORUS_BOOTSTRAP_TIMEOUT > 0 bounds the wait, and the
+ *    root then tells every waiting rank which ranks never came); a rank that closes its connection
+ *    during init is an error for everyone at once.
  * 3. Point-to-point messages between ranks (chrBootstrapSend/Recv) and collectives built on them
- *    (AllGather, Barrier), each bounded by CHORUS_TIMEOUT seconds and the abort flag.
+ *    (AllGather, Barrier). They wait as long as a live peer takes (CHORUS_TIMEOUT > 0 bounds them),
+ *    end on the abort flag, and fail at once with ncclRemoteError when the peer's process is gone.
  *
  * Results: ncclInvalidArgument (bad arguments or a malformed unique id), ncclInvalidUsage (the root
  * rejected this rank: wrong secret, rank taken or out of range, inconsistent nranks/infoSize),
@@ -44,9 +46,14 @@ struct chrBootstrap;
 
 /* Make a unique id (see 1. above). Thread-safe. A root started here waits for its first rank for as
  * long as it takes (ids may travel slowly, e.g. through a job launcher); from the first hello on it
- * waits at most CHORUS_BOOTSTRAP_TIMEOUT s (read when the id is made) for the rest, then its thread
- * ends. An id that is never used keeps its root thread and listening socket until the process ends. */
+ * waits for the rest as long as CHORUS_BOOTSTRAP_TIMEOUT says (read when the id is made; 0: without
+ * limit), then its thread ends. An id that is never used keeps its root thread and listening socket until the process ends. */
 ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id);
+
+/* The same, but always a fresh root in this process with a random secret, whatever NCCL_COMM_ID says:
+ * for communicators made from another one (split, ncclCommInitAll), whose members learn the id from
+ * their parent or their process. A fixed address would make every such child race for one root. */
+ncclResult_t chrBootstrapNewUniqueId(ncclUniqueId* id);
 
 /* Rendezvous (see 2. above). myInfo: infoSize bytes (infoSize <= CHR_BOOTSTRAP_MAX_INFO, may be 0);
  * allInfo: room for nranks * infoSize bytes, filled with rank r's blob at r * infoSize (this rank's
@@ -70,6 +77,11 @@ ncclResult_t chrBootstrapInit(const ncclUniqueId* id, int rank, int nranks, cons
  * on the same peers with reserved tags (they only use tags < 0, never user tags). */
 ncclResult_t chrBootstrapSend(struct chrBootstrap* bs, int peer, int tag, const void* data, size_t size);
 ncclResult_t chrBootstrapRecv(struct chrBootstrap* bs, int peer, int tag, void* data, size_t size);
+
+/* ncclRemoteError (with a message) when `peer`'s process is known to be gone: its connection closed, or
+ * nobody listens on its address any more. Cheap (one poll, or one connect the first time); for wait
+ * loops that do not go through Recv (connecting links through a plugin). Never blocks on other threads. */
+ncclResult_t chrBootstrapCheckPeer(struct chrBootstrap* bs, int peer);
 
 /* Ring allgather: allData holds nranks * size bytes; this rank's slice (at rank * size) is sent, the
  * others are filled. Every rank must call it with the same size. */

@@ -103,7 +103,8 @@ void chrBsUseCoreLogger(void) {
   chrSockSetLogger(chrLog);
 }
 
-ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id) {
+/* honourCommId: an NCCL_COMM_ID setting names the root (every process computes the same id). */
+static ncclResult_t makeUniqueId(ncclUniqueId* id, int honourCommId) {
   chrBsUseCoreLogger();
   if (id == NULL) return chrFail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
   struct chrBsId bid;
@@ -112,7 +113,7 @@ ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id) {
   bid.version = CHR_BS_ID_VERSION;
   char buf[CHR_SOCK_ADDR_STRLEN];
 
-  const char* commId = chrParamStr(CHR_P_COMM_ID);
+  const char* commId = honourCommId ? chrParamStr(CHR_P_COMM_ID) : "";
   if (commId[0] != '\0') {
     /* The address names its own family ("[::1]:port" is IPv6); NCCL_SOCKET_FAMILY does not apply. */
     chrSockErr err;
@@ -139,3 +140,7 @@ ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id) {
   memcpy(id->internal, &bid, sizeof(bid));
   return ncclSuccess;
 }
+
+ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id) { return makeUniqueId(id, 1); }
+
+ncclResult_t chrBootstrapNewUniqueId(ncclUniqueId* id) { return makeUniqueId(id, 0); }

@@ -21,7 +21,8 @@
 #include "log/check.h"
 #include "log/log.h"
 
-#define P2P_SLICE_MS 100 /* longest poll: bounds how late the abort flag is seen */
+#define P2P_SLICE_MS 100   /* longest poll: bounds how late the abort flag and a dead peer are seen */
+#define PROBE_CONNECT_MS 2000 /* a liveness probe's connect; inconclusive (tried again) when it runs out */
 
 static int aborted(const struct chrBootstrap* bs) {
   return bs->abortFlag != NULL && __atomic_load_n(bs->abortFlag, __ATOMIC_ACQUIRE) != 0;
@@ -264,6 +265,40 @@ static int sliceMs(int64_t deadlineNs) {
   return ms < P2P_SLICE_MS ? (int)ms : P2P_SLICE_MS;
 }
 
+/* Has `peer` gone (its process exited or was killed)? Our outgoing connection to a peer carries only
+ * our bytes, so the peer never writes on it: it becomes readable (EOF) or fails only when the peer's
+ * side was closed, which the kernel does when the process ends. Without a connection yet, one is made
+ * (sends would make it anyway): every peer listened before the address table was built, so a refusal
+ * means its listening socket is gone. A sender holding sendLock is never waited for (trylock): then
+ * this check is skipped and made on the next slice. 0 when alive or unknown. */
+static int peerGone(struct chrBootstrap* bs, int peer) {
+  if (peer == bs->rank || pthread_mutex_trylock(&bs->sendLock) != 0) return 0;
+  int gone = 0;
+  if (bs->sendFds[peer] < 0) {
+    chrSockErr err;
+    ncclResult_t r = chrSockConnectListening(&bs->peerAddrs[peer], chrSockDeadlineMs(PROBE_CONNECT_MS), bs->abortFlag,
+                                             &bs->sendFds[peer], &err);
+    gone = (r == ncclRemoteError);
+  } else {
+    gone = chrSockPeerClosed(bs->sendFds[peer]);
+  }
+  pthread_mutex_unlock(&bs->sendLock);
+  return gone;
+}
+
+ncclResult_t chrBootstrapCheckPeer(struct chrBootstrap* bs, int peer) {
+  if (bs == NULL || peer < 0 || peer >= bs->nranks) return ncclSuccess;
+  int closed = 0;
+  if (pthread_mutex_trylock(&bs->recvLock) == 0) {
+    closed = bs->peerClosed[peer];
+    pthread_mutex_unlock(&bs->recvLock);
+  }
+  if (closed || peerGone(bs, peer))
+    return chrFail(ncclRemoteError, "bootstrap: rank %d is gone (its process exited or was killed); rank %d cannot go on",
+                   peer, bs->rank);
+  return ncclSuccess;
+}
+
 ncclResult_t chrBootstrapRecv(struct chrBootstrap* bs, int peer, int tag, void* data, size_t size) {
   if (bs == NULL) return chrFail(ncclInvalidArgument, "bootstrap: recv on a NULL bootstrap");
   if (peer < 0 || peer >= bs->nranks)
@@ -288,6 +323,11 @@ ncclResult_t chrBootstrapRecv(struct chrBootstrap* bs, int peer, int tag, void* 
     if (bs->peerClosed[peer]) {
       res = chrFail(ncclRemoteError,
                     "bootstrap: rank %d closed its connection to rank %d (exited or failed?) before sending tag %d",
+                    peer, bs->rank, tag);
+      break;
+    }
+    if (peerGone(bs, peer)) {
+      res = chrFail(ncclRemoteError, "bootstrap: rank %d is gone (its process exited or was killed) while rank %d waits for its message (tag %d)",
                     peer, bs->rank, tag);
       break;
     }
@@ -381,7 +421,7 @@ ncclResult_t chrBootstrapSend(struct chrBootstrap* bs, int peer, int tag, const 
   int64_t deadline = chrSockDeadlineSec(bs->timeoutSec);
   pthread_mutex_lock(&bs->sendLock);
   if (bs->sendFds[peer] < 0) {
-    ncclResult_t r = chrSockConnect(&bs->peerAddrs[peer], deadline, bs->abortFlag, &bs->sendFds[peer], &err);
+    ncclResult_t r = chrSockConnectListening(&bs->peerAddrs[peer], deadline, bs->abortFlag, &bs->sendFds[peer], &err);
     if (r != ncclSuccess) {
       res = chrFail(r, "bootstrap: rank %d cannot connect to rank %d at %s: %s", bs->rank, peer,
                     chrSockAddrToString(&bs->peerAddrs[peer], addr, sizeof(addr)), err.msg);

@@ -44,3 +44,9 @@ void chrCommSetAsyncError(struct ncclComm* comm, ncclResult_t res) {
   }
   chrCommNoteError(comm);
 }
+
+void chrCommRetain(struct ncclComm* comm) { atomic_fetch_add(&comm->refs, 1); }
+
+void chrCommRelease(struct ncclComm* comm) {
+  if (atomic_fetch_sub(&comm->refs, 1) == 1) chrCommFree(comm);
+}

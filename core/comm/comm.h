@@ -54,6 +54,7 @@ struct ncclComm {
   uint64_t commHash;
   ncclConfig_t config;         /* effective configuration (defaults filled in) */
   char commName[128];
+  char netName[128];           /* copy of config.netName (the caller's string may not outlive the call) */
 
   struct chrBootstrap* bootstrap;
   struct chrPeerInfo* peers;   /* nRanks entries */
@@ -85,10 +86,12 @@ struct ncclComm {
    * asynchronous failure (peer death, abort). */
   _Atomic int asyncError;
   volatile uint32_t abortFlag;
-  _Atomic int busy;            /* calls in flight on this comm (abort waits for them) */
+  _Atomic int busy;            /* calls running on this comm (abort waits for them) */
+  _Atomic int refs;            /* 1 for the user's handle + 1 per task or split queued in an open group */
   int finalized;
   pthread_t initThread;
-  int initThreadStarted;
+  int initThreadStarted;       /* guarded by initLock */
+  pthread_mutex_t initLock;    /* exactly one caller joins initThread (chrCommReapInitThread) */
   pthread_mutex_t lock;        /* guards lastError and lazy connection setup */
   char lastError[1024];
   uint64_t lastErrorSeq;       /* chrThreadLastErrorSeq() of the text in lastError */
@@ -102,6 +105,9 @@ ncclResult_t chrCommCheck(const struct ncclComm* comm, const char* func);
 ncclResult_t chrCommCheckReady(struct ncclComm* comm, const char* func);
 /* Copy the thread's last-error text into the comm (called by the API layer when a call fails). */
 void chrCommNoteError(struct ncclComm* comm);
+/* References (comm->refs): chrCommRelease frees the comm when the last one goes. */
+void chrCommRetain(struct ncclComm* comm);
+void chrCommRelease(struct ncclComm* comm);
 /* Record an asynchronous failure (first one wins). */
 void chrCommSetAsyncError(struct ncclComm* comm, ncclResult_t res);
 
@@ -112,6 +118,13 @@ void chrCommSetAsyncError(struct ncclComm* comm, ncclResult_t res);
 ncclResult_t chrCommInitStart(ncclComm_t* out, int nranks, const ncclUniqueId* id, int rank, const ncclConfig_t* config,
                               int inThread);
 ncclResult_t chrCommInitWait(struct ncclComm* comm);
+/* The two halves of chrCommInitStart, for a comm whose members are known only later (a split inside a
+ * group): AllocPending makes the handle (asyncError = ncclInProgress, rank -1); InitLaunch then runs
+ * init as chrCommInitStart would. On an InitLaunch failure the comm is left allocated, in error. */
+ncclResult_t chrCommAllocPending(const ncclConfig_t* config, struct ncclComm** out);
+ncclResult_t chrCommInitLaunch(struct ncclComm* comm, int nranks, const ncclUniqueId* id, int rank, int inThread);
+/* Join the init thread if there is one and (wait, or it has finished). Thread-safe. */
+void chrCommReapInitThread(struct ncclComm* comm, int wait);
 /* Free everything, without talking to peers. Safe on a half-initialised comm. */
 ncclResult_t chrCommFree(struct ncclComm* comm);
 
@@ -122,10 +135,25 @@ ncclResult_t chrConfigFromUser(const ncclConfig_t* user, ncclConfig_t* out);
  * chrSplitConfig: the child's config: the parent's effective config when user is NULL, else the
  * user's struct read with chrConfigFromUser. The result can be passed to chrCommInitStart as is.
  * chrSplitExchange: the collective part, over the parent's bootstrap; every parent rank must call it,
- * NCCL_SPLIT_NOCOLOR ones included. On return *nranks is the child's size (0 for NCCL_SPLIT_NOCOLOR),
+ * NCCL_SPLIT_NOCOLOR ones included, with the same seq (the parent's split count at the call). On return *nranks is the child's size (0 for NCCL_SPLIT_NOCOLOR),
  * *rank this rank's place in it (by key, ties by parent rank) and *id the child's unique id, made by
  * the member with the lowest parent rank. */
 ncclResult_t chrSplitConfig(const struct ncclComm* parent, const ncclConfig_t* user, ncclConfig_t* out);
-ncclResult_t chrSplitExchange(struct ncclComm* parent, int color, int key, int* nranks, int* rank, ncclUniqueId* id);
+ncclResult_t chrSplitExchange(struct ncclComm* parent, int color, int key, uint32_t seq, int* nranks, int* rank,
+                              ncclUniqueId* id);
+
+/* A split made inside a group: recorded at the call (seq = the parent's split number then), run at the
+ * outermost ncclGroupEnd by chrSplitRunJobs: the exchanges of each parent in call order on a thread of
+ * their own (one thread may drive several parents, whose exchanges wait for each other), then each
+ * child's init starts on its own thread. child is NULL for NCCL_SPLIT_NOCOLOR; otherwise it was made by
+ * chrCommAllocPending and handed to the caller. Returns the first failure (children that failed are in
+ * error state). */
+struct chrSplitJob {
+  struct ncclComm* parent;
+  int color, key;
+  uint32_t seq;
+  struct ncclComm* child;
+};
+ncclResult_t chrSplitRunJobs(struct chrSplitJob* jobs, int n);
 
 #endif /* CHORUS_COMM_H_ */

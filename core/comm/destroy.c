@@ -9,11 +9,8 @@
 
 ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm == NULL) return ncclSuccess;
-  if (comm->initThreadStarted) {
-    comm->abortFlag = 1; /* makes a bootstrap still waiting give up quickly */
-    pthread_join(comm->initThread, NULL);
-    comm->initThreadStarted = 0;
-  }
+  if (comm->initThreadStarted) comm->abortFlag = 1; /* makes a bootstrap still waiting give up quickly */
+  chrCommReapInitThread(comm, 1);
   chrTransportCloseAll(comm);
   if (comm->net) chrNetClose(comm->net);
   if (comm->bootstrap) chrBootstrapClose(comm->bootstrap);
@@ -25,6 +22,7 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
     free(comm->p2pRecv[k]);
   }
   pthread_mutex_destroy(&comm->lock);
+  pthread_mutex_destroy(&comm->initLock);
   comm->magic = CHR_COMM_DEAD_MAGIC;
   INFO(NCCL_INIT | NCCL_DESTROY, "comm %p rank %d freed", (void*)comm, comm->rank);
   free(comm);

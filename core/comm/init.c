@@ -2,7 +2,7 @@
  * init.c: creating a communicator.
  *
  * Steps: read the config; tell the others who we are (bootstrap allgather of chrPeerInfo); find hosts
- * and rings; open the net plugin for this comm. Transports connect later, when a plan first needs
+ * and rings; open the net plugin for this comm when some link needs it. Transports connect later, when a plan first needs
  * them. With config.blocking = 0 the steps run on a thread and the caller polls
  * ncclCommGetAsyncError until it stops saying ncclInProgress.
  */
@@ -16,6 +16,7 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
+#include "transport/connect.h"
 
 #define CHR_PEER_MAGIC 0x50454552u /* "PEER" */
 
@@ -65,10 +66,15 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   CHECK(exchangePeerInfo(comm, id));
   CHECK(chrTopoCompute(comm));
   CHECK(chooseChannels(comm));
-  if (comm->nRanks > 1) {
+  /* The net plugin is opened only when a link will go through it: ranks of one host talk over shm,
+   * and must not fail because a plugin is missing, broken or has no device. */
+  int needNet = 0;
+  CHECK(chrTransportNeedsNet(comm, &needNet));
+  if (needNet) {
     CHECK(chrNetOpen(comm->commHash, comm->config.netName, comm->config.trafficClass, &comm->net));
     if (comm->net == NULL)
-      return chrFail(ncclInvalidUsage, "NCCL_NET_PLUGIN=none leaves no transport between the %d ranks", comm->nRanks);
+      return chrFail(ncclInvalidUsage, "NCCL_NET_PLUGIN=none, but ranks of this communicator need the network "
+                     "(ranks on other hosts, NCCL_SHM_DISABLE=1 or CHORUS_TRANSPORT=net)");
     comm->netDev = 0;
   }
   INFO(NCCL_INIT, "comm %p rank %d nranks %d cudaDev %d commHash 0x%llx - Init COMPLETE", (void*)comm, comm->rank,
@@ -88,38 +94,40 @@ static void* initThreadMain(void* arg) {
   return NULL;
 }
 
-static ncclResult_t commAlloc(struct ncclComm** out, int nranks, const ncclUniqueId* id, int rank,
-                              const ncclConfig_t* config) {
+ncclResult_t chrCommAllocPending(const ncclConfig_t* config, struct ncclComm** out) {
   struct ncclComm* comm = calloc(1, sizeof(*comm));
   if (comm == NULL) return chrFail(ncclSystemError, "out of memory allocating a communicator");
   ncclResult_t res = chrConfigFromUser(config, &comm->config);
   if (res != ncclSuccess) { free(comm); return res; }
+  /* The strings the config points to are copied: the caller may free or reuse them after the call,
+   * and the init thread reads them later. */
   if (comm->config.commName) {
     strncpy(comm->commName, comm->config.commName, sizeof(comm->commName) - 1);
     comm->config.commName = comm->commName;
   }
+  if (comm->config.netName) {
+    strncpy(comm->netName, comm->config.netName, sizeof(comm->netName) - 1);
+    comm->config.netName = comm->netName;
+  }
   comm->magic = CHR_COMM_MAGIC;
-  comm->rank = rank;
-  comm->nRanks = nranks;
+  comm->rank = -1;
   comm->cudaDev = -1;
-  comm->commHash = chrHash64(id->internal, sizeof(id->internal));
   pthread_mutex_init(&comm->lock, NULL);
+  pthread_mutex_init(&comm->initLock, NULL);
+  atomic_store(&comm->refs, 1);
   atomic_store(&comm->asyncError, ncclInProgress);
   *out = comm;
   return ncclSuccess;
 }
 
-ncclResult_t chrCommInitStart(ncclComm_t* out, int nranks, const ncclUniqueId* id, int rank, const ncclConfig_t* config,
-                              int inThread) {
-  struct ncclComm* comm = NULL;
-  CHECK(commAlloc(&comm, nranks, id, rank, config));
-  *out = comm;
+ncclResult_t chrCommInitLaunch(struct ncclComm* comm, int nranks, const ncclUniqueId* id, int rank, int inThread) {
+  comm->rank = rank;
+  comm->nRanks = nranks;
+  comm->commHash = chrHash64(id->internal, sizeof(id->internal));
   if (!inThread && comm->config.blocking) {
     ncclResult_t res = initSteps(comm, id);
     if (res != ncclSuccess) {
-      chrCommNoteError(comm);
-      chrCommFree(comm);
-      *out = NULL;
+      chrCommSetAsyncError(comm, res);
       return res;
     }
     atomic_store(&comm->asyncError, ncclSuccess);
@@ -127,31 +135,54 @@ ncclResult_t chrCommInitStart(ncclComm_t* out, int nranks, const ncclUniqueId* i
   }
   struct initJob* job = malloc(sizeof(*job));
   if (job == NULL) {
-    chrCommFree(comm);
-    *out = NULL;
-    return chrFail(ncclSystemError, "out of memory starting communicator init");
+    ncclResult_t res = chrFail(ncclSystemError, "out of memory starting communicator init");
+    chrCommSetAsyncError(comm, res);
+    return res;
   }
   job->comm = comm;
   job->id = *id;
   if (pthread_create(&comm->initThread, NULL, initThreadMain, job) != 0) {
     free(job);
-    chrCommFree(comm);
-    *out = NULL;
-    return chrFail(ncclSystemError, "cannot start the communicator init thread");
+    ncclResult_t res = chrFail(ncclSystemError, "cannot start the communicator init thread");
+    chrCommSetAsyncError(comm, res);
+    return res;
   }
   comm->initThreadStarted = 1;
   return ncclInProgress;
 }
 
-ncclResult_t chrCommInitWait(struct ncclComm* comm) {
-  if (comm->initThreadStarted) {
-    pthread_join(comm->initThread, NULL);
-    comm->initThreadStarted = 0;
+ncclResult_t chrCommInitStart(ncclComm_t* out, int nranks, const ncclUniqueId* id, int rank, const ncclConfig_t* config,
+                              int inThread) {
+  struct ncclComm* comm = NULL;
+  CHECK(chrCommAllocPending(config, &comm));
+  *out = comm;
+  ncclResult_t res = chrCommInitLaunch(comm, nranks, id, rank, inThread);
+  if (CHR_IS_ERROR(res)) {
+    chrCommFree(comm);
+    *out = NULL;
   }
+  return res;
+}
+
+ncclResult_t chrCommInitWait(struct ncclComm* comm) {
+  chrCommReapInitThread(comm, 1);
   int state = atomic_load(&comm->asyncError);
   if (state != ncclSuccess) {
     /* The thread's last error is on the init thread: the comm has the copy. */
+    pthread_mutex_lock(&comm->lock);
     chrSetLastError("%s", comm->lastError);
+    pthread_mutex_unlock(&comm->lock);
   }
   return (ncclResult_t)state;
+}
+
+void chrCommReapInitThread(struct ncclComm* comm, int wait) {
+  /* initLock makes exactly one caller join (a program and its watchdog may both poll); the init
+   * thread itself never takes it, so joining under it cannot deadlock. */
+  pthread_mutex_lock(&comm->initLock);
+  if (comm->initThreadStarted && (wait || atomic_load(&comm->asyncError) != ncclInProgress)) {
+    pthread_join(comm->initThread, NULL);
+    comm->initThreadStarted = 0;
+  }
+  pthread_mutex_unlock(&comm->initLock);
 }

@@ -11,8 +11,9 @@
  * unfinished task of that communicator uses any of its links, so two operations never interleave
  * on a link, while operations on different links (send/recv to different peers in one group) run
  * together. Tasks of different communicators progress in the same loop, so one thread can drive
- * many communicators without deadlock. A task that makes no progress for CHORUS_TIMEOUT seconds
- * fails: a dead peer is an error, not a hang.
+ * many communicators without deadlock. A dead peer is an error, not a hang: its transport reports it
+ * (shm checks the peer's process, net the closed connection). A slow peer is waited for as NCCL does,
+ * unless CHORUS_TIMEOUT > 0: then a task that makes no progress for that many seconds fails.
  */
 #include <pthread.h>
 #include <stdio.h>

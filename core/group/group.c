@@ -1,5 +1,14 @@
 /*
  * group.c: ncclGroupStart / ncclGroupEnd / ncclGroupSimulateEnd.
+ *
+ * Group state is per thread: the queued tasks, the inits and splits deferred to the outermost end,
+ * and the first error of a call inside the group (which fails the whole group: nothing of it runs).
+ *
+ * Lifetime: a queued task holds a reference on its communicator (comm->refs), so ncclCommAbort from
+ * another thread, while this thread still has tasks of that comm in an open group, can return at
+ * once: the comm is freed when the last reference goes (the group's end discards the tasks of an
+ * aborted comm). comm->busy counts calls that are running, which abort waits for (they stop within
+ * one progress pass once the abort flag is up).
  */
 #include <stdlib.h>
 #include "api/api.h"
@@ -17,6 +26,8 @@ static __thread struct chrCollTask* taskTail;
 static __thread ncclResult_t groupError;
 static __thread struct ncclComm* deferredInits[MAX_DEFERRED_INITS];
 static __thread int nDeferredInits;
+static __thread struct chrSplitJob* splitJobs;
+static __thread int nSplitJobs, splitJobsCap;
 
 int chrGroupDepth(void) { return groupDepth; }
 
@@ -27,17 +38,25 @@ void chrGroupNoteError(ncclResult_t res) {
 static void freeTasks(struct chrCollTask* t) {
   while (t) {
     struct chrCollTask* next = t->next;
-    atomic_fetch_sub(&t->comm->busy, 1);
+    chrCommRelease(t->comm);
     free(t);
     t = next;
   }
 }
 
+/* Run a list of tasks: running calls are counted on their comms (abort waits for them). */
+static ncclResult_t runTasks(struct chrCollTask* list) {
+  for (struct chrCollTask* t = list; t; t = t->next) atomic_fetch_add(&t->comm->busy, 1);
+  ncclResult_t res = chrExecTasks(list);
+  for (struct chrCollTask* t = list; t; t = t->next) atomic_fetch_sub(&t->comm->busy, 1);
+  return res;
+}
+
 ncclResult_t chrGroupEnqueue(struct chrCollTask* task) {
   task->next = NULL;
-  atomic_fetch_add(&task->comm->busy, 1);
+  chrCommRetain(task->comm);
   if (groupDepth == 0) {
-    ncclResult_t res = chrExecTasks(task);
+    ncclResult_t res = runTasks(task);
     freeTasks(task);
     return res;
   }
@@ -54,19 +73,83 @@ ncclResult_t chrGroupDeferInit(struct ncclComm* comm) {
   return ncclSuccess;
 }
 
+ncclResult_t chrGroupDeferSplit(const struct chrSplitJob* job) {
+  if (nSplitJobs == splitJobsCap) {
+    int cap = splitJobsCap ? 2 * splitJobsCap : 16;
+    struct chrSplitJob* jobs = realloc(splitJobs, sizeof(*jobs) * (size_t)cap);
+    if (jobs == NULL) return chrFail(ncclSystemError, "ncclCommSplit: out of memory queueing a split in a group");
+    splitJobs = jobs;
+    splitJobsCap = cap;
+  }
+  if (job->child) CHECK(chrGroupDeferInit(job->child));
+  chrCommRetain(job->parent);
+  splitJobs[nSplitJobs++] = *job;
+  return ncclSuccess;
+}
+
+void chrGroupDiscardComm(struct ncclComm* comm) {
+  struct chrCollTask* keep = NULL;
+  struct chrCollTask* keepTail = NULL;
+  for (struct chrCollTask* t = taskHead; t;) {
+    struct chrCollTask* next = t->next;
+    t->next = NULL;
+    if (t->comm == comm) {
+      freeTasks(t);
+    } else {
+      if (keepTail) keepTail->next = t;
+      else keep = t;
+      keepTail = t;
+    }
+    t = next;
+  }
+  taskHead = keep;
+  taskTail = keepTail;
+  int n = 0;
+  for (int i = 0; i < nDeferredInits; i++)
+    if (deferredInits[i] != comm) deferredInits[n++] = deferredInits[i];
+  nDeferredInits = n;
+  n = 0;
+  for (int i = 0; i < nSplitJobs; i++) {
+    struct chrSplitJob* j = &splitJobs[i];
+    if (j->parent != comm && j->child != comm) {
+      splitJobs[n++] = *j;
+      continue;
+    }
+    /* A split of an aborted parent never runs: its child fails; a split whose child is aborted still
+     * takes part in the parent's exchange (the other ranks expect it), as NCCL_SPLIT_NOCOLOR. */
+    if (j->parent == comm) {
+      if (j->child) chrCommSetAsyncError(j->child, ncclInvalidUsage);
+      chrCommRelease(j->parent);
+    } else {
+      j->child = NULL;
+      j->color = NCCL_SPLIT_NOCOLOR;
+      splitJobs[n++] = *j;
+    }
+  }
+  nSplitJobs = n;
+}
+
 NCCL_API(ncclResult_t, ncclGroupStart, void) {
   chrClearLastError();
   groupDepth++;
   return ncclSuccess;
 }
 
-/* Wait for the deferred inits of a blocking group; non-blocking comms keep initialising and are
- * polled with ncclCommGetAsyncError. */
-static ncclResult_t finishDeferredInits(void) {
+/* Run the deferred splits, then wait for the deferred inits of blocking comms; non-blocking comms
+ * keep initialising and are polled with ncclCommGetAsyncError. */
+static ncclResult_t finishDeferred(void) {
   ncclResult_t first = ncclSuccess;
+  if (nSplitJobs > 0) {
+    first = chrSplitRunJobs(splitJobs, nSplitJobs);
+    for (int i = 0; i < nSplitJobs; i++) chrCommRelease(splitJobs[i].parent);
+    nSplitJobs = 0;
+  }
   for (int i = 0; i < nDeferredInits; i++) {
     struct ncclComm* comm = deferredInits[i];
-    if (!comm->config.blocking) { if (first == ncclSuccess) first = ncclInProgress; continue; }
+    if (!comm->config.blocking) {
+      if (first == ncclSuccess) first = ncclInProgress;
+      continue;
+    }
     ncclResult_t res = chrCommInitWait(comm);
     if (res != ncclSuccess && CHR_IS_ERROR(first) == 0) first = res;
   }
@@ -80,7 +163,7 @@ static ncclResult_t groupEndCommon(void) {
   if (--groupDepth > 0) return ncclSuccess;
   struct chrCollTask* tasks = taskHead;
   taskHead = taskTail = NULL;
-  ncclResult_t initRes = finishDeferredInits();
+  ncclResult_t initRes = finishDeferred();
   if (groupError != ncclSuccess) {
     ncclResult_t res = groupError;
     groupError = ncclSuccess;
@@ -90,7 +173,7 @@ static ncclResult_t groupEndCommon(void) {
     return res;
   }
   if (CHR_IS_ERROR(initRes)) { freeTasks(tasks); return initRes; }
-  ncclResult_t res = chrExecTasks(tasks);
+  ncclResult_t res = runTasks(tasks);
   freeTasks(tasks);
   if (res != ncclSuccess) return res;
   return initRes;
@@ -114,7 +197,7 @@ NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   taskHead = taskTail = NULL;
   ncclResult_t res = groupError;
   groupError = ncclSuccess;
-  ncclResult_t initRes = finishDeferredInits();
+  ncclResult_t initRes = finishDeferred();
   simInfo->estimatedTime = total;
   if (res != ncclSuccess) return res;
   return CHR_IS_ERROR(initRes) ? initRes : ncclSuccess;

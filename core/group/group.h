@@ -13,6 +13,13 @@ ncclResult_t chrGroupEnqueue(struct chrCollTask* task);
  * inits of the thread run concurrently (one thread cannot otherwise init several ranks). */
 int chrGroupDepth(void);
 ncclResult_t chrGroupDeferInit(struct ncclComm* comm);
+/* A split inside a group (comm/comm.h): run at the outermost ncclGroupEnd. Takes a reference on the
+ * parent; a child, if any, is also deferred like an init. */
+struct chrSplitJob;
+ncclResult_t chrGroupDeferSplit(const struct chrSplitJob* job);
+/* ncclCommAbort: drop this thread's queued tasks, deferred inits and splits of `comm` (an aborted comm
+ * runs nothing more). */
+void chrGroupDiscardComm(struct ncclComm* comm);
 /* A call inside a group failed its checks: the whole group fails at ncclGroupEnd. */
 void chrGroupNoteError(ncclResult_t res);
 

@@ -131,6 +131,12 @@ ncclResult_t chrSockListen(const chrSockAddr* bindAddr, int backlog, int* fd, ch
 ncclResult_t chrSockConnect(const chrSockAddr* addr, int64_t deadlineNs, volatile uint32_t* abortFlag,
                             int* fd, chrSockErr* err);
 
+/* Connect to an address that is known to have been listening (a peer's socket from a table): a
+ * refusal or reset then means the listener is gone (its process exited), so it is ncclRemoteError at
+ * once instead of a retry until the deadline. Other transient errors are retried as above. */
+ncclResult_t chrSockConnectListening(const chrSockAddr* addr, int64_t deadlineNs, volatile uint32_t* abortFlag,
+                                     int* fd, chrSockErr* err);
+
 /* Wait for and accept one connection on listenFd. *peer may be NULL. ncclTimeout at the deadline. */
 ncclResult_t chrSockAccept(int listenFd, int64_t deadlineNs, volatile uint32_t* abortFlag, int* fd,
                            chrSockAddr* peer, chrSockErr* err);

@@ -132,8 +132,8 @@ static int isSelfConnected(int fd) {
   return chrSockAddrEqual(&a, &b);
 }
 
-ncclResult_t chrSockConnect(const chrSockAddr* addr, int64_t deadlineNs, volatile uint32_t* abortFlag,
-                            int* fd, chrSockErr* err) {
+static ncclResult_t connectLoop(const chrSockAddr* addr, int64_t deadlineNs, volatile uint32_t* abortFlag,
+                               int refusedIsFinal, int* fd, chrSockErr* err) {
   char abuf[CHR_SOCK_ADDR_STRLEN];
   *fd = -1;
   socklen_t len = chrSockAddrLen(addr);
@@ -173,6 +173,9 @@ ncclResult_t chrSockConnect(const chrSockAddr* addr, int64_t deadlineNs, volatil
     }
     close(s);
     lastErr = e;
+    if (refusedIsFinal && (e == ECONNREFUSED || e == ECONNRESET))
+      return chrSockSetErrno(err, ncclRemoteError, e, "connect to %s: %s (nobody listens there any more)", abuf,
+                             strerror(e));
     if (!retryableConnectError(e))
       return chrSockSetErrno(err, ncclSystemError, e, "connect to %s failed: %s", abuf, strerror(e));
     int64_t now = chrSockNowNs();
@@ -188,6 +191,16 @@ ncclResult_t chrSockConnect(const chrSockAddr* addr, int64_t deadlineNs, volatil
                          tries);
   return chrSockSetErr(err, ncclTimeout, "connect to %s timed out (%d attempts, last error: %s)", abuf, tries,
                        strerror(lastErr));
+}
+
+ncclResult_t chrSockConnect(const chrSockAddr* addr, int64_t deadlineNs, volatile uint32_t* abortFlag,
+                            int* fd, chrSockErr* err) {
+  return connectLoop(addr, deadlineNs, abortFlag, 0, fd, err);
+}
+
+ncclResult_t chrSockConnectListening(const chrSockAddr* addr, int64_t deadlineNs, volatile uint32_t* abortFlag,
+                                     int* fd, chrSockErr* err) {
+  return connectLoop(addr, deadlineNs, abortFlag, 1, fd, err);
 }
 
 ncclResult_t chrSockTryAccept(int listenFd, int* fd, chrSockAddr* peer, chrSockErr* err) {

@@ -9,8 +9,9 @@
  *
  * Net: the receiving side listens and sends its handle to its predecessor over the bootstrap; the
  * sending side receives the handle from its successor and connects. connect and accept are
- * non-blocking in the net ABI, so both are driven in one loop until both are done, with the
- * CHORUS_TIMEOUT deadline and the abort flag checked on every pass.
+ * non-blocking in the net ABI, so both are driven in one loop until both are done, with the abort flag
+ * checked on every pass, the peer's liveness every 100 ms (a dead peer is an error at once), and a
+ * deadline only when CHORUS_TIMEOUT > 0 (by default a slow peer is waited for, as NCCL does).
  */
 #include <string.h>
 #include "bootstrap/bootstrap.h"
@@ -53,6 +54,17 @@ ncclResult_t chrTransportPick(struct ncclComm* comm, int peer, const struct chrT
   return ncclSuccess;
 }
 
+ncclResult_t chrTransportNeedsNet(struct ncclComm* comm, int* needNet) {
+  *needNet = 0;
+  for (int peer = 0; peer < comm->nRanks && !*needNet; peer++) {
+    if (peer == comm->rank) continue;
+    const struct chrTransportOps* ops = NULL;
+    CHECK(chrTransportPick(comm, peer, &ops));
+    *needNet = ops == &chrNetTransportOps;
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
                                struct chrLink** send, struct chrLink** recv) {
   char myHandle[NCCL_NET_HANDLE_MAXSIZE];
@@ -75,8 +87,9 @@ ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer,
   if (wantSend)
     CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, sendPeer, tag, peerHandle, sizeof(peerHandle)), res, fail_listen);
 
-  uint64_t start = chrNowNs();
-  uint64_t deadline = start + (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
+  uint64_t start = chrNowNs(), lastPeerCheck = start;
+  int64_t timeoutSec = chrParamInt(CHR_P_TIMEOUT);
+  uint64_t deadline = timeoutSec > 0 ? start + (uint64_t)timeoutSec * 1000000000ull : UINT64_MAX; /* 0: no limit */
   while ((wantSend && sendComm == NULL) || (wantRecv && recvComm == NULL)) {
     if (wantSend && sendComm == NULL)
       CHECK_GOTO(chrNetConnect(comm->net, comm->netDev, peerHandle, &sendComm, NULL), res, fail_comms);
@@ -86,11 +99,17 @@ ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer,
       res = chrFail(ncclRemoteError, "connecting channel %d: communicator aborted", channel);
       goto fail_comms;
     }
-    if (chrNowNs() > deadline) {
-      int toPeer = wantSend && sendComm == NULL;
+    int toPeer = wantSend && sendComm == NULL;
+    uint64_t now = chrNowNs();
+    if (now > deadline) {
       res = chrFail(ncclTimeout, "connecting channel %d: %s rank %d not reached within %lld s (CHORUS_TIMEOUT)", channel,
-                    toPeer ? "to" : "from", toPeer ? sendPeer : recvPeer, (long long)chrParamInt(CHR_P_TIMEOUT));
+                    toPeer ? "to" : "from", toPeer ? sendPeer : recvPeer, (long long)timeoutSec);
       goto fail_comms;
+    }
+    /* A peer that died after sending its handle never connects or accepts: ask the bootstrap. */
+    if (now - lastPeerCheck > 100000000ull) {
+      lastPeerCheck = now;
+      CHECK_GOTO(chrBootstrapCheckPeer(comm->bootstrap, toPeer ? sendPeer : recvPeer), res, fail_comms);
     }
     chrIdleWait(chrNowNs() - start);
   }

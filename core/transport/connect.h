@@ -14,6 +14,10 @@
  * the same way for the same pair (from nodeOfRank and the parameters, which must agree). */
 ncclResult_t chrTransportPick(struct ncclComm* comm, int peer, const struct chrTransportOps** ops);
 
+/* Whether any link of this rank would use the net transport (chrTransportPick over every peer):
+ * the net plugin is needed only then. Fails as chrTransportPick does on a bad setting. */
+ncclResult_t chrTransportNeedsNet(struct ncclComm* comm, int* needNet);
+
 /* Connect through the net plugin a send link to sendPeer and a recv link from recvPeer on `channel`
  * (either may be -1 with a NULL out pointer). Collective with those peers. On failure nothing is left. */
 ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,

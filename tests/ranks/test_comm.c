@@ -3,9 +3,23 @@
  *   test_comm nonblocking N   config.blocking = 0: init returns ncclInProgress, GetAsyncError polls
  *   test_comm initall N       ncclCommInitAll in one process, then one thread drives all N comms in a group
  *   test_comm errors          bad arguments, use after finalize, group misuse, a failing call in a group
- *   test_comm peerdeath N     the last rank exits after init; the others get an error, then abort returns
+ *   test_comm peerdeath N H   the last rank exits mid-job; the others get an error, then abort returns
+ *   test_comm deadafterinit N H  the last rank exits right after init, before any link exists; the others'
+ *                             first all-reduce fails at once (connection setup notices), no deadline set
+ *   test_comm slowinit N      rank N-1 comes to init 61 s late; nobody gives up (no deadline by default)
+ *   test_comm slowcoll N H    rank 0 comes to its first all-reduce 61 s late (its links connect then)
  *   test_comm scalable N      ncclCommInitRankScalable with a list of ids
+ *   test_comm onehost N       N ranks of one host work whatever the net plugin setting (run with
+ *                             NCCL_NET_PLUGIN=none, a missing plugin, a plugin with no device)
+ *   test_comm nonet N         N ranks on N hosts with NCCL_NET_PLUGIN=none: init fails, saying why
+ *   test_comm abortqueued N   ncclCommAbort with all-reduces queued in an open group (of this thread, and
+ *                             of another thread): returns at once, the group end runs nothing of it
+ *   test_comm pollers N H     non-blocking init polled by two threads at once (a program and its watchdog),
+ *                             config.netName in a buffer the caller overwrites right after the call
+ * H: hosts acted out (1: every rank on one host, shm; N: every rank its own host, net).
  */
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,11 +161,22 @@ static int scalableRank(int rank, int nranks, const ncclUniqueId* id, void* arg)
   return 0;
 }
 
+static void* abortThread(void* arg) {
+  ncclCommAbort((ncclComm_t)arg);
+  return NULL;
+}
+
+/* A dead peer is an error within this many seconds, with no CHORUS_TIMEOUT set (the default). */
+#define DEAD_PEER_SEC 20.0
+/* Later than the 60 s deadline Chorus used to apply by default. */
+#define LATE_SEC 61
+
 static int peerDeathRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   ncclComm_t comm = NULL;
+  int beforeLinks = arg != NULL;
   EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
-  EXPECT(checkAllReduce(comm, rank, nranks, 1000) == 0);
-  if (rank == nranks - 1) _exit(0); /* dies without a word, mid-job */
+  if (!beforeLinks) EXPECT(checkAllReduce(comm, rank, nranks, 1000) == 0);
+  if (rank == nranks - 1) _exit(0); /* dies without a word */
   size_t count = 4 << 20;
   float* buf = calloc(count, sizeof(float));
   double t0 = chrLaunchNowSec();
@@ -159,7 +184,7 @@ static int peerDeathRank(int rank, int nranks, const ncclUniqueId* id, void* arg
   for (int i = 0; i < 50 && res == ncclSuccess; i++) res = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, NULL);
   double waited = chrLaunchNowSec() - t0;
   EXPECT(res != ncclSuccess && res != ncclInProgress);
-  EXPECT(waited < 20.0); /* CHORUS_TIMEOUT is 10 s in this test */
+  EXPECT(waited < DEAD_PEER_SEC);
   ncclResult_t state;
   EXPECT(ncclCommGetAsyncError(comm, &state) == ncclSuccess && state != ncclSuccess);
   EXPECT(ncclGetLastError(comm)[0] != '\0');
@@ -168,9 +193,98 @@ static int peerDeathRank(int rank, int nranks, const ncclUniqueId* id, void* arg
   return 0;
 }
 
+static int oneHostRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  EXPECT(checkAllReduce(comm, rank, nranks, 70001) == 0);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
+static int noNetRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclInvalidUsage);
+  EXPECT(strstr(ncclGetLastError(NULL), "NCCL_NET_PLUGIN=none") != NULL);
+  return 0;
+}
+
+/* Abort with work queued in an open group. Same thread: the queued work is dropped, the group ends
+ * with nothing to do. Other thread: abort returns at once; this thread's group end fails cleanly. */
+static int abortQueuedRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  int x[1024];
+  ncclComm_t parent = NULL;
+  EXPECT(ncclCommInitRank(&parent, nranks, *id, rank) == ncclSuccess);
+  for (int pass = 0; pass < 2; pass++) {
+    ncclComm_t comm = NULL;
+    EXPECT(ncclCommSplit(parent, 0, rank, &comm, NULL) == ncclSuccess);
+    EXPECT(checkAllReduce(comm, rank, nranks, 1000) == 0); /* links exist */
+    EXPECT(ncclGroupStart() == ncclSuccess);
+    for (int i = 0; i < 3; i++) EXPECT(ncclAllReduce(x, x, 1024, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
+    double t0 = chrLaunchNowSec();
+    if (pass == 0) {
+      EXPECT(ncclCommAbort(comm) == ncclSuccess);
+      EXPECT(chrLaunchNowSec() - t0 < 5.0);
+      EXPECT(ncclGroupEnd() == ncclSuccess); /* nothing left in it */
+    } else {
+      pthread_t t;
+      EXPECT(pthread_create(&t, NULL, abortThread, comm) == 0);
+      pthread_join(t, NULL);
+      EXPECT(chrLaunchNowSec() - t0 < 5.0);
+      ncclResult_t res = ncclGroupEnd();
+      EXPECT(res != ncclSuccess && res != ncclInProgress);
+    }
+    /* Every rank aborts the same comm, so no one waits for a peer. */
+  }
+  EXPECT(checkAllReduce(parent, rank, nranks, 1000) == 0); /* the parent is untouched */
+  EXPECT(ncclCommDestroy(parent) == ncclSuccess);
+  return 0;
+}
+
+static void* pollThread(void* arg) {
+  ncclComm_t comm = arg;
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return (void*)1;
+    sched_yield();
+  }
+  return state == ncclSuccess ? NULL : (void*)1;
+}
+
+static int pollersRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  char* name = strdup("socket");
+  config.netName = name;
+  ncclComm_t comm = NULL;
+  ncclResult_t res = ncclCommInitRankConfig(&comm, nranks, *id, rank, &config);
+  memset(name, 'X', 6); /* the caller's string is its own again once the call returned */
+  free(name);
+  EXPECT(res == ncclInProgress || res == ncclSuccess);
+  pthread_t t;
+  EXPECT(pthread_create(&t, NULL, pollThread, comm) == 0);
+  void* mine = pollThread(comm);
+  void* theirs = NULL;
+  pthread_join(t, &theirs);
+  EXPECT(mine == NULL && theirs == NULL);
+  EXPECT(checkAllReduce(comm, rank, nranks, 5000) == 0);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
+static int slowRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  int slowInit = arg != NULL;
+  if (slowInit && rank == nranks - 1) sleep(LATE_SEC);
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  if (!slowInit && rank == 0) sleep(LATE_SEC);
+  EXPECT(checkAllReduce(comm, rank, nranks, 300000) == 0);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: test_comm nonblocking|initall|errors|peerdeath [N]\n");
+    fprintf(stderr, "usage: test_comm nonblocking|initall|errors|peerdeath|deadafterinit|slowinit|slowcoll|scalable [N [H]]\n");
     return 2;
   }
   int n = argc > 2 ? atoi(argv[2]) : 2;
@@ -178,7 +292,16 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "initall") == 0) return initAll(n);
   if (strcmp(argv[1], "errors") == 0) return chrLaunchRanks(n, 1, 60, errorsRank, NULL);
   if (strcmp(argv[1], "scalable") == 0) return chrLaunchRanks(n, 1, 60, scalableRank, NULL);
-  if (strcmp(argv[1], "peerdeath") == 0) return chrLaunchRanks(n, n, 60, peerDeathRank, NULL);
+  int hosts = argc > 3 ? atoi(argv[3]) : n;
+  static int yes = 1;
+  if (strcmp(argv[1], "peerdeath") == 0) return chrLaunchRanks(n, hosts, 60, peerDeathRank, NULL);
+  if (strcmp(argv[1], "deadafterinit") == 0) return chrLaunchRanks(n, hosts, 60, peerDeathRank, &yes);
+  if (strcmp(argv[1], "abortqueued") == 0) return chrLaunchRanks(n, 1, 60, abortQueuedRank, NULL);
+  if (strcmp(argv[1], "pollers") == 0) return chrLaunchRanks(n, hosts, 60, pollersRank, NULL);
+  if (strcmp(argv[1], "onehost") == 0) return chrLaunchRanks(n, 1, 60, oneHostRank, NULL);
+  if (strcmp(argv[1], "nonet") == 0) return chrLaunchRanks(n, n, 60, noNetRank, NULL);
+  if (strcmp(argv[1], "slowinit") == 0) return chrLaunchRanks(n, 1, 3 * LATE_SEC, slowRank, &yes);
+  if (strcmp(argv[1], "slowcoll") == 0) return chrLaunchRanks(n, hosts, 3 * LATE_SEC, slowRank, NULL);
   fprintf(stderr, "unknown scenario %s\n", argv[1]);
   return 2;
 }

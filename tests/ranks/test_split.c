@@ -7,6 +7,10 @@
  *                            NULL (the child inherits non-blocking)
  *   test_split group N       two splits of the same parent in one group, blocking and non-blocking
  *   test_split errors N      bad arguments: color, newcomm NULL, config magic, a comm still initializing
+ *   test_split commid N      NCCL_COMM_ID set (the multi-host launch): 4 splits by parity in a row; every
+ *                            child bootstraps over its parent, never over the fixed address
+ *   test_split onethread N   ncclCommInitAll(N) in one process, then ONE thread splits all N comms inside
+ *                            one group (a NOCOLOR rank included), twice; children checked in one group
  *
  * Every child is checked by an all-reduce whose result says exactly who is in it and in which order:
  * each member writes (parent rank + 1) at its child rank's slot and 1 at its parent rank's slot.
@@ -15,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "launch.h"
 #include "nccl.h"
 
@@ -266,6 +273,90 @@ static int groupRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+static int commIdRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  ncclComm_t parent = NULL;
+  CHECK_OK(ncclCommInitRank(&parent, nranks, *id, rank));
+  for (int i = 0; i < 4; i++) {
+    ncclComm_t child = NULL;
+    int members[MAX_RANKS], nMembers = 0;
+    EXPECT(splitAndCheck(parent, rank, nranks, byParity, i % 2 ? keyReversed : keyRank, &child, members, &nMembers) == 0);
+    CHECK_OK(ncclCommDestroy(child));
+  }
+  EXPECT(checkWhole(parent, rank, nranks) == 0);
+  CHECK_OK(ncclCommDestroy(parent));
+  return 0;
+}
+
+static int oneThreadSplits(int n) {
+  ncclComm_t comms[MAX_RANKS], kids[MAX_RANKS];
+  int* bufs[MAX_RANKS];
+  int members[MAX_RANKS][MAX_RANKS], nMembers[MAX_RANKS];
+  size_t len = (size_t)(2 * n + TAIL);
+  CHECK_OK(ncclCommInitAll(comms, n, NULL));
+  for (int round = 0; round < 2; round++) {
+    colorFn color = round == 0 ? lastOut : byParity;
+    CHECK_OK(ncclGroupStart());
+    for (int r = 0; r < n; r++) {
+      kids[r] = (ncclComm_t)(void*)0x1; /* must be overwritten */
+      CHECK_OK(ncclCommSplit(comms[r], color(r, n), keyReversed(r, n), &kids[r], NULL));
+    }
+    CHECK_OK(ncclGroupEnd());
+    /* Every child at once, from this one thread: the member list comes back in the sums. */
+    CHECK_OK(ncclGroupStart());
+    for (int r = 0; r < n; r++) {
+      nMembers[r] = expectedMembers(r, n, color, keyReversed, members[r]);
+      bufs[r] = calloc(len, sizeof(int));
+      if (nMembers[r] == 0) {
+        EXPECT(kids[r] == NULL);
+        continue;
+      }
+      EXPECT(kids[r] != NULL);
+      int me = -1, count = -1;
+      CHECK_OK(ncclCommUserRank(kids[r], &me));
+      CHECK_OK(ncclCommCount(kids[r], &count));
+      EXPECT(count == nMembers[r] && me >= 0 && me < count && members[r][me] == r);
+      bufs[r][me] = r + 1;
+      bufs[r][n + r] = 1;
+      for (int i = 0; i < TAIL; i++) bufs[r][2 * n + i] = (r + 1) * (i % 7 + 1);
+      CHECK_OK(ncclAllReduce(bufs[r], bufs[r], len, ncclInt32, ncclSum, kids[r], NULL));
+    }
+    CHECK_OK(ncclGroupEnd());
+    for (int r = 0; r < n; r++) {
+      if (nMembers[r] > 0) {
+        int sum = 0;
+        for (int i = 0; i < nMembers[r]; i++) sum += members[r][i] + 1;
+        for (int i = 0; i < n; i++) {
+          EXPECT(bufs[r][i] == (i < nMembers[r] ? members[r][i] + 1 : 0));
+          int in = 0;
+          for (int j = 0; j < nMembers[r]; j++) in |= members[r][j] == i;
+          EXPECT(bufs[r][n + i] == in);
+        }
+        for (int i = 0; i < TAIL; i++) EXPECT(bufs[r][2 * n + i] == sum * (i % 7 + 1));
+        CHECK_OK(ncclCommDestroy(kids[r]));
+      }
+      free(bufs[r]);
+    }
+  }
+  for (int r = 0; r < n; r++) CHECK_OK(ncclCommDestroy(comms[r]));
+  return 0;
+}
+
+/* A loopback port nobody listens on now, for NCCL_COMM_ID. */
+static int freePort(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t l = sizeof(a);
+  if (fd < 0 || bind(fd, (struct sockaddr*)&a, sizeof(a)) != 0 || getsockname(fd, (struct sockaddr*)&a, &l) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
 static int errorsRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   ncclComm_t parent = NULL, child = NULL;
   CHECK_OK(ncclCommInitRank(&parent, nranks, *id, rank));
@@ -299,7 +390,7 @@ static int errorsRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: test_split basic|nonblocking|group|errors N [hosts]\n");
+    fprintf(stderr, "usage: test_split basic|nonblocking|group|errors|commid|onethread N [hosts]\n");
     return 2;
   }
   int n = atoi(argv[2]);
@@ -312,6 +403,15 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "nonblocking") == 0) return chrLaunchRanks(n, hosts, 80, nonblockingRank, NULL);
   if (strcmp(argv[1], "group") == 0) return chrLaunchRanks(n, hosts, 80, groupRank, NULL);
   if (strcmp(argv[1], "errors") == 0) return chrLaunchRanks(n, hosts, 80, errorsRank, NULL);
+  if (strcmp(argv[1], "onethread") == 0) return oneThreadSplits(n);
+  if (strcmp(argv[1], "commid") == 0) {
+    int port = freePort();
+    EXPECT(port > 0);
+    char commId[64];
+    snprintf(commId, sizeof(commId), "127.0.0.1:%d", port);
+    setenv("NCCL_COMM_ID", commId, 1); /* before any rank is forked or the library reads its config */
+    return chrLaunchRanks(n, hosts, 80, commIdRank, NULL);
+  }
   fprintf(stderr, "unknown scenario %s\n", argv[1]);
   return 2;
 }
