@@ -124,12 +124,23 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
   return ncclSuccess;
 }
 
+/* Once per comm. A failed comm is finalized too (nothing can be flushed), but the call reports the
+ * failure; either way ncclCommDestroy or ncclCommAbort come next. */
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   CHECK(chrCommCheck(comm, "ncclCommFinalize"));
-  if (atomic_load(&comm->asyncError) == ncclInProgress)
+  int state = atomic_load(&comm->asyncError);
+  if (state == ncclInProgress)
     return chrFail(ncclInvalidUsage, "ncclCommFinalize: communicator is still initializing");
+  if (__atomic_exchange_n(&comm->finalized, 1, __ATOMIC_ACQ_REL) != 0)
+    return chrFail(ncclInvalidUsage,
+                   "ncclCommFinalize: communicator %p was already finalized (call ncclCommDestroy or ncclCommAbort)",
+                   (void*)comm);
+  if (state != ncclSuccess) {
+    ncclResult_t res = chrCommFailedError(comm, "ncclCommFinalize");
+    chrCommNoteError(comm);
+    return res;
+  }
   /* Host-buffer work completes before each call returns, so nothing is outstanding here. */
-  comm->finalized = 1;
   return ncclSuccess;
 }
 
