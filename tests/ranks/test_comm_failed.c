@@ -100,7 +100,8 @@ static int peerDeathRank(int rank, int nranks, const ncclUniqueId* id, void* arg
   EXPECT(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, NULL) == ncclSuccess);
   if (rank == nranks - 1) _exit(0); /* dies without a word */
   ncclResult_t res = ncclSuccess;
-  for (int i = 0; i < 200 && res == ncclSuccess; i++) res = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, NULL);
+  for (int i = 0; i < 200 && res == ncclSuccess; i++)
+    res = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, NULL);
   EXPECT(res != ncclSuccess && res != ncclInProgress);
   /* The root cause, as the failing call reported it. */
   char cause[1024];
