@@ -96,7 +96,7 @@ struct ncclComm {
   _Atomic int failWarned;      /* a call was refused with a WARN already: later refusals log at INFO */
   pthread_t initThread;
   int initThreadStarted;
-  pthread_mutex_t lock;        /* guards lastError and lazy connection setup */
+  pthread_mutex_t lock;        /* guards lastError, failCause and lazy connection setup */
   char lastError[1024];
   uint64_t lastErrorSeq;       /* chrThreadLastErrorSeq() of the text in lastError */
   uint64_t collCount;          /* collectives executed, for logs */
