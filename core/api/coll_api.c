@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "api/api.h"
 #include "comm/comm.h"
+#include "cuda/cuda_driver.h"
 #include "exec/reduce.h"
 #include "exec/task.h"
 #include "group/group.h"
@@ -41,6 +42,20 @@ static ncclResult_t checkOp(const struct collArgs* a) {
   return ncclSuccess;
 }
 
+/* Collectives run on the host: a GPU device buffer would be read and written by memcpy and crash.
+ * Without a CUDA driver this costs one branch per buffer (cuda/cuda_driver.h). */
+static ncclResult_t checkHostBuffers(const struct collArgs* a) {
+  static const char* const hostOnly =
+      "is GPU device memory; this build of Chorus runs collectives on host buffers only (GPU path not built yet)";
+  int sendIsDevice = a->sendElems > 0 && chrCudaPtrIsDevice(a->sendbuff);
+  if (sendIsDevice) return chrFail(ncclInvalidUsage, "%s: sendbuff %p %s", a->name, a->sendbuff, hostOnly);
+  /* In place: the same buffer was just asked about. */
+  int sameAsSend = a->sendElems > 0 && (const void*)a->recvbuff == a->sendbuff;
+  if (a->recvElems > 0 && !sameAsSend && chrCudaPtrIsDevice(a->recvbuff))
+    return chrFail(ncclInvalidUsage, "%s: recvbuff %p %s", a->name, (void*)a->recvbuff, hostOnly);
+  return ncclSuccess;
+}
+
 static ncclResult_t checkArgs(const struct collArgs* a, size_t* typeSize) {
   CHECK(chrCommCheckReady(a->comm, a->name));
   if ((int)a->type < 0 || (int)a->type >= ncclNumTypes)
@@ -57,6 +72,7 @@ static ncclResult_t checkArgs(const struct collArgs* a, size_t* typeSize) {
     return chrFail(ncclInvalidArgument, "%s: sendbuff is NULL with count %zu", a->name, a->count);
   if (a->recvElems > 0 && a->recvbuff == NULL)
     return chrFail(ncclInvalidArgument, "%s: recvbuff is NULL with count %zu", a->name, a->count);
+  CHECK(checkHostBuffers(a));
   return ncclSuccess;
 }
 

@@ -111,21 +111,32 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
   if (asyncError == NULL) return chrFail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
   int state = atomic_load(&comm->asyncError);
   if (state != ncclInProgress) chrCommReapInitThread(comm, 0); /* non-blocking init finished */
-  if (CHR_IS_ERROR(state)) {
+  if (CHR_IS_ERROR(state)) { /* the root cause, not the latest refusal that quoted it */
     pthread_mutex_lock(&comm->lock);
-    chrSetLastError("%s", comm->lastError);
+    chrSetLastError("%s", comm->failCause[0] ? comm->failCause : comm->lastError);
     pthread_mutex_unlock(&comm->lock);
   }
   *asyncError = (ncclResult_t)state;
   return ncclSuccess;
 }
 
+/* Once per comm. A failed comm is finalized too (nothing can be flushed), but the call reports the
+ * failure; either way ncclCommDestroy or ncclCommAbort come next. */
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   CHECK(chrCommCheck(comm, "ncclCommFinalize"));
-  if (atomic_load(&comm->asyncError) == ncclInProgress)
+  int state = atomic_load(&comm->asyncError);
+  if (state == ncclInProgress)
     return chrFail(ncclInvalidUsage, "ncclCommFinalize: communicator is still initializing");
+  if (__atomic_exchange_n(&comm->finalized, 1, __ATOMIC_ACQ_REL) != 0)
+    return chrFail(ncclInvalidUsage,
+                   "ncclCommFinalize: communicator %p was already finalized (call ncclCommDestroy or ncclCommAbort)",
+                   (void*)comm);
+  if (state != ncclSuccess) {
+    ncclResult_t res = chrCommFailedError(comm, "ncclCommFinalize");
+    chrCommNoteError(comm);
+    return res;
+  }
   /* Host-buffer work completes before each call returns, so nothing is outstanding here. */
-  comm->finalized = 1;
   return ncclSuccess;
 }
 
@@ -149,6 +160,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   CHECK(chrCommCheck(comm, "ncclCommAbort"));
   comm->abortFlag = 1;
+  chrSetLastError("ncclCommAbort: communicator %p was aborted", (void*)comm);
   chrCommSetAsyncError(comm, ncclRemoteError);
   chrGroupDiscardComm(comm);
   struct timespec ts = {0, 1000000};

@@ -1,6 +1,7 @@
 /*
  * comm.c: communicator handle checks and error bookkeeping shared by the API layer.
  */
+#include <stdio.h>
 #include <string.h>
 #include "comm/comm.h"
 #include "log/log.h"
@@ -21,10 +22,26 @@ ncclResult_t chrCommCheckReady(struct ncclComm* comm, const char* func) {
   if (state == ncclInProgress)
     return chrFail(ncclInvalidUsage, "%s: communicator is still initializing (poll ncclCommGetAsyncError)", func);
   if (comm->abortFlag) return chrFail(ncclInvalidUsage, "%s: communicator was aborted", func);
-  if (state != ncclSuccess)
-    return chrFail((ncclResult_t)state, "%s: communicator is in error state: %s", func, comm->lastError);
+  if (state != ncclSuccess) return chrCommFailedError(comm, func);
   if (comm->finalized) return chrFail(ncclInvalidUsage, "%s: communicator was finalized", func);
   return ncclSuccess;
+}
+
+/* The message quotes failCause, never lastError: lastError may hold an earlier refusal, and quoting
+ * it would nest one prefix per call until the cause fell off the buffer. The cause was logged when it
+ * happened; only the first refusal is a WARN, so a caller that keeps trying does not flood the log. */
+ncclResult_t chrCommFailedError(struct ncclComm* comm, const char* func) {
+  ncclResult_t state = (ncclResult_t)atomic_load(&comm->asyncError);
+  char cause[CHR_COMM_FAIL_CAUSE_MAX];
+  pthread_mutex_lock(&comm->lock);
+  memcpy(cause, comm->failCause, sizeof(cause));
+  pthread_mutex_unlock(&comm->lock);
+  if (cause[0] == '\0') snprintf(cause, sizeof(cause), "(no cause was recorded)");
+  if (atomic_exchange(&comm->failWarned, 1) == 0)
+    return chrFail(state, "%s: communicator has failed (%s): %s", func, chrResultName(state), cause);
+  chrSetLastError("%s: communicator has failed (%s): %s", func, chrResultName(state), cause);
+  INFO(NCCL_INIT, "%s: communicator %p has failed (%s), call refused", func, (void*)comm, chrResultName(state));
+  return state;
 }
 
 void chrCommNoteError(struct ncclComm* comm) {
@@ -36,12 +53,27 @@ void chrCommNoteError(struct ncclComm* comm) {
   pthread_mutex_unlock(&comm->lock);
 }
 
+/* Under lock, so a reader that sees the error state and then takes the lock finds the cause written. */
 void chrCommSetAsyncError(struct ncclComm* comm, ncclResult_t res) {
+  pthread_mutex_lock(&comm->lock);
   int expected = ncclSuccess;
-  if (!atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res)) {
+  int won = atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res);
+  if (!won) {
     expected = ncclInProgress;
-    atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res);
+    won = atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res);
   }
+  if (won) {
+    const char* text = chrThreadLastError();
+    size_t len = strlen(text);
+    if (len < sizeof(comm->failCause)) {
+      memcpy(comm->failCause, text, len + 1);
+    } else { /* keep the start, which names what failed, and say it was cut */
+      size_t keep = sizeof(comm->failCause) - 4;
+      memcpy(comm->failCause, text, keep);
+      memcpy(comm->failCause + keep, "...", 4);
+    }
+  }
+  pthread_mutex_unlock(&comm->lock);
   chrCommNoteError(comm);
 }
 

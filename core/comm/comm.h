@@ -18,6 +18,9 @@
 #define CHR_HOSTID_LEN 64
 #define CHR_MAX_USER_REDOPS 64
 #define CHR_P2P_CONNS 2
+/* Room for the first cause of a communicator's failure. Less than the 1 KiB last-error text, so a
+ * later call's message ("<call>: communicator has failed (<code>): <cause>") always holds it whole. */
+#define CHR_COMM_FAIL_CAUSE_MAX 768
 
 /* What each rank tells the others at init (exchanged by the bootstrap). Fixed size, no pointers. */
 struct chrPeerInfo {
@@ -88,11 +91,15 @@ struct ncclComm {
   volatile uint32_t abortFlag;
   _Atomic int busy;            /* calls running on this comm (abort waits for them) */
   _Atomic int refs;            /* 1 for the user's handle + 1 per task or split queued in an open group */
-  int finalized;
+  int finalized;               /* ncclCommFinalize was called (set with an atomic exchange) */
+  /* The text of the failure that put asyncError in error, written once, by the thread that did so,
+   * under lock. Later calls quote it instead of the last error, so messages never nest. */
+  char failCause[CHR_COMM_FAIL_CAUSE_MAX];
+  _Atomic int failWarned;      /* a call was refused with a WARN already: later refusals log at INFO */
   pthread_t initThread;
   int initThreadStarted;       /* guarded by initLock */
   pthread_mutex_t initLock;    /* exactly one caller joins initThread (chrCommReapInitThread) */
-  pthread_mutex_t lock;        /* guards lastError and lazy connection setup */
+  pthread_mutex_t lock;        /* guards lastError, failCause and lazy connection setup */
   char lastError[1024];
   uint64_t lastErrorSeq;       /* chrThreadLastErrorSeq() of the text in lastError */
   uint64_t collCount;          /* collectives executed, for logs */
@@ -103,12 +110,16 @@ struct ncclComm {
 ncclResult_t chrCommCheck(const struct ncclComm* comm, const char* func);
 /* Like chrCommCheck, and also: init finished successfully, not aborted, no async error. */
 ncclResult_t chrCommCheckReady(struct ncclComm* comm, const char* func);
+/* The refusal of `func` on a comm whose asyncError is an error: returns that error with the last-error
+ * text "<func>: communicator has failed (<code name>): <first cause>". */
+ncclResult_t chrCommFailedError(struct ncclComm* comm, const char* func);
 /* Copy the thread's last-error text into the comm (called by the API layer when a call fails). */
 void chrCommNoteError(struct ncclComm* comm);
 /* References (comm->refs): chrCommRelease frees the comm when the last one goes. */
 void chrCommRetain(struct ncclComm* comm);
 void chrCommRelease(struct ncclComm* comm);
-/* Record an asynchronous failure (first one wins). */
+/* Record an asynchronous failure. The first one wins: it sets asyncError and keeps the thread's
+ * last-error text (the caller's chrFail) as the comm's failCause; later ones only update lastError. */
 void chrCommSetAsyncError(struct ncclComm* comm, ncclResult_t res);
 
 /* Lifecycle (comm/init.c, comm/destroy.c).

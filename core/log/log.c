@@ -283,3 +283,18 @@ ncclResult_t chrFailAt(ncclResult_t res, const char* file, int line, const char*
   chrLog(NCCL_LOG_WARN, NCCL_ALL, file, line, "%s", msg);
   return res;
 }
+
+const char* chrResultName(ncclResult_t res) {
+  switch (res) {
+    case ncclSuccess: return "ncclSuccess";
+    case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
+    case ncclSystemError: return "ncclSystemError";
+    case ncclInternalError: return "ncclInternalError";
+    case ncclInvalidArgument: return "ncclInvalidArgument";
+    case ncclInvalidUsage: return "ncclInvalidUsage";
+    case ncclRemoteError: return "ncclRemoteError";
+    case ncclInProgress: return "ncclInProgress";
+    case ncclTimeout: return "ncclTimeout";
+    default: return "unknown result";
+  }
+}

@@ -40,6 +40,9 @@ uint64_t chrThreadLastErrorSeq(void);
 uint64_t chrNextErrorSeq(void);
 void chrClearLastError(void);
 
+/* The enumerator's name ("ncclRemoteError"), for messages; "unknown result" for other values. */
+const char* chrResultName(ncclResult_t res);
+
 /* Log `fmt` as a WARN with the caller's file:line, store it as the thread's last error, return `res`. */
 ncclResult_t chrFailAt(ncclResult_t res, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -1,0 +1,88 @@
+/*
+ * cuda_driver.c: loading the CUDA driver at run time, and what the core asks it.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include "cuda/cuda_driver.h"
+#include "log/log.h"
+
+#define CHR_CUDA_DRIVER_LIB "libcuda.so.1"
+
+enum { CHR_CUDA_UNKNOWN = 0, CHR_CUDA_ABSENT, CHR_CUDA_PRESENT };
+
+static struct chrCudaDriver driver;  /* filled once by loadDriver, read-only afterwards */
+static _Atomic int driverState;      /* CHR_CUDA_*; published (release) after driver is filled */
+static pthread_once_t driverOnce = PTHREAD_ONCE_INIT;
+
+/* dlsym into a function pointer (copied, as ISO C has no cast between object and function pointers). */
+static int resolve(void* lib, const char* name, void* fnPtr, size_t fnSize) {
+  void* sym = dlsym(lib, name);
+  if (sym == NULL) {
+    INFO(NCCL_INIT, "CUDA driver: %s has no %s; buffers are host memory", CHR_CUDA_DRIVER_LIB, name);
+    return 0;
+  }
+  memcpy(fnPtr, &sym, fnSize);
+  return 1;
+}
+
+static void loadDriver(void) {
+  int state = CHR_CUDA_ABSENT;
+  void* lib = dlopen(CHR_CUDA_DRIVER_LIB, RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) {
+    const char* why = dlerror();
+    INFO(NCCL_INIT, "CUDA driver: cannot load %s (%s): no GPU; buffers are host memory", CHR_CUDA_DRIVER_LIB,
+         why ? why : "unknown reason");
+    goto publish;
+  }
+  if (!resolve(lib, "cuInit", &driver.cuInit, sizeof(driver.cuInit)) ||
+      !resolve(lib, "cuDriverGetVersion", &driver.cuDriverGetVersion, sizeof(driver.cuDriverGetVersion)) ||
+      !resolve(lib, "cuPointerGetAttribute", &driver.cuPointerGetAttribute, sizeof(driver.cuPointerGetAttribute))) {
+    dlclose(lib);
+    goto publish;
+  }
+  /* From here the library stays loaded even on failure: a driver that ran cuInit may have started
+   * threads or registered exit handlers, so unloading it is not safe. */
+  chrCuResult r = driver.cuInit(0);
+  if (r != CHR_CUDA_SUCCESS) {
+    INFO(NCCL_INIT, "CUDA driver: cuInit(0) returned %d (no usable GPU); buffers are host memory", r);
+    goto publish;
+  }
+  if (driver.cuDriverGetVersion(&driver.version) != CHR_CUDA_SUCCESS) driver.version = 0;
+  INFO(NCCL_INIT, "CUDA driver %d.%d loaded (%s)", driver.version / 1000, (driver.version % 1000) / 10,
+       CHR_CUDA_DRIVER_LIB);
+  state = CHR_CUDA_PRESENT;
+publish:
+  atomic_store_explicit(&driverState, state, memory_order_release);
+}
+
+const struct chrCudaDriver* chrCudaDriverGet(void) {
+  int state = atomic_load_explicit(&driverState, memory_order_acquire);
+  if (state == CHR_CUDA_UNKNOWN) {
+    pthread_once(&driverOnce, loadDriver);
+    state = atomic_load_explicit(&driverState, memory_order_acquire);
+  }
+  return state == CHR_CUDA_PRESENT ? &driver : NULL;
+}
+
+int chrCudaPtrIsDevice(const void* p) {
+  /* The common case on a machine without a GPU: known absent, one well-predicted branch. */
+  if (__builtin_expect(atomic_load_explicit(&driverState, memory_order_acquire) == CHR_CUDA_ABSENT, 1)) return 0;
+  if (p == NULL) return 0;
+  const struct chrCudaDriver* cu = chrCudaDriverGet();
+  if (cu == NULL) return 0;
+  chrCuDevicePtr addr = (chrCuDevicePtr)(uintptr_t)p;
+  unsigned int memType = 0;
+  /* Any error (CHR_CUDA_ERROR_INVALID_VALUE above all) means the driver does not know the address:
+   * plain host memory. Pinned and registered host memory report HOST. */
+  if (cu->cuPointerGetAttribute(&memType, CHR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr) != CHR_CUDA_SUCCESS) return 0;
+  if (memType != CHR_CU_MEMORYTYPE_DEVICE && memType != CHR_CU_MEMORYTYPE_ARRAY) return 0;
+  /* Managed memory reports DEVICE too, but the host may read and write it. The driver stores a
+   * boolean: zeroed first, the answer is right (little-endian) whether it writes one byte or four. */
+  unsigned int managed = 0;
+  if (cu->cuPointerGetAttribute(&managed, CHR_CU_POINTER_ATTRIBUTE_IS_MANAGED, addr) == CHR_CUDA_SUCCESS && managed)
+    return 0;
+  return 1;
+}

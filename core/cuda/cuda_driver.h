@@ -1,0 +1,49 @@
+/*
+ * cuda_driver.h: the one place the core reaches the CUDA driver.
+ *
+ * Chorus never links against CUDA: libcuda.so.1 is opened at run time, on first use, and every
+ * driver call the core makes goes through the table below, so one build runs on machines with and
+ * without a GPU. No usable driver (library absent, a symbol missing, cuInit failing) means every
+ * buffer is host memory.
+ *
+ * The driver's types and constants are declared here under our own names (values as in CUDA's
+ * cuda.h; that header is not included, so this compiles without a CUDA toolkit and does not clash
+ * with cuda.h in code that also includes it). Add entry points to the table as the GPU path needs them.
+ */
+#ifndef CHORUS_CUDA_DRIVER_H_
+#define CHORUS_CUDA_DRIVER_H_
+
+typedef int chrCuResult;                  /* CUresult */
+typedef unsigned long long chrCuDevicePtr; /* CUdeviceptr */
+
+#define CHR_CUDA_SUCCESS 0
+#define CHR_CUDA_ERROR_INVALID_VALUE 1    /* also: "not a pointer the driver knows" */
+
+/* CUpointer_attribute values used by the core. */
+#define CHR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2 /* unsigned int: a CUmemorytype below */
+#define CHR_CU_POINTER_ATTRIBUTE_IS_MANAGED 8  /* boolean: managed (cudaMallocManaged) memory */
+
+/* CUmemorytype values. */
+#define CHR_CU_MEMORYTYPE_HOST 1
+#define CHR_CU_MEMORYTYPE_DEVICE 2
+#define CHR_CU_MEMORYTYPE_ARRAY 3
+#define CHR_CU_MEMORYTYPE_UNIFIED 4
+
+/* The driver entry points (names and signatures as the driver exports them). */
+struct chrCudaDriver {
+  int version; /* cuDriverGetVersion: 1000 * major + 10 * minor, e.g. 12080 */
+  chrCuResult (*cuInit)(unsigned int flags);
+  chrCuResult (*cuDriverGetVersion)(int* driverVersion);
+  chrCuResult (*cuPointerGetAttribute)(void* data, int attribute, chrCuDevicePtr ptr);
+};
+
+/* The loaded driver, with cuInit(0) done; NULL when there is no usable driver. The first call loads
+ * it (thread-safe, once per process; the answer is cached, never retried). */
+const struct chrCudaDriver* chrCudaDriverGet(void);
+
+/* 1 when p is GPU device memory the host cannot read: device allocations, not managed/unified memory
+ * (host-accessible) nor pinned or registered host memory. 0 for NULL, for host memory, and always
+ * when there is no driver; then, once the driver was looked for, the cost is one predictable branch. */
+int chrCudaPtrIsDevice(const void* p);
+
+#endif /* CHORUS_CUDA_DRIVER_H_ */

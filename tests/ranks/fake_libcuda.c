@@ -1,0 +1,68 @@
+/*
+ * fake_libcuda.c: a stand-in for the CUDA driver (built as libcuda.so.1 in its own folder, found
+ * only by the tests that put that folder in LD_LIBRARY_PATH), so the device-pointer checks can be
+ * tested on machines without a GPU. It answers from the environment, read at each call:
+ *   CHORUS_TEST_FAKE_DEVICE_RANGE=addr:len    pointers inside are device memory
+ *   CHORUS_TEST_FAKE_MANAGED_RANGE=addr:len   pointers inside are managed memory (type device, managed)
+ *   CHORUS_TEST_FAKE_HOST_RANGE=addr:len      pointers inside are pinned host memory
+ *   CHORUS_TEST_FAKE_CUINIT_FAIL=1            cuInit fails as with no GPU (CUDA_ERROR_NO_DEVICE)
+ * Any other pointer is unknown to the driver (CUDA_ERROR_INVALID_VALUE), as plain malloc memory is.
+ * Numbers are C literals (0x... or decimal). Values are those of CUDA's cuda.h.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define FAKE_CUDA_SUCCESS 0
+#define FAKE_CUDA_ERROR_INVALID_VALUE 1
+#define FAKE_CUDA_ERROR_NOT_INITIALIZED 3
+#define FAKE_CUDA_ERROR_NO_DEVICE 100
+#define FAKE_ATTR_MEMORY_TYPE 2
+#define FAKE_ATTR_IS_MANAGED 8
+#define FAKE_MEMORYTYPE_HOST 1
+#define FAKE_MEMORYTYPE_DEVICE 2
+
+static atomic_int initCalls;
+static atomic_int initialized;
+
+static int inRange(const char* var, unsigned long long p) {
+  const char* s = getenv(var);
+  if (s == NULL || *s == '\0') return 0;
+  char* end = NULL;
+  unsigned long long start = strtoull(s, &end, 0);
+  if (end == NULL || *end != ':') return 0;
+  unsigned long long len = strtoull(end + 1, NULL, 0);
+  return p >= start && p - start < len;
+}
+
+int cuInit(unsigned int flags) {
+  atomic_fetch_add(&initCalls, 1);
+  if (flags != 0) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  const char* fail = getenv("CHORUS_TEST_FAKE_CUINIT_FAIL");
+  if (fail && *fail && *fail != '0') return FAKE_CUDA_ERROR_NO_DEVICE;
+  atomic_store(&initialized, 1);
+  return FAKE_CUDA_SUCCESS;
+}
+
+int cuDriverGetVersion(int* version) {
+  if (version == NULL) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  *version = 12080;
+  return FAKE_CUDA_SUCCESS;
+}
+
+int cuPointerGetAttribute(void* data, int attribute, unsigned long long ptr) {
+  if (!atomic_load(&initialized)) return FAKE_CUDA_ERROR_NOT_INITIALIZED;
+  if (data == NULL) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  unsigned int type, managed;
+  if (inRange("CHORUS_TEST_FAKE_DEVICE_RANGE", ptr)) { type = FAKE_MEMORYTYPE_DEVICE; managed = 0; }
+  else if (inRange("CHORUS_TEST_FAKE_MANAGED_RANGE", ptr)) { type = FAKE_MEMORYTYPE_DEVICE; managed = 1; }
+  else if (inRange("CHORUS_TEST_FAKE_HOST_RANGE", ptr)) { type = FAKE_MEMORYTYPE_HOST; managed = 0; }
+  else return FAKE_CUDA_ERROR_INVALID_VALUE;
+  if (attribute == FAKE_ATTR_MEMORY_TYPE) { *(unsigned int*)data = type; return FAKE_CUDA_SUCCESS; }
+  /* A one-byte boolean, the narrowest answer a driver could store: the library must read it right. */
+  if (attribute == FAKE_ATTR_IS_MANAGED) { *(unsigned char*)data = (unsigned char)managed; return FAKE_CUDA_SUCCESS; }
+  return FAKE_CUDA_ERROR_INVALID_VALUE;
+}
+
+/* For the tests: how often cuInit was called (proves the library was loaded, and cuInit ran once). */
+int chorusFakeCudaInitCalls(void) { return atomic_load(&initCalls); }
