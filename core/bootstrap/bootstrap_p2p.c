@@ -286,6 +286,18 @@ static int peerGone(struct chrBootstrap* bs, int peer) {
   return gone;
 }
 
+/* A peer that sent its last message and exited at once is gone, yet that message may still sit unread
+ * in our socket (or its connection in our listen backlog): read everything there is before giving up.
+ * Two passes: the first may accept the connection that the second reads. recvLock held. */
+static int drainedMessage(struct chrBootstrap* bs, int peer, int tag) {
+  for (int pass = 0; pass < 2; pass++) {
+    if (pollIncoming(bs, -1, 0, 0, NULL) != ncclSuccess) return 0;
+    for (struct chrBsQueued* q = bs->queueHead; q != NULL; q = q->next)
+      if (q->src == peer && q->tag == tag) return 1;
+  }
+  return 0;
+}
+
 ncclResult_t chrBootstrapCheckPeer(struct chrBootstrap* bs, int peer) {
   if (bs == NULL || peer < 0 || peer >= bs->nranks) return ncclSuccess;
   int closed = 0;
@@ -326,7 +338,7 @@ ncclResult_t chrBootstrapRecv(struct chrBootstrap* bs, int peer, int tag, void* 
                     peer, bs->rank, tag);
       break;
     }
-    if (peerGone(bs, peer)) {
+    if (peerGone(bs, peer) && !drainedMessage(bs, peer, tag)) {
       res = chrFail(ncclRemoteError, "bootstrap: rank %d is gone (its process exited or was killed) while rank %d waits for its message (tag %d)",
                     peer, bs->rank, tag);
       break;

@@ -3,7 +3,12 @@
  *
  * A task runs as one step program per channel (see task.h). Per link, counters walk the CHR_STEPS
  * slots: receives posted (up to CHR_STEPS ahead of the consumer), completed and consumed; sends
- * posted and completed. A step runs when each of its receives has completed and each of its sends
+ * posted and completed. The step sequence of a link continues from one task to the next (link->seq,
+ * the same count on both ends), so a send that finishes with its data still unconsumed in the
+ * connection's buffer, the peer's receive not posted yet, leaves no confusion about slots: the next
+ * task on that link starts at the next slot. A send step is done when its slot can be written again
+ * (transport.h), so a send of up to CHR_STEPS steps (NCCL_BUFFSIZE bytes) completes without the
+ * receiver, on every transport: the eager limit. A step runs when each of its receives has completed and each of its sends
  * has a free slot; it reads the received slots and the local input in one pass and writes the output
  * and the send slots.
  *
@@ -30,6 +35,7 @@
 struct linkState {
   struct chrLink* link;
   int isSend;
+  uint64_t base;                                       /* link->seq when the task started */
   uint64_t nRecvs, recvPosted, recvDone, recvConsumed; /* recv links */
   uint64_t sendPosted, sendDone;                       /* send links */
   size_t recvBytes[CHR_STEPS];
@@ -107,13 +113,15 @@ static void runStep(const struct chrCollTask* t, const struct chrStep* st, void*
   for (int i = done; i < nOuts; i++) memcpy(outs[i], outs[0], bytes);
 }
 
+static int slotOf(const struct linkState* ls, uint64_t k) { return (int)((ls->base + k) % CHR_STEPS); }
+
 static ncclResult_t linkProgress(struct linkState* ls, int* progressed) {
   struct chrLink* l = ls->link;
   if (ls->isSend) {
     while (ls->sendDone < ls->sendPosted) {
       int done = 0;
       size_t bytes = 0;
-      CHECK(l->ops->test(l, (int)(ls->sendDone % CHR_STEPS), &done, &bytes));
+      CHECK(l->ops->test(l, slotOf(ls, ls->sendDone), &done, &bytes));
       if (!done) break;
       ls->sendDone++;
       *progressed = 1;
@@ -121,14 +129,14 @@ static ncclResult_t linkProgress(struct linkState* ls, int* progressed) {
     return ncclSuccess;
   }
   while (ls->recvPosted < ls->nRecvs && ls->recvPosted < ls->recvConsumed + CHR_STEPS) {
-    CHECK(l->ops->post(l, (int)(ls->recvPosted % CHR_STEPS), l->stepSize));
+    CHECK(l->ops->post(l, slotOf(ls, ls->recvPosted), l->stepSize));
     ls->recvPosted++;
     *progressed = 1;
   }
   while (ls->recvDone < ls->recvPosted) {
     int done = 0;
     size_t bytes = 0;
-    int slot = (int)(ls->recvDone % CHR_STEPS);
+    int slot = slotOf(ls, ls->recvDone);
     CHECK(l->ops->test(l, slot, &done, &bytes));
     if (!done) break;
     ls->recvBytes[slot] = bytes;
@@ -151,7 +159,7 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
     for (int i = 0; i < st.nRecv && ready; i++) {
       struct linkState* ls = &cs->links[st.recv[i]];
       if (ls->recvConsumed >= ls->recvDone) { ready = 0; break; }
-      int slot = (int)(ls->recvConsumed % CHR_STEPS);
+      int slot = slotOf(ls, ls->recvConsumed);
       if (ls->recvBytes[slot] != expect)
         return chrFail(ncclRemoteError, "%s: rank %d sent %zu bytes on channel %d step %llu, expected %zu (ranks disagree on the call?)",
                        t->algo->name, ls->link->peer, ls->recvBytes[slot], c, (unsigned long long)cs->step, expect);
@@ -160,16 +168,20 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
     for (int i = 0; i < st.nSend && ready; i++) {
       struct linkState* ls = &cs->links[st.send[i]];
       if (ls->sendPosted - ls->sendDone >= CHR_STEPS) { ready = 0; break; }
-      sendSlots[i] = ls->link->slots[ls->sendPosted % CHR_STEPS];
+      sendSlots[i] = ls->link->slots[slotOf(ls, ls->sendPosted)];
     }
     if (!ready) break;
     runStep(t, &st, sendSlots, recvSlots);
     for (int i = 0; i < st.nSend; i++) {
       struct linkState* ls = &cs->links[st.send[i]];
-      CHECK(ls->link->ops->post(ls->link, (int)(ls->sendPosted % CHR_STEPS), expect));
+      CHECK(ls->link->ops->post(ls->link, slotOf(ls, ls->sendPosted), expect));
       ls->sendPosted++;
     }
-    for (int i = 0; i < st.nRecv; i++) cs->links[st.recv[i]].recvConsumed++;
+    for (int i = 0; i < st.nRecv; i++) {
+      struct linkState* ls = &cs->links[st.recv[i]];
+      if (ls->link->ops->release) CHECK(ls->link->ops->release(ls->link, slotOf(ls, ls->recvConsumed)));
+      ls->recvConsumed++;
+    }
     cs->step++;
     *progressed = 1;
     /* Re-post freed receive slots before computing a long run of steps. */
@@ -206,6 +218,7 @@ static ncclResult_t startTask(struct taskRun* tr) {
                        uses[i].isSend ? "to" : "from", uses[i].peer);
       ls->isSend = uses[i].isSend;
       ls->nRecvs = uses[i].isSend ? 0 : nRecvs[i];
+      ls->base = ls->link->seq;
     }
   }
   tr->started = 1;
@@ -246,6 +259,13 @@ static ncclResult_t taskProgress(struct taskRun* tr, int* progressed) {
     if (!channelDone(cs)) finished = 0;
   }
   if (finished) {
+    /* Every link appears once in a task (ring links per channel; trees use a send and a receive link
+     * per peer), so each link's sequence moves on by exactly what this task walked. */
+    for (int c = 0; c < t->nChannels; c++)
+      for (int i = 0; i < tr->ch[c].nLinks; i++) {
+        struct linkState* ls = &tr->ch[c].links[i];
+        ls->link->seq = ls->base + (ls->isSend ? ls->sendPosted : ls->nRecvs);
+      }
     tr->finished = 1;
     *progressed = 1;
   }

@@ -65,7 +65,7 @@ static void netClose(struct chrLink* link) {
   free(link);
 }
 
-const struct chrTransportOps chrNetTransportOps = {"net", netPost, netTest, netClose};
+const struct chrTransportOps chrNetTransportOps = {.name = "net", .post = netPost, .test = netTest, .close = netClose};
 
 ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, void* netComm,
                               size_t stepSize, struct chrLink** out) {

@@ -2,13 +2,13 @@
  * shm_link.c: links through POSIX shared memory between processes of one host. The protocol and the
  * reason each slot has two halves are described in shm_link.h.
  *
- * Setup (chrShmConnectPair), per link: the receiver creates a segment under a random name and sends
- * {name, size, step size, key} to the sender over the bootstrap; the sender validates that (it is
- * untrusted input), maps the segment, checks the header and acknowledges; then the name is unlinked
- * (by the sender right after mapping, and by the receiver after the acknowledgement), so nothing is
- * left in /dev/shm even if a process is killed later. Every rank always sends both its messages,
- * with a failure marker when its own part failed, so that a failure on one side is reported on the
- * other at once and not after CHORUS_TIMEOUT.
+ * Setup (chrShmConnectPair), per link: the receiver creates an unnamed segment and sends
+ * {pid, fd, size, step size, key} to the sender over the bootstrap; the sender validates that (it is
+ * untrusted input), opens /proc/<pid>/fd/<fd>, maps it, checks the header and acknowledges; then the
+ * receiver closes its descriptor. If the sender cannot open the descriptor, it asks for a name, and a
+ * second round does the same through a random name under /dev/shm, which both sides unlink once
+ * mapped. Every rank always sends each of its messages, with a failure marker when its own part
+ * failed, so that a failure on one side is reported on the other at once and not after a timeout.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +29,8 @@
 
 #define TAG_SHM_INFO 0x20000 /* + channel; net uses 0x10000 + channel */
 #define TAG_SHM_ACK 0x21000
+#define TAG_SHM_NAME 0x22000 /* the second round, by name */
+#define TAG_SHM_NAME_ACK 0x23000
 #define CHECK_PEER_NS 100000000ull /* look at the peer after 100 ms without progress, then every 100 ms */
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
@@ -138,9 +140,8 @@ static ncclResult_t shmPost(struct chrLink* link, int slot, size_t bytes) {
 
 static int slotReady(const struct chrLink* link, const struct chrShmLink* sl, int slot) {
   const struct chrShmHeader* hdr = sl->hdr;
-  uint64_t have = link->isSend ? atomic_load_explicit(&hdr->posted[slot], memory_order_acquire)
-                               : atomic_load_explicit(&hdr->filled[slot], memory_order_acquire);
-  return have >= sl->uses[slot];
+  if (link->isSend) return atomic_load_explicit(&hdr->consumed[slot], memory_order_acquire) + 1 >= sl->uses[slot];
+  return atomic_load_explicit(&hdr->filled[slot], memory_order_acquire) >= sl->uses[slot];
 }
 
 static ncclResult_t complete(struct chrLink* link, struct chrShmLink* sl, int slot, int* done, size_t* bytes) {
@@ -190,6 +191,15 @@ static ncclResult_t shmTest(struct chrLink* link, int slot, int* done, size_t* b
   return checkPeer(link, sl, slot, done, bytes);
 }
 
+static ncclResult_t shmRelease(struct chrLink* link, int slot) {
+  struct chrShmLink* sl = link->priv;
+  if (slot < 0 || slot >= CHR_STEPS || link->isSend)
+    return chrFail(ncclInternalError, "shm link: release of slot %d on a %s link", slot, link->isSend ? "send" : "recv");
+  /* Our reads of the slot happen before this store, so before the sender writes its half again. */
+  atomic_store_explicit(&sl->hdr->consumed[slot], sl->uses[slot], memory_order_release);
+  return ncclSuccess;
+}
+
 static void shmClose(struct chrLink* link) {
   if (link == NULL) return;
   struct chrShmLink* sl = link->priv;
@@ -199,13 +209,15 @@ static void shmClose(struct chrLink* link) {
       else atomic_store_explicit(&sl->hdr->recvClosed, 1, memory_order_release);
     }
     if (sl->base != NULL) munmap(sl->base, sl->segmentSize);
+    if (sl->fd >= 0) close(sl->fd);
     unlinkName(sl);
     free(sl);
   }
   free(link);
 }
 
-const struct chrTransportOps chrShmTransportOps = {"shm", shmPost, shmTest, shmClose};
+const struct chrTransportOps chrShmTransportOps = {
+    .name = "shm", .post = shmPost, .test = shmTest, .release = shmRelease, .close = shmClose};
 
 /* ---- setup ---- */
 
@@ -218,6 +230,7 @@ static ncclResult_t newLink(int peer, int channel, int isSend, size_t stepSize, 
     return chrFail(ncclSystemError, "out of memory for an shm link");
   }
   sl->unlinked = 1; /* until there is a name */
+  sl->fd = -1;
   link->ops = &chrShmTransportOps;
   link->peer = peer;
   link->channel = channel;
@@ -228,48 +241,59 @@ static ncclResult_t newLink(int peer, int channel, int isSend, size_t stepSize, 
   return ncclSuccess;
 }
 
+/* An unnamed file in the shm mount (O_TMPFILE), or, where the mount cannot make one, a named segment
+ * (shm_open) whose name the caller publishes at once. */
+static ncclResult_t createSegmentFile(struct chrShmLink* sl, int peer, int* named) {
+  *named = 0;
+  sl->fd = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (sl->fd >= 0) return ncclSuccess;
+  INFO(NCCL_SHM, "shm link from rank %d: no unnamed file in /dev/shm (%s); using a named segment", peer,
+       strerror(errno));
+  *named = 1;
+  for (int attempt = 0; sl->fd < 0; attempt++) {
+    uint64_t r;
+    CHECK(randomU64(&r));
+    snprintf(sl->name, sizeof(sl->name), "%s%d-%016llx", CHR_SHM_NAME_PREFIX, (int)getpid(), (unsigned long long)r);
+    sl->fd = shm_open(sl->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (sl->fd < 0 && (errno != EEXIST || attempt >= 8)) {
+      ncclResult_t res = chrFail(ncclSystemError, "shm link from rank %d: shm_open(%s): %s", peer, sl->name, strerror(errno));
+      sl->name[0] = '\0';
+      return res;
+    }
+  }
+  sl->unlinked = 0; /* from here on, close() removes the name */
+  return ncclSuccess;
+}
+
 ncclResult_t chrShmRecvCreate(int myRank, int peer, int channel, size_t stepSize, struct chrLink** recv,
                               struct chrShmInfo* info) {
   size_t size = 0;
   ncclResult_t res;
-  int fd = -1;
   struct chrLink* link = NULL;
   *recv = NULL;
   CHECK(segmentSizeFor(stepSize, &size));
   CHECK(newLink(peer, channel, 0, stepSize, &link));
   struct chrShmLink* sl = link->priv;
   uint64_t key;
+  int named = 0;
   CHECK_GOTO(randomU64(&key), res, fail_close_link);
-  for (int attempt = 0; fd < 0; attempt++) {
-    uint64_t r;
-    CHECK_GOTO(randomU64(&r), res, fail_close_link);
-    snprintf(sl->name, sizeof(sl->name), "%s%d-%016llx", CHR_SHM_NAME_PREFIX, (int)getpid(), (unsigned long long)r);
-    fd = shm_open(sl->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 && (errno != EEXIST || attempt >= 8)) {
-      res = chrFail(ncclSystemError, "shm link from rank %d: shm_open(%s): %s", peer, sl->name, strerror(errno));
-      sl->name[0] = '\0';
-      goto fail_close_link;
-    }
-  }
-  sl->unlinked = 0; /* from here on, close() removes the name */
-  if (ftruncate(fd, (off_t)size) != 0) {
-    res = chrFail(ncclSystemError, "shm link from rank %d: ftruncate(%s, %zu): %s", peer, sl->name, size, strerror(errno));
-    goto fail_close_fd;
+  CHECK_GOTO(createSegmentFile(sl, peer, &named), res, fail_close_link);
+  if (ftruncate(sl->fd, (off_t)size) != 0) {
+    res = chrFail(ncclSystemError, "shm link from rank %d: ftruncate of a %zu-byte segment: %s", peer, size, strerror(errno));
+    goto fail_close_link;
   }
   /* Reserve the pages now: a full /dev/shm must fail here, not as SIGBUS in the middle of a copy. */
-  int err = posix_fallocate(fd, 0, (off_t)size);
+  int err = posix_fallocate(sl->fd, 0, (off_t)size);
   if (err != 0 && err != EOPNOTSUPP && err != EINVAL && err != ENOSYS) {
-    res = chrFail(ncclSystemError, "shm link from rank %d: cannot reserve %zu bytes in /dev/shm for %s: %s", peer, size,
-                  sl->name, strerror(err));
-    goto fail_close_fd;
+    res = chrFail(ncclSystemError, "shm link from rank %d: cannot reserve %zu bytes in /dev/shm: %s", peer, size,
+                  strerror(err));
+    goto fail_close_link;
   }
-  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, sl->fd, 0);
   if (base == MAP_FAILED) {
-    res = chrFail(ncclSystemError, "shm link from rank %d: mmap of %zu bytes of %s: %s", peer, size, sl->name,
-                  strerror(errno));
-    goto fail_close_fd;
+    res = chrFail(ncclSystemError, "shm link from rank %d: mmap of a %zu-byte segment: %s", peer, size, strerror(errno));
+    goto fail_close_link;
   }
-  close(fd);
   sl->base = base;
   sl->segmentSize = size;
   sl->hdr = base;
@@ -293,22 +317,84 @@ ncclResult_t chrShmRecvCreate(int myRank, int peer, int channel, size_t stepSize
   info->segmentSize = size;
   info->stepSize = stepSize;
   info->key = key;
-  snprintf(info->name, sizeof(info->name), "%s", sl->name);
+  info->pid = getpid();
+  info->fd = sl->fd;
+  if (named) snprintf(info->name, sizeof(info->name), "%s", sl->name);
   *recv = link;
   return ncclSuccess;
 
-fail_close_fd:
-  close(fd);
 fail_close_link:
-  shmClose(link); /* unlinks the name when there is one */
+  shmClose(link); /* closes the file and unlinks the name when there is one */
   return res;
 }
 
+ncclResult_t chrShmRecvPublishName(struct chrLink* recv, struct chrShmInfo* info) {
+  struct chrShmLink* sl = recv->priv;
+  if (sl->fd < 0) return chrFail(ncclInternalError, "shm link from rank %d: no segment file to name", recv->peer);
+  if (sl->name[0] != '\0') {
+    snprintf(info->name, sizeof(info->name), "%s", sl->name);
+    return ncclSuccess;
+  }
+  char self[64], path[CHR_SHM_NAME_LEN + 16];
+  snprintf(self, sizeof(self), "/proc/self/fd/%d", sl->fd);
+  for (int attempt = 0;; attempt++) {
+    uint64_t r;
+    CHECK(randomU64(&r));
+    snprintf(sl->name, sizeof(sl->name), "%s%d-%016llx", CHR_SHM_NAME_PREFIX, (int)getpid(), (unsigned long long)r);
+    snprintf(path, sizeof(path), "/dev/shm%s", sl->name);
+    if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) break;
+    if (errno != EEXIST || attempt >= 8) {
+      ncclResult_t res = chrFail(ncclSystemError, "shm link from rank %d: cannot name its segment %s: %s", recv->peer,
+                                 path, strerror(errno));
+      sl->name[0] = '\0';
+      return res;
+    }
+  }
+  sl->unlinked = 0;
+  INFO(NCCL_SHM, "shm link from rank %d: the peer cannot open our descriptor; segment named %s until it has mapped it",
+       recv->peer, sl->name);
+  snprintf(info->name, sizeof(info->name), "%s", sl->name);
+  return ncclSuccess;
+}
+
+/* Open the segment `info` names: by name, or by the receiver's descriptor. *fd = -1 and *needName = 1
+ * when the descriptor cannot be reached from here (no error: the receiver then sends a name). */
+static ncclResult_t openSegment(int peer, int channel, const struct chrShmInfo* info, struct chrShmLink* sl, int* fd,
+                                int* needName) {
+  *fd = -1;
+  *needName = 0;
+  if (info->name[0] != '\0') {
+    if (!validName(info->name))
+      return chrFail(ncclRemoteError, "shm link to rank %d on channel %d: bad segment name in its setup message", peer,
+                     channel);
+    snprintf(sl->name, sizeof(sl->name), "%s", info->name);
+    *fd = shm_open(sl->name, O_RDWR | O_CLOEXEC, 0);
+    if (*fd < 0)
+      return chrFail(ncclSystemError, "shm link to rank %d on channel %d: shm_open(%s): %s (is the peer on another host, or in another /dev/shm?)",
+                     peer, channel, sl->name, strerror(errno));
+    return ncclSuccess;
+  }
+  if (info->pid <= 0 || info->pid > INT32_MAX || info->fd < 0)
+    return chrFail(ncclRemoteError, "shm link to rank %d on channel %d: bad segment descriptor in its setup message (pid %lld, fd %d)",
+                   peer, channel, (long long)info->pid, (int)info->fd);
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%lld/fd/%d", (long long)info->pid, (int)info->fd);
+  *fd = open(path, O_RDWR | O_CLOEXEC);
+  if (*fd < 0) {
+    INFO(NCCL_SHM, "shm link to rank %d on channel %d: cannot open %s (%s); asking for a name", peer, channel, path,
+         strerror(errno));
+    *needName = 1;
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize, const struct chrShmInfo* info,
-                              struct chrLink** send) {
+                              struct chrLink** send, int* needName) {
   size_t size = 0;
   ncclResult_t res;
+  int fd = -1;
   *send = NULL;
+  *needName = 0;
   CHECK(segmentSizeFor(stepSize, &size));
   if (info->magic != CHR_SHM_MAGIC)
     return chrFail(ncclRemoteError, "shm link to rank %d on channel %d: bad setup message (magic 0x%llx)", peer, channel,
@@ -316,33 +402,31 @@ ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize
   if (info->stepSize != stepSize || info->segmentSize != size)
     return chrFail(ncclInvalidUsage, "shm link to rank %d on channel %d: its slots are %llu bytes (segment %llu), ours %zu (segment %zu): is NCCL_BUFFSIZE the same on every rank?",
                    peer, channel, (unsigned long long)info->stepSize, (unsigned long long)info->segmentSize, stepSize, size);
-  if (!validName(info->name))
+  if (strnlen(info->name, sizeof(info->name)) == sizeof(info->name))
     return chrFail(ncclRemoteError, "shm link to rank %d on channel %d: bad segment name in its setup message", peer, channel);
 
   struct chrLink* link = NULL;
   CHECK(newLink(peer, channel, 1, stepSize, &link));
   struct chrShmLink* sl = link->priv;
-  snprintf(sl->name, sizeof(sl->name), "%s", info->name);
-  int fd = shm_open(sl->name, O_RDWR | O_CLOEXEC, 0);
-  if (fd < 0) {
-    res = chrFail(ncclSystemError, "shm link to rank %d on channel %d: shm_open(%s): %s (is the peer on another host, or in another /dev/shm?)",
-                  peer, channel, sl->name, strerror(errno));
-    goto fail_close_link;
+  CHECK_GOTO(openSegment(peer, channel, info, sl, &fd, needName), res, fail_close_link);
+  if (*needName) {
+    shmClose(link);
+    return ncclSuccess;
   }
-  /* The name stays until the header is checked: a failed check must not remove someone else's segment. */
+  /* A name stays until the header is checked: a failed check must not remove someone else's segment. */
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    res = chrFail(ncclSystemError, "shm link to rank %d: fstat(%s): %s", peer, sl->name, strerror(errno));
+    res = chrFail(ncclSystemError, "shm link to rank %d: fstat of its segment: %s", peer, strerror(errno));
     goto fail_close_fd;
   }
   if ((uint64_t)st.st_size != size) {
-    res = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: %s is %lld bytes, expected %zu", peer, channel,
-                  sl->name, (long long)st.st_size, size);
+    res = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: its segment is %lld bytes, expected %zu", peer,
+                  channel, (long long)st.st_size, size);
     goto fail_close_fd;
   }
   void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (base == MAP_FAILED) {
-    res = chrFail(ncclSystemError, "shm link to rank %d: mmap of %zu bytes of %s: %s", peer, size, sl->name, strerror(errno));
+    res = chrFail(ncclSystemError, "shm link to rank %d: mmap of %zu bytes of its segment: %s", peer, size, strerror(errno));
     goto fail_close_fd;
   }
   close(fd);
@@ -352,13 +436,15 @@ ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize
   if (hdr->magic != CHR_SHM_MAGIC || hdr->version != CHR_SHM_VERSION || hdr->nSteps != CHR_STEPS ||
       hdr->stepSize != stepSize || hdr->segmentSize != size || hdr->key != info->key || hdr->recvRank != peer ||
       hdr->sendRank != myRank || hdr->channel != channel) {
-    res = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: the header of %s does not match its setup message",
-                  peer, channel, info->name);
+    res = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: the segment's header does not match its setup message",
+                  peer, channel);
     goto fail_close_link; /* sl->hdr stays NULL: we write nothing into a segment that is not ours */
   }
   sl->hdr = hdr;
-  sl->unlinked = 0;
-  unlinkName(sl); /* mapped and checked: the name has served its purpose */
+  if (sl->name[0] != '\0') {
+    sl->unlinked = 0;
+    unlinkName(sl); /* mapped and checked: the name has served its purpose */
+  }
   hdr->sendPid = getpid();
   hdr->sendStartTime = chrShmProcStartTime(getpid(), NULL);
   sl->peerPid = hdr->recvPid;
@@ -380,6 +466,8 @@ fail_close_link:
 
 void chrShmRecvAttached(struct chrLink* recv) {
   struct chrShmLink* sl = recv->priv;
+  if (sl->fd >= 0) close(sl->fd); /* the mappings hold the memory from here on */
+  sl->fd = -1;
   unlinkName(sl);
   sl->peerPid = sl->hdr->sendPid;
   sl->peerStartTime = sl->hdr->sendStartTime;
@@ -388,57 +476,101 @@ void chrShmRecvAttached(struct chrLink* recv) {
 
 /* ---- connection over the bootstrap ---- */
 
+static ncclResult_t sendAck(struct ncclComm* comm, int peer, int tag, int status) {
+  struct chrShmAck ack;
+  memset(&ack, 0, sizeof(ack));
+  ack.magic = CHR_SHM_MAGIC;
+  ack.status = status;
+  return chrBootstrapSend(comm->bootstrap, peer, tag, &ack, sizeof(ack));
+}
+
+/* Sender side of one round: receive the info, attach, answer. *res gets this side's own failure. */
+static ncclResult_t sendRound(struct ncclComm* comm, int channel, int sendPeer, size_t stepSize, int infoTag, int ackTag,
+                              struct chrLink** s, int* needName, ncclResult_t* res) {
+  struct chrShmInfo peerInfo;
+  ncclResult_t mine;
+  *needName = 0;
+  CHECK(chrBootstrapRecv(comm->bootstrap, sendPeer, infoTag, &peerInfo, sizeof(peerInfo)));
+  if (peerInfo.magic == CHR_SHM_MAGIC && peerInfo.name[0] == '\0' && peerInfo.fd < 0)
+    mine = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: that rank could not create its segment (see its log)",
+                   sendPeer, channel);
+  else
+    mine = chrShmSendAttach(comm->rank, sendPeer, channel, stepSize, &peerInfo, s, needName);
+  if (*res == ncclSuccess) *res = mine;
+  int status = mine != ncclSuccess ? CHR_SHM_ACK_FAILED : *needName ? CHR_SHM_ACK_NEED_NAME : CHR_SHM_ACK_OK;
+  return sendAck(comm, sendPeer, ackTag, status);
+}
+
+/* Receiver side of one round's end: the sender's answer. */
+static ncclResult_t recvAck(struct ncclComm* comm, int channel, int recvPeer, int ackTag, int* status) {
+  struct chrShmAck ack;
+  CHECK(chrBootstrapRecv(comm->bootstrap, recvPeer, ackTag, &ack, sizeof(ack)));
+  *status = ack.magic == CHR_SHM_MAGIC ? ack.status : CHR_SHM_ACK_FAILED;
+  return ncclSuccess;
+}
+
+/* A failed info: a valid message with neither name nor descriptor, so the sender fails at once. */
+static void failedInfo(struct chrShmInfo* info) {
+  memset(info, 0, sizeof(*info));
+  info->magic = CHR_SHM_MAGIC;
+  info->fd = -1;
+}
+
+/* Phases, each rank sending before it waits in every one, so that no wait can close a cycle:
+ *   1. recv side: create, send INFO          2. send side: get INFO, attach, send ACK
+ *   3. recv side: get ACK; if the sender asked for a name, name the segment and send it
+ *   4. send side, if it asked: get the name, attach, send ACK      5. recv side, if asked: get ACK */
 ncclResult_t chrShmConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
                                struct chrLink** send, struct chrLink** recv) {
   struct chrLink* s = NULL;
   struct chrLink* r = NULL;
   struct chrShmInfo info;
-  struct chrShmAck ack;
   ncclResult_t res = ncclSuccess, res2;
+  int senderNeedsName = 0, status = CHR_SHM_ACK_OK;
   if ((sendPeer >= 0 && send == NULL) || (recvPeer >= 0 && recv == NULL))
     return chrFail(ncclInternalError, "chrShmConnectPair: missing output for a link");
 
   if (recvPeer >= 0) {
     res = chrShmRecvCreate(comm->rank, recvPeer, channel, stepSize, &r, &info);
-    if (res != ncclSuccess) { /* tell the sender at once: a valid message without a name */
-      memset(&info, 0, sizeof(info));
-      info.magic = CHR_SHM_MAGIC;
-    }
+    if (res != ncclSuccess) failedInfo(&info);
     CHECK_GOTO(chrBootstrapSend(comm->bootstrap, recvPeer, TAG_SHM_INFO + channel, &info, sizeof(info)), res2, fail);
   }
-  if (sendPeer >= 0) {
-    struct chrShmInfo peerInfo;
-    CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, sendPeer, TAG_SHM_INFO + channel, &peerInfo, sizeof(peerInfo)), res2,
-               fail);
-    if (peerInfo.magic == CHR_SHM_MAGIC && peerInfo.name[0] == '\0')
-      res2 = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: that rank could not create its segment (see its log)",
-                     sendPeer, channel);
-    else
-      res2 = chrShmSendAttach(comm->rank, sendPeer, channel, stepSize, &peerInfo, &s);
-    if (res == ncclSuccess) res = res2;
-    memset(&ack, 0, sizeof(ack));
-    ack.magic = CHR_SHM_MAGIC;
-    ack.status = res2 == ncclSuccess ? 0 : 1;
-    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, sendPeer, TAG_SHM_ACK + channel, &ack, sizeof(ack)), res2, fail);
-  }
+  if (sendPeer >= 0)
+    CHECK_GOTO(sendRound(comm, channel, sendPeer, stepSize, TAG_SHM_INFO + channel, TAG_SHM_ACK + channel, &s,
+                         &senderNeedsName, &res), res2, fail);
   if (recvPeer >= 0) {
-    CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, recvPeer, TAG_SHM_ACK + channel, &ack, sizeof(ack)), res2, fail);
-    if (r != NULL) {
-      chrShmRecvAttached(r);
-      if ((ack.magic != CHR_SHM_MAGIC || ack.status != 0) && res == ncclSuccess)
-        res = chrFail(ncclRemoteError, "shm link from rank %d on channel %d: that rank could not map our segment (see its log)",
-                      recvPeer, channel);
+    CHECK_GOTO(recvAck(comm, channel, recvPeer, TAG_SHM_ACK + channel, &status), res2, fail);
+    if (status == CHR_SHM_ACK_NEED_NAME) {
+      ncclResult_t named = r != NULL ? chrShmRecvPublishName(r, &info) : ncclSuccess;
+      if (named != ncclSuccess || r == NULL) {
+        if (res == ncclSuccess) res = named;
+        failedInfo(&info);
+      }
+      CHECK_GOTO(chrBootstrapSend(comm->bootstrap, recvPeer, TAG_SHM_NAME + channel, &info, sizeof(info)), res2, fail);
     }
   }
-  if (res != ncclSuccess) goto fail_links;
-  if (s) {
-    struct chrShmLink* sl = s->priv;
-    INFO(NCCL_SHM, "channel %02d: shm send link %d -> %d into %s (%d slots x %d halves x %zu B)", channel, comm->rank,
-         sendPeer, sl->name, CHR_STEPS, CHR_SHM_HALVES, stepSize);
+  if (sendPeer >= 0 && senderNeedsName) {
+    int again = 0;
+    CHECK_GOTO(sendRound(comm, channel, sendPeer, stepSize, TAG_SHM_NAME + channel, TAG_SHM_NAME_ACK + channel, &s,
+                         &again, &res), res2, fail);
+    if (again && res == ncclSuccess)
+      res = chrFail(ncclSystemError, "shm link to rank %d on channel %d: its named segment could not be opened either",
+                    sendPeer, channel);
   }
+  if (recvPeer >= 0 && status == CHR_SHM_ACK_NEED_NAME)
+    CHECK_GOTO(recvAck(comm, channel, recvPeer, TAG_SHM_NAME_ACK + channel, &status), res2, fail);
+  if (r != NULL) {
+    chrShmRecvAttached(r);
+    if (status != CHR_SHM_ACK_OK && res == ncclSuccess)
+      res = chrFail(ncclRemoteError, "shm link from rank %d on channel %d: that rank could not map our segment (see its log)",
+                    recvPeer, channel);
+  }
+  if (res != ncclSuccess) goto fail_links;
+  if (s) INFO(NCCL_SHM, "channel %02d: shm send link %d -> %d (%d slots x %d halves x %zu B)", channel, comm->rank,
+              sendPeer, CHR_STEPS, CHR_SHM_HALVES, stepSize);
   if (r) {
     struct chrShmLink* sl = r->priv;
-    INFO(NCCL_SHM, "channel %02d: shm recv link %d <- %d in %s (peer pid %lld%s)", channel, comm->rank, recvPeer, sl->name,
+    INFO(NCCL_SHM, "channel %02d: shm recv link %d <- %d (peer pid %lld%s)", channel, comm->rank, recvPeer,
          (long long)sl->peerPid, sl->checkPid ? "" : ", not visible");
   }
   if (send) *send = s;

@@ -1,27 +1,31 @@
 /*
  * shm_link.h: links between processes of one host through POSIX shared memory (transport/shm_link.c).
  *
- * The RECEIVER of a link owns the memory: one segment (shm_open + ftruncate + mmap) with a header
- * and the slots. The sender maps the same segment, and its link->slots[i] point into it, so the
- * executor writes each step straight into the receiver's memory: no staging copy on either side.
+ * The RECEIVER of a link owns the memory: one segment with a header and the slots. The sender maps the
+ * same segment, and its link->slots[i] point into it, so the executor writes each step straight into
+ * the receiver's memory: no staging copy on either side.
  *
- * Why two buffers per slot. The executor's contract (exec.c) is: a send test(slot) that reports done
- * frees that slot for the sender's next write, and a task ends only when all its sends are done. For
- * shm "the receiver consumed it" is the only safe meaning of done, but a receiver reveals that it
- * consumed step k only by posting step k + CHR_STEPS, which never comes for the last steps of a task:
- * waiting for it would deadlock every ring at the end of a collective. So each slot has two buffers
- * (halves), used alternately by successive uses of the slot, and a send test reports done once the
- * receiver has POSTED that same use (it then has consumed the slot's previous use). The sender's next
- * write goes to the other half, whose last content the receiver has consumed. link->slots[i] is
- * therefore re-pointed: on the send side by post() (to the half the next write goes to), on the
- * receive side by test() when it reports done (to the half that holds the data). The executor reads
- * slots[i] after those calls, as it does today.
+ * Nothing is left behind, even when every process is killed. The segment is an unnamed file in the
+ * shm mount (O_TMPFILE), offered to the sender by descriptor: the sender opens /proc/<pid>/fd/<fd> of
+ * the receiver. Then no name ever exists, and the kernel frees the memory when the last mapping goes.
+ * Only when the sender cannot open that path (another pid namespace sharing /dev/shm) is the file
+ * given a random name under /dev/shm, for as long as it takes the sender to open it (one more round
+ * of the setup; both sides unlink it once mapped).
+ *
+ * Credits. A send test(slot) that reports done frees that slot for the sender's next write; a task
+ * ends when all its sends are done. Each slot has two buffers (halves), used alternately by successive
+ * uses of the slot, and the receiver counts the uses of each slot it has consumed (release, called by
+ * the executor once it has read the data). A send of use u reports done once use u-1 of the slot is
+ * consumed: the next write goes to u-1's half. So the first use of every slot, and every use after a
+ * consumed one, completes without the receiver being there: a send that fits in the connection's
+ * buffer does not wait for the matching receive (exec.c: the eager limit).
  *
  * Protocol, per slot s, all counters monotonic 64-bit (never reset, so no ABA):
- *   receiver post(s):    posted[s] += 1 (release)
+ *   receiver post(s):    posted[s] += 1 (release; for diagnostics)
  *   sender post(s, n):   bytes[s][use % 2] = n; filled[s] += 1 (release); use += 1
  *   receiver test(s):    done when filled[s] (acquire) >= my posts of s; data in half (posts-1) % 2
- *   sender test(s):      done when posted[s] (acquire) >= my fills of s
+ *   receiver release(s): consumed[s] = my posts of s (release: my reads happen before)
+ *   sender test(s):      done when consumed[s] (acquire) + 1 >= my fills of s
  * The m-th use of slot s on one side matches the m-th use on the other: both executors walk the same
  * step sequence. The receiver writes only its cache lines, the sender only its own.
  *
@@ -36,7 +40,7 @@
 #include "transport/transport.h"
 
 #define CHR_SHM_MAGIC 0x31304d4853524843ull /* "CHRSHM01" little-endian */
-#define CHR_SHM_VERSION 1
+#define CHR_SHM_VERSION 2
 #define CHR_SHM_NAME_PREFIX "/chorus-shm-"
 #define CHR_SHM_NAME_LEN 64
 #define CHR_SHM_DATA_OFFSET 4096 /* slots start on their own page */
@@ -59,6 +63,7 @@ struct chrShmHeader {
 
   /* Receiver-written. */
   _Alignas(128) _Atomic uint64_t posted[CHR_STEPS];
+  _Atomic uint64_t consumed[CHR_STEPS];
   _Atomic uint32_t recvClosed;
 
   /* Sender-written. sendPid/sendStartTime are set before the sender acknowledges. */
@@ -69,16 +74,24 @@ struct chrShmHeader {
   _Atomic uint32_t sendClosed;
 };
 
-/* What the receiver sends its peer over the bootstrap (fixed size, validated by the sender). */
+/* What the receiver sends its peer over the bootstrap (fixed size, validated by the sender). The
+ * segment is named by name when name[0] != 0, else by descriptor: /proc/<pid>/fd/<fd>. */
 struct chrShmInfo {
   uint64_t magic;
   uint64_t segmentSize;
   uint64_t stepSize;
   uint64_t key;
+  int64_t pid;
+  int32_t fd;
+  int32_t pad;
   char name[CHR_SHM_NAME_LEN]; /* NUL-terminated */
 };
 
-/* The sender's answer: 0 = mapped and checked (the receiver may unlink), else it failed. */
+/* The sender's answer: status CHR_SHM_ACK_OK = mapped and checked (the receiver may close and unlink),
+ * CHR_SHM_ACK_NEED_NAME = the descriptor could not be opened here (send a name), else it failed. */
+#define CHR_SHM_ACK_OK 0
+#define CHR_SHM_ACK_FAILED 1
+#define CHR_SHM_ACK_NEED_NAME 2
 struct chrShmAck {
   uint64_t magic;
   int32_t status;
@@ -92,6 +105,7 @@ struct chrShmLink {
   size_t segmentSize;
   char name[CHR_SHM_NAME_LEN];
   int unlinked;            /* the name is gone from /dev/shm (or never existed) */
+  int fd;                  /* receiver: the segment's file, open until the sender has mapped it; else -1 */
   uint64_t uses[CHR_STEPS];/* my posts (recv) or fills (send) of each slot */
   int64_t peerPid;         /* 0: unknown */
   uint64_t peerStartTime;  /* 0: unknown */
@@ -111,14 +125,17 @@ ncclResult_t chrShmConnectPair(struct ncclComm* comm, int channel, int sendPeer,
                                struct chrLink** send, struct chrLink** recv);
 
 /* The steps of chrShmConnectPair, for tests and for callers with their own exchange:
- * RecvCreate makes the segment and the link and fills *info (to send to the sender);
+ * RecvCreate makes the segment and the link and fills *info (to send to the sender), by descriptor;
  * SendAttach maps the segment that `info` names, checks it, and makes the link (the info is
- * untrusted: name, sizes, magic and key are validated); RecvAttached unlinks the name once the sender
- * acknowledged (also fine to call when it failed). */
+ * untrusted: pid, fd, name, sizes, magic and key are validated). When a descriptor cannot be opened
+ * from here it returns ncclSuccess with *send NULL and *needName = 1: then RecvPublishName gives the
+ * segment a name, refills *info, and the sender attaches again. RecvAttached closes the descriptor and
+ * unlinks any name once the sender acknowledged (also fine to call when it failed). */
 ncclResult_t chrShmRecvCreate(int myRank, int peer, int channel, size_t stepSize, struct chrLink** recv,
                               struct chrShmInfo* info);
 ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize, const struct chrShmInfo* info,
-                              struct chrLink** send);
+                              struct chrLink** send, int* needName);
+ncclResult_t chrShmRecvPublishName(struct chrLink* recv, struct chrShmInfo* info);
 void chrShmRecvAttached(struct chrLink* recv);
 
 /* Start time of a process (field 22 of /proc/<pid>/stat), 0 if unknown; *zombie = exited, not reaped. */

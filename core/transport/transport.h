@@ -29,8 +29,14 @@ struct chrTransportOps {
   /* Send side: slot `slot` holds `bytes` bytes: start sending them.
    * Recv side: start receiving into slot `slot` (up to link->stepSize bytes). */
   ncclResult_t (*post)(struct chrLink* link, int slot, size_t bytes);
-  /* Non-blocking. *done = 1 once the slot's transfer completed; *bytes = bytes received (recv side). */
+  /* Non-blocking. Recv side: *done = 1 once the slot holds the peer's data; *bytes = bytes received.
+   * Send side: *done = 1 once the slot may be written again (its data is on its way and the buffer it
+   * goes to next is free), which must not wait for the receiver to post while the connection's
+   * buffer has room: that is what lets small sends complete before the matching receive. */
   ncclResult_t (*test)(struct chrLink* link, int slot, int* done, size_t* bytes);
+  /* Recv side, may be NULL: the executor has consumed the slot's data (the transport may hand the
+   * buffer back to the sender). */
+  ncclResult_t (*release)(struct chrLink* link, int slot);
   /* Release everything the link holds. Must work on a half-connected link and after an error. */
   void (*close)(struct chrLink* link);
 };
@@ -41,6 +47,7 @@ struct chrLink {
   int channel;
   int isSend;
   size_t stepSize;
+  uint64_t seq;  /* steps this link has walked so far, on both ends the same (the executor keeps it) */
   char* slots[CHR_STEPS];
   void* priv;    /* transport state */
 };

@@ -12,12 +12,14 @@
  *   kill_receiver   likewise the receiving peer; the survivor gets ncclRemoteError "... exited"
  *                   within 2 s (CHORUS_TIMEOUT is 30 s here)
  *   close           the receiving peer closes its link and stays alive: the sender gets "closed"
- *   validate        one process: bad setup messages (magic, name, sizes, key, ranks) are refused, a
- *                   bad size in the header is refused, nothing leaks (fds, /dev/shm names)
+ *   validate        one process: bad setup messages (magic, pid/fd, name, sizes, key, ranks) are refused,
+ *                   a bad size in the header is refused, nothing leaks (fds, /dev/shm names); the
+ *                   segment goes by descriptor, and by a name only when the descriptor is unreachable
  * Every scenario also checks that no /dev/shm name of its processes is left behind.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -142,6 +144,7 @@ static ncclResult_t drive(struct driver* d, int* progressed) {
     if (!checkStep((const unsigned char*)r->slots[slot], want, d->peer, d->task, d->recvConsumed))
       FAIL("task %llu step %llu: corrupt data in slot %d (overwritten before it was consumed?)",
            (unsigned long long)d->task, (unsigned long long)d->recvConsumed, slot);
+    if (r->ops->release && (res = r->ops->release(r, slot)) != ncclSuccess) return res;
     d->recvConsumed++;
     *progressed = 1;
     if (d->recvPosted < d->nRecv) break; /* re-post first, as the executor does */
@@ -324,7 +327,8 @@ static void rankPeerGone(int rank, int survivorSends, int closeInstead) {
 
 static void expectAttachFails(const struct chrShmInfo* info, int myRank, int peer, ncclResult_t want, const char* what) {
   struct chrLink* s = (struct chrLink*)0x1;
-  ncclResult_t res = chrShmSendAttach(myRank, peer, 3, STEP, info, &s);
+  int needName = 0;
+  ncclResult_t res = chrShmSendAttach(myRank, peer, 3, STEP, info, &s, &needName);
   if (res != want) FAIL("%s: got %d, expected %d", what, (int)res, (int)want);
   if (s != NULL) FAIL("%s: a link was returned on failure", what);
 }
@@ -334,10 +338,29 @@ static int validate(void) {
   struct chrLink* r = NULL;
   struct chrLink* s = NULL;
   struct chrShmInfo info, bad;
+  int needName = 0;
   if (chrShmRecvCreate(1, 0, 3, 1000, &r, &info) != ncclInvalidArgument) FAIL("step size 1000 accepted");
   if (chrShmRecvCreate(1, 0, 3, STEP, &r, &info) != ncclSuccess) FAIL("create");
-  if (shmNamesOf(getpid()) != 1) FAIL("the segment's name is not in /dev/shm");
+  if (shmNamesOf(getpid()) != 0) FAIL("the segment has a name in /dev/shm before anyone asked for one");
+  if (info.name[0] != '\0' || info.fd < 0 || info.pid != getpid()) FAIL("the segment is not offered by descriptor");
 
+  /* By descriptor: bad descriptors are refused or answered with a request for a name. */
+  bad = info; bad.fd = -3;
+  expectAttachFails(&bad, 0, 1, ncclRemoteError, "negative fd");
+  bad = info; bad.pid = 0;
+  expectAttachFails(&bad, 0, 1, ncclRemoteError, "pid 0");
+  int devNull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  bad = info; bad.fd = devNull; /* opens, but is not a segment of the right size */
+  expectAttachFails(&bad, 0, 1, ncclRemoteError, "a descriptor that is not the segment");
+  close(devNull);
+  bad = info; bad.pid = 999999999; /* no such process: unreachable, so ask for a name */
+  s = (struct chrLink*)0x1;
+  if (chrShmSendAttach(0, 1, 3, STEP, &bad, &s, &needName) != ncclSuccess || s != NULL || !needName)
+    FAIL("an unreachable descriptor did not ask for a name");
+  if (chrShmRecvPublishName(r, &info) != ncclSuccess) FAIL("publish name");
+  if (shmNamesOf(getpid()) != 1) FAIL("the published name is not in /dev/shm");
+
+  /* By name: every check on the name. */
   bad = info; bad.magic ^= 1;
   expectAttachFails(&bad, 0, 1, ncclRemoteError, "bad magic");
   bad = info; snprintf(bad.name, sizeof(bad.name), "/chorus-shm-../../etc/passwd");
@@ -358,7 +381,7 @@ static int validate(void) {
   expectAttachFails(&info, 0, 5, ncclRemoteError, "wrong receiver rank");
   if (shmNamesOf(getpid()) != 1) FAIL("a failed attach removed (or added) a name");
 
-  if (chrShmSendAttach(0, 1, 3, STEP, &info, &s) != ncclSuccess) FAIL("attach");
+  if (chrShmSendAttach(0, 1, 3, STEP, &info, &s, &needName) != ncclSuccess || s == NULL) FAIL("attach by name");
   chrShmRecvAttached(r);
   if (shmNamesOf(getpid()) != 0) FAIL("the name is still there after attaching");
 
@@ -369,9 +392,14 @@ static int validate(void) {
   if (r->ops->test(r, 0, &done, &bytes) != ncclSuccess || done) FAIL("recv done before anything was sent");
   memcpy(s->slots[0], "hello", 5);
   if (s->ops->post(s, 0, 5) != ncclSuccess) FAIL("send post");
+  if (s->ops->test(s, 0, &done, &bytes) != ncclSuccess || !done) FAIL("a first send waited for the receiver");
   if (r->ops->test(r, 0, &done, &bytes) != ncclSuccess || !done || bytes != 5 || memcmp(r->slots[0], "hello", 5) != 0)
     FAIL("recv after send: done %d bytes %zu", done, bytes);
-  if (s->ops->test(s, 0, &done, &bytes) != ncclSuccess || !done) FAIL("send not done although the slot was posted");
+  /* The second use of slot 0 goes to the other half; the third must wait until the first is consumed. */
+  if (s->ops->post(s, 0, 3) != ncclSuccess) FAIL("send post 2");
+  if (s->ops->test(s, 0, &done, &bytes) != ncclSuccess || done) FAIL("slot 0 reported free with use 0 unconsumed");
+  if (r->ops->release(r, 0) != ncclSuccess) FAIL("release");
+  if (s->ops->test(s, 0, &done, &bytes) != ncclSuccess || !done) FAIL("slot 0 not free after the release");
   if (s->ops->post(s, 0, STEP + 1) == ncclSuccess) FAIL("a post larger than a slot was accepted");
 
   /* A size larger than a slot, written into the header by a (broken) sender, is refused. */
@@ -385,10 +413,12 @@ static int validate(void) {
   r->ops->close(r);
   if (countFds() != fds0) FAIL("fds: %d before, %d after", fds0, countFds());
 
-  /* A segment created and never attached disappears on close. */
+  /* A segment created and never attached disappears on close, named or not. */
   if (chrShmRecvCreate(1, 0, 3, STEP, &r, &info) != ncclSuccess) FAIL("create 2");
+  if (chrShmRecvPublishName(r, &info) != ncclSuccess) FAIL("publish name 2");
   r->ops->close(r);
   if (shmNamesOf(getpid()) != 0) FAIL("close left the name of an unattached segment");
+  if (countFds() != fds0) FAIL("fds after create 2: %d before, %d after", fds0, countFds());
   return 0;
 }
 
