@@ -6,6 +6,8 @@
  *
  * Parameter lines have four columns separated by at least two blanks: name, value, source, help.
  * An empty value prints as "" so the columns stay aligned and parseable.
+ * Exit status 1 when the configuration would make communicator init fail (chrConfigValidate): a bad
+ * value or a malformed file. Unknown names are only listed among the problems.
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +26,8 @@ static void usage(FILE* out, const char* prog) {
           "usage: %s [--params] [--help]\n"
           "  Prints Chorus's version, every parameter with its value and where the value came from\n"
           "  (env, <file>:<line> or default), the plugin sections of the config files, config problems\n"
-          "  and the plugins found.\n"
+          "  and the plugins found. Exits with 1 when the configuration would make communicator init\n"
+          "  fail (a value that is not valid, a malformed config file).\n"
           "  --params  print only the parameter table\n"
           "  --help    print this help\n",
           prog);
@@ -103,9 +106,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  /* Checked first, so a WARN it logs (NCCL_DEBUG=WARN) comes before the report, not inside it. */
+  int usable = chrConfigValidate() == ncclSuccess;
   if (paramsOnly) {
     printParams(stdout);
-    return 0;
+    if (!usable) fprintf(stderr, "chorus-info: %s\n", ncclGetLastError(NULL));
+    return usable ? 0 : 1;
   }
   printf("Chorus %d.%d.%d, NCCL API %d.%d.%d%s\n\n", CHORUS_VERSION_MAJOR, CHORUS_VERSION_MINOR,
          CHORUS_VERSION_PATCH, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, NCCL_SUFFIX);
@@ -116,6 +122,8 @@ int main(int argc, char** argv) {
   printf("\nPlugins:\n");
   fflush(stdout);
   chrPluginsDescribe(stdout); /* owned by core/plugin/ (plugin_info.h) */
+  if (!usable)
+    printf("\nThe configuration is not usable: communicator init fails with ncclInvalidUsage (problems above).\n");
   fflush(stdout);
-  return 0;
+  return usable ? 0 : 1;
 }

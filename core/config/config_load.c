@@ -3,10 +3,15 @@
  *
  * Files are read from the strongest level to the weakest; a parameter takes the first value found
  * (env, then CHORUS_CONF|NCCL_CONF_FILE, ~/.config/chorus.ini, /etc/chorus.ini, ~/.nccl.conf,
- * /etc/nccl.conf, default). Within one file the last line wins. Problems (unknown key in a core
- * section, bad integer, unreadable named file, syntax error) are collected as text, never logged
- * here: the logger reads its own settings through this code, so logging from here would recurse.
+ * /etc/nccl.conf, default). Within one file the last line wins. A value that is not valid (see
+ * chrConfigCheckValue) is not applied, so the next level decides, and it is an error. A malformed file
+ * is applied not at all: a half-read file would leave a configuration nobody wrote. Errors and unknown
+ * names are collected, never logged here: the logger reads its own settings through this code, so
+ * logging from here would recurse. chrConfigValidate (config_check.c) reports them.
+ *
+ * inih is linked statically (see the top CMakeLists.txt), so the library needs nothing but libc.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
@@ -55,23 +60,53 @@ static char* xformat(const char* fmt, ...) {
   return s;
 }
 
-static void addProblem(chrConfigStore* store, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static void addProblem(chrConfigStore* store, const char* fmt, ...) {
-  char line[CHR_CONFIG_MAX_VALUE + 512];
+/* Appends `line` and a '\n'. */
+static void textAppend(chrConfigText* t, const char* line) {
+  size_t len = strlen(line);
+  if (t->len + len + 2 > t->cap) {
+    t->cap = (t->len + len + 2) * 2;
+    t->text = xrealloc(t->text, t->cap);
+  }
+  memcpy(t->text + t->len, line, len);
+  t->len += len;
+  t->text[t->len++] = '\n';
+  t->text[t->len] = '\0';
+}
+
+void chrConfigAddError(chrConfigStore* store, const char* fmt, ...) {
+  char line[1024];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+  vsnprintf(line, sizeof(line), fmt, ap);
   va_end(ap);
-  if (n < 0) return;
-  size_t len = strlen(line);
-  line[len++] = '\n';
-  line[len] = '\0';
-  if (store->problemsLen + len + 1 > store->problemsCap) {
-    store->problemsCap = (store->problemsLen + len + 1) * 2;
-    store->problems = xrealloc(store->problems, store->problemsCap);
+  textAppend(&store->problems, line);
+  textAppend(&store->errors, line);
+}
+
+void chrConfigAddNote(chrConfigStore* store, const char* name, const char* fmt, ...) {
+  for (int i = 0; i < store->nNotes; i++)
+    if (strcmp(store->notes[i].name, name) == 0) return; /* the same mistake twice in one load */
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  textAppend(&store->problems, line);
+  if (store->nNotes == store->capNotes) {
+    store->capNotes = store->capNotes ? 2 * store->capNotes : 8;
+    store->notes = xrealloc(store->notes, (size_t)store->capNotes * sizeof(*store->notes));
   }
-  memcpy(store->problems + store->problemsLen, line, len + 1);
-  store->problemsLen += len;
+  store->notes[store->nNotes].name = xstrdup(name);
+  store->notes[store->nNotes].text = xstrdup(line);
+  store->nNotes++;
+}
+
+/* A value as quoted in a message: at most 120 bytes, control bytes as '?', so a problem stays one line. */
+static void quoteValue(char* out, size_t cap, const char* value) {
+  size_t n = strlen(value), keep = n < cap - 1 ? n : cap - 4;
+  for (size_t i = 0; i < keep; i++) out[i] = (unsigned char)value[i] < 0x20 || value[i] == 0x7f ? '?' : value[i];
+  if (keep < n) memcpy(out + keep, "...", 4);
+  else out[keep] = '\0';
 }
 
 int chrConfigParseInt(const char* s, int64_t* out) {
@@ -87,19 +122,22 @@ int chrConfigParseInt(const char* s, int64_t* out) {
   return 0;
 }
 
-/* Sets a parameter from `level` unless a stronger level already did. `where` is the text of problems. */
+/* Sets a parameter from `level` unless a stronger level already did. `where` is the text of problems.
+ * A value that is not valid is an error and is not applied: the weaker levels still decide. */
 static void setParam(chrConfigStore* store, int id, const char* value, const char* source, int level,
                      const char* where) {
   chrParamSlot* slot = &store->params[id];
   if (slot->level < level) return; /* a stronger source already set it */
   const char* name = chrParamTable[id].name;
   if (strlen(value) > CHR_CONFIG_MAX_VALUE) {
-    addProblem(store, "%s: value of %s is longer than %d bytes; ignored", where, name, CHR_CONFIG_MAX_VALUE);
+    chrConfigAddError(store, "%s: value of %s is longer than %d bytes", where, name, CHR_CONFIG_MAX_VALUE);
     return;
   }
   int64_t v = 0;
-  if (chrParamTable[id].isInt && chrConfigParseInt(value, &v) != 0) {
-    addProblem(store, "%s: %s='%s' is not an integer; ignored", where, name, value);
+  char why[512], quoted[128];
+  if (chrConfigCheckValue(id, value, &v, why, sizeof(why)) != 0) {
+    quoteValue(quoted, sizeof(quoted), value);
+    chrConfigAddError(store, "%s: %s='%s' %s", where, name, quoted, why);
     return;
   }
   free(slot->value);
@@ -136,20 +174,30 @@ static void addRaw(chrConfigStore* store, const char* section, const char* key, 
 
 /* ---- one INI file ------------------------------------------------------------------------------ */
 
+/* One key=value of a file, kept until the whole file is known to be well formed. */
+typedef struct {
+  char* section;
+  char* key;
+  char* value;
+  int lineno;
+} chrFileKey;
+
 /* State of one file being parsed. inih reads through our reader so that we know the line number of
  * every key (the packaged inih is built without line numbers) and can pass values longer than its
  * 200-byte line buffer: such a line reaches inih as "name=\x01" and the handler takes the real value
  * from longValue. The reader also strips leading blanks, which turns off inih's continuation lines
- * (an indented "NCCL_X=1" in a flat nccl.conf must stay a key of its own). */
+ * (an indented "NCCL_X=1" in a flat nccl.conf must stay a key of its own), and it finds malformed
+ * lines itself, to say what is wrong with them (inih only gives a line number). */
 typedef struct {
-  chrConfigStore* store;
   FILE* file;
-  const char* path;
-  int level;
   int lineno;
   char* line;
   size_t lineCap;
   char* longValue;
+  int badLine;       /* first malformed line, 0 if none */
+  char badWhat[160]; /* what is wrong with it */
+  chrFileKey* keys;
+  int nKeys, capKeys;
 } chrFileParse;
 
 #define CHR_LONG_MARK "\x01"
@@ -160,14 +208,36 @@ static char* rstrip(char* s) {
   return s;
 }
 
+/* What is wrong with a stripped line, or NULL. Stricter than inih: "key: value" is not accepted,
+ * because nccl.conf has only key=value and a ':' is more likely part of a value (host:port). */
+static const char* malformedLine(const char* s) {
+  if (s[0] == '\0' || s[0] == ';' || s[0] == '#') return NULL;
+  if (s[0] == '[') return strchr(s, ']') ? NULL : "'[' without a closing ']'";
+  if (s[0] == '=') return "no key before '='";
+  if (!strchr(s, '=')) return "expected key = value, [section] or a comment; this line has no '='";
+  return NULL;
+}
+
+static void markBad(chrFileParse* fp, const char* what) {
+  fp->badLine = fp->lineno;
+  snprintf(fp->badWhat, sizeof(fp->badWhat), "%s", what);
+}
+
 static char* fileReader(char* out, int num, void* stream) {
   chrFileParse* fp = stream;
+  if (fp->badLine) return NULL; /* the file will not be applied: stop at its first bad line */
   ssize_t n = getline(&fp->line, &fp->lineCap, fp->file);
   if (n < 0) return NULL;
   fp->lineno++;
   char* s = fp->line;
+  if (fp->lineno == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3; /* a UTF-8 byte order mark */
   while (*s == ' ' || *s == '\t') s++;
   rstrip(s);
+  const char* bad = malformedLine(s);
+  if (bad) {
+    markBad(fp, bad);
+    return NULL;
+  }
   size_t len = strlen(s);
   if ((int)len + 2 <= num) {
     memcpy(out, s, len);
@@ -181,10 +251,9 @@ static char* fileReader(char* out, int num, void* stream) {
     return out;
   }
   size_t keyLen = strcspn(s, "=:");
-  if (s[0] == '[' || s[keyLen] == '\0' || (int)keyLen + 4 > num) {
-    addProblem(fp->store, "%s:%d: line too long or malformed; ignored", fp->path, fp->lineno);
-    snprintf(out, (size_t)num, ";\n");
-    return out;
+  if (s[0] == '[' || (int)keyLen + 4 > num) {
+    markBad(fp, s[0] == '[' ? "section name too long" : "key too long");
+    return NULL;
   }
   free(fp->longValue);
   fp->longValue = xstrdup(s + keyLen + 1);
@@ -217,42 +286,96 @@ static int findFullName(const char* key) {
   return -1;
 }
 
+/* inih's callback: only remembers the key; applyKey runs once the whole file has parsed. */
 static int iniHandler(void* user, const char* section, const char* key, const char* value) {
   chrFileParse* fp = user;
-  chrConfigStore* store = fp->store;
   if (strcmp(value, CHR_LONG_MARK) == 0 && fp->longValue) value = cleanLongValue(fp->longValue);
-  char source[PATH_MAX + 32];
-  snprintf(source, sizeof(source), "%s:%d", fp->path, fp->lineno);
-
-  if (section[0] == '\0') {
-    /* Before any [section]: full names, the flat nccl.conf format. Unknown names are kept: NCCL exports
-     * every key of nccl.conf to the environment, and plugins (aws-ofi-nccl, ...) read theirs there. */
-    int id = findFullName(key);
-    if (id >= 0) setParam(store, id, value, source, fp->level, source);
-    else addRaw(store, "", key, value, source, fp->level);
-  } else if (chrConfigIsCoreSection(section)) {
-    int id = findFullName(key);
-    if (id < 0) id = findShortName(section, key);
-    if (id >= 0) setParam(store, id, value, source, fp->level, source);
-    else addProblem(store, "%s: unknown key '%s' in section [%s]; ignored", source, key, section);
-  } else {
-    addRaw(store, section, key, value, source, fp->level); /* a plugin's section, exported before its init */
+  if (fp->nKeys == fp->capKeys) {
+    fp->capKeys = fp->capKeys ? 2 * fp->capKeys : 16;
+    fp->keys = xrealloc(fp->keys, (size_t)fp->capKeys * sizeof(*fp->keys));
   }
+  fp->keys[fp->nKeys++] = (chrFileKey){xstrdup(section), xstrdup(key), xstrdup(value), fp->lineno};
   return 1;
+}
+
+static void applyKey(chrConfigStore* store, const char* path, int level, const chrFileKey* k) {
+  char source[PATH_MAX + 32], name[300], hint[200];
+  snprintf(source, sizeof(source), "%s:%d", path, k->lineno);
+  if (k->section[0] == '\0') {
+    /* Before any [section]: full names, the flat nccl.conf format. Unknown names are kept: NCCL exports
+     * every key of nccl.conf to the environment, and plugins (aws-ofi-nccl, ...) read theirs there.
+     * Only an unknown CHORUS_ name is surely a mistake (NCCL has hundreds of variables). */
+    int id = findFullName(k->key);
+    if (id >= 0) {
+      setParam(store, id, k->value, source, level, source);
+      return;
+    }
+    addRaw(store, "", k->key, k->value, source, level);
+    if (strncasecmp(k->key, "CHORUS_", 7) == 0 && !chrConfigKnownName(k->key, 0)) {
+      chrConfigClosestName(k->key, NULL, hint, sizeof(hint));
+      chrConfigAddNote(store, k->key, "%s: unknown key %s, exported to the environment as it is (closest known "
+                       "name: %s)", source, k->key, hint);
+    }
+  } else if (chrConfigIsCoreSection(k->section)) {
+    int id = findFullName(k->key);
+    if (id < 0) id = findShortName(k->section, k->key);
+    if (id >= 0) {
+      setParam(store, id, k->value, source, level, source);
+      return;
+    }
+    snprintf(name, sizeof(name), "%s/%s", k->section, k->key);
+    for (char* p = name; *p; p++) *p = (char)tolower((unsigned char)*p);
+    chrConfigClosestName(k->key, k->section, hint, sizeof(hint));
+    chrConfigAddNote(store, name, "%s: unknown key '%s' in section [%s]; ignored (closest known name: %s)", source,
+                     k->key, k->section, hint);
+  } else {
+    addRaw(store, k->section, k->key, k->value, source, level); /* a plugin's section, exported before its init */
+  }
 }
 
 static void readFile(chrConfigStore* store, const char* path, int level, int mustExist) {
   FILE* f = fopen(path, "r");
   if (!f) {
-    if (mustExist || errno != ENOENT) addProblem(store, "%s: cannot open: %s", path, strerror(errno));
+    if (mustExist || errno != ENOENT) chrConfigAddError(store, "%s: cannot open: %s", path, strerror(errno));
     return;
   }
-  chrFileParse fp = {.store = store, .file = f, .path = path, .level = level};
+  chrFileParse fp = {.file = f};
   int err = ini_parse_stream(fileReader, &fp, iniHandler, &fp);
-  if (err > 0) addProblem(store, "%s:%d: syntax error (expected key=value, [section] or comment)", path, err);
+  if (fp.badLine)
+    chrConfigAddError(store, "%s:%d: %s; nothing from this file is applied", path, fp.badLine, fp.badWhat);
+  else if (err > 0) /* inih's grammar has a corner ours let through */
+    chrConfigAddError(store, "%s:%d: syntax error; nothing from this file is applied", path, err);
+  else if (err < 0)
+    chrConfigAddError(store, "%s: cannot read (error %d); nothing from this file is applied", path, err);
+  else
+    for (int i = 0; i < fp.nKeys; i++) applyKey(store, path, level, &fp.keys[i]);
+  for (int i = 0; i < fp.nKeys; i++) {
+    free(fp.keys[i].section);
+    free(fp.keys[i].key);
+    free(fp.keys[i].value);
+  }
+  free(fp.keys);
   free(fp.line);
   free(fp.longValue);
   fclose(f);
+}
+
+/* A CHORUS_ variable that nothing reads is a typo or a leftover: note it with the closest name.
+ * Keys of the files' plugin sections are skipped: exporting them puts them in the environment. */
+static void noteUnknownEnv(chrConfigStore* store) {
+  extern char** environ;
+  for (char** e = environ; e && *e; e++) {
+    const char* eq = strchr(*e, '=');
+    if (strncmp(*e, "CHORUS_", 7) != 0 || !eq || eq[1] == '\0') continue; /* empty counts as unset */
+    char name[256], hint[200];
+    snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+    if (chrConfigKnownName(name, 1)) continue;
+    int inFile = 0;
+    for (int i = 0; i < store->nRaw && !inFile; i++) inFile = strcmp(store->raw[i].key, name) == 0;
+    if (inFile) continue;
+    chrConfigClosestName(name, NULL, hint, sizeof(hint));
+    chrConfigAddNote(store, name, "environment: unknown variable %s ignored (closest known name: %s)", name, hint);
+  }
 }
 
 /* ---- the whole store --------------------------------------------------------------------------- */
@@ -260,8 +383,8 @@ static void readFile(chrConfigStore* store, const char* path, int level, int mus
 chrConfigStore* chrConfigBuildStore(void) {
   chrConfigStore* store = xrealloc(NULL, sizeof(*store));
   memset(store, 0, sizeof(*store));
-  store->problems = xstrdup("");
-  store->problemsCap = 1;
+  store->problems = (chrConfigText){xstrdup(""), 0, 1};
+  store->errors = (chrConfigText){xstrdup(""), 0, 1};
   for (int i = 0; i < CHR_P_COUNT; i++) store->params[i].level = CHR_LEVEL_NONE;
 
   /* 1. Environment. An empty variable counts as unset, as in NCCL. */
@@ -292,6 +415,7 @@ chrConfigStore* chrConfigBuildStore(void) {
     if (!dup) readFile(store, paths[level], level, level == CHR_LEVEL_CONF_FILE);
   }
   for (int level = 0; level < CHR_LEVEL_DEFAULT; level++) free(paths[level]);
+  noteUnknownEnv(store);
 
   /* 3. Defaults for whatever is still unset. */
   for (int i = 0; i < CHR_P_COUNT; i++) {
@@ -300,8 +424,9 @@ chrConfigStore* chrConfigBuildStore(void) {
     slot->value = xstrdup(chrParamTable[i].def);
     slot->source = xstrdup("default");
     slot->level = CHR_LEVEL_DEFAULT;
-    if (chrParamTable[i].isInt && chrConfigParseInt(slot->value, &slot->intValue) != 0)
-      addProblem(store, "params.def: default of %s ('%s') is not an integer", chrParamTable[i].name, slot->value);
+    char why[512];
+    if (chrConfigCheckValue(i, slot->value, &slot->intValue, why, sizeof(why)) != 0) /* a bug in params.def */
+      chrConfigAddError(store, "params.def: default of %s '%s' %s", chrParamTable[i].name, slot->value, why);
   }
   return store;
 }

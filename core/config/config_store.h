@@ -34,6 +34,18 @@ typedef struct {
   int level;
 } chrParamSlot;
 
+/* Growing text of lines, each ending in '\n'; "" when empty. */
+typedef struct {
+  char* text;
+  size_t len, cap;
+} chrConfigText;
+
+/* An unknown name (environment variable or key in a file): warned once per process per `name`. */
+typedef struct {
+  char* name; /* what makes two notes the same mistake: "CHORUS_X", or "<section>/<key>" lower case */
+  char* text; /* the whole warning, with the closest known name */
+} chrConfigNote;
+
 /* One key of a plugin section (or a top-level key that is not a parameter: section ""). */
 typedef struct {
   char* section;
@@ -47,8 +59,10 @@ typedef struct chrConfigStore {
   chrParamSlot params[CHR_P_COUNT];
   chrRawEntry* raw;
   int nRaw, capRaw;
-  char* problems; /* "" or lines ending in '\n' */
-  size_t problemsLen, problemsCap;
+  chrConfigText problems; /* everything below, in the order found (chorus-info prints it) */
+  chrConfigText errors;   /* what makes chrConfigValidate fail: bad values, malformed or unreadable files */
+  chrConfigNote* notes;   /* unknown names: warnings only */
+  int nNotes, capNotes;
   struct chrConfigStore* retired; /* the store this one replaced (kept alive on purpose) */
 } chrConfigStore;
 
@@ -56,6 +70,7 @@ typedef struct chrConfigStore {
 typedef struct {
   const char* name;
   int isInt;
+  int64_t min, max; /* valid range of an INT parameter */
   const char* def;
   const char* section;
   const char* help;
@@ -74,6 +89,25 @@ int chrConfigIsCoreSection(const char* section);
 
 /* Parse a whole string as an integer (base 0, surrounding blanks allowed). 0 on success, -1 if not a number. */
 int chrConfigParseInt(const char* s, int64_t* out);
+
+/* Problems, for the loader. An error makes chrConfigValidate fail; a note is an unknown name. */
+void chrConfigAddError(chrConfigStore* store, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void chrConfigAddNote(chrConfigStore* store, const char* name, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* config_check.c: checks one value of parameter `id` (the range of an INT, the syntax of a STR that has
+ * one). 0 when valid (*intValue set for an INT); -1 with what is wrong and what is accepted in `why`
+ * (e.g. "is out of range; accepted: an integer from 1 to 64"). Never logs. */
+int chrConfigCheckValue(int id, const char* value, int64_t* intValue, char* why, size_t cap);
+
+/* config_names.c: names that Chorus reads but that are not in params.def (CHORUS_CONF, the launcher's
+ * CHORUS_RANK, the socket plugin's CHORUS_SOCKET_*): 1 if `name` is one of them or a parameter.
+ * exactCase: 1 for the environment (getenv is exact), 0 for keys in files (read case-insensitively). */
+int chrConfigKnownName(const char* name, int exactCase);
+/* The known name closest to `key` (edit distance, case-insensitive), for a message. section NULL or "":
+ * among full names; else also among the short keys, written "<key> in [<section>]" when the key
+ * belongs to another section. */
+void chrConfigClosestName(const char* key, const char* section, char* out, size_t cap);
 
 /* Tests only: read the system files (chorus.ini, nccl.conf) from `dir` instead of /etc (NULL: /etc).
  * Takes effect at the next load or reload. */

@@ -14,12 +14,18 @@
 
 #define CHR_SHORT_NAME(n) \
   (strncmp((n), "NCCL_", 5) == 0 ? (n) + 5 : strncmp((n), "CHORUS_", 7) == 0 ? (n) + 7 : (n))
-#define CHR_IS_INT_INT 1
+/* The type column is STR or INT(min, max): pasting a prefix onto it gives either a plain name or a
+ * call of one of these function-like macros, so each row is written once and read here. */
+#define CHR_IS_INT_INT(lo, hi) 1
 #define CHR_IS_INT_STR 0
+#define CHR_MIN_INT(lo, hi) (lo)
+#define CHR_MIN_STR 0
+#define CHR_MAX_INT(lo, hi) (hi)
+#define CHR_MAX_STR 0
 
 const chrParamDesc chrParamTable[CHR_P_COUNT] = {
 #define CHR_PARAM(id, name, type, def, section, help) \
-  [CHR_P_##id] = {name, CHR_IS_INT_##type, def, section, help},
+  [CHR_P_##id] = {name, CHR_IS_INT_##type, CHR_MIN_##type, CHR_MAX_##type, def, section, help},
 #include "config/params.def"
 #undef CHR_PARAM
 };
@@ -114,7 +120,7 @@ void chrConfigExportSection(const char* section) {
   if (section[0] != '\0') chrConfigForEachInSection("", exportOne, NULL);
 }
 
-const char* chrConfigProblems(void) { return chrConfigCurrent()->problems; }
+const char* chrConfigProblems(void) { return chrConfigCurrent()->problems.text; }
 
 /* Short names are computed from the table rather than stored in it (params.def gives only the full name). */
 const char* chrParamShortName(chrParamId id) { return validId(id) ? CHR_SHORT_NAME(chrParamTable[id].name) : ""; }

@@ -4,6 +4,7 @@
  * Order that decides a value: the environment, then NCCL_CONF_FILE / CHORUS_CONF, then
  * ~/.config/chorus.ini, then /etc/chorus.ini, then the flat NCCL files ~/.nccl.conf and /etc/nccl.conf,
  * then the default in params.def. Files are INI (inih); keys before any [section] are full names.
+ * A value that is not valid is not applied (the next level decides) and makes chrConfigValidate fail.
  * Everything is read once, on first use; chrConfigReload() re-reads (tests, ncclResetDebugInit).
  * A getenv() of a parameter anywhere else in the core is a bug.
  */
@@ -53,7 +54,15 @@ void chrConfigExportSection(const char* section);
  * not freed. Concurrent readers see either the old or the new set. */
 void chrConfigReload(void);
 
-/* Problems found while reading files (unknown key, bad integer, unreadable file), one per line, or "". */
+/* Problems of the current load, one per line, or "": errors (a value that is not valid, a malformed
+ * or unreadable file) and unknown names (a CHORUS_ variable or a key of a core section). */
 const char* chrConfigProblems(void);
+
+/* Is the configuration usable? Called at every communicator init. Unknown names get one WARN each,
+ * once per process, with the closest known name. Errors (a value that is not a number, out of range,
+ * or not valid for its parameter; a malformed or unreadable file) fail with ncclInvalidUsage: a WARN
+ * and the last error name each one (file:line or environment, the value, what is accepted).
+ * The check itself ran when the config was loaded, so this is cheap. */
+ncclResult_t chrConfigValidate(void);
 
 #endif /* CHORUS_PARAM_H_ */

@@ -3,8 +3,8 @@
  *
  * Settings are read through the parameter table (env > files > default) on first use, and again after
  * chrLogReset(). Each line goes out in one write(), so lines of concurrent threads never interleave.
- * The config code never logs (it would recurse into this init); its problems are printed here, as
- * WARN lines, once the logger is up.
+ * The config code never logs (it would recurse into this init); its problems are reported by
+ * chrConfigValidate at communicator init.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,16 +99,6 @@ static void setHostName(void) {
   if (dot) *dot = '\0'; /* short host name, as NCCL prints it */
 }
 
-static void printConfigProblems(void) {
-  const char* p = chrConfigProblems();
-  while (*p) {
-    size_t len = strcspn(p, "\n");
-    WARN("config: %.*s", (int)len, p);
-    p += len;
-    if (*p == '\n') p++;
-  }
-}
-
 static void reportNonDefaults(void) {
   if (!chrLogEnabled(NCCL_LOG_INFO, NCCL_ENV)) return;
   for (int i = 0; i < CHR_P_COUNT; i++) {
@@ -152,7 +142,6 @@ static void logInit(void) {
    * thread arriving now neither re-initializes nor prints these lines twice. */
   if (openErr) WARN("NCCL_DEBUG_FILE: cannot open '%s' (%s); logging to stdout", path, strerror(openErr));
   reportNonDefaults();
-  printConfigProblems();
   pthread_mutex_unlock(&logInitMutex);
 }
 

@@ -3,6 +3,9 @@
  *
  * The parser works on (pointer, length) spans of the caller's string and never copies or writes it,
  * so any length and any bytes are safe; only the error message copies a bounded, sanitized excerpt.
+ * The parser itself never logs: it describes what is wrong in a parseErr, and only the public mask
+ * functions report it (chrFail). The config loader checks settings through chrAlgoSettingCheck while
+ * the logger may still be reading its own settings, so that path must stay silent.
  */
 #include "plan/algo_select.h"
 
@@ -110,19 +113,29 @@ static void excerpt(char* out, size_t cap, const char* p, size_t n) {
   }
 }
 
-/* Reports a parse error: which parameter, the setting, what is wrong and the token. */
-static ncclResult_t parseError(const struct settingKind* kind, const char* setting, const char* problem,
-                               struct span token, const char* hint) {
-  char settingText[200], tokenText[64];
-  excerpt(settingText, sizeof(settingText), setting, strlen(setting));
+/* What is wrong with a setting, without the parameter name or the setting itself. */
+struct parseErr {
+  char text[320];
+};
+
+/* Describes a parse error: what is wrong and the token. */
+static ncclResult_t parseError(struct parseErr* err, const char* problem, struct span token, const char* hint) {
+  char tokenText[64];
   excerpt(tokenText, sizeof(tokenText), token.p, token.n);
-  return chrFail(ncclInvalidArgument, "%s=\"%s\": %s \"%s\"%s%s", kind->param, settingText, problem, tokenText,
-                 hint ? "; " : "", hint ? hint : "");
+  snprintf(err->text, sizeof(err->text), "%s \"%s\"%s%s", problem, tokenText, hint ? "; " : "", hint ? hint : "");
+  return ncclInvalidArgument;
+}
+
+/* Reports a parse error once, with the parameter and the setting: the WARN and the last error. */
+static ncclResult_t reportError(const struct settingKind* kind, const char* setting, const struct parseErr* err) {
+  char settingText[200];
+  excerpt(settingText, sizeof(settingText), setting, strlen(setting));
+  return chrFail(ncclInvalidArgument, "%s=\"%s\": %s", kind->param, settingText, err->text);
 }
 
 /* One list: [^]name[,name...]. `section` (the list with its "func:") is quoted for empty lists/names. */
-static ncclResult_t parseList(const struct settingKind* kind, const char* setting, struct span list,
-                              struct span section, unsigned* mask) {
+static ncclResult_t parseList(const struct settingKind* kind, struct span list, struct span section, unsigned* mask,
+                              struct parseErr* err) {
   struct span rest = trim(list);
   int exclude = 0;
   if (rest.n > 0 && rest.p[0] == '^') {
@@ -130,12 +143,12 @@ static ncclResult_t parseList(const struct settingKind* kind, const char* settin
     rest.p++, rest.n--;
     rest = trim(rest);
   }
-  if (rest.n == 0) return parseError(kind, setting, "empty list in section", section, NULL);
+  if (rest.n == 0) return parseError(err, "empty list in section", section, NULL);
   unsigned named = 0;
   for (;;) {
     size_t comma = spanFind(rest, ',');
     struct span token = trim((struct span){rest.p, comma});
-    if (token.n == 0) return parseError(kind, setting, "empty name in list", section, NULL);
+    if (token.n == 0) return parseError(err, "empty name in list", section, NULL);
     int found = 0;
     for (int i = 0; i < kind->tableSize; i++) {
       if (spanIs(token, kind->table[i].name)) {
@@ -147,7 +160,7 @@ static ncclResult_t parseList(const struct settingKind* kind, const char* settin
     if (!found) {
       char hint[160];
       snprintf(hint, sizeof(hint), "known: %s", kind->known);
-      return parseError(kind, setting, kind == &algoKind ? "unknown algorithm" : "unknown protocol", token, hint);
+      return parseError(err, kind == &algoKind ? "unknown algorithm" : "unknown protocol", token, hint);
     }
     if (comma == rest.n) break;
     rest.p += comma + 1;
@@ -159,7 +172,7 @@ static ncclResult_t parseList(const struct settingKind* kind, const char* settin
 
 /* The whole setting into one mask per selectable operation. */
 static ncclResult_t parseSetting(const struct settingKind* kind, const char* setting,
-                                 unsigned masks[CHR_SELECT_FUNCS]) {
+                                 unsigned masks[CHR_SELECT_FUNCS], struct parseErr* err) {
   unsigned sectionMask[CHR_SELECT_FUNCS] = {0};
   int funcNamed[CHR_SELECT_FUNCS] = {0};
   unsigned defaultMask = kind->all;
@@ -172,8 +185,8 @@ static ncclResult_t parseSetting(const struct settingKind* kind, const char* set
       size_t colon = spanFind(section, ':');
       if (colon == section.n) {
         if (haveDefault)
-          return parseError(kind, setting, "two sections without a function; the second is", section, NULL);
-        CHECK(parseList(kind, setting, section, section, &defaultMask));
+          return parseError(err, "two sections without a function; the second is", section, NULL);
+        if (parseList(kind, section, section, &defaultMask, err) != ncclSuccess) return ncclInvalidArgument;
         haveDefault = 1;
       } else {
         struct span funcName = trim((struct span){section.p, colon});
@@ -181,11 +194,11 @@ static ncclResult_t parseSetting(const struct settingKind* kind, const char* set
         for (int f = 0; f < CHR_SELECT_FUNCS; f++)
           if (spanIs(funcName, funcNames[f])) func = f;
         if (func < 0)
-          return parseError(kind, setting, "unknown function", funcName,
+          return parseError(err, "unknown function", funcName,
                             "known: broadcast, reduce, allgather, reducescatter, allreduce");
-        if (funcNamed[func]) return parseError(kind, setting, "function named twice:", funcName, NULL);
+        if (funcNamed[func]) return parseError(err, "function named twice:", funcName, NULL);
         struct span list = {section.p + colon + 1, section.n - colon - 1};
-        CHECK(parseList(kind, setting, list, section, &sectionMask[func]));
+        if (parseList(kind, list, section, &sectionMask[func], err) != ncclSuccess) return ncclInvalidArgument;
         funcNamed[func] = 1;
       }
     }
@@ -200,7 +213,9 @@ static ncclResult_t parseSetting(const struct settingKind* kind, const char* set
 static ncclResult_t maskFor(const struct settingKind* kind, const char* setting, ncclFunc_t func, unsigned* mask) {
   if (mask == NULL) return chrFail(ncclInvalidArgument, "%s mask: NULL output pointer", kind->what);
   unsigned masks[CHR_SELECT_FUNCS];
-  CHECK(parseSetting(kind, setting ? setting : "", masks));
+  struct parseErr err;
+  if (setting == NULL) setting = "";
+  if (parseSetting(kind, setting, masks, &err) != ncclSuccess) return reportError(kind, setting, &err);
   *mask = ((int)func >= 0 && (int)func < CHR_SELECT_FUNCS) ? masks[func] : kind->all;
   return ncclSuccess;
 }
@@ -211,6 +226,24 @@ ncclResult_t chrAlgoMask(const char* setting, ncclFunc_t func, unsigned* mask) {
 
 ncclResult_t chrProtoMask(const char* setting, ncclFunc_t func, unsigned* mask) {
   return maskFor(&protoKind, setting, func, mask);
+}
+
+/* Silent check for the config loader. The text always ends with the names the setting may use. */
+static ncclResult_t checkSetting(const struct settingKind* kind, const char* setting, char* why, size_t cap) {
+  unsigned masks[CHR_SELECT_FUNCS];
+  struct parseErr err;
+  if (parseSetting(kind, setting ? setting : "", masks, &err) == ncclSuccess) return ncclSuccess;
+  if (strstr(err.text, "known: ") && strstr(err.text, kind->known)) snprintf(why, cap, "%s", err.text);
+  else snprintf(why, cap, "%s; known %s names: %s", err.text, kind->what, kind->known);
+  return ncclInvalidArgument;
+}
+
+ncclResult_t chrAlgoSettingCheck(const char* setting, char* why, size_t cap) {
+  return checkSetting(&algoKind, setting, why, cap);
+}
+
+ncclResult_t chrProtoSettingCheck(const char* setting, char* why, size_t cap) {
+  return checkSetting(&protoKind, setting, why, cap);
 }
 
 /*
@@ -237,7 +270,8 @@ static ncclResult_t cachedMask(const struct settingKind* kind, _Atomic(struct ma
   struct maskCache* entry = atomic_load_explicit(cache, memory_order_acquire);
   if (entry == NULL || strcmp(entry->setting, setting) != 0) {
     unsigned masks[CHR_SELECT_FUNCS];
-    CHECK(parseSetting(kind, setting, masks));
+    struct parseErr err;
+    if (parseSetting(kind, setting, masks, &err) != ncclSuccess) return reportError(kind, setting, &err);
     size_t len = strlen(setting);
     entry = malloc(sizeof(*entry) + len + 1);
     if (entry == NULL) { /* no cache this time; the answer is still right */

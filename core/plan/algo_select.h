@@ -56,6 +56,12 @@ const char* chrProtoName(int proto);
 ncclResult_t chrAlgoMask(const char* setting, ncclFunc_t func, unsigned* mask);
 ncclResult_t chrProtoMask(const char* setting, ncclFunc_t func, unsigned* mask);
 
+/* Checks a setting without logging and without touching the last error (the config loader runs it
+ * before the logger is up). ncclSuccess, or ncclInvalidArgument with what is wrong, ending with the
+ * names the setting may use, in `why` (e.g. 'unknown algorithm "foo"; known: tree, ring, ...'). */
+ncclResult_t chrAlgoSettingCheck(const char* setting, char* why, size_t cap);
+ncclResult_t chrProtoSettingCheck(const char* setting, char* why, size_t cap);
+
 /* The same from the parameters NCCL_ALGO / NCCL_PROTO. A valid setting is parsed once and cached
  * (keyed by its text, so chrConfigReload is seen); the hit path takes no lock. Thread-safe. */
 ncclResult_t chrAllowedAlgos(ncclFunc_t func, unsigned* mask);

@@ -3,7 +3,7 @@
  * Usage: test_config_ini_complete <path to config/chorus.ini>
  *
  * Each parameter must appear as a commented-out line ";NAME = <default>" inside its own [section],
- * preceded by a comment line. Then the file is loaded twice: as shipped (all commented out: no problems,
+ * preceded by a comment line (for an integer, ending with its range: "(integer, MIN to MAX)"). Then the file is loaded twice: as shipped (all commented out: no problems,
  * every value a default) and with those lines uncommented (no problems, every value from the file).
  */
 #include "config_test_util.h"
@@ -43,10 +43,17 @@ int main(int argc, char** argv) {
     currentSection(text, at, section, sizeof(section));
     EXPECT(strcmp(section, chrParamSection((chrParamId)i)) == 0, "%s is under [%s], params.def says [%s]",
            chrParamName((chrParamId)i), section, chrParamSection((chrParamId)i));
-    /* the line before must be its help comment */
+    /* the line before must be its help comment; an integer's ends with its range from params.def */
     const char* prev = at;
     while (prev > text && prev[-1] != '\n') prev--;
     EXPECT(at > text && prev[0] == ';' && prev[1] == ' ', "%s has no help line above it", chrParamName((chrParamId)i));
+    if (chrParamIsInt((chrParamId)i)) {
+      char range[100];
+      snprintf(range, sizeof(range), "(integer, %lld to %lld)\n", (long long)chrParamTable[i].min,
+               (long long)chrParamTable[i].max);
+      EXPECT((size_t)(at + 1 - prev) > strlen(range) && strncmp(at + 1 - strlen(range), range, strlen(range)) == 0,
+             "%s: help line does not end with '%.*s'", chrParamName((chrParamId)i), (int)strlen(range) - 1, range);
+    }
   }
 
   /* As shipped: parses cleanly and changes nothing. */

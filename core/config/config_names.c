@@ -1,0 +1,79 @@
+/*
+ * config_names.c: which names Chorus knows, and the closest one to a name it does not (for the
+ * warning on an unknown CHORUS_ variable or an unknown key in a core section of a file).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/config_store.h"
+
+/* CHORUS_ names read outside params.def, with who reads them. Keep in step with those readers. */
+static const char* const otherNames[] = {
+    "CHORUS_CONF",                       /* config_load.c: locates the config file */
+    "CHORUS_RANK", "CHORUS_NRANKS",      /* tools/launch.c: rank of a process started by any launcher */
+    "CHORUS_SOCKET_EAGER_BYTES",         /* plugins/net_socket: read with getenv, as plugins do */
+    "CHORUS_SOCKET_HELLO_TIMEOUT_MS",
+    "CHORUS_SOCKET_CONNECT_TIMEOUT_MS",
+    "CHORUS_SOCKET_BUFSIZE",
+};
+#define N_OTHER_NAMES (int)(sizeof(otherNames) / sizeof(otherNames[0]))
+
+static int sameName(const char* a, const char* b, int exactCase) {
+  return exactCase ? strcmp(a, b) == 0 : strcasecmp(a, b) == 0;
+}
+
+int chrConfigKnownName(const char* name, int exactCase) {
+  for (int i = 0; i < CHR_P_COUNT; i++)
+    if (sameName(chrParamTable[i].name, name, exactCase)) return 1;
+  for (int i = 0; i < N_OTHER_NAMES; i++)
+    if (sameName(otherNames[i], name, exactCase)) return 1;
+  return 0;
+}
+
+#define MAX_COMPARED 64 /* names are short; a longer one is compared by its first 64 bytes */
+
+/* Levenshtein distance, case-insensitive, two rows. */
+static int editDistance(const char* a, const char* b) {
+  int n = (int)strnlen(a, MAX_COMPARED), m = (int)strnlen(b, MAX_COMPARED);
+  int prev[MAX_COMPARED + 1], cur[MAX_COMPARED + 1];
+  for (int j = 0; j <= m; j++) prev[j] = j;
+  for (int i = 1; i <= n; i++) {
+    cur[0] = i;
+    for (int j = 1; j <= m; j++) {
+      int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+      int best = prev[j - 1] + cost;
+      if (prev[j] + 1 < best) best = prev[j] + 1;
+      if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+      cur[j] = best;
+    }
+    memcpy(prev, cur, sizeof(int) * (size_t)(m + 1));
+  }
+  return prev[m];
+}
+
+/* Keeps `candidate` (written as `shown`) if it is closer than the best so far; ties keep the first. */
+static void consider(const char* key, const char* candidate, const char* shown, int* best, char* out, size_t cap) {
+  int d = editDistance(key, candidate);
+  if (d >= *best) return;
+  *best = d;
+  snprintf(out, cap, "%s", shown);
+}
+
+void chrConfigClosestName(const char* key, const char* section, char* out, size_t cap) {
+  int best = 1 << 30;
+  snprintf(out, cap, "?");
+  int inSection = section && section[0];
+  for (int i = 0; i < CHR_P_COUNT; i++) {
+    consider(key, chrParamTable[i].name, chrParamTable[i].name, &best, out, cap);
+    if (!inSection) continue;
+    char shown[160];
+    const char* shortName = chrParamShortName((chrParamId)i);
+    if (strcasecmp(section, chrParamTable[i].section) == 0) snprintf(shown, sizeof(shown), "%s", shortName);
+    else snprintf(shown, sizeof(shown), "%s in [%s]", shortName, chrParamTable[i].section);
+    consider(key, shortName, shown, &best, out, cap);
+  }
+  if (inSection) return; /* the other names are environment variables, never keys of a core section */
+  for (int i = 0; i < N_OTHER_NAMES; i++) consider(key, otherNames[i], otherNames[i], &best, out, cap);
+}
