@@ -425,6 +425,8 @@ ncclResult_t chrBootstrapSend(struct chrBootstrap* bs, int peer, int tag, const 
   if (size > 0 && data == NULL) return chrFail(ncclInvalidArgument, "bootstrap: send of %zu bytes from NULL", size);
   if ((uint64_t)size > CHR_BOOTSTRAP_MAX_MSG)
     return chrFail(ncclInvalidArgument, "bootstrap: send of %zu bytes is over the limit", size);
+  if (aborted(bs))
+    return chrFail(ncclInternalError, "bootstrap: rank %d: send to rank %d (tag %d) after abort", bs->rank, peer, tag);
   if (peer == bs->rank) return sendSelf(bs, tag, data, size);
 
   ncclResult_t res = ncclSuccess;

@@ -16,6 +16,8 @@
  *                             of another thread): returns at once, the group end runs nothing of it
  *   test_comm pollers N H     non-blocking init polled by two threads at once (a program and its watchdog),
  *                             config.netName in a buffer the caller overwrites right after the call
+ *   test_comm eager 2 H       once links exist, ncclSend then ncclRecv outside any group on both ranks
+ *                             (sends that fit in the connection's buffer complete before the receive)
  * H: hosts acted out (1: every rank on one host, shm; N: every rank its own host, net).
  */
 #include <pthread.h>
@@ -271,6 +273,39 @@ static int pollersRank(int rank, int nranks, const ncclUniqueId* id, void* arg) 
   return 0;
 }
 
+static int eagerRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  int peer = 1 - rank;
+  enum { N = 4096, BURST = 4 };
+  int* out = malloc(BURST * N * sizeof(int));
+  int* in = malloc(BURST * N * sizeof(int));
+  /* Links are made in a group (before they exist, a send needs its receive in the same group). */
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  EXPECT(ncclSend(out, N, ncclInt32, peer, comm, NULL) == ncclSuccess);
+  EXPECT(ncclRecv(in, N, ncclInt32, peer, comm, NULL) == ncclSuccess);
+  EXPECT(ncclGroupEnd() == ncclSuccess);
+  for (int it = 0; it < 50; it++) {
+    for (int i = 0; i < N; i++) out[i] = rank * 1000003 + it * 7919 + i;
+    EXPECT(ncclSend(out, N, ncclInt32, peer, comm, NULL) == ncclSuccess);
+    EXPECT(ncclRecv(in, N, ncclInt32, peer, comm, NULL) == ncclSuccess);
+    for (int i = 0; i < N; i++) EXPECT(in[i] == peer * 1000003 + it * 7919 + i);
+  }
+  /* Several sends before the first receive, all within the buffer. */
+  for (int b = 0; b < BURST; b++) {
+    for (int i = 0; i < N; i++) out[b * N + i] = rank * 31 + b * 100003 + i;
+    EXPECT(ncclSend(out + b * N, N, ncclInt32, peer, comm, NULL) == ncclSuccess);
+  }
+  for (int b = 0; b < BURST; b++) EXPECT(ncclRecv(in + b * N, N, ncclInt32, peer, comm, NULL) == ncclSuccess);
+  for (int b = 0; b < BURST; b++)
+    for (int i = 0; i < N; i++) EXPECT(in[b * N + i] == peer * 31 + b * 100003 + i);
+  EXPECT(checkAllReduce(comm, rank, nranks, 10000) == 0); /* the links still line up with collectives */
+  free(out);
+  free(in);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
 static int slowRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   int slowInit = arg != NULL;
   if (slowInit && rank == nranks - 1) sleep(LATE_SEC);
@@ -298,6 +333,7 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "deadafterinit") == 0) return chrLaunchRanks(n, hosts, 60, peerDeathRank, &yes);
   if (strcmp(argv[1], "abortqueued") == 0) return chrLaunchRanks(n, 1, 60, abortQueuedRank, NULL);
   if (strcmp(argv[1], "pollers") == 0) return chrLaunchRanks(n, hosts, 60, pollersRank, NULL);
+  if (strcmp(argv[1], "eager") == 0) return chrLaunchRanks(2, hosts, 60, eagerRank, NULL);
   if (strcmp(argv[1], "onehost") == 0) return chrLaunchRanks(n, 1, 60, oneHostRank, NULL);
   if (strcmp(argv[1], "nonet") == 0) return chrLaunchRanks(n, n, 60, noNetRank, NULL);
   if (strcmp(argv[1], "slowinit") == 0) return chrLaunchRanks(n, 1, 3 * LATE_SEC, slowRank, &yes);

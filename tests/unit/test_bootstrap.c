@@ -391,7 +391,8 @@ static void p2pFailChild(int idx, void* p) {
   struct rankArg* a = p;
   int rank = a->rankOf[idx];
   childEnv(NULL, NULL);
-  setenv("CHORUS_TIMEOUT", "2", 1);
+  /* Rank 2 waits for rank 0 without a deadline (it must outlive rank 0's own 2 s wait for it). */
+  setenv("CHORUS_TIMEOUT", rank == 2 ? "0" : "2", 1);
   chrConfigReload();
   struct chrBootstrap* bs = NULL;
   if (chrBootstrapInit(&a->id, rank, 3, NULL, 0, NULL, &gAbort, &bs) != ncclSuccess) CFAIL(E_INIT, "init");
@@ -406,7 +407,9 @@ static void p2pFailChild(int idx, void* p) {
     if (chrBootstrapRecv(bs, 1, 1, &c, 1) != ncclSuccess) CFAIL(E_P2P, "recv");
     double t0 = nowSec();
     if (chrBootstrapRecv(bs, 1, 2, &c, 1) != ncclRemoteError) CFAIL(E_P2P, "recv from a closed rank did not fail");
-    if (!strstr(chrThreadLastError(), "rank 1 closed its connection")) CFAIL(E_TEXT, "closed text");
+    /* Seen either way: its connection to us closed, or nobody listens at its address any more. */
+    if (!strstr(chrThreadLastError(), "rank 1 closed its connection") && !strstr(chrThreadLastError(), "rank 1 is gone"))
+      CFAIL(E_TEXT, "closed text");
     if (nowSec() - t0 > 1.5) CFAIL(E_TIME, "closed peer noticed after %.1f s", nowSec() - t0);
     /* Rank 2 never sends: the timeout, with who and what. */
     t0 = nowSec();
