@@ -1,7 +1,7 @@
 /*
  * nccl.h: Chorus's public API. Same names, types, values and layouts as NVIDIA NCCL 2.30
  * (see docs/api-level.md for which functions are implemented and the version we report).
- * Written from the facts in shared/reference/nccl-compat.md; no NVIDIA text is reproduced.
+ * Written from the documented facts of NCCL 2.30.7's API; no NVIDIA text is reproduced.
  */
 #ifndef NCCL_H_
 #define NCCL_H_

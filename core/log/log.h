@@ -1,7 +1,7 @@
 /*
  * log.h: NCCL-style logging (NCCL_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE) and last-error text.
  *
- * Rule (DESIGN.md): the code that first detects an error logs its exact cause once, with chrFail();
+ * Rule (docs/design.md, "Errors and logs"): the code that first detects an error logs its exact cause once, with chrFail();
  * code that only passes an error on logs nothing more.
  */
 #ifndef CHORUS_LOG_H_

@@ -27,8 +27,9 @@ extern const int chrTreeLanes;
 extern const struct chrAlgo chrLocalAlgo;
 extern const struct chrAlgo chrP2pAlgo;
 
-/* Alpha-beta constants per transport, measured with chorus-perf on the 2-core development machine
- * (docs/perf/host.md): alpha = time per hop of a small message, beta = link bandwidth in GB/s. */
+/* Alpha-beta constants per transport, measured with chorus-perf on the 2-core development machine:
+ * alpha = time per hop of a small message, beta = link bandwidth in GB/s. tools/calibrate_cost_model.sh
+ * measures them (and the tree factor below); docs/perf/cost-model.md has its command and output. */
 struct linkModel {
   float alphaUs;
   float bwGBs;
@@ -83,7 +84,8 @@ static float estimate(const struct chrCollTask* t, int algo, size_t bytes) {
     float depth = ceilf(log2f((float)n));
     /* Fewer hops than the ring, but the inner nodes receive and reduce two inputs on the one thread
      * that also drives the links: measured on 2 cores (8 ranks), the tree wins below ~50 KB and the
-     * ring above, which a bandwidth term of 3x the buffer reproduces. */
+     * ring above, which a bandwidth term of 3x the buffer reproduces (tools/calibrate_cost_model.sh
+     * fits this factor from the crossover; docs/perf/cost-model.md). */
     return 2.0f * depth * m.alphaUs + 3.0f * b;
   }
   return -1.0f;

@@ -1,7 +1,7 @@
 /*
  * net_v10.c: presents a v10 net plugin as v12.
  *
- * What changes (reference §2.6): v10's init runs once per process, so the first comm calls it and
+ * What changes from v12: v10's init runs once per process, so the first comm calls it and
  * later comms only count; each comm gets a dummy ctx that holds its config, which v10 takes at
  * connect instead of init. listen/connect have no ctx, so the comms handed back are wrapped to
  * remember the library. No finalize (the count drops) and no setNetAttr. The properties gain

@@ -1,7 +1,7 @@
 /*
  * net_v8.c: presents a v8 net plugin as v12.
  *
- * What changes (reference §2.6): as for v9 (init with the logger only, once per process with a
+ * What changes from v12: as for v9 (init with the logger only, once per process with a
  * user count and a dummy ctx per comm; no config, no profiler, phandles dropped; comms wrapped to
  * remember the library; no finalize, no setNetAttr), and in addition:
  *  - sizes are int: a transfer above 2^30 bytes is refused with ncclInternalError (the properties

@@ -1,7 +1,7 @@
 /*
  * net_v9.c: presents a v9 net plugin as v12.
  *
- * What changes (reference §2.6): v9's init (logger only) runs once per process, so the first comm
+ * What changes from v12: v9's init (logger only) runs once per process, so the first comm
  * calls it and later comms only count; each comm gets a dummy ctx. There is no comm config
  * (trafficClass is dropped) and no profiler: the profiler callback and the phandles of isend/irecv
  * are dropped. listen/connect have no ctx, so the comms handed back are wrapped to remember the

@@ -1,5 +1,5 @@
 /*
- * plugin_open.h: finding and opening a plugin library the NCCL way (reference §5.2), shared by the
+ * plugin_open.h: finding and opening a plugin library the NCCL way (NCCL's plugin naming rules), shared by the
  * net, tuner and profiler loaders.
  *
  * For a kind prefix P ("libnccl-net", "libnccl-tuner", "libnccl-profiler") and the user's value V:

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # run_host.sh: Chorus vs Open MPI on this host, host buffers, side by side.
 #
-#   bash docs/perf/run_host.sh [BUILD_DIR]      # BUILD_DIR default /work/main/build (./build.sh installs there)
-#   REPS=5 bash docs/perf/run_host.sh /tmp/build-perf
+#   bash docs/perf/run_host.sh [BUILD_DIR]      # BUILD_DIR default: build/ of this repository (./build.sh)
+#   REPS=5 bash docs/perf/run_host.sh build-perf  # a relative BUILD_DIR is taken from the repository root
 #
 # Environment: REPS (default 3), MAXB4 (largest size for 4 ranks, default 256M; e.g. MAXB4=128M to cut),
-#   NPS (rank counts, default "2 4"), SKIP_INSTALL=1 (do not apt-get openmpi-bin/libopenmpi-dev).
+#   MAXB (largest size for fewer ranks, default 256M; e.g. MAXB=1M for a quick trial),
+#   NPS (rank counts, default "2 4"), SKIP_INSTALL=1 (do not apt-get openmpi-bin/libopenmpi-dev),
+#   RAW_DIR (where the logs go, default docs/perf/raw: point it elsewhere for a trial run that must not
+#   replace the recorded results).
 # Needs: Open MPI (Debian openmpi-bin + libopenmpi-dev: mpicc, mpirun), python3, and a Chorus build
 #   (BUILD_DIR/bin/chorus-perf, BUILD_DIR/lib/libnccl-net-socket.so).
 # Writes: docs/perf/raw/ (logs of the last run, rewritten each time) and docs/perf/raw/summary.md
-#   (the tables that docs/perf/host.md quotes). The MPI benchmark is built into $TMPDIR/chorus-perf-mpi.
+#   (the tables that docs/perf/host.md quotes). The MPI benchmark, tools/bench/mpi_colls.c of this
+#   repository, is built with mpicc into $TMPDIR/chorus-perf-mpi.
 # Everything runs on loopback: MPI with oob/btl_tcp_if_include lo, Chorus with NCCL_SOCKET_IFNAME=lo.
 #
 # Method: for every rep, rank count, transport pair (Chorus shm vs MPI shm; Chorus net plugin vs MPI TCP)
@@ -18,15 +22,19 @@
 # with min-max. Chorus timing runs use -c 0; one -c 1 run per configuration first checks every size 8 B - 32 MiB.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD=$(cd "${1:-/work/main/build}" 2>/dev/null && pwd) || { echo "run_host.sh: no build dir ${1:-/work/main/build}" >&2; exit 1; }
+REPO=$(cd "$HERE/../.." && pwd)
+BUILD_ARG=${1:-build}
+case "$BUILD_ARG" in /*) ;; *) BUILD_ARG=$REPO/$BUILD_ARG ;; esac
+BUILD=$(cd "$BUILD_ARG" 2>/dev/null && pwd) || { echo "run_host.sh: no build dir $BUILD_ARG" >&2; exit 1; }
 PERF=$BUILD/bin/chorus-perf
 [ -x "$PERF" ] || { echo "run_host.sh: $PERF not found (build Chorus first: ./build.sh, or cmake into that dir)" >&2; exit 1; }
 REPS=${REPS:-3}
 MAXB4=${MAXB4:-256M}
+MAXB=${MAXB:-256M}
 NPS=${NPS:-"2 4"}
-RAW=$HERE/raw
+RAW=${RAW_DIR:-$HERE/raw}
 MPIDIR=${TMPDIR:-/tmp}/chorus-perf-mpi
-SRC_MPI=${MPI_BENCH_SRC:-/work/shared/bench/mpi_allreduce.c}
+SRC_MPI=$REPO/tools/bench/mpi_colls.c
 T0=$(date +%s)
 log() { echo "[$(date +%H:%M:%S) +$(( $(date +%s) - T0 ))s] $*"; }
 
@@ -45,10 +53,14 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
     fi
   fi
 fi
+# The log folder is emptied first: refuse a folder with files that are not from an earlier run.
+if [ -n "$(ls -A "$RAW" 2>/dev/null)" ] && [ ! -f "$RAW/machine.txt" ]; then
+  echo "run_host.sh: $RAW holds files that are not logs of an earlier run; not emptying it" >&2; exit 1
+fi
 mkdir -p "$MPIDIR" "$RAW"
 rm -rf "${RAW:?}"/*
-mpicc -O2 -Wall -o "$MPIDIR/mpi_allreduce" "$SRC_MPI" || exit 1
-MPIB=$MPIDIR/mpi_allreduce
+mpicc -O2 -Wall -o "$MPIDIR/mpi_colls" "$SRC_MPI" || exit 1
+MPIB=$MPIDIR/mpi_colls
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
 MPI_TCP="--mca pml ob1 --mca btl tcp,self"
 MPI_OPTS="-T 0.3 -n 10"            # per (collective,size): <=10 samples of >=2 ms batches, 0.3 s budget
@@ -56,7 +68,9 @@ export NCCL_SOCKET_IFNAME=lo       # Chorus bootstrap and net plugin on loopback
 unset NCCL_DEBUG CHORUS_TRANSPORT
 
 # ------------------------------------------------------------------ machine facts
-SRCDIR=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+CACHE=$BUILD/CMakeCache.txt                       # a plain cmake build dir
+[ -f "$CACHE" ] || CACHE=$BUILD/cmake/CMakeCache.txt  # build/ made by ./build.sh
+SRCDIR=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$CACHE" 2>/dev/null)
 {
   echo "date_utc: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "nproc: $(nproc)"
@@ -70,12 +84,12 @@ SRCDIR=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2
   echo "openmpi: $(mpirun --version 2>/dev/null | head -1)"
   echo "vader_single_copy: $(ompi_info --param btl vader --level 9 2>/dev/null | sed -n 's/.*btl_vader_single_copy_mechanism" (current value: "\([^"]*\)".*/\1/p')"
   echo "chorus_build_dir: $BUILD"
-  echo "chorus_build_type: $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)"
+  echo "chorus_build_type: $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$CACHE" 2>/dev/null)"
   echo "chorus_library: $("$PERF" allreduce -b 8 -e 8 -n 1 -w 0 -c 0 2>/dev/null | sed -n 's/^# library: //p')"
   if [ -n "$SRCDIR" ] && git -C "$SRCDIR" rev-parse HEAD >/dev/null 2>&1; then
     echo "chorus_git: $(git -C "$SRCDIR" rev-parse --short HEAD) ($(git -C "$SRCDIR" status --porcelain | wc -l) files modified/untracked in the tree at run time)"
   fi
-  echo "reps: $REPS  nps: $NPS  maxbytes_4ranks: $MAXB4"
+  echo "reps: $REPS  nps: $NPS  maxbytes_4ranks: $MAXB4$([ "$MAXB" != 256M ] && echo "  maxbytes: $MAXB")"
   echo "loadavg_at_start: $(cat /proc/loadavg)"
 } > "$RAW/machine.txt"
 cat "$RAW/machine.txt"
@@ -105,7 +119,7 @@ mpi_timing() {
     || log "MPI FAILED: np=$np $tr $coll rep $rep (see raw/mpi_np${np}_${tr}_${coll}_rep${rep}.txt)"
 }
 mpi_coll() { case $1 in broadcast) echo bcast;; *) echo "$1";; esac; }
-maxb_for() { [ "$1" -ge 4 ] && echo "$MAXB4" || echo 256M; }
+maxb_for() { [ "$1" -ge 4 ] && echo "$MAXB4" || echo "$MAXB"; }
 
 # ------------------------------------------------------------------ correctness (Chorus, -c 1, 8 B - 32 MiB)
 mkdir -p "$RAW/json"
@@ -245,7 +259,7 @@ for coll in ["allreduce", "allgather", "broadcast"]:
 print("# Chorus vs Open MPI, host buffers (generated by docs/perf/run_host.sh)\n")
 print("```\n" + open(os.path.join(raw, "machine.txt")).read() + "```\n")
 print("Chorus column: out-of-place half for all-reduce and all-gather, in-place half for broadcast "
-      "(what mpi_allreduce.c times). ratio = median Chorus busbw / median MPI busbw (same bytes on both sides, so this equals MPI time / Chorus time). "
+      "(what the MPI benchmark times). ratio = median Chorus busbw / median MPI busbw (same bytes on both sides, so this equals MPI time / Chorus time). "
       "Medians over reps, (min–max) over reps.\n")
 print("## Correctness\n")
 for f in sorted(glob.glob(os.path.join(raw, "check_np*.txt"))):
@@ -253,7 +267,7 @@ for f in sorted(glob.glob(os.path.join(raw, "check_np*.txt"))):
     ok = "FAILED" not in t and not re.search(r"exit=[1-9]", t) and t.count("Out of bounds values : 0 OK") >= 1
     print(f"- chorus-perf -c 1 {os.path.basename(f)[6:-4]}: {'passed' if ok else 'FAILED'}")
 for k, v in sorted(mpi_ok.items()):
-    print(f"- mpi_allreduce np={k[0]} {k[1]} {k[2]}: {'all ok' if v else 'FAILED'} (every rep)")
+    print(f"- mpi_colls np={k[0]} {k[1]} {k[2]}: {'all ok' if v else 'FAILED'} (every rep)")
 print("\n## Key ratios (sizes ≥ 2 MiB; 1 MiB lies between the 512 KiB and 2 MiB points)\n")
 print("\n".join(key))
 print("\n## Tables")

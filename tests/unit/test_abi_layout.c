@@ -1,5 +1,5 @@
 /*
- * test_abi_layout.c: Chorus's nccl.h against the figures of the reference (NCCL 2.30.7, LP64).
+ * test_abi_layout.c: Chorus's nccl.h against the sizes and offsets of NCCL 2.30.7's (LP64).
  */
 #include <stddef.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * test_net_abi.c: the frozen net plugin ABI headers (plugin/net_v8.h .. net_v12.h) have the sizes
- * and field offsets of NCCL's (nccl-compat.md §2), so plugins built for NCCL load unchanged.
+ * and field offsets of NCCL's, so plugins built for NCCL load unchanged.
  * Also includes every version into one translation unit, which is what a multi-version plugin does.
  */
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /*
  * colls.c: one definition per collective: element counts per size step and the in-place layout,
  * the bus-bandwidth factor, the call itself, and where each output element's expected value comes
- * from (shared/reference/nccl-compat.md §6.1 and §1.5).
+ * from (nccl-tests' definitions, NCCL's in-place layouts).
  */
 #include <string.h>
 
@@ -169,7 +169,7 @@ static chrPerfSrcKind srcSendRecv(const chrPerfShape* s, int rank, int n, int ro
   return PERF_SRC_COPY;
 }
 
-/* alltoall and sendrecv have no in-place form in NCCL's API (§1.5 gives none): with send == recv a
+/* alltoall and sendrecv have no in-place form in NCCL's API (NCCL defines none): with send == recv a
  * rank's buffer is overwritten by one peer while another still reads it. NVIDIA's NCCL 2.28.3 on two
  * H200s gives wrong in-place data for both, so their in-place half is timed but not checked. */
 static const chrPerfColl colls[] = {

@@ -1,5 +1,5 @@
 /*
- * data.c: chorus-perf's buffers and its data check (nccl-tests style, §6.3 of the compat sheet).
+ * data.c: chorus-perf's buffers and its data check (nccl-tests style).
  *
  * Inputs are small integers from a seeded hash, bounded per (type, op, nranks) so that every partial
  * result of a reduction is exactly representable in the type: then the result does not depend on the

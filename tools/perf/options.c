@@ -1,6 +1,6 @@
 /*
- * options.c: chorus-perf's command line. The nccl-tests options keep their letters and defaults
- * (§6.2 of the compat sheet); -np/--hosts/-M/-T/-q are ours.
+ * options.c: chorus-perf's command line. The nccl-tests options keep their letters and defaults;
+ * -np/--hosts/-M/-T/-q are ours.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -1,6 +1,6 @@
 /*
  * perf.h: the pieces of chorus-perf, a benchmark with nccl-tests' sizes, formulas and output
- * columns (shared/reference/nccl-compat.md §6). Only the public NCCL API is used, so the same
+ * columns. Only the public NCCL API is used, so the same
  * binary runs on Chorus and on NVIDIA's NCCL, switched by the library path.
  *
  *   options.c   command line

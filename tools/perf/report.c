@@ -1,5 +1,5 @@
 /*
- * report.c: the nccl-tests table (§6.4 of the compat sheet): header, one row per size with an
+ * report.c: the nccl-tests table: header, one row per size with an
  * out-of-place and an in-place half, the footer, and the same data as JSON (-J).
  */
 #include <stdlib.h>
