@@ -12,7 +12,6 @@
 #include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"
-#include "plan/plan.h"
 
 struct collArgs {
   const char* name;
@@ -91,9 +90,7 @@ static ncclResult_t enqueueColl(const struct collArgs* a) {
   t->typeSize = typeSize;
   t->userOp = a->hasOp ? a->op : ncclSum;
   t->root = a->hasRoot ? a->root : -1;
-  res = chrPlanTask(t);
-  if (res != ncclSuccess) { free(t); goto fail; }
-  return chrGroupEnqueue(t);
+  return chrGroupEnqueue(t); /* planned with the rest of its group, at the group's end */
 fail:
   if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);
   chrGroupNoteError(res);

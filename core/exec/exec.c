@@ -1,7 +1,8 @@
 /*
  * exec.c: the host executor's progress loop.
  *
- * A task runs as one step program per channel (see task.h). Per link, counters walk the CHR_STEPS
+ * A task runs as one work per channel: the step program of plan/work.h, the same one the CUDA kernels
+ * run. Per link, counters walk the CHR_STEPS
  * slots: receives posted (up to CHR_STEPS ahead of the consumer), completed and consumed; sends
  * posted and completed. The step sequence of a link continues from one task to the next (link->seq,
  * the same count on both ends), so a send that finishes with its data still unconsumed in the
@@ -30,7 +31,7 @@
 #include "exec/idle.h"
 #include "log/check.h"
 #include "log/log.h"
-#include "transport/links.h"
+#include "exec/links.h"
 
 struct linkState {
   struct chrLink* link;
@@ -43,7 +44,7 @@ struct linkState {
 
 struct chanState {
   int nLinks;
-  struct linkState links[CHR_TASK_MAX_LINKS];
+  struct linkState links[CHR_WORK_MAX_LINKS];
   uint64_t nSteps, step;
 };
 
@@ -61,18 +62,26 @@ struct commRun {
   int failed;
 };
 
-/* Resolve the reduction op now: a device-resident PreMulSum scalar is read when the collective runs.
- * Functions that do not reduce copy, which a Sum with no first operand does. */
+/* The reduction, from the work (so the host runs exactly the op encoding the kernels get). A
+ * device-resident PreMulSum scalar is read now, when the collective runs. Functions that do not
+ * reduce copy, which a Sum with no first operand does. */
 static ncclResult_t resolveOp(struct chrCollTask* t) {
-  int reduces = t->func == ncclFuncAllReduce || t->func == ncclFuncReduce || t->func == ncclFuncReduceScatter;
-  if (!reduces) {
-    CHECK(chrRedOpFromBuiltin(ncclSum, t->type, 1, &t->op));
-  } else if ((int)t->userOp < ncclNumOps) {
-    CHECK(chrRedOpFromBuiltin(t->userOp, t->type, t->comm->nRanks, &t->op));
-  } else {
-    struct chrUserRedOp* u = &t->comm->userOps[(int)t->userOp - ncclNumOps];
-    const void* scalar = u->residence == ncclScalarDevice ? u->scalarPtr : u->scalar;
-    CHECK(chrRedOpPreMulSum(t->type, scalar, &t->op));
+  const struct chrWork* w = &t->works[0];
+  switch ((chrRedKind)w->op) {
+    case chrRedSum: CHECK(chrRedOpFromBuiltin(ncclSum, t->type, 1, &t->op)); break;
+    case chrRedProd: CHECK(chrRedOpFromBuiltin(ncclProd, t->type, 1, &t->op)); break;
+    case chrRedMax: CHECK(chrRedOpFromBuiltin(ncclMax, t->type, 1, &t->op)); break;
+    case chrRedMin: CHECK(chrRedOpFromBuiltin(ncclMin, t->type, 1, &t->op)); break;
+    case chrRedSumPostDiv:
+      CHECK(chrRedOpFromBuiltin(ncclAvg, t->type, (int)w->opArg, &t->op));
+      if (t->op.kind != chrRedSumPostDiv) return chrFail(ncclInternalError, "work: SumPostDiv on a float type");
+      break;
+    case chrRedPreMulSum: {
+      const void* scalar = (w->flags & CHR_WORK_SCALAR_PTR) ? (const void*)(uintptr_t)w->opArg : (const void*)&w->opArg;
+      CHECK(chrRedOpPreMulSum(t->type, scalar, &t->op));
+      break;
+    }
+    default: return chrFail(ncclInternalError, "work: unknown reduction %d", (int)w->op);
   }
   t->opNoPre = t->op;
   if (t->op.kind == chrRedPreMulSum) t->opNoPre.kind = chrRedSum;
@@ -82,17 +91,18 @@ static ncclResult_t resolveOp(struct chrCollTask* t) {
 /* v = recv[0] OP .. OP recv[k-1] OP pre(local), written to out and every send slot. */
 static void runStep(const struct chrCollTask* t, const struct chrStep* st, void** sendSlots, const void** recvSlots) {
   size_t bytes = st->count * t->typeSize;
+  const void* local = st->localOff >= 0 ? (const char*)t->sendbuff + (size_t)st->localOff * t->typeSize : NULL;
   void* outs[CHR_STEP_MAX_LINKS + 1];
   int nOuts = 0;
-  if (st->out) outs[nOuts++] = st->out;
+  if (st->outOff >= 0) outs[nOuts++] = (char*)t->recvbuff + (size_t)st->outOff * t->typeSize;
   for (int i = 0; i < st->nSend; i++) outs[nOuts++] = sendSlots[i];
   if (nOuts == 0 || st->count == 0) return;
-  int nTerms = st->nRecv + (st->local != NULL);
+  int nTerms = st->nRecv + (local != NULL);
   int needPost = st->final && t->op.kind == chrRedSumPostDiv;
   void* dst1 = (nOuts > 1 && !needPost) ? outs[1] : NULL;
   int done = dst1 ? 2 : 1;
   if (nTerms == 0) return;
-  if (st->local) {
+  if (local) {
     const void* first = st->nRecv > 0 ? recvSlots[0] : NULL;
     /* Partial sums from further receives are added before the local term's final pass. */
     if (st->nRecv > 1) {
@@ -100,7 +110,7 @@ static void runStep(const struct chrCollTask* t, const struct chrStep* st, void*
       for (int k = 2; k < st->nRecv; k++) chrReduce(&t->opNoPre, outs[0], NULL, outs[0], recvSlots[k], st->count);
       first = outs[0];
     }
-    chrReduce(&t->op, outs[0], dst1, first, st->local, st->count);
+    chrReduce(&t->op, outs[0], dst1, first, local, st->count);
   } else if (st->nRecv == 1) {
     /* Forwarding (all-gather, broadcast, the down pass of trees): one read of the slot, two writes. */
     if (dst1) chrReduce(&t->opNoPre, outs[0], dst1, NULL, recvSlots[0], st->count);
@@ -151,7 +161,7 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
   for (int i = 0; i < cs->nLinks; i++) CHECK(linkProgress(&cs->links[i], progressed));
   while (cs->step < cs->nSteps) {
     struct chrStep st;
-    t->algo->step(t, c, cs->step, &st);
+    chrWorkStep(&t->works[c], t->comm->ringOrder, cs->step, &st);
     const void* recvSlots[CHR_STEP_MAX_LINKS];
     void* sendSlots[CHR_STEP_MAX_LINKS];
     size_t expect = st.count * t->typeSize;
@@ -161,8 +171,8 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
       if (ls->recvConsumed >= ls->recvDone) { ready = 0; break; }
       int slot = slotOf(ls, ls->recvConsumed);
       if (ls->recvBytes[slot] != expect)
-        return chrFail(ncclRemoteError, "%s: rank %d sent %zu bytes on channel %d step %llu, expected %zu (ranks disagree on the call?)",
-                       t->algo->name, ls->link->peer, ls->recvBytes[slot], c, (unsigned long long)cs->step, expect);
+        return chrFail(ncclRemoteError, "pattern %d: rank %d sent %zu bytes on channel %d step %llu, expected %zu (ranks disagree on the call?)",
+                       (int)t->works[c].pattern, ls->link->peer, ls->recvBytes[slot], c, (unsigned long long)cs->step, expect);
       recvSlots[i] = ls->link->slots[slot];
     }
     for (int i = 0; i < st.nSend && ready; i++) {
@@ -205,19 +215,19 @@ static ncclResult_t startTask(struct taskRun* tr) {
   memset(tr->ch, 0, (size_t)t->nChannels * sizeof(tr->ch[0]));
   for (int c = 0; c < t->nChannels; c++) {
     struct chanState* cs = &tr->ch[c];
-    struct chrLinkUse uses[CHR_TASK_MAX_LINKS];
-    uint64_t nRecvs[CHR_TASK_MAX_LINKS] = {0};
-    memset(uses, 0, sizeof(uses));
-    cs->nLinks = t->algo->links(t, c, uses);
-    t->algo->counts(t, c, &cs->nSteps, nRecvs);
+    const struct chrWork* w = &t->works[c];
+    uint64_t nRecvs[CHR_WORK_MAX_LINKS];
+    cs->nLinks = w->nLinks;
+    chrWorkCounts(w, &cs->nSteps, nRecvs);
     for (int i = 0; i < cs->nLinks; i++) {
       struct linkState* ls = &cs->links[i];
-      ls->link = chrLinkFind(t->comm, c, &uses[i]);
+      const struct chrWorkLink* use = &w->links[i];
+      ls->link = chrLinkFind(t->comm, c, use);
       if (ls->link == NULL)
-        return chrFail(ncclInternalError, "channel %d has no %s link %s rank %d", c, uses[i].isSend ? "send" : "recv",
-                       uses[i].isSend ? "to" : "from", uses[i].peer);
-      ls->isSend = uses[i].isSend;
-      ls->nRecvs = uses[i].isSend ? 0 : nRecvs[i];
+        return chrFail(ncclInternalError, "channel %d has no %s link %s rank %d", c, use->isSend ? "send" : "recv",
+                       use->isSend ? "to" : "from", use->peer);
+      ls->isSend = use->isSend;
+      ls->nRecvs = use->isSend ? 0 : nRecvs[i];
       ls->base = ls->link->seq;
     }
   }

@@ -15,6 +15,7 @@
 #include "comm/comm.h"
 #include "exec/exec.h"
 #include "group/group.h"
+#include "plan/plan.h"
 #include "log/check.h"
 #include "log/log.h"
 
@@ -39,13 +40,28 @@ static void freeTasks(struct chrCollTask* t) {
   while (t) {
     struct chrCollTask* next = t->next;
     chrCommRelease(t->comm);
+    free(t->works);
     free(t);
     t = next;
   }
 }
 
-/* Run a list of tasks: running calls are counted on their comms (abort waits for them). */
+/* The planner sees every task of the group before anything runs: a task it cannot plan fails the
+ * whole group. */
+static ncclResult_t planTasks(struct chrCollTask* list) {
+  for (struct chrCollTask* t = list; t; t = t->next) {
+    ncclResult_t res = chrPlanTask(t);
+    if (res != ncclSuccess) {
+      chrCommNoteError(t->comm);
+      return res;
+    }
+  }
+  return ncclSuccess;
+}
+
+/* Plan, then run a list of tasks: running calls are counted on their comms (abort waits for them). */
 static ncclResult_t runTasks(struct chrCollTask* list) {
+  CHECK(planTasks(list));
   for (struct chrCollTask* t = list; t; t = t->next) atomic_fetch_add(&t->comm->busy, 1);
   ncclResult_t res = chrExecTasks(list);
   for (struct chrCollTask* t = list; t; t = t->next) atomic_fetch_sub(&t->comm->busy, 1);
@@ -192,7 +208,8 @@ NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   if (groupDepth > 1) { groupDepth--; return ncclSuccess; }
   groupDepth = 0;
   float total = 0.0f;
-  for (struct chrCollTask* t = taskHead; t; t = t->next) total += t->estimatedUs;
+  ncclResult_t planRes = planTasks(taskHead);
+  for (struct chrCollTask* t = taskHead; t && planRes == ncclSuccess; t = t->next) total += t->estimatedUs;
   freeTasks(taskHead);
   taskHead = taskTail = NULL;
   ncclResult_t res = groupError;
@@ -200,5 +217,6 @@ NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   ncclResult_t initRes = finishDeferred();
   simInfo->estimatedTime = total;
   if (res != ncclSuccess) return res;
+  if (planRes != ncclSuccess) return planRes;
   return CHR_IS_ERROR(initRes) ? initRes : ncclSuccess;
 }

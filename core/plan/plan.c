@@ -17,15 +17,7 @@
 #include "plan/algo_select.h"
 #include "plan/plan.h"
 
-extern const struct chrAlgo chrRingAllReduce;
-extern const struct chrAlgo chrRingReduceScatter;
-extern const struct chrAlgo chrRingAllGather;
-extern const struct chrAlgo chrRingBroadcast;
-extern const struct chrAlgo chrRingReduce;
-extern const struct chrAlgo chrTreeAllReduce;
-extern const int chrTreeLanes;
-extern const struct chrAlgo chrLocalAlgo;
-extern const struct chrAlgo chrP2pAlgo;
+#define TREE_LANES 4 /* two trees, an up and a down lane each (plan/works.c) */
 
 /* Alpha-beta constants per transport, measured with chorus-perf on the 2-core development machine:
  * alpha = time per hop of a small message, beta = link bandwidth in GB/s. tools/calibrate_cost_model.sh
@@ -41,17 +33,6 @@ static const char* funcName(ncclFunc_t f) {
   static const char* names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",
                                 "Send", "Recv", "AlltoAll", "Scatter", "Gather"};
   return (int)f >= 0 && (int)f <= ncclFuncGather ? names[f] : "?";
-}
-
-static const struct chrAlgo* ringAlgoFor(ncclFunc_t func) {
-  switch (func) {
-    case ncclFuncAllReduce: return &chrRingAllReduce;
-    case ncclFuncReduceScatter: return &chrRingReduceScatter;
-    case ncclFuncAllGather: return &chrRingAllGather;
-    case ncclFuncBroadcast: return &chrRingBroadcast;
-    case ncclFuncReduce: return &chrRingReduce;
-    default: return NULL;
-  }
 }
 
 static size_t slotBytes(void) {
@@ -101,16 +82,18 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
 
   if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
     struct linkModel m = t->root == comm->rank ? shmModel : modelOf(comm);
-    t->algo = &chrP2pAlgo;
+    t->algo = CHR_ALGO_UNDEF;
+    t->proto = CHR_PROTO_SIMPLE;
     t->nChannels = 1;
     t->estimatedUs = m.alphaUs + (float)bytes / (m.bwGBs * 1e3f);
-    return ncclSuccess;
+    return chrPlanWorks(t);
   }
   if (n == 1) {
-    t->algo = &chrLocalAlgo;
+    t->algo = CHR_ALGO_UNDEF;
+    t->proto = CHR_PROTO_SIMPLE;
     t->nChannels = 1;
     t->estimatedUs = (float)bytes / 5e3f; /* one local pass */
-    return ncclSuccess;
+    return chrPlanWorks(t);
   }
 
   unsigned algos = 0, protos = 0;
@@ -138,11 +121,11 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
                    chrParamStr(CHR_P_PROTO), n,
                    runnable ? (t->func == ncclFuncAllReduce ? "all-reduce runs as RING or TREE" : "this runs as RING")
                             : "no algorithm");
+  t->algo = bestA;
+  t->proto = bestP;
   if (bestA == CHR_ALGO_TREE) {
-    t->algo = &chrTreeAllReduce;
-    t->nChannels = chrTreeLanes;
+    t->nChannels = TREE_LANES;
   } else {
-    t->algo = ringAlgoFor(t->func);
     /* Host buffers: one thread drives every channel, so more channels add connections, not
      * parallelism; measured on 2 cores, one channel is fastest (docs/perf/host.md).
      * NCCL_MIN_NCHANNELS or a tuner raises it (capped by NCCL_MAX_NCHANNELS). */
@@ -152,10 +135,8 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   t->estimatedUs = table[bestA][bestP];
   comm->lastAlgo = chrAlgoName(bestA);
   comm->lastProto = chrProtoName(bestP);
-  for (int i = 0; i < n; i++)
-    if (comm->ringOrder[i] == comm->rank) t->ringPos = i;
   TRACE(NCCL_COLL | NCCL_TUNING, "%s count %zu type %d -> %s/%s, %d channels, chunk %zu elems, est %.1f us",
         funcName(t->func), t->count, (int)t->type, chrAlgoName(bestA), chrProtoName(bestP), t->nChannels, t->chunkElems,
         t->estimatedUs);
-  return ncclSuccess;
+  return chrPlanWorks(t);
 }

@@ -7,12 +7,12 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "transport/connect.h"
-#include "transport/links.h"
+#include "exec/links.h"
 
-struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, const struct chrLinkUse* use) {
+struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, const struct chrWorkLink* use) {
   if (use->peer < 0 || use->peer >= comm->nRanks) return NULL;
   if (use->p2p) {
-    if (use->conn < 0 || use->conn >= CHR_P2P_CONNS) return NULL;
+    if (use->conn >= CHR_P2P_CONNS) return NULL;
     return use->isSend ? comm->p2pSend[use->conn][use->peer] : comm->p2pRecv[use->conn][use->peer];
   }
   if (channel < 0 || channel >= CHR_MAX_CHANNELS) return NULL;
@@ -38,21 +38,20 @@ static ncclResult_t collectNeeds(struct chrCollTask* list, struct commNeeds* nee
   for (struct chrCollTask* t = list; t; t = t->next) {
     if (t->comm != comm) continue;
     for (int c = 0; c < t->nChannels; c++) {
-      struct chrLinkUse uses[CHR_TASK_MAX_LINKS];
-      memset(uses, 0, sizeof(uses));
-      int n = t->algo->links(t, c, uses);
-      for (int i = 0; i < n; i++) {
-        if (uses[i].p2p) {
-          size_t idx = (size_t)uses[i].conn * (size_t)comm->nRanks + (size_t)uses[i].peer;
-          if (chrLinkFind(comm, c, &uses[i]) == NULL) (uses[i].isSend ? need->p2pSend : need->p2pRecv)[idx] = 1;
+      const struct chrWork* w = &t->works[c];
+      for (int i = 0; i < w->nLinks; i++) {
+        const struct chrWorkLink* use = &w->links[i];
+        if (use->p2p) {
+          size_t idx = (size_t)use->conn * (size_t)comm->nRanks + (size_t)use->peer;
+          if (chrLinkFind(comm, c, use) == NULL) (use->isSend ? need->p2pSend : need->p2pRecv)[idx] = 1;
           continue;
         }
         const struct chrChannel* ch = &comm->channels[c];
-        int ring = uses[i].isSend ? uses[i].peer == ch->ringNext : uses[i].peer == ch->ringPrev;
+        int ring = use->isSend ? use->peer == ch->ringNext : use->peer == ch->ringPrev;
         if (!ring)
-          return chrFail(ncclInternalError, "%s needs a %s link %s rank %d on channel %d that is not a ring link",
-                         t->algo->name, uses[i].isSend ? "send" : "recv", uses[i].isSend ? "to" : "from", uses[i].peer, c);
-        if (chrLinkFind(comm, c, &uses[i]) == NULL && c + 1 > need->ringChannels) need->ringChannels = c + 1;
+          return chrFail(ncclInternalError, "pattern %d needs a %s link %s rank %d on channel %d that is not a ring link",
+                         (int)w->pattern, use->isSend ? "send" : "recv", use->isSend ? "to" : "from", use->peer, c);
+        if (chrLinkFind(comm, c, use) == NULL && c + 1 > need->ringChannels) need->ringChannels = c + 1;
       }
     }
   }
@@ -105,13 +104,9 @@ static int hasWork(const struct commNeeds* need) {
 /* The common case, every link already there, decided without allocating. */
 static int allConnected(struct chrCollTask* list) {
   for (struct chrCollTask* t = list; t; t = t->next)
-    for (int c = 0; c < t->nChannels; c++) {
-      struct chrLinkUse uses[CHR_TASK_MAX_LINKS];
-      memset(uses, 0, sizeof(uses));
-      int n = t->algo->links(t, c, uses);
-      for (int i = 0; i < n; i++)
-        if (chrLinkFind(t->comm, c, &uses[i]) == NULL) return 0;
-    }
+    for (int c = 0; c < t->nChannels; c++)
+      for (int i = 0; i < t->works[c].nLinks; i++)
+        if (chrLinkFind(t->comm, c, &t->works[c].links[i]) == NULL) return 0;
   return 1;
 }
 

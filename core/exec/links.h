@@ -1,14 +1,16 @@
 /*
- * links.h: finding and connecting the links tasks need.
+ * links.h: finding and connecting the links that planned tasks' works name (exec/links.c). The
+ * transports below know nothing of tasks: this is where works meet connections.
  */
 #ifndef CHORUS_LINKS_H_
 #define CHORUS_LINKS_H_
 
 #include "exec/task.h"
+#include "plan/work.h"
 #include "transport/transport.h"
 
-/* The connected link a task's use names, or NULL. */
-struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, const struct chrLinkUse* use);
+/* The connected link a work's link names on `channel`, or NULL. */
+struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, const struct chrWorkLink* use);
 
 /* Pseudo channel number of point-to-point links (keeps their bootstrap tags apart from rings'). */
 #define CHR_P2P_CHANNEL 0x800
