@@ -102,7 +102,9 @@ static void removeInConn(struct chrBootstrap* bs, int i) {
   bs->nIn--;
 }
 
-/* Drop connection i. A known sender's messages are now lost: receives from it fail from now on. */
+/* Drop connection i. A known sender's messages are now lost: receives from it fail from now on,
+ * unless another live connection names the same sender (a stray or duplicate connection that
+ * breaks says nothing about the one the rank really sends on). */
 static void dropInConn(struct chrBootstrap* bs, int i, int warn, const char* why) {
   struct chrBsInConn* c = &bs->in[i];
   if (warn) {
@@ -115,7 +117,11 @@ static void dropInConn(struct chrBootstrap* bs, int i, int warn, const char* why
     else
       WARN("bootstrap: rank %d dropped a connection from %s: %s", bs->rank, name, why);
   }
-  if (c->src >= 0) bs->peerClosed[c->src] = 1;
+  if (c->src >= 0) {
+    int another = 0;
+    for (int k = 0; k < bs->nIn && !another; k++) another = (k != i && bs->in[k].src == c->src);
+    if (!another) bs->peerClosed[c->src] = 1;
+  }
   removeInConn(bs, i);
 }
 
