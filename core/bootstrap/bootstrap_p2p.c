@@ -208,11 +208,19 @@ static void acceptIncoming(struct chrBootstrap* bs) {
       return;
     }
     if (fd < 0) return;
-    /* Each peer needs one connection; a few more cover reconnects. Beyond that it is abuse. */
+    /* Each peer needs one connection; a few more cover reconnects. Beyond that it is abuse: make
+     * room by dropping the oldest connection that never named a rank (a real peer names itself at
+     * once, so idle strangers cannot lock it out); refuse only when every one is named. */
     if (bs->nIn >= 2 * bs->nranks + 16) {
-      WARN("bootstrap: rank %d refused a connection: %d already open", bs->rank, bs->nIn);
-      chrSockClose(&fd);
-      continue;
+      int oldest = -1;
+      for (int k = 0; k < bs->nIn; k++)
+        if (bs->in[k].src < 0 && (oldest < 0 || bs->in[k].acceptedNs < bs->in[oldest].acceptedNs)) oldest = k;
+      if (oldest < 0) {
+        WARN("bootstrap: rank %d refused a connection: %d already open", bs->rank, bs->nIn);
+        chrSockClose(&fd);
+        continue;
+      }
+      dropInConn(bs, oldest, 1, "too many connections open; this is the oldest that never named its rank");
     }
     if (bs->nIn == bs->inCap) {
       int cap = bs->inCap ? 2 * bs->inCap : 16;
@@ -229,6 +237,7 @@ static void acceptIncoming(struct chrBootstrap* bs) {
     memset(c, 0, sizeof(*c));
     c->fd = fd;
     c->src = -1;
+    c->acceptedNs = chrSockNowNs();
   }
 }
 
