@@ -9,8 +9,9 @@
  * Every message is a chrBsMsgHdr {magic, src, secret, tag, size} and size bytes. The receiver reads
  * all its connections without blocking on any one of them (a small state machine per connection) and
  * queues complete messages by (src, tag); Recv takes the oldest message queued for its (peer, tag).
- * A header that fails validation drops that connection with a WARN; if it came from a known rank,
- * later receives from that rank fail at once instead of waiting for the timeout.
+ * A header that fails validation drops that connection with a WARN; if it came from a known rank
+ * that has no other connection open, later receives from that rank fail at once instead of waiting
+ * for the timeout. At the connection limit the oldest connection that never named a rank makes room.
  */
 #include <errno.h>
 #include <stdarg.h>

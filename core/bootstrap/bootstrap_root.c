@@ -7,6 +7,7 @@
  *
  * What can go wrong, and what the root does:
  *   garbage or a client that closes before its hello is complete  -> WARN, drop it, go on
+ *   a new connection while ROOT_MAX_PENDING are pending           -> WARN, drop the oldest pending
  *   a hello that is well-formed but wrong (secret, rank, nranks)  -> WARN, send a reject with the
  *                                                                   reason, go on waiting
  *   a registered rank closes its connection before the table     -> send every registered rank an
