@@ -113,6 +113,7 @@ struct chrBsQueued {
 struct chrBsInConn {
   int fd;
   int src; /* -1 until the first header names it */
+  int64_t acceptedNs; /* at the connection limit, the oldest one that never named a rank goes */
   struct chrBsMsgHdr hdr;
   size_t hdrOff;
   char* data;

@@ -9,8 +9,9 @@
  * Every message is a chrBsMsgHdr {magic, src, secret, tag, size} and size bytes. The receiver reads
  * all its connections without blocking on any one of them (a small state machine per connection) and
  * queues complete messages by (src, tag); Recv takes the oldest message queued for its (peer, tag).
- * A header that fails validation drops that connection with a WARN; if it came from a known rank,
- * later receives from that rank fail at once instead of waiting for the timeout.
+ * A header that fails validation drops that connection with a WARN; if it came from a known rank
+ * that has no other connection open, later receives from that rank fail at once instead of waiting
+ * for the timeout. At the connection limit the oldest connection that never named a rank makes room.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -103,7 +104,9 @@ static void removeInConn(struct chrBootstrap* bs, int i) {
   bs->nIn--;
 }
 
-/* Drop connection i. A known sender's messages are now lost: receives from it fail from now on. */
+/* Drop connection i. A known sender's messages are now lost: receives from it fail from now on,
+ * unless another live connection names the same sender (a stray or duplicate connection that
+ * breaks says nothing about the one the rank really sends on). */
 static void dropInConn(struct chrBootstrap* bs, int i, int warn, const char* why) {
   struct chrBsInConn* c = &bs->in[i];
   if (warn) {
@@ -116,7 +119,11 @@ static void dropInConn(struct chrBootstrap* bs, int i, int warn, const char* why
     else
       WARN("bootstrap: rank %d dropped a connection from %s: %s", bs->rank, name, why);
   }
-  if (c->src >= 0) bs->peerClosed[c->src] = 1;
+  if (c->src >= 0) {
+    int another = 0;
+    for (int k = 0; k < bs->nIn && !another; k++) another = (k != i && bs->in[k].src == c->src);
+    if (!another) bs->peerClosed[c->src] = 1;
+  }
   removeInConn(bs, i);
 }
 
@@ -203,11 +210,19 @@ static void acceptIncoming(struct chrBootstrap* bs) {
       return;
     }
     if (fd < 0) return;
-    /* Each peer needs one connection; a few more cover reconnects. Beyond that it is abuse. */
+    /* Each peer needs one connection; a few more cover reconnects. Beyond that it is abuse: make
+     * room by dropping the oldest connection that never named a rank (a real peer names itself at
+     * once, so idle strangers cannot lock it out); refuse only when every one is named. */
     if (bs->nIn >= 2 * bs->nranks + 16) {
-      WARN("bootstrap: rank %d refused a connection: %d already open", bs->rank, bs->nIn);
-      chrSockClose(&fd);
-      continue;
+      int oldest = -1;
+      for (int k = 0; k < bs->nIn; k++)
+        if (bs->in[k].src < 0 && (oldest < 0 || bs->in[k].acceptedNs < bs->in[oldest].acceptedNs)) oldest = k;
+      if (oldest < 0) {
+        WARN("bootstrap: rank %d refused a connection: %d already open", bs->rank, bs->nIn);
+        chrSockClose(&fd);
+        continue;
+      }
+      dropInConn(bs, oldest, 1, "too many connections open; this is the oldest that never named its rank");
     }
     if (bs->nIn == bs->inCap) {
       int cap = bs->inCap ? 2 * bs->inCap : 16;
@@ -224,6 +239,7 @@ static void acceptIncoming(struct chrBootstrap* bs) {
     memset(c, 0, sizeof(*c));
     c->fd = fd;
     c->src = -1;
+    c->acceptedNs = chrSockNowNs();
   }
 }
 

@@ -7,6 +7,7 @@
  *
  * What can go wrong, and what the root does:
  *   garbage or a client that closes before its hello is complete  -> WARN, drop it, go on
+ *   a new connection while ROOT_MAX_PENDING are pending           -> WARN, drop the oldest pending
  *   a hello that is well-formed but wrong (secret, rank, nranks)  -> WARN, send a reject with the
  *                                                                   reason, go on waiting
  *   a registered rank closes its connection before the table     -> send every registered rank an
@@ -39,6 +40,7 @@ struct rootConn {
   int state;
   chrSockAddr peer;
   int64_t expireNs; /* drop it when still pending at this time */
+  int64_t acceptedNs;
   struct chrBsHello hello;
   size_t off;
   char* info;
@@ -303,17 +305,21 @@ static void acceptAll(struct chrBsRoot* r) {
     }
     if (fd < 0) return;
     if (r->nConns >= ROOT_MAX_PENDING) {
-      char name[CHR_SOCK_ADDR_STRLEN];
-      WARN("bootstrap root %s: dropped connection from %s: %d connections already pending", r->addrStr,
-           chrSockAddrToString(&peer, name, sizeof(name)), ROOT_MAX_PENDING);
-      chrSockClose(&fd);
-      continue;
+      /* Make room by dropping the oldest: a real rank sends its hello at once, so connections that
+       * idle (or trickle) cannot lock the ranks out until they expire. */
+      int oldest = 0;
+      for (int i = 1; i < r->nConns; i++)
+        if (r->conns[i].acceptedNs < r->conns[oldest].acceptedNs) oldest = i;
+      char why[96];
+      snprintf(why, sizeof(why), "%d connections pending; this is the oldest", ROOT_MAX_PENDING);
+      dropConn(r, oldest, why);
     }
     struct rootConn* c = &r->conns[r->nConns++];
     memset(c, 0, sizeof(*c));
     c->fd = fd;
     c->peer = peer;
     c->state = CONN_HEADER;
+    c->acceptedNs = chrSockNowNs();
     /* A client gets the bootstrap timeout to send its hello (it normally takes microseconds). */
     c->expireNs = chrSockDeadlineSec(r->timeoutSec > 0 ? r->timeoutSec : 60);
   }

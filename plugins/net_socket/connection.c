@@ -214,7 +214,14 @@ ncclResult_t nsAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v12
       return res;
     }
     if (fd < 0) break;
-    if (lc->nPending == NS_MAX_PENDING) dropPending(lc, 0, "too many connections waiting for a hello");
+    if (lc->nPending == NS_MAX_PENDING) {
+      /* Make room by dropping the oldest. (Not simply the first: dropping moves the newest into its
+       * place, so the sockets of a real connection arriving together would push each other out.) */
+      int oldest = 0;
+      for (int i = 1; i < lc->nPending; i++)
+        if (lc->pending[i].since < lc->pending[oldest].since) oldest = i;
+      dropPending(lc, oldest, "too many connections waiting for a hello");
+    }
     tuneSocket(fd);
     lc->pending[lc->nPending++] = (nsPending){.fd = fd, .off = 0, .since = now};
   }
