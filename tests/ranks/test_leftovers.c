@@ -107,10 +107,12 @@ int main(int argc, char** argv) {
       waitpid(pids[r], &status, 0);
       if (!WIFSIGNALED(status)) early++;
     }
-    if (early) fprintf(stderr, "round %d: %d ranks ended before the kill (status, not a signal)\n", round, early);
+    /* The kills go out one by one, so a rank may see a killed peer first and end with an error (a dead
+     * peer is an error at once): fine, only what is left behind counts. */
+    (void)early;
     int n = leftovers(pids, nranks);
     if (n) fprintf(stderr, "round %d (killed after %d ms): %d names left in /dev/shm\n", round, delayMs, n);
-    total += n + early;
+    total += n;
   }
   return total == 0 ? 0 : 1;
 }
