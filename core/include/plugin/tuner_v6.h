@@ -1,0 +1,81 @@
+/*
+ * plugin/tuner_v6.h: tuner plugin ABI version 6 (the NCCL 2.30 generation). FROZEN.
+ *
+ * A tuner plugin is a shared library that exports the object
+ *     const ncclTuner_v6_t ncclTunerPlugin_v6;
+ * The core dlopen()s the library (RTLD_NOW|RTLD_LOCAL) and reads the object by name. A library may
+ * export several versions (ncclTunerPlugin_v6, _v5, ...); the core takes the newest it knows.
+ * If NCCL_TUNER_PLUGIN is unset and no libnccl-tuner.so can be opened, the core also looks for these
+ * objects in the net plugin library the communicator uses, so one library may carry both.
+ * Differences from v5: an optional getChunkSize slot at the end. The domain info and the constants
+ * are v5's structs under v6 names.
+ *
+ * General rules for every callback below:
+ *  - Plain C calling convention; every callback returns ncclResult_t (ncclSuccess when all is well).
+ *  - context is whatever init stored in *context; the core hands it back unchanged and never looks
+ *    into it. init is called once per communicator (each gets its own context), finalize once per
+ *    successful init, when that communicator is destroyed.
+ *  - Threading: calls for one context come from one thread at a time; different communicators (and
+ *    so different contexts) may call concurrently, so state shared between contexts must be locked.
+ *  - No callback may block or talk to other ranks. Every rank must make the same choice for the same
+ *    call: ranks that disagree on the algorithm, channels or chunk size cannot work together.
+ */
+#ifndef CHORUS_PLUGIN_TUNER_V6_H_
+#define CHORUS_PLUGIN_TUNER_V6_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include "plugin/common.h"
+#include "plugin/tuner_common.h"
+#include "plugin/tuner_v5.h"
+
+typedef ncclNvlDomainInfo_v5_t ncclNvlDomainInfo_v6_t;   /* 12 bytes, see tuner_v5.h */
+typedef ncclTunerConstants_v5_t ncclTunerConstants_v6_t; /* 1152 bytes, see tuner_v5.h */
+
+/* The object ncclTunerPlugin_v6 (40 bytes, 5 slots). */
+typedef struct {
+  /* Name for logs. */
+  const char* name;
+
+  /* A communicator is being created. Called after the core has set its tuning constants.
+   *   commId         the communicator's 64-bit id (the same value the net and profiler plugins get)
+   *   nRanks, nNodes its size and the number of nodes it spans
+   *   logFunction    the core's logger (thread-safe)
+   *   nvlDomainInfo  how its ranks group into fast domains; read-only, valid during the call
+   *   constants      the core's model constants for this communicator; the plugin may edit them
+   *                  during the call (valid only during the call)
+   * Out: *context, the plugin's state for this communicator. */
+  ncclResult_t (*init)(void** context, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                       ncclNvlDomainInfo_v6_t* nvlDomainInfo, ncclTunerConstants_v6_t* constants);
+
+  /* Choose how to run one collective by editing its cost table.
+   *   collType       ncclFuncBroadcast .. ncclFuncAllReduce
+   *   nBytes         element size x count, where count is multiplied by the number of ranks for
+   *                  AllGather and ReduceScatter (the size of the whole buffer)
+   *   numPipeOps     number of operations grouped into this one (1 when not batched)
+   *   collCostTable  declared float** but it points at ONE contiguous float[numAlgo][numProto]
+   *                  (numAlgo = NCCL_NUM_ALGORITHMS, numProto = NCCL_NUM_PROTOCOLS): entry (a, p) is
+   *                  ((float*)collCostTable)[a * numProto + p], the core's estimate in microseconds,
+   *                  or NCCL_ALGO_PROTO_IGNORE (-1) when that pair cannot run for this call (not
+   *                  supported, or removed by NCCL_ALGO / NCCL_PROTO).
+   *   regBuff        1 when the user buffers are registered with the communicator, else 0
+   *   nChannels      in: 0. Out: > 0 sets the number of channels; 0 keeps the core's.
+   * After the call the core takes the smallest non-negative entry (algorithms 0..6, then protocols
+   * 0..2; ties go to the first). To force a pair, set its entry to 0.0; to forbid one, set it to -1.
+   * Never make a -1 entry non-negative: the core refuses such a table and keeps its own choice.
+   * Leaving the table alone defers to the core. */
+  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels);
+
+  /* The communicator is being destroyed: release context. */
+  ncclResult_t (*finalize)(void* context);
+
+  /* Optional (may be NULL). Called after the choice is made, with the chosen algo (NCCL_ALGO_*),
+   * proto (NCCL_PROTO_*) and nChannels, for the same collType and nBytes as getCollInfo.
+   * In: *chunkSize, the core's step size in bytes. Out: the plugin may write another; the core
+   * clamps it to what its buffers can hold. */
+  ncclResult_t (*getChunkSize)(void* context, ncclFunc_t collType, size_t nBytes, int algo, int proto,
+                               int nChannels, size_t* chunkSize);
+} ncclTuner_v6_t;
+
+#endif /* CHORUS_PLUGIN_TUNER_V6_H_ */
