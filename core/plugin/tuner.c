@@ -1,0 +1,312 @@
+/*
+ * tuner.c: loading the tuner plugin and initialising it per communicator (the loader half of
+ * tuner_plugin.h).
+ *
+ * Where the tuner comes from (NCCL's rule):
+ *   NCCL_TUNER_PLUGIN=none   no tuner
+ *   NCCL_TUNER_PLUGIN=<v>    the library <v> by the search rule of plugin_open.h (prefix libnccl-tuner)
+ *   unset or empty           libnccl-tuner.so; when that does not give a tuner, the net plugin library
+ *                            the communicator uses is searched for the same symbols
+ * In the library the newest of ncclTunerPlugin_v6 .. _v2 is bound (older versions through their
+ * adapter). The library is loaded the first time a communicator needs it and stays loaded; the
+ * outcome, usable or not and why, is kept in its struct chrTunerLib, so a failure is not retried and
+ * is WARNed once per distinct reason. Each communicator gets its own context from the plugin's init
+ * and holds a reference (lib->refs) until chrTunerClose. Every record is guarded by tunerLock.
+ */
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/param.h"
+#include "log/check.h"
+#include "log/log.h"
+#include "plugin/net_adapter.h"
+#include "plugin/net_plugin.h"
+#include "plugin/tuner_adapter.h"
+#include "plugin/tuner_plugin.h"
+
+#define TUNER_PREFIX "libnccl-tuner"
+#define TUNER_MAX_NET_LIBS 16 /* net plugin libraries searched for a tuner (NCCL_NET_PLUGIN has at most 14) */
+
+static pthread_mutex_t tunerLock = PTHREAD_MUTEX_INITIALIZER;
+static struct chrTunerLib* primary;                    /* NCCL_TUNER_PLUGIN, or libnccl-tuner.so */
+static struct chrTunerLib* fromNet[TUNER_MAX_NET_LIBS]; /* net plugin libraries searched so far */
+static int nFromNet;
+static int disabledLogged;
+static char lastNone[CHR_PLUGIN_PATH_MAX + CHR_PLUGIN_REASON_MAX + 512]; /* last "no tuner" INFO, so repeats stay quiet */
+
+/* ---- v6 native binding ------------------------------------------------------------------------- */
+
+#define NATIVE(lib) ((const ncclTuner_v6_t*)(lib)->native)
+
+static ncclResult_t initV6(struct chrTunerLib* lib, void** ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                           ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v6_t* nvlDomainInfo,
+                           ncclTunerConstants_v6_t* constants) {
+  return NATIVE(lib)->init(ctx, commId, nRanks, nNodes, logFunction, nvlDomainInfo, constants);
+}
+
+/* A v6 plugin is called directly: its table is copied as is (getChunkSize may be NULL). */
+ncclResult_t chrTunerBindV6(struct chrTunerLib* lib, const ncclTuner_v6_t* t) {
+  lib->version = 6;
+  CHR_TUNER_REQUIRE(lib, t, name);
+  CHR_TUNER_REQUIRE(lib, t, init);
+  CHR_TUNER_REQUIRE(lib, t, getCollInfo);
+  CHR_TUNER_REQUIRE(lib, t, finalize);
+  lib->table = *t;
+  lib->table.init = NULL; /* every version goes through lib->init */
+  lib->native = t;
+  lib->name = t->name;
+  lib->init = initV6;
+  return ncclSuccess;
+}
+
+/* ---- loading ------------------------------------------------------------------------------------ */
+
+/* Find the newest table the library exports and bind it. Fills failReason when there is none. */
+static void probeTable(struct chrTunerLib* lib) {
+  static const char* const symbols[] = {"ncclTunerPlugin_v6", "ncclTunerPlugin_v5", "ncclTunerPlugin_v4",
+                                        "ncclTunerPlugin_v3", "ncclTunerPlugin_v2"};
+  for (int i = 0; i < 5; i++) {
+    const void* t = chrPluginSymbol(&lib->dl, symbols[i]);
+    if (t == NULL) continue;
+    ncclResult_t res;
+    switch (6 - i) {
+      case 6: res = chrTunerBindV6(lib, t); break;
+      case 5: res = chrTunerAdaptV5(lib, t); break;
+      case 4: res = chrTunerAdaptV4(lib, t); break;
+      case 3: res = chrTunerAdaptV3(lib, t); break;
+      default: res = chrTunerAdaptV2(lib, t); break;
+    }
+    lib->usable = (res == ncclSuccess);
+    return;
+  }
+  if (chrPluginSymbol(&lib->dl, "ncclTunerPlugin_v1") != NULL)
+    snprintf(lib->failReason, sizeof(lib->failReason),
+             "no ncclTunerPlugin_v6..v2 symbol (it exports ncclTunerPlugin_v1, an ABI older than Chorus supports)");
+  else
+    snprintf(lib->failReason, sizeof(lib->failReason), "no ncclTunerPlugin_v6..v2 symbol");
+}
+
+static void trimCopy(char* dst, size_t cap, const char* src) {
+  const char* end = src + strlen(src);
+  while (src < end && isspace((unsigned char)*src)) src++;
+  while (end > src && isspace((unsigned char)end[-1])) end--;
+  size_t len = (size_t)(end - src);
+  if (len >= cap) len = cap - 1;
+  memcpy(dst, src, len);
+  dst[len] = '\0';
+}
+
+/* The NCCL_TUNER_PLUGIN value, trimmed ("" when unset). */
+static void tunerSetting(char* value, size_t cap) { trimCopy(value, cap, chrParamStr(CHR_P_TUNER_PLUGIN)); }
+
+/* The record of NCCL_TUNER_PLUGIN (or the default name), loaded on first use. NULL: out of memory. */
+static struct chrTunerLib* ensurePrimary(const char* value) {
+  if (primary != NULL) return primary;
+  struct chrTunerLib* lib = calloc(1, sizeof(*lib));
+  if (lib == NULL) return NULL;
+  snprintf(lib->label, sizeof(lib->label), "%s", value[0] ? value : TUNER_PREFIX ".so");
+  if (chrPluginOpen(TUNER_PREFIX, value, &lib->dl) != 0) {
+    snprintf(lib->failReason, sizeof(lib->failReason), "cannot open: %s", lib->dl.reason);
+  } else {
+    probeTable(lib);
+  }
+  primary = lib;
+  return lib;
+}
+
+/* The record of the net plugin library `net` uses, searched on first use. NULL: out of memory or
+ * too many net libraries. */
+static struct chrTunerLib* ensureFromNet(const struct chrNet* net) {
+  const struct chrNetLib* netLib = net->lib;
+  for (int i = 0; i < nFromNet; i++)
+    if (fromNet[i]->netKey == netLib) return fromNet[i];
+  if (nFromNet == TUNER_MAX_NET_LIBS) return NULL;
+  struct chrTunerLib* lib = calloc(1, sizeof(*lib));
+  if (lib == NULL) return NULL;
+  snprintf(lib->label, sizeof(lib->label), "net plugin %s", net->name);
+  lib->dl = netLib->dl; /* the net loader's handle, borrowed: it stays loaded for the process */
+  lib->borrowed = 1;
+  lib->netKey = netLib;
+  probeTable(lib);
+  fromNet[nFromNet++] = lib;
+  return lib;
+}
+
+/* " (<file>: <name>, ABI vN)" with what is known, for messages. */
+static void describeWhere(const struct chrTunerLib* lib, char* where, size_t cap) {
+  int showPath = lib->dl.path[0] && strcmp(lib->dl.path, lib->label) != 0;
+  where[0] = '\0';
+  if (showPath && lib->usable) snprintf(where, cap, " (%s: %s, ABI v%d)", lib->dl.path, lib->name, lib->version);
+  else if (showPath) snprintf(where, cap, " (%s)", lib->dl.path);
+  else if (lib->usable) snprintf(where, cap, " (%s, ABI v%d)", lib->name, lib->version);
+}
+
+/* A tuner that was found or asked for cannot be used: WARN once per distinct reason and go on
+ * without a tuner, or (strict) fail. */
+static ncclResult_t tunerFailed(struct chrTunerLib* lib, const char* reason, int strict) {
+  char where[CHR_PLUGIN_PATH_MAX + 128];
+  describeWhere(lib, where, sizeof(where));
+  if (strict)
+    return chrFail(ncclInvalidUsage, "TUNER/Plugin: cannot use tuner plugin '%s'%s: %s; failing because "
+                   "CHORUS_PLUGIN_STRICT=1", lib->label, where, reason);
+  if (strcmp(lib->lastWarn, reason) != 0) {
+    snprintf(lib->lastWarn, sizeof(lib->lastWarn), "%s", reason);
+    WARN("TUNER/Plugin: cannot use tuner plugin '%s'%s: %s; planning with the core's own cost model", lib->label,
+         where, reason);
+  }
+  return ncclSuccess;
+}
+
+/* Nothing provides a tuner and nothing was asked for: one INFO line per distinct situation. */
+static void noTuner(const char* fmt, const char* a, const char* b) {
+  char text[sizeof(lastNone)];
+  snprintf(text, sizeof(text), fmt, a, b);
+  if (strcmp(text, lastNone) == 0) return;
+  snprintf(lastNone, sizeof(lastNone), "%s", text);
+  INFO(NCCL_INIT | NCCL_TUNING, "TUNER/Plugin: %s", text);
+}
+
+/* Initialise a usable library for one communicator. On failure writes why into reason. */
+static ncclResult_t initForComm(struct chrTunerLib* lib, struct chrTunerCommInfo* info, struct chrTuner** out,
+                                char* reason, size_t reasonCap) {
+  char section[64 + 8] = "tuner.";
+  size_t len = strlen(section);
+  for (const char* c = lib->name; *c && len + 1 < sizeof(section); c++) section[len++] = (char)tolower((unsigned char)*c);
+  section[len] = '\0';
+  chrConfigExportSection(section); /* plugins written for NCCL read their settings from the environment */
+
+  void* ctx = NULL;
+  ncclResult_t res = lib->init(lib, &ctx, info->commHash, info->nRanks, info->nNodes, chrLog, &info->nvlDomain,
+                               &info->constants);
+  if (res != ncclSuccess) {
+    snprintf(reason, reasonCap, "init returned %d for comm 0x%llx", (int)res, (unsigned long long)info->commHash);
+    return ncclSystemError;
+  }
+  struct chrTuner* tuner = calloc(1, sizeof(*tuner));
+  if (tuner == NULL) {
+    lib->table.finalize(ctx);
+    snprintf(reason, reasonCap, "out of memory");
+    return ncclSystemError;
+  }
+  tuner->table = &lib->table;
+  tuner->ctx = ctx;
+  tuner->version = lib->version;
+  tuner->name = lib->name;
+  tuner->path = lib->dl.path;
+  tuner->commHash = info->commHash;
+  tuner->lib = lib;
+  lib->refs++;
+  *out = tuner;
+  return ncclSuccess;
+}
+
+static ncclResult_t openLocked(struct chrTunerCommInfo* info, struct chrTuner** out) {
+  char value[CHR_PLUGIN_PATH_MAX];
+  tunerSetting(value, sizeof(value));
+  if (strcasecmp(value, "none") == 0) {
+    if (!disabledLogged) INFO(NCCL_INIT | NCCL_TUNING, "TUNER/Plugin: tuner plugins disabled (NCCL_TUNER_PLUGIN=none)");
+    disabledLogged = 1;
+    return ncclSuccess;
+  }
+  int strict = chrParamInt(CHR_P_PLUGIN_STRICT) != 0;
+  struct chrTunerLib* lib = ensurePrimary(value);
+  if (lib == NULL) return chrFail(ncclSystemError, "TUNER/Plugin: out of memory loading the tuner plugin");
+
+  if (!lib->usable) {
+    /* Asked for by name or path: that is the tuner, and it cannot be used. */
+    if (value[0] != '\0') return tunerFailed(lib, lib->failReason, strict);
+    /* libnccl-tuner.so, not asked for: a library that opens but is not a tuner is worth a WARN
+     * (not an error, even strict); one that is absent is the normal case. Then the net library. */
+    if (lib->dl.handle != NULL && strcmp(lib->lastWarn, lib->failReason) != 0) {
+      snprintf(lib->lastWarn, sizeof(lib->lastWarn), "%s", lib->failReason);
+      WARN("TUNER/Plugin: %s (%s) is not a usable tuner plugin: %s; ignoring it", lib->label, lib->dl.path,
+           lib->failReason);
+    }
+    const char* why = lib->dl.handle != NULL ? "not usable" : "not found";
+    if (info->net == NULL) {
+      noTuner("no tuner plugin (" TUNER_PREFIX ".so %s; NCCL_TUNER_PLUGIN unset; %s)", why,
+              "this communicator has no net plugin library to search");
+      return ncclSuccess;
+    }
+    lib = ensureFromNet(info->net);
+    if (lib == NULL) return chrFail(ncclSystemError, "TUNER/Plugin: cannot search net plugin %s for a tuner",
+                                    info->net->name);
+    if (!lib->usable) {
+      char text[CHR_PLUGIN_PATH_MAX + CHR_PLUGIN_REASON_MAX + 128];
+      snprintf(text, sizeof(text), "net plugin library %s has %s", lib->dl.path,
+               strstr(lib->failReason, "no ncclTunerPlugin") == lib->failReason ? "no ncclTunerPlugin_v6..v2 symbol"
+                                                                                 : lib->failReason);
+      noTuner("no tuner plugin (" TUNER_PREFIX ".so %s; NCCL_TUNER_PLUGIN unset; %s)", why, text);
+      return ncclSuccess;
+    }
+  }
+  if (!lib->announced) {
+    lib->announced = 1;
+    INFO(NCCL_INIT | NCCL_TUNING, "TUNER/Plugin: loaded tuner plugin '%s' from %s%s (ABI v%d)", lib->name,
+         lib->dl.path, lib->borrowed ? " (the net plugin's library)" : "", lib->version);
+  }
+  char reason[512];
+  if (initForComm(lib, info, out, reason, sizeof(reason)) != ncclSuccess) return tunerFailed(lib, reason, strict);
+  INFO(NCCL_INIT | NCCL_TUNING, "TUNER/Plugin: comm 0x%llx uses tuner plugin %s (ABI v%d)",
+       (unsigned long long)info->commHash, lib->name, lib->version);
+  return ncclSuccess;
+}
+
+ncclResult_t chrTunerOpen(struct chrTunerCommInfo* info, struct chrTuner** out) {
+  if (out == NULL || info == NULL) return chrFail(ncclInternalError, "chrTunerOpen: NULL argument");
+  *out = NULL;
+  pthread_mutex_lock(&tunerLock);
+  ncclResult_t res = openLocked(info, out);
+  pthread_mutex_unlock(&tunerLock);
+  return res;
+}
+
+ncclResult_t chrTunerClose(struct chrTuner* tuner) {
+  if (tuner == NULL) return ncclSuccess;
+  ncclResult_t res = tuner->table->finalize(tuner->ctx);
+  if (res != ncclSuccess)
+    res = chrFail(res, "tuner plugin %s (ABI v%d): finalize returned %d for comm 0x%llx", tuner->name, tuner->version,
+                  (int)res, (unsigned long long)tuner->commHash);
+  pthread_mutex_lock(&tunerLock);
+  tuner->lib->refs--;
+  pthread_mutex_unlock(&tunerLock);
+  TRACE(NCCL_TUNING, "tuner %s: finalized ctx %p of comm 0x%llx", tuner->name, tuner->ctx,
+        (unsigned long long)tuner->commHash);
+  free(tuner);
+  return res;
+}
+
+int chrTunerLibRefs(const struct chrTuner* tuner) {
+  if (tuner == NULL) return 0;
+  pthread_mutex_lock(&tunerLock);
+  int refs = tuner->lib->refs;
+  pthread_mutex_unlock(&tunerLock);
+  return refs;
+}
+
+/* ---- description for chorus-info --------------------------------------------------------------- */
+
+void chrTunerDescribe(FILE* out) {
+  char value[CHR_PLUGIN_PATH_MAX];
+  pthread_mutex_lock(&tunerLock);
+  tunerSetting(value, sizeof(value));
+  fprintf(out, "tuner plugin (NCCL_TUNER_PLUGIN=%s):\n", value);
+  if (strcasecmp(value, "none") == 0) {
+    fprintf(out, "  none: tuner plugins disabled\n");
+  } else {
+    struct chrTunerLib* lib = ensurePrimary(value);
+    if (lib == NULL)
+      fprintf(out, "  out of memory\n");
+    else if (lib->usable)
+      fprintf(out, "  %s: %s: name %s, ABI v%d\n", lib->label, lib->dl.path, lib->name, lib->version);
+    else
+      fprintf(out, "  %s: not usable%s%s%s: %s%s\n", lib->label, lib->dl.path[0] ? " (" : "", lib->dl.path,
+              lib->dl.path[0] ? ")" : "", lib->failReason,
+              value[0] ? "" : "; each communicator's net plugin library is searched instead");
+  }
+  pthread_mutex_unlock(&tunerLock);
+}
