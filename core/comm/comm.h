@@ -78,10 +78,15 @@ struct ncclComm {
 
   struct chrUserRedOp userOps[CHR_MAX_USER_REDOPS];
 
-  /* Tuner hook (the tuner plugin issue sets it): may rewrite the cost table (float[numAlgo][numProto],
-   * microseconds, -1 = cannot run; NCCL's tuner ABI layout) and set *nChannels (0 = keep). */
+  /* Tuner plugin (plan/tuner_hook.c sets these when one is loaded). tunerHook may rewrite the cost
+   * table (float[numAlgo][numProto], microseconds, -1 = cannot run; NCCL's tuner ABI layout) and set
+   * *nChannels (0 = keep); tunerChunkHook, after the choice, may rewrite the step size in bytes (the
+   * planner clamps it). Both refuse answers the planner cannot run. */
+  struct chrTuner* tuner;
   ncclResult_t (*tunerHook)(struct ncclComm* comm, ncclFunc_t func, size_t bytes, float* table, int numAlgo,
                             int numProto, int* nChannels);
+  ncclResult_t (*tunerChunkHook)(struct ncclComm* comm, ncclFunc_t func, size_t bytes, int algo, int proto,
+                                 int nChannels, size_t* chunkBytes);
   const char* lastAlgo;        /* the planner's last choice, for chorus-perf and logs */
   const char* lastProto;
 

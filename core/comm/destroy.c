@@ -5,6 +5,7 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "log/log.h"
+#include "plan/plan.h"
 #include "plugin/net_plugin.h"
 
 ncclResult_t chrCommFree(struct ncclComm* comm) {
@@ -12,6 +13,7 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm->initThreadStarted) comm->abortFlag = 1; /* makes a bootstrap still waiting give up quickly */
   chrCommReapInitThread(comm, 1);
   chrTransportCloseAll(comm);
+  chrPlanTunerDetach(comm); /* before the net plugin: the tuner may live in its library */
   if (comm->net) chrNetClose(comm->net);
   if (comm->bootstrap) chrBootstrapClose(comm->bootstrap);
   free(comm->peers);

@@ -2,9 +2,9 @@
  * init.c: creating a communicator.
  *
  * Steps: read the config; tell the others who we are (bootstrap allgather of chrPeerInfo); find hosts
- * and rings; open the net plugin for this comm when some link needs it. Transports connect later, when a plan first needs
- * them. With config.blocking = 0 the steps run on a thread and the caller polls
- * ncclCommGetAsyncError until it stops saying ncclInProgress.
+ * and rings; open the net plugin for this comm when some link needs it, then the tuner plugin.
+ * Transports connect later, when a plan first needs them. With config.blocking = 0 the steps run on
+ * a thread and the caller polls ncclCommGetAsyncError until it stops saying ncclInProgress.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
+#include "plan/plan.h"
 #include "plugin/net_plugin.h"
 #include "transport/connect.h"
 
@@ -78,6 +79,7 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
                      "(ranks on other hosts, NCCL_SHM_DISABLE=1 or CHORUS_TRANSPORT=net)");
     comm->netDev = 0;
   }
+  CHECK(chrPlanTunerAttach(comm)); /* after the net plugin: its library may carry the tuner */
   INFO(NCCL_INIT, "comm %p rank %d nranks %d cudaDev %d commHash 0x%llx - Init COMPLETE", (void*)comm, comm->rank,
        comm->nRanks, comm->cudaDev, (unsigned long long)comm->commHash);
   return ncclSuccess;

@@ -4,18 +4,22 @@
  *
  * Choice: a cost table float[algorithm][protocol] in microseconds, laid out as NCCL's tuner ABI
  * expects (7 algorithms x 3 protocols, -1 = cannot run), is filled from an alpha-beta model of the
- * transports this comm uses; NCCL_ALGO / NCCL_PROTO remove entries; a tuner hook may rewrite the table
- * and the channel count (the tuner plugin issue plugs in there); the smallest entry wins, ties to
- * the first. If the settings leave nothing that can run, the call fails with a message naming them.
+ * transports this comm uses; NCCL_ALGO / NCCL_PROTO remove entries (-1), so a tuner never sees them;
+ * the tuner plugin's hook (plan/tuner_hook.c) may rewrite the table and ask for a channel count, and
+ * refuses answers that cannot run; the smallest entry wins, ties to the first. If the settings leave
+ * nothing that can run, the call fails with a message naming them. After the choice a v6 tuner may
+ * change the step size, which is clamped to what the staging slots hold.
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include "comm/comm.h"
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plan/algo_select.h"
 #include "plan/plan.h"
+#include "plugin/tuner.h"
 
 #define TREE_LANES 4 /* two trees, an up and a down lane each (plan/works.c) */
 
@@ -72,6 +76,44 @@ static float estimate(const struct chrCollTask* t, int algo, size_t bytes) {
   return -1.0f;
 }
 
+/* A v6 tuner may change the step size. Steps live in the staging slots, so the size is clamped to
+ * [one page (or the slot, if smaller), the slot] and rounded down to whole elements. */
+static ncclResult_t tunerChunk(struct chrCollTask* t, size_t bytes, size_t slot) {
+  size_t chunk = t->chunkElems * t->typeSize;
+  CHECK(t->comm->tunerChunkHook(t->comm, t->func, bytes, t->algo, t->proto, t->nChannels, &chunk));
+  size_t floor = slot < 4096 ? slot : 4096;
+  size_t clamped = chunk < floor ? floor : chunk > slot ? slot : chunk;
+  if (clamped != chunk)
+    TRACE(NCCL_TUNING, "tuner chunk size %zu bytes clamped to %zu (staging slot %zu)", chunk, clamped, slot);
+  t->chunkElems = clamped / t->typeSize;
+  if (t->chunkElems == 0) t->chunkElems = 1;
+  return ncclSuccess;
+}
+
+/* Chorus's model in the form NCCL's tuner ABI hands to a v5+ plugin's init: the per-hop latency of
+ * each link kind for what Chorus can run (RING and TREE with SIMPLE; baseLatencies 0 there), -1 in
+ * baseLatencies for pairs it cannot run on this communicator, the link bandwidth as the tree's
+ * per-channel bandwidth (one node: shared memory; more: the net), and 0 for the LL/LL128/NVLS
+ * bandwidths (Chorus has no such protocols). Edits a plugin makes are not read back. */
+void chrPlanTunerConstants(const struct ncclComm* comm, ncclTunerConstants_v6_t* c) {
+  memset(c, 0, sizeof(*c));
+  int n = comm->nRanks;
+  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+      int runs = n > 1 && p == NCCL_PROTO_SIMPLE && (a == NCCL_ALGO_RING || a == NCCL_ALGO_TREE);
+      c->baseLatencies[a][p] = runs ? 0.0 : NCCL_ALGO_PROTO_IGNORE;
+      if (!runs) continue;
+      c->hwLatencies[NCCL_HW_NVLINK][a][p] = shmModel.alphaUs;
+      c->hwLatencies[NCCL_HW_PCI][a][p] = shmModel.alphaUs;
+      c->hwLatencies[NCCL_HW_NET][a][p] = netModel.alphaUs;
+    }
+  for (int cc = 0; cc < NCCL_NUM_COMPCAPS; cc++) {
+    c->perChMaxTreeBws[cc][NCCL_TUNING_SCALE_1NODE] = shmModel.bwGBs;
+    c->perChMaxTreeBws[cc][NCCL_TUNING_SCALE_2NODES] = netModel.bwGBs;
+    c->perChMaxTreeBws[cc][NCCL_TUNING_SCALE_4NODES] = netModel.bwGBs;
+  }
+}
+
 ncclResult_t chrPlanTask(struct chrCollTask* t) {
   struct ncclComm* comm = t->comm;
   int n = comm->nRanks;
@@ -109,6 +151,8 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
       if (!(algos & (1u << a)) || !(protos & (1u << p))) us = -1.0f;
       table[a][p] = us;
     }
+  float model[CHR_NUM_ALGOS][CHR_NUM_PROTOS]; /* the estimates, whatever a tuner writes over them */
+  memcpy(model, table, sizeof(model));
   int nChannels = 0;
   if (comm->tunerHook) CHECK(comm->tunerHook(comm, t->func, bytes, &table[0][0], CHR_NUM_ALGOS, CHR_NUM_PROTOS, &nChannels));
   int bestA = -1, bestP = -1;
@@ -124,7 +168,9 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   t->algo = bestA;
   t->proto = bestP;
   if (bestA == CHR_ALGO_TREE) {
+    /* The double binary tree always has its four lanes (plan/works.c); a tuner's count does not apply. */
     t->nChannels = TREE_LANES;
+    if (nChannels > 0) TRACE(NCCL_TUNING, "tree: the tuner's %d channels do not apply (4 lanes)", nChannels);
   } else {
     /* Host buffers: one thread drives every channel, so more channels add connections, not
      * parallelism; measured on 2 cores, one channel is fastest (docs/perf/host.md).
@@ -132,7 +178,8 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
     t->nChannels = nChannels > 0 ? nChannels : comm->minChannels;
     if (t->nChannels > comm->nChannels) t->nChannels = comm->nChannels;
   }
-  t->estimatedUs = table[bestA][bestP];
+  if (comm->tunerChunkHook) CHECK(tunerChunk(t, bytes, slot));
+  t->estimatedUs = model[bestA][bestP];
   comm->lastAlgo = chrAlgoName(bestA);
   comm->lastProto = chrProtoName(bestP);
   TRACE(NCCL_COLL | NCCL_TUNING, "%s count %zu type %d -> %s/%s, %d channels, chunk %zu elems, est %.1f us",

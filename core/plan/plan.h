@@ -1,11 +1,14 @@
 /*
  * plan.h: choosing how a task runs: algorithm, channels, chunk size, and the time estimate that
- * ncclGroupSimulateEnd reports. (The tuner plugin hook goes here.)
+ * ncclGroupSimulateEnd reports, and the tuner plugin's part in that (plan/tuner_hook.c).
  */
 #ifndef CHORUS_PLAN_H_
 #define CHORUS_PLAN_H_
 
 #include "exec/task.h"
+#include "plugin/tuner.h"
+
+struct ncclComm;
 
 /* Choose algorithm, protocol, channels and step size, then write the task's works (chrPlanWorks). */
 ncclResult_t chrPlanTask(struct chrCollTask* task);
@@ -13,5 +16,13 @@ ncclResult_t chrPlanTask(struct chrCollTask* task);
 ncclResult_t chrPlanWorks(struct chrCollTask* task);
 /* Binary tree over positions 0..n-1 rooted at 0 (the double binary tree's shape; -1: none). */
 void chrBinaryTree(int p, int n, int* parent, int* c0, int* c1);
+
+/* The tuning constants a v5+ tuner's init gets: Chorus's model for this communicator (plan/plan.c). */
+void chrPlanTunerConstants(const struct ncclComm* comm, ncclTunerConstants_v6_t* constants);
+/* Open the tuner plugin for a communicator (after its topology and net plugin are known) and, when
+ * there is one, set comm->tuner and the planner's hooks. Fails only in strict mode or on a broken
+ * process (out of memory). Detach finalizes it (NULL tuner accepted). */
+ncclResult_t chrPlanTunerAttach(struct ncclComm* comm);
+ncclResult_t chrPlanTunerDetach(struct ncclComm* comm);
 
 #endif
