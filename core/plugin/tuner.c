@@ -183,7 +183,7 @@ static ncclResult_t initForComm(struct chrTunerLib* lib, struct chrTunerCommInfo
   ncclResult_t res = lib->init(lib, &ctx, info->commHash, info->nRanks, info->nNodes, chrLog, &info->nvlDomain,
                                &info->constants);
   if (res != ncclSuccess) {
-    snprintf(reason, reasonCap, "init returned %d for comm 0x%llx", (int)res, (unsigned long long)info->commHash);
+    snprintf(reason, reasonCap, "init returned %d", (int)res); /* no comm id: a repeat stays quiet */
     return ncclSystemError;
   }
   struct chrTuner* tuner = calloc(1, sizeof(*tuner));

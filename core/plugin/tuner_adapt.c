@@ -12,6 +12,16 @@
 #include "log/log.h"
 #include "plugin/tuner_adapter.h"
 
+static __thread int adapterReported;
+
+void chrTunerAdaptMarkReported(void) { adapterReported = 1; }
+
+int chrTunerAdaptTakeReported(void) {
+  int was = adapterReported;
+  adapterReported = 0;
+  return was;
+}
+
 ncclResult_t chrTunerMissingSlot(struct chrTunerLib* lib, const char* slotName) {
   snprintf(lib->failReason, sizeof(lib->failReason), "its ncclTunerPlugin_v%d table has a NULL %s slot", lib->version,
            slotName);

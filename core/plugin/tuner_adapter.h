@@ -66,6 +66,11 @@ void chrTunerAdaptBindOld(struct chrTunerLib* lib, const void* native, const cha
                           ncclResult_t (*oldInit)(size_t, size_t, ncclDebugLogger_t, void**),
                           ncclResult_t (*oldDestroy)(void*));
 
+/* An adapter that refuses a call itself (strict mode) sets the thread's last error and this mark, so
+ * the wrapper passes the error on without replacing the text. Take clears the mark. */
+void chrTunerAdaptMarkReported(void);
+int chrTunerAdaptTakeReported(void);
+
 /* A NULL mandatory slot makes the library unusable: writes the reason, returns ncclInvalidUsage. */
 ncclResult_t chrTunerMissingSlot(struct chrTunerLib* lib, const char* slotName);
 #define CHR_TUNER_REQUIRE(lib, t, slot) \

@@ -15,6 +15,7 @@
 #include "plugin/tuner_plugin.h"
 
 static ncclResult_t pluginFailed(const struct chrTuner* tuner, const char* call, ncclResult_t res) {
+  if (chrTunerAdaptTakeReported()) return res; /* an adapter refused the call and said why */
   chrSetLastError("tuner plugin %s (ABI v%d): %s returned error %d (%s)", tuner->name, tuner->version, call, (int)res,
                   chrResultName(res));
   TRACE(NCCL_TUNING, "tuner %s: %s returned %d", tuner->name, call, (int)res);

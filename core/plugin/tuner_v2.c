@@ -8,8 +8,9 @@
  * as the core passed it. A valid (algorithm, protocol) pair whose entry can run becomes 0.0, so it
  * wins; every other entry is left as it was. A pair whose entry cannot run for this call (-1) or that
  * is out of range is refused with one WARN per communicator and collective, and the table keeps the
- * core's own estimates. The parts v2..v4 share are in tuner_adapt.c.
+ * core's own estimates (with CHORUS_PLUGIN_STRICT=1 the refusal is an error of the call instead). The parts v2..v4 share are in tuner_adapt.c.
  */
+#include "config/param.h"
 #include "log/log.h"
 #include "plugin/tuner_adapter.h"
 
@@ -20,13 +21,32 @@ static int canRun(const float* table, int numProto, int algo, int proto) {
   return table[algo * numProto + proto] >= 0.0f; /* the core writes -1 (IGNORE) for what cannot run */
 }
 
-/* Out of range or not runnable: said once per communicator and collective, then kept quiet. */
-static void refuse(struct chrTunerAdaptCtx* c, ncclFunc_t collType, int algo, int proto, const char* why) {
+static const char* algoName(int a) {
+  static const char* names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+  return a >= 0 && a < NCCL_NUM_ALGORITHMS ? names[a] : "?";
+}
+
+static const char* protoName(int p) {
+  static const char* names[] = {"LL", "LL128", "SIMPLE"};
+  return p >= 0 && p < NCCL_NUM_PROTOCOLS ? names[p] : "?";
+}
+
+/* Out of range or not runnable. Strict: an error of the call, with the reason as the last error
+ * (marked, so the wrapper keeps it). Otherwise said once per communicator and collective. */
+static ncclResult_t refuse(struct chrTunerAdaptCtx* c, ncclFunc_t collType, int algo, int proto, const char* why) {
+  if (chrParamInt(CHR_P_PLUGIN_STRICT) != 0) {
+    chrSetLastError("it chose algorithm %d (%s) protocol %d (%s), %s", algo, algoName(algo), proto, protoName(proto),
+                    why);
+    chrTunerAdaptMarkReported();
+    return ncclInvalidUsage;
+  }
   unsigned bit = (unsigned)collType < 32u ? 1u << (unsigned)collType : 1u << 31;
-  if (c->refusedWarned & bit) return;
+  if (c->refusedWarned & bit) return ncclSuccess;
   c->refusedWarned |= bit;
-  WARN("TUNER/Plugin: tuner plugin %s (ABI v2) chose algorithm %d protocol %d for collective %d, %s; "
-       "using the core's own choice", c->lib->name, algo, proto, (int)collType, why);
+  WARN("TUNER/Plugin: tuner plugin %s (ABI v2) chose algorithm %d (%s) protocol %d (%s) for collective %d, %s; "
+       "using Chorus's own choice (said once per communicator and collective)", c->lib->name, algo, algoName(algo),
+       proto, protoName(proto), (int)collType, why);
+  return ncclSuccess;
 }
 
 static ncclResult_t getCollInfoV2(void* ctx, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
@@ -45,11 +65,10 @@ static ncclResult_t getCollInfoV2(void* ctx, ncclFunc_t collType, size_t nBytes,
   if (res != ncclSuccess) return res;
   if (algorithm == NCCL_ALGO_UNDEF && protocol == NCCL_PROTO_UNDEF) return ncclSuccess; /* deferred */
   if (algorithm < 0 || algorithm >= numAlgo || protocol < 0 || protocol >= numProto)
-    refuse(CTX(ctx), collType, algorithm, protocol, "which is not a valid pair");
-  else if (!canRun(table, numProto, algorithm, protocol))
-    refuse(CTX(ctx), collType, algorithm, protocol, "which cannot run for this call");
-  else
-    table[algorithm * numProto + protocol] = 0.0f;
+    return refuse(CTX(ctx), collType, algorithm, protocol, "which is not a valid pair");
+  if (!canRun(table, numProto, algorithm, protocol))
+    return refuse(CTX(ctx), collType, algorithm, protocol, "which cannot run for this call");
+  table[algorithm * numProto + protocol] = 0.0f;
   return ncclSuccess;
 }
 
