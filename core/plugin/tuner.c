@@ -303,6 +303,9 @@ void chrTunerDescribe(FILE* out) {
       fprintf(out, "  out of memory\n");
     else if (lib->usable)
       fprintf(out, "  %s: %s: name %s, ABI v%d\n", lib->label, lib->dl.path, lib->name, lib->version);
+    else if (value[0] == '\0' && lib->dl.handle == NULL) /* the usual case: nothing asked for, none there */
+      fprintf(out, "  no %s (tried %s); each communicator's net plugin library is searched for a tuner, and "
+              "without one the planner's cost model decides\n", lib->label, lib->dl.tried);
     else
       fprintf(out, "  %s: not usable%s%s%s: %s%s\n", lib->label, lib->dl.path[0] ? " (" : "", lib->dl.path,
               lib->dl.path[0] ? ")" : "", lib->failReason,

@@ -131,6 +131,9 @@ chorus_tuner_test(netlib.not_when_set TUNER doesnotexist ENV NCCL_NET_PLUGIN=${T
 
 # chorus-info's view.
 chorus_tuner_test(describe TUNER ${TV4} ARGS describe "out=${TV4}: name testv4, ABI v4")
+chorus_tuner_test(describe.unset TUNER UNSET ARGS describe "out=no libnccl-tuner.so (tried libnccl-tuner.so"
+  "out=net plugin library is searched")
+chorus_tuner_test(describe.none TUNER none ARGS describe "out=none: tuner plugins disabled")
 chorus_tuner_test(describe.nosym TUNER ${T_NOSYM} ARGS describe "out=not usable" "out=no ncclTunerPlugin_v6..v2 symbol")
 
 # The planner with a tuner (a fake 4-rank communicator on one host): the choice is used, with the
