@@ -34,7 +34,8 @@ static void checkRule(struct tcContext* ctx, const struct tcRule* r, const ncclT
         TC_LOG(ctx, NCCL_LOG_WARN, NCCL_INIT | NCCL_TUNING,
                "Chorus tuner: TUNER_RULE_%d \"%s\": %s cannot run %s; the rule will leave %s to the core", r->number,
                r->text, tcAlgoName(r->algo), tcCollName(f), tcCollName(f));
-  if (k == NULL) return;
+  /* One rank runs no algorithm at all (the core copies locally and never asks): nothing to check. */
+  if (k == NULL || ctx->nRanks < 2) return;
   int runnable = 0;
   for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)

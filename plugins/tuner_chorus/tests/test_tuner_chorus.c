@@ -186,6 +186,17 @@ static int caseImpossible(void) {
   EXPECT(logWarns == 4 && strstr(logText, "matches AllGather of 100 bytes, but TREE/* cannot run"), "%d warnings",
          logWarns);
   v6->finalize(ctx);
+  /* On one rank the core marks every pair -1 and never asks: no constants warning then. */
+  clearLog();
+  setRules("allreduce -> ring ll", NULL, NULL);
+  ncclTunerConstants_v6_t k;
+  chorusConstants(&k);
+  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) k.baseLatencies[a][p] = -1.0;
+  ncclNvlDomainInfo_v6_t nvl = {1, 1, 1};
+  EXPECT(v6->init(&ctx, 0x1, 1, 1, logger, &nvl, &k) == ncclSuccess && logWarns == 0, "one rank: %d warnings",
+         logWarns);
+  v6->finalize(ctx);
   return 0;
 }
 
