@@ -110,6 +110,7 @@ struct kids {
   int startFd[MAX_CHILDREN]; /* write end of the child's start pipe; -1 once it was told to start */
   int status[MAX_CHILDREN];  /* -2 while running; exit code, 100 + signal, or -1 when killed at the deadline */
   int n;
+  double deadline; /* the parent's deadline for all of them, from the first fork */
 };
 
 typedef void (*childFn)(int idx, void* arg);
@@ -177,6 +178,7 @@ static void spawn(struct kids* k, childFn fn, void* arg, ncclUniqueId* idSlot) {
     _exit(OK);
   }
   close(fds[0]);
+  if (k->n == 0) k->deadline = nowSec() + scaled(PARENT_DEADLINE_SEC);
   k->pid[k->n] = p;
   k->startFd[k->n] = fds[1];
   k->status[k->n] = -2;
@@ -216,11 +218,10 @@ static void pollKids(struct kids* k) {
 /* Wait (up to the parent's deadline) until child i, or child j when j >= 0, has exited: a scenario's
  * way to let one child finish with the root before the next one arrives. 1 when one did. */
 static int waitKidExit(struct kids* k, int i, int j) {
-  double deadline = nowSec() + scaled(PARENT_DEADLINE_SEC);
   for (;;) {
     pollKids(k);
     if (k->status[i] != -2 || (j >= 0 && k->status[j] != -2)) return 1;
-    if (nowSec() > deadline) return 0;
+    if (nowSec() > k->deadline) return 0;
     usleep(10000);
   }
 }
@@ -233,14 +234,13 @@ static int reap(struct kids* k) {
       close(k->startFd[i]);
       k->startFd[i] = -1;
     }
-  double deadline = nowSec() + scaled(PARENT_DEADLINE_SEC);
   int hung = 0;
   for (;;) {
     pollKids(k);
     int left = 0;
     for (int i = 0; i < k->n; i++) left += k->status[i] == -2;
     if (left == 0) break;
-    if (nowSec() > deadline) {
+    if (nowSec() > k->deadline) {
       for (int i = 0; i < k->n; i++)
         if (k->status[i] == -2) {
           kill(k->pid[i], SIGKILL);
