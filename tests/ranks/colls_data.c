@@ -136,7 +136,9 @@ static uint64_t genInt(const chrTestCase* c, int rank, size_t i) {
   uint64_t n = (uint64_t)c->nranks;
   if (c->t->isSigned) {
     uint64_t lim = (uint64_t)c->t->exactInt / n;
-    return (uint64_t)((int64_t)(h % (2 * lim + 1)) - (int64_t)lim);
+    /* In [-lim, lim], computed modulo 2^64: with lim = INT64_MAX (64-bit, one rank) the signed
+     * subtraction would overflow. */
+    return h % (2 * lim + 1) - lim;
   }
   uint64_t typeMax = c->t->size == 8 ? UINT64_MAX : (((uint64_t)1) << (c->t->size * 8)) - 1;
   uint64_t lim = typeMax / n;

@@ -5,11 +5,17 @@
  * clients); each child checks its own outcome (results, error texts, timing) and exits with 0 when it
  * saw what it should. The parent checks the exit statuses and kills children that outlive its own
  * deadline. The environment (from test_bootstrap.cmake) sets CHORUS_BOOTSTRAP_TIMEOUT=3,
- * CHORUS_TIMEOUT=5, NCCL_SOCKET_IFNAME=lo; scenarios that need other values setenv them in the child
- * and reload the config there.
+ * CHORUS_TIMEOUT=5 (both times CHORUS_TEST_TIME_SCALE), NCCL_SOCKET_IFNAME=lo; scenarios that need
+ * other values setenv them in the child and reload the config there.
+ *
+ * Timing: every window this test allows for scheduling (how long a failure may take, how long the
+ * parent waits) is multiplied by CHORUS_TEST_TIME_SCALE (1 normally, more in slow builds such as the
+ * sanitizer one). The order in which children reach the root is set by when the parent starts them
+ * (see "children bookkeeping"), not by sleeps.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,11 +30,18 @@
 #include "log/log.h"
 #include "socket/socket.h"
 
-#define PARENT_DEADLINE_SEC 40
+#define PARENT_DEADLINE_SEC 40 /* times the time scale; the ctest TIMEOUT (60, scaled too) is longer */
 #define MAX_CHILDREN 16
 
-/* Exit codes of children. */
-enum { OK = 0, E_INIT = 10, E_DATA = 11, E_P2P = 12, E_TEXT = 13, E_TIME = 14, E_FD = 15, E_OTHER = 16 };
+/* Exit codes of children. E_NOSTART: the parent gave up before telling this child to start. */
+enum {
+  OK = 0, E_INIT = 10, E_DATA = 11, E_P2P = 12, E_TEXT = 13, E_TIME = 14, E_FD = 15, E_OTHER = 16, E_NOSTART = 17
+};
+
+/* CHORUS_TEST_TIME_SCALE (read in main): how much slower than a plain build this build may be. */
+static int gScale = 1;
+static double scaled(double sec) { return sec * gScale; }
+static int64_t testDeadline(int sec) { return chrSockDeadlineSec((int64_t)sec * gScale); }
 
 #define CFAIL(code, ...)                              \
   do {                                                \
@@ -81,17 +94,64 @@ static void childEnv(const char* bootstrapTimeout, const char* commId) {
   chrConfigReload();
 }
 
-/* ---- children bookkeeping ---- */
+/* ---- children bookkeeping ----
+ *
+ * Every child is forked while this process runs no thread but the main one, and waits on a pipe until
+ * the parent starts it; only then does the parent make the unique id (which starts the bootstrap root
+ * thread in this process) and send it. fork() copies every lock as it is at that instant, so forking
+ * while the root thread runs can hand the child a lock held by a thread the child does not have: with
+ * ASan, whose allocator (unlike glibc's malloc) is not made safe around fork(), the root thread is often
+ * inside malloc, and the child then blocks for ever on its first allocation. Starting children one by
+ * one also lets a scenario decide exactly in which order they reach the root.
+ */
 
 struct kids {
   pid_t pid[MAX_CHILDREN];
-  int status[MAX_CHILDREN]; /* exit code, or 100 + signal, or -1 when killed at the deadline */
+  int startFd[MAX_CHILDREN]; /* write end of the child's start pipe; -1 once it was told to start */
+  int status[MAX_CHILDREN];  /* -2 while running; exit code, 100 + signal, or -1 when killed at the deadline */
   int n;
+  double deadline; /* the parent's deadline for all of them, from the first fork */
 };
 
 typedef void (*childFn)(int idx, void* arg);
 
-static void spawn(struct kids* k, childFn fn, void* arg) {
+static int gBaseThreads = 1; /* threads of this process before any bootstrap call (main counts them) */
+
+static int threadCount(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  int n = -1;
+  while (fgets(line, sizeof(line), f) != NULL)
+    if (sscanf(line, "Threads: %d", &n) == 1) break;
+  fclose(f);
+  return n;
+}
+
+/* A root thread from an earlier round ends right after it sent its table or abort: wait for that
+ * before forking again. A root that never ends is a bug in itself. */
+static void waitNoOtherThreads(void) {
+  double until = nowSec() + scaled(10);
+  int n;
+  while ((n = threadCount()) > gBaseThreads) {
+    if (nowSec() > until) {
+      fprintf(stderr, "this process still runs %d threads (%d expected): a bootstrap root that never ended?\n", n,
+              gBaseThreads);
+      exit(1);
+    }
+    usleep(10000);
+  }
+}
+
+/* Fork child k->n, which runs fn(idx, arg) once started; the id it is started with is stored in
+ * *idSlot first (in the child's copy of the memory) when idSlot is not NULL. */
+static void spawn(struct kids* k, childFn fn, void* arg, ncclUniqueId* idSlot) {
+  waitNoOtherThreads();
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    perror("pipe");
+    exit(2);
+  }
   fflush(stdout);
   fflush(stderr);
   pid_t p = fork();
@@ -100,29 +160,87 @@ static void spawn(struct kids* k, childFn fn, void* arg) {
     exit(2);
   }
   if (p == 0) {
+    /* Only the parent may hold a write end, so that a parent that gives up reads as end-of-file. */
+    for (int i = 0; i < k->n; i++)
+      if (k->startFd[i] >= 0) close(k->startFd[i]);
+    close(fds[1]);
+    ncclUniqueId id;
+    size_t got = 0;
+    while (got < sizeof(id)) {
+      ssize_t r = read(fds[0], (char*)&id + got, sizeof(id) - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) _exit(E_NOSTART);
+      got += (size_t)r;
+    }
+    close(fds[0]);
+    if (idSlot != NULL) *idSlot = id;
     fn(k->n, arg);
     _exit(OK);
   }
-  k->pid[k->n++] = p;
+  close(fds[0]);
+  if (k->n == 0) k->deadline = nowSec() + scaled(PARENT_DEADLINE_SEC);
+  k->pid[k->n] = p;
+  k->startFd[k->n] = fds[1];
+  k->status[k->n] = -2;
+  k->n++;
 }
 
-/* Wait for all children until the parent's deadline; kill the rest. 0 when all exited. */
+/* Tell child i to start, with this id (ignored by children spawned without an id slot). */
+static void startKid(struct kids* k, int i, const ncclUniqueId* id) {
+  if (k->startFd[i] < 0) return;
+  /* A child that died already must not kill us with SIGPIPE; reap() reports it. */
+  struct sigaction ign, old;
+  memset(&ign, 0, sizeof(ign));
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, &old);
+  ssize_t w;
+  do w = write(k->startFd[i], id, sizeof(*id)); /* less than PIPE_BUF: all or nothing */
+  while (w < 0 && errno == EINTR);
+  sigaction(SIGPIPE, &old, NULL);
+  close(k->startFd[i]);
+  k->startFd[i] = -1;
+}
+
+static void startAll(struct kids* k, const ncclUniqueId* id) {
+  for (int i = 0; i < k->n; i++) startKid(k, i, id);
+}
+
+/* Record the children that have exited. */
+static void pollKids(struct kids* k) {
+  for (int i = 0; i < k->n; i++) {
+    if (k->status[i] != -2) continue;
+    int st;
+    if (waitpid(k->pid[i], &st, WNOHANG) == k->pid[i])
+      k->status[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+  }
+}
+
+/* Wait (up to the parent's deadline) until child i, or child j when j >= 0, has exited: a scenario's
+ * way to let one child finish with the root before the next one arrives. 1 when one did. */
+static int waitKidExit(struct kids* k, int i, int j) {
+  for (;;) {
+    pollKids(k);
+    if (k->status[i] != -2 || (j >= 0 && k->status[j] != -2)) return 1;
+    if (nowSec() > k->deadline) return 0;
+    usleep(10000);
+  }
+}
+
+/* Wait for all children until the parent's deadline; kill the rest. Children never started are
+ * released with end-of-file and exit with E_NOSTART. Returns how many were killed. */
 static int reap(struct kids* k) {
-  double deadline = nowSec() + PARENT_DEADLINE_SEC;
-  int left = k->n, hung = 0;
-  for (int i = 0; i < k->n; i++) k->status[i] = -2;
-  while (left > 0) {
-    for (int i = 0; i < k->n; i++) {
-      if (k->status[i] != -2) continue;
-      int st;
-      pid_t r = waitpid(k->pid[i], &st, WNOHANG);
-      if (r == k->pid[i]) {
-        k->status[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
-        left--;
-      }
+  for (int i = 0; i < k->n; i++)
+    if (k->startFd[i] >= 0) {
+      close(k->startFd[i]);
+      k->startFd[i] = -1;
     }
+  int hung = 0;
+  for (;;) {
+    pollKids(k);
+    int left = 0;
+    for (int i = 0; i < k->n; i++) left += k->status[i] == -2;
     if (left == 0) break;
-    if (nowSec() > deadline) {
+    if (nowSec() > k->deadline) {
       for (int i = 0; i < k->n; i++)
         if (k->status[i] == -2) {
           kill(k->pid[i], SIGKILL);
@@ -202,7 +320,7 @@ static void afterInit(struct chrBootstrap* bs, int rank, int nranks, char* all, 
   chrBootstrapClose(bs);
   free(ag);
   free(all);
-  int fds1 = fdsSettle(fds0, 3000); /* rank 0 of an NCCL_COMM_ID id also ran the root */
+  int fds1 = fdsSettle(fds0, (int)scaled(3000)); /* rank 0 of an NCCL_COMM_ID id also ran the root */
   if (fds1 != fds0) CFAIL(E_FD, "rank %d: %d fds open before init, %d after close", rank, fds0, fds1);
 }
 
@@ -240,27 +358,25 @@ static void scenarioRendezvous(int onlyCommId) {
       struct rankArg a;
       memset(&a, 0, sizeof(a));
       a.nranks = sizes[s];
-      if (withCommId) {
-        a.commId = commId;
-        a.useId = 0;
-      } else {
-        if (chrBootstrapGetUniqueId(&a.id) != ncclSuccess) {
-          fprintf(stderr, "GetUniqueId failed: %s\n", chrThreadLastError());
-          failures++;
-          return;
-        }
-        a.useId = 1;
-      }
+      a.commId = withCommId ? commId : NULL;
+      a.useId = !withCommId;
       /* Start the ranks in reverse so that rank 0 (the root, with NCCL_COMM_ID) comes last. */
       for (int i = 0; i < a.nranks; i++) a.rankOf[i] = a.nranks - 1 - i;
       struct kids k = {.n = 0};
-      for (int i = 0; i < a.nranks; i++) spawn(&k, rankChild, &a);
+      for (int i = 0; i < a.nranks; i++) spawn(&k, rankChild, &a, withCommId ? NULL : &a.id);
+      if (!withCommId && chrBootstrapGetUniqueId(&a.id) != ncclSuccess) {
+        fprintf(stderr, "GetUniqueId failed: %s\n", chrThreadLastError());
+        failures++;
+        reap(&k);
+        return;
+      }
+      startAll(&k, &a.id);
       reap(&k);
       for (int i = 0; i < a.nranks; i++) expectStatus(withCommId ? "rendezvous(NCCL_COMM_ID)" : "rendezvous", &k, i, OK);
     }
   }
   /* Every root thread of this process has finished and closed its sockets. */
-  int fds1 = fdsSettle(fds0, 3000);
+  int fds1 = fdsSettle(fds0, (int)scaled(3000));
   if (fds1 != fds0) {
     fprintf(stderr, "rendezvous: parent has %d fds, %d before (root threads leaked sockets?)\n", fds1, fds0);
     failures++;
@@ -272,26 +388,32 @@ static void scenarioConcurrentRoots(void) {
   struct rankArg a, b;
   memset(&a, 0, sizeof(a));
   memset(&b, 0, sizeof(b));
+  a.useId = b.useId = 1;
+  a.nranks = 3;
+  b.nranks = 4;
+  struct kids k = {.n = 0};
+  /* rankOf is per child index, so fill both tables for every index. */
+  for (int i = 0; i < 7; i++) {
+    a.rankOf[i] = i;
+    b.rankOf[i] = i - 3;
+  }
+  for (int i = 0; i < 3; i++) spawn(&k, rankChild, &a, &a.id);
+  for (int i = 3; i < 7; i++) spawn(&k, rankChild, &b, &b.id);
   if (chrBootstrapGetUniqueId(&a.id) != ncclSuccess || chrBootstrapGetUniqueId(&b.id) != ncclSuccess) {
     fprintf(stderr, "GetUniqueId failed\n");
     failures++;
+    reap(&k);
     return;
   }
   if (memcmp(&a.id, &b.id, sizeof(a.id)) == 0) {
     fprintf(stderr, "two unique ids are equal\n");
     failures++;
   }
-  a.useId = b.useId = 1;
-  a.nranks = 3;
-  b.nranks = 4;
-  struct kids k = {.n = 0};
-  /* Interleave the two groups. rankOf is per child index, so fill both tables for every index. */
-  for (int i = 0; i < 7; i++) {
-    a.rankOf[i] = i;
-    b.rankOf[i] = i - 3;
+  /* Interleave the two groups. */
+  for (int i = 0; i < 4; i++) {
+    if (i < 3) startKid(&k, i, &a.id);
+    startKid(&k, 3 + i, &b.id);
   }
-  for (int i = 0; i < 3; i++) spawn(&k, rankChild, &a);
-  for (int i = 3; i < 7; i++) spawn(&k, rankChild, &b);
   reap(&k);
   for (int i = 0; i < 7; i++) expectStatus("concurrent_roots", &k, i, OK);
 }
@@ -367,14 +489,16 @@ static void p2pChild(int idx, void* p) {
 static void scenarioP2p(void) {
   struct rankArg a;
   memset(&a, 0, sizeof(a));
-  if (chrBootstrapGetUniqueId(&a.id) != ncclSuccess) {
-    failures++;
-    return;
-  }
   a.nranks = 3;
   for (int i = 0; i < 3; i++) a.rankOf[i] = i;
   struct kids k = {.n = 0};
-  for (int i = 0; i < 3; i++) spawn(&k, p2pChild, &a);
+  for (int i = 0; i < 3; i++) spawn(&k, p2pChild, &a, &a.id);
+  if (chrBootstrapGetUniqueId(&a.id) != ncclSuccess) {
+    failures++;
+    reap(&k);
+    return;
+  }
+  startAll(&k, &a.id);
   reap(&k);
   for (int i = 0; i < 3; i++) expectStatus("p2p", &k, i, OK);
 }
@@ -410,19 +534,19 @@ static void p2pFailChild(int idx, void* p) {
     /* Seen either way: its connection to us closed, or nobody listens at its address any more. */
     if (!strstr(chrThreadLastError(), "rank 1 closed its connection") && !strstr(chrThreadLastError(), "rank 1 is gone"))
       CFAIL(E_TEXT, "closed text");
-    if (nowSec() - t0 > 1.5) CFAIL(E_TIME, "closed peer noticed after %.1f s", nowSec() - t0);
+    if (nowSec() - t0 > scaled(1.5)) CFAIL(E_TIME, "closed peer noticed after %.1f s", nowSec() - t0);
     /* Rank 2 never sends: the timeout, with who and what. */
     t0 = nowSec();
     if (chrBootstrapRecv(bs, 2, 4, &c, 1) != ncclTimeout) CFAIL(E_P2P, "recv did not time out");
     double dt = nowSec() - t0;
-    if (dt < 1.8 || dt > 4) CFAIL(E_TIME, "timeout after %.1f s, expected 2", dt);
+    if (dt < 1.8 || dt > 2 + scaled(2)) CFAIL(E_TIME, "timeout after %.1f s, expected 2", dt);
     if (!strstr(chrThreadLastError(), "waiting for rank 2 (tag 4")) CFAIL(E_TEXT, "timeout text");
     /* Abort: a blocked receive returns soon after the flag is set. */
     pthread_t t;
     pthread_create(&t, NULL, setAbortLater, NULL);
     t0 = nowSec();
     if (chrBootstrapRecv(bs, 2, 5, &c, 1) != ncclInternalError) CFAIL(E_P2P, "abort did not stop recv");
-    if (nowSec() - t0 > 1.0) CFAIL(E_TIME, "abort noticed after %.1f s", nowSec() - t0);
+    if (nowSec() - t0 > scaled(1.0)) CFAIL(E_TIME, "abort noticed after %.1f s", nowSec() - t0);
     pthread_join(t, NULL);
     if (chrBootstrapSend(bs, 2, 6, &c, 1) != ncclInternalError) CFAIL(E_P2P, "send after abort");
     if (chrBootstrapSend(bs, 7, 6, &c, 1) != ncclInvalidArgument) CFAIL(E_P2P, "peer out of range");
@@ -438,13 +562,15 @@ static void p2pFailChild(int idx, void* p) {
 static void scenarioP2pFailures(void) {
   struct rankArg a;
   memset(&a, 0, sizeof(a));
-  if (chrBootstrapGetUniqueId(&a.id) != ncclSuccess) {
-    failures++;
-    return;
-  }
   for (int i = 0; i < 3; i++) a.rankOf[i] = i;
   struct kids k = {.n = 0};
-  for (int i = 0; i < 3; i++) spawn(&k, p2pFailChild, &a);
+  for (int i = 0; i < 3; i++) spawn(&k, p2pFailChild, &a, &a.id);
+  if (chrBootstrapGetUniqueId(&a.id) != ncclSuccess) {
+    failures++;
+    reap(&k);
+    return;
+  }
+  startAll(&k, &a.id);
   reap(&k);
   for (int i = 0; i < 3; i++) expectStatus("p2p_failures", &k, i, OK);
 }
@@ -457,8 +583,8 @@ struct badArg {
   int kind[MAX_CHILDREN]; /* what child i does */
   int rankOf[MAX_CHILDREN];
   const char* expect[MAX_CHILDREN]; /* expected error text for failing kinds */
-  int delayMs[MAX_CHILDREN];        /* sleep before acting: keeps the root waiting for the late ones */
   int nranksOf[MAX_CHILDREN];       /* nranks this child claims (0: nranks) */
+  double waitMaxSec;                /* how long K_WAIT_FAIL may take to fail */
 };
 
 enum {
@@ -478,12 +604,12 @@ static int rawConnect(const ncclUniqueId* id) {
   struct chrBsId bid;
   memcpy(&bid, id->internal, sizeof(bid));
   int fd = -1;
-  if (chrSockConnect(&bid.root, chrSockDeadlineSec(3), NULL, &fd, NULL) != ncclSuccess) CFAIL(E_OTHER, "raw connect");
+  if (chrSockConnect(&bid.root, testDeadline(3), NULL, &fd, NULL) != ncclSuccess) CFAIL(E_OTHER, "raw connect");
   return fd;
 }
 
 static void* exitLater(void* p) {
-  usleep(500000);
+  usleep((useconds_t)scaled(500000)); /* the other ranks are in by then */
   _exit(OK);
   return NULL;
 }
@@ -509,22 +635,21 @@ static void badChild(int idx, void* p) {
   int rank = a->rankOf[idx];
   int nranks = a->nranksOf[idx] ? a->nranksOf[idx] : a->nranks;
   childEnv(NULL, NULL);
-  if (a->delayMs[idx]) usleep((useconds_t)a->delayMs[idx] * 1000);
   switch (a->kind[idx]) {
     case K_GOOD:
       normalRank(rank, a->nranks, &a->id);
       return;
     case K_REJECTED:
-      expectInitFails(&a->id, rank, nranks, a->expect[idx], 2.0);
+      expectInitFails(&a->id, rank, nranks, a->expect[idx], scaled(2.0));
       return;
     case K_WRONG_SECRET: {
       ncclUniqueId bad = a->id;
       ((struct chrBsId*)bad.internal)->secret ^= 0x10;
-      expectInitFails(&bad, rank, a->nranks, a->expect[idx], 2.0);
+      expectInitFails(&bad, rank, a->nranks, a->expect[idx], scaled(2.0));
       return;
     }
     case K_WAIT_FAIL:
-      expectInitFails(&a->id, rank, a->nranks, a->expect[idx], 5.0);
+      expectInitFails(&a->id, rank, a->nranks, a->expect[idx], a->waitMaxSec);
       return;
     case K_EXIT_IN_INIT: {
       pthread_t t;
@@ -553,7 +678,7 @@ static void badChild(int idx, void* p) {
       int fd = rawConnect(&a->id);
       char junk[300];
       fillPattern(junk, sizeof(junk), 42);
-      chrSockSendAll(fd, junk, sizeof(junk), chrSockDeadlineSec(2), NULL, NULL);
+      chrSockSendAll(fd, junk, sizeof(junk), testDeadline(2), NULL, NULL);
       usleep(300000);
       chrSockClose(&fd);
       return;
@@ -568,7 +693,7 @@ static void badChild(int idx, void* p) {
       struct chrBsHello h;
       memset(&h, 0, sizeof(h));
       h.magic = CHR_BS_HELLO_MAGIC;
-      chrSockSendAll(fd, &h, sizeof(h) / 2, chrSockDeadlineSec(2), NULL, NULL);
+      chrSockSendAll(fd, &h, sizeof(h) / 2, testDeadline(2), NULL, NULL);
       usleep(1500000);
       chrSockClose(&fd);
       return;
@@ -586,13 +711,13 @@ static void badChild(int idx, void* p) {
       h.nranks = a->nranks;
       h.infoSize = 1u << 30;
       h.listenAddr = bid.root;
-      chrSockSendAll(fd, &h, sizeof(h), chrSockDeadlineSec(2), NULL, NULL);
+      chrSockSendAll(fd, &h, sizeof(h), testDeadline(2), NULL, NULL);
       struct chrBsReply rep;
-      if (chrSockRecvAll(fd, &rep, sizeof(rep), chrSockDeadlineSec(3), NULL, NULL) != ncclSuccess ||
+      if (chrSockRecvAll(fd, &rep, sizeof(rep), testDeadline(3), NULL, NULL) != ncclSuccess ||
           rep.magic != CHR_BS_REPLY_MAGIC || rep.type != CHR_BS_REPLY_REJECT || rep.payloadSize > 1024)
         CFAIL(E_OTHER, "huge info: no reject");
       char text[1025];
-      chrSockRecvAll(fd, text, (size_t)rep.payloadSize, chrSockDeadlineSec(3), NULL, NULL);
+      chrSockRecvAll(fd, text, (size_t)rep.payloadSize, testDeadline(3), NULL, NULL);
       text[rep.payloadSize] = '\0';
       if (!strstr(text, "info size")) CFAIL(E_TEXT, "huge info reject text: %s", text);
       chrSockClose(&fd);
@@ -601,12 +726,13 @@ static void badChild(int idx, void* p) {
   }
 }
 
-static void runBad(const char* name, struct badArg* a, int nkids, const int* want) {
-  struct kids k = {.n = 0};
-  for (int i = 0; i < nkids; i++) spawn(&k, badChild, a);
-  reap(&k);
-  for (int i = 0; i < nkids; i++)
-    if (want != NULL) expectStatus(name, &k, i, want[i]);
+/* Fork nkids children of badChild, waiting to be started with the id. */
+static void spawnBad(struct kids* k, struct badArg* a, int nkids) {
+  for (int i = 0; i < nkids; i++) spawn(k, badChild, a, &a->id);
+}
+
+static void expectAll(const char* name, struct kids* k, const int* want) {
+  for (int i = 0; i < k->n; i++) expectStatus(name, k, i, want[i]);
 }
 
 static int newId(ncclUniqueId* id) {
@@ -622,7 +748,6 @@ static int newId(ncclUniqueId* id) {
 static void scenarioWrongSecret(void) {
   struct badArg a;
   memset(&a, 0, sizeof(a));
-  if (!newId(&a.id)) return;
   a.nranks = 3;
   int kinds[] = {K_WRONG_SECRET, K_GOOD, K_GOOD, K_GOOD};
   int ranks[] = {1, 0, 1, 2};
@@ -631,16 +756,23 @@ static void scenarioWrongSecret(void) {
     a.rankOf[i] = ranks[i];
     a.expect[i] = "bootstrap: root rejected rank 1: wrong secret (unique id from another ncclGetUniqueId?)";
   }
-  a.delayMs[3] = 1000; /* the root still waits when the wrong one arrives */
+  struct kids k = {.n = 0};
+  spawnBad(&k, &a, 4);
+  if (newId(&a.id)) {
+    /* Rank 2 only once the wrong one has its answer: the root is still waiting when it comes. */
+    for (int i = 0; i < 3; i++) startKid(&k, i, &a.id);
+    waitKidExit(&k, 0, -1);
+    startKid(&k, 3, &a.id);
+  }
+  reap(&k);
   int want[] = {OK, OK, OK, OK};
-  runBad("wrong_secret", &a, 4, want);
+  expectAll("wrong_secret", &k, want);
 }
 
 /* Garbage, early close, half a hello, an oversized hello: dropped or rejected; the ranks succeed. */
 static void scenarioGarbage(void) {
   struct badArg a;
   memset(&a, 0, sizeof(a));
-  if (!newId(&a.id)) return;
   a.nranks = 3;
   int kinds[] = {K_GARBAGE, K_EARLY_CLOSE, K_PARTIAL, K_HUGE_INFO, K_GOOD, K_GOOD, K_GOOD};
   int ranks[] = {0, 0, 0, 0, 0, 1, 2};
@@ -648,9 +780,20 @@ static void scenarioGarbage(void) {
     a.kind[i] = kinds[i];
     a.rankOf[i] = ranks[i];
   }
-  a.delayMs[6] = 1000; /* the root still waits while the bad clients do their thing */
+  struct kids k = {.n = 0};
+  spawnBad(&k, &a, 7);
+  if (newId(&a.id)) {
+    /* Rank 2 once the garbage, the early close and the oversized hello are through (the half hello
+     * is still pending then): the root has dealt with them while it waited. */
+    for (int i = 0; i < 6; i++) startKid(&k, i, &a.id);
+    waitKidExit(&k, 0, -1);
+    waitKidExit(&k, 1, -1);
+    waitKidExit(&k, 3, -1);
+    startKid(&k, 6, &a.id);
+  }
+  reap(&k);
   int want[7] = {0};
-  runBad("garbage", &a, 7, want);
+  expectAll("garbage", &k, want);
 }
 
 /* A rank that exits while init waits: the others hear about it at once, not at the timeout. */
@@ -659,8 +802,8 @@ static void scenarioExitDuringInit(void) {
   chrConfigReload();
   struct badArg a;
   memset(&a, 0, sizeof(a));
-  if (!newId(&a.id)) return;
   a.nranks = 4; /* rank 2 never comes, so init is still waiting when rank 3 exits */
+  a.waitMaxSec = scaled(5.0);
   int kinds[] = {K_WAIT_FAIL, K_WAIT_FAIL, K_EXIT_IN_INIT};
   int ranks[] = {0, 1, 3};
   for (int i = 0; i < 3; i++) {
@@ -668,15 +811,18 @@ static void scenarioExitDuringInit(void) {
     a.rankOf[i] = ranks[i];
     a.expect[i] = "bootstrap: rank 3 closed its bootstrap connection during init";
   }
+  struct kids k = {.n = 0};
+  spawnBad(&k, &a, 3);
+  if (newId(&a.id)) startAll(&k, &a.id);
+  reap(&k);
   int want[] = {OK, OK, OK};
-  runBad("exit_during_init", &a, 3, want);
+  expectAll("exit_during_init", &k, want);
 }
 
 /* Rank out of range, rank given twice, nranks that differs: rejected with the reason; others succeed. */
 static void scenarioBadRank(void) {
   struct badArg a;
   memset(&a, 0, sizeof(a));
-  if (!newId(&a.id)) return;
   a.nranks = 4;
   /* Rank 2 twice; and rank 4 claiming nranks 5, after the others set nranks 4. Rank 3 comes last so
    * that the root still waits when the bad ones arrive. */
@@ -687,11 +833,18 @@ static void scenarioBadRank(void) {
     a.rankOf[i] = ranks[i];
     a.expect[i] = "bootstrap: root rejected rank 4: nranks 5 differs from nranks 4";
   }
-  a.delayMs[4] = 1500;
-  a.delayMs[5] = 500;
   a.nranksOf[5] = 5;
   struct kids k = {.n = 0};
-  for (int i = 0; i < 6; i++) spawn(&k, badChild, &a);
+  spawnBad(&k, &a, 6);
+  if (newId(&a.id)) {
+    for (int i = 0; i < 4; i++) startKid(&k, i, &a.id);
+    /* One rank 2 was refused as taken, so the other one is in and nranks is 4: now rank 4 with
+     * nranks 5; once it is refused, rank 3 completes the set. */
+    waitKidExit(&k, 2, 3);
+    startKid(&k, 5, &a.id);
+    waitKidExit(&k, 5, -1);
+    startKid(&k, 4, &a.id);
+  }
   reap(&k);
   expectStatus("bad_rank", &k, 0, OK);
   expectStatus("bad_rank", &k, 1, OK);
@@ -710,7 +863,6 @@ static void outOfRangeChild(int idx, void* p) {
   struct badArg* a = p;
   childEnv(NULL, NULL);
   if (idx < 2) {
-    if (idx == 1) usleep(1000000); /* the root still waits when the bad hello comes */
     normalRank(idx, 2, &a->id);
     return;
   }
@@ -729,13 +881,13 @@ static void outOfRangeChild(int idx, void* p) {
   h.nranks = 2;
   h.infoSize = INFO_SIZE;
   h.listenAddr = bid.root;
-  chrSockSendAll(fd, &h, sizeof(h), chrSockDeadlineSec(2), NULL, NULL);
+  chrSockSendAll(fd, &h, sizeof(h), testDeadline(2), NULL, NULL);
   struct chrBsReply rep;
-  if (chrSockRecvAll(fd, &rep, sizeof(rep), chrSockDeadlineSec(3), NULL, NULL) != ncclSuccess ||
+  if (chrSockRecvAll(fd, &rep, sizeof(rep), testDeadline(3), NULL, NULL) != ncclSuccess ||
       rep.type != CHR_BS_REPLY_REJECT || rep.payloadSize > 1024)
     CFAIL(E_OTHER, "out of range: no reject");
   char text[1025];
-  chrSockRecvAll(fd, text, (size_t)rep.payloadSize, chrSockDeadlineSec(3), NULL, NULL);
+  chrSockRecvAll(fd, text, (size_t)rep.payloadSize, testDeadline(3), NULL, NULL);
   text[rep.payloadSize] = '\0';
   if (!strstr(text, "rank 5 out of range (nranks 2)")) CFAIL(E_TEXT, "out-of-range text: %s", text);
   chrSockClose(&fd);
@@ -744,9 +896,15 @@ static void outOfRangeChild(int idx, void* p) {
 static void scenarioOutOfRange(void) {
   struct badArg a;
   memset(&a, 0, sizeof(a));
-  if (!newId(&a.id)) return;
   struct kids k = {.n = 0};
-  for (int i = 0; i < 3; i++) spawn(&k, outOfRangeChild, &a);
+  for (int i = 0; i < 3; i++) spawn(&k, outOfRangeChild, &a, &a.id);
+  if (newId(&a.id)) {
+    /* Rank 1 once the bad hello was refused: the root is still waiting when it comes. */
+    startKid(&k, 0, &a.id);
+    startKid(&k, 2, &a.id);
+    waitKidExit(&k, 2, -1);
+    startKid(&k, 1, &a.id);
+  }
   reap(&k);
   for (int i = 0; i < 3; i++) expectStatus("out_of_range", &k, i, OK);
 }
@@ -754,21 +912,27 @@ static void scenarioOutOfRange(void) {
 /* Ranks 2 and 5 of 8 never come (5 is there but with a wrong secret): everyone else fails at the
  * timeout with the list of missing ranks. */
 static void scenarioMissing(void) {
+  int timeoutSec = (int)chrParamInt(CHR_P_BOOTSTRAP_TIMEOUT);
+  char timedOut[128];
+  snprintf(timedOut, sizeof(timedOut), "bootstrap: timed out after %d s waiting for ranks 2,5 (of 8)", timeoutSec);
   struct badArg a;
   memset(&a, 0, sizeof(a));
-  if (!newId(&a.id)) return;
   a.nranks = 8;
+  a.waitMaxSec = timeoutSec + scaled(2.0);
   int ranks[] = {0, 1, 3, 4, 6, 7, 5};
   for (int i = 0; i < 7; i++) {
     a.kind[i] = i < 6 ? K_WAIT_FAIL : K_WRONG_SECRET;
     a.rankOf[i] = ranks[i];
-    a.expect[i] = i < 6 ? "bootstrap: timed out after 3 s waiting for ranks 2,5 (of 8)"
-                        : "bootstrap: root rejected rank 5: wrong secret";
+    a.expect[i] = i < 6 ? timedOut : "bootstrap: root rejected rank 5: wrong secret";
   }
-  int want[7] = {0};
+  struct kids k = {.n = 0};
+  spawnBad(&k, &a, 7);
   double t0 = nowSec();
-  runBad("missing", &a, 7, want);
-  if (nowSec() - t0 < 2.5) {
+  if (newId(&a.id)) startAll(&k, &a.id);
+  reap(&k);
+  int want[7] = {0};
+  expectAll("missing", &k, want);
+  if (nowSec() - t0 < timeoutSec - 0.5) {
     fprintf(stderr, "missing: ranks failed before the timeout\n");
     failures++;
   }
@@ -788,6 +952,9 @@ static void scenarioBadId(void) {
 
 int main(int argc, char** argv) {
   const char* s = argc > 1 ? argv[1] : "rendezvous";
+  const char* scale = getenv("CHORUS_TEST_TIME_SCALE");
+  if (scale != NULL && atoi(scale) > 1) gScale = atoi(scale);
+  gBaseThreads = threadCount();
   if (!strcmp(s, "rendezvous")) scenarioRendezvous(0);
   /* Only the NCCL_COMM_ID half: no root thread in the parent, so every child's heap is its own
    * (handy under valgrind --trace-children, where inherited root state would look leaked). */
