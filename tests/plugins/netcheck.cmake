@@ -41,6 +41,17 @@ function(nc_test name plugin)
     "NCCL_SOCKET_IFNAME=lo;HOME=${CMAKE_CURRENT_BINARY_DIR};NCCL_DEBUG=WARN;${T_ENV}")
 endfunction()
 
+# The socket plugin as NCCL drives it, at the thread x socket settings NCCL users pick.
+nc_test(socket_1x1 ${NC_SOCKET} HAS "^bandwidth, rank 0 -> rank 1" "^latency, 8-byte ping-pong.*raw TCP"
+        ARGS --scale 3 --perf-bytes 8M --baseline --time-limit 50
+        -s "NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1")
+nc_test(socket_2x2 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2")
+nc_test(socket_4x4 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4")
+nc_test(socket_8x2 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=8 NCCL_NSOCKS_PERTHREAD=2")
+# As NVIDIA's NCCL 2.28 binds it (ABI v11), and through the v8 adapter (int sizes), inline progress.
+nc_test(socket_v11_4x4 ${NC_SOCKET} HAS "name Socket, ABI v11" ARGS --no-perf --scale 3 --abi 11 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4")
+nc_test(socket_v8_inline3 ${NC_SOCKET} HAS "name Socket, ABI v8" ARGS --no-perf --abi 8 --scale 0.5 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=0 NCCL_NSOCKS_PERTHREAD=3")
+
 # Each broken plugin fails, and the report names the rule it breaks.
 nc_test(faulty_reorder $<TARGET_FILE:testnet_faulty_reorder> ARGS --no-perf --scale 0.3 --time-limit 50
         EXPECT --has "^  FAIL  data\\.order .*FIFO order" --has "holds message" --has "^result: FAIL")

@@ -3,7 +3,7 @@
  *
  *   test_net_socket <path/to/libnccl-net-socket.so> <case> [version]
  *
- * Cases: sizes, fork, inflight, bigrecv, overflow, kill_sender, kill_receiver, garbage, version (with
+ * Cases: sizes, fork, inflight, runthenbig, bigrecv, overflow, kill_sender, kill_receiver, garbage, version (with
  * 8..12), bw (prints bandwidth, not a test). Exit 0 = pass; failures print one line saying what.
  * Settings (NCCL_SOCKET_NTHREADS etc.) come from the environment, set by ctest.
  */
@@ -416,44 +416,114 @@ static void caseFork(void) {
   OK(xClose(2, lc));
 }
 
-/* 32 sends and 32 receives in flight at once, in both directions of two connections. */
+/* 32 receives and 32 x maxRecvs (256) sends in flight at once on one connection: the ABI's limits,
+ * and the request after each limit is refused with a NULL request. */
 static void caseInflight(void) {
-  enum { N = NCCL_NET_MAX_REQUESTS };
+  enum { NR = NCCL_NET_MAX_REQUESTS, NS = NCCL_NET_MAX_REQUESTS * 8 };
   void *sc, *rc;
   connectPair(&sc, &rc);
-  unsigned char* sbuf[N];
-  unsigned char* rbuf[N];
-  size_t sz[N];
-  void *sreq[N], *rreq[N];
-  for (int i = 0; i < N; i++) {
-    sz[i] = (i * 7919u) % 200000u + (i % 3 == 0 ? 0 : 1);
+  unsigned char* sbuf[NS];
+  unsigned char* rbuf[NS];
+  size_t sz[NS];
+  void *sreq[NS], *rreq[NS];
+  for (int i = 0; i < NS; i++) {
+    sz[i] = i < NR ? (i * 7919u) % 200000u + (i % 3 == 0 ? 0 : 1) : (i * 131u) % 5000u;
     sbuf[i] = malloc(sz[i] + 1);
     rbuf[i] = malloc(sz[i] + 1);
     fillRandom(sbuf[i], sz[i], 100 + i);
   }
   /* Post the receives first: they must all be accepted. */
-  for (int i = 0; i < N; i++) {
+  for (int i = 0; i < NR; i++) {
     OK(xIrecv(rc, rbuf[i], sz[i], NULL, &rreq[i]));
-    if (rreq[i] == NULL) FAIL("irecv %d of %d refused", i, N);
+    if (rreq[i] == NULL) FAIL("irecv %d of %d refused", i, NR);
   }
   void* extra = NULL;
   OK(xIrecv(rc, rbuf[0], sz[0], NULL, &extra));
-  if (extra != NULL) FAIL("irecv number %d accepted: limit is %d", N + 1, N);
-  for (int i = 0; i < N; i++) {
+  if (extra != NULL) FAIL("irecv number %d accepted: limit is %d", NR + 1, NR);
+  for (int i = 0; i < NS; i++) {
     OK(xIsend(sc, sbuf[i], sz[i], NULL, &sreq[i]));
-    if (sreq[i] == NULL) FAIL("isend %d of %d refused", i, N);
+    if (sreq[i] == NULL) FAIL("isend %d of %d refused", i, NS);
   }
   OK(xIsend(sc, sbuf[0], sz[0], NULL, &extra));
-  if (extra != NULL) FAIL("isend number %d accepted: limit is %d", N + 1, N);
+  if (extra != NULL) FAIL("isend number %d accepted: limit is %d", NS + 1, NS);
   /* Complete them in reverse order: completion must not depend on test order. */
-  for (int i = N - 1; i >= 0; i--) {
+  for (int i = NR - 1; i >= 0; i--) {
     int got = -1;
     OK(waitReq(rreq[i], &got, 30));
     if ((size_t)got != sz[i]) FAIL("receive %d: %d bytes, expected %zu", i, got, sz[i]);
-    OK(waitReq(sreq[i], NULL, 30));
+  }
+  /* The rest, 32 receives at a time. */
+  for (int base = NR; base < NS; base += NR) {
+    for (int i = base; i < base + NR; i++) {
+      OK(xIrecv(rc, rbuf[i], sz[i], NULL, &rreq[i]));
+      if (rreq[i] == NULL) FAIL("irecv %d refused", i);
+    }
+    for (int i = base + NR - 1; i >= base; i--) {
+      int got = -1;
+      OK(waitReq(rreq[i], &got, 30));
+      if ((size_t)got != sz[i]) FAIL("receive %d: %d bytes, expected %zu", i, got, sz[i]);
+    }
+  }
+  for (int i = NS - 1; i >= 0; i--) OK(waitReq(sreq[i], NULL, 30));
+  for (int i = 0; i < NS; i++) {
+    checkData(rbuf[i], sz[i], 100 + i, "in-flight message");
+    free(sbuf[i]);
+    free(rbuf[i]);
+  }
+  OK(xClose(0, sc));
+  OK(xClose(1, rc));
+}
+
+/* Pipelined traffic as NCCL's proxy makes it: a long run of eager messages (no data-socket pieces),
+ * then large ones that need every socket, 32 in flight each way. Regression: helper threads that
+ * had no piece in the run were never woken, fell more than a request ring behind, and then read
+ * reused request slots (wrong data from 2 MB up, then a hang, at NCCL_SOCKET_NTHREADS > 0). */
+static void caseRunThenBig(void) {
+  enum { NTINY = 48, NBIG = 24, N = NTINY + NBIG, DEPTH = NCCL_NET_MAX_REQUESTS };
+  void *sc, *rc;
+  connectPair(&sc, &rc);
+  size_t sz[N];
+  unsigned char* sbuf[N];
+  unsigned char* rbuf[N];
+  for (int i = 0; i < N; i++) {
+    sz[i] = i < NTINY ? (size_t)(i * 37 % 2000) : (size_t)(524288 + i * 4099);
+    sbuf[i] = malloc(sz[i] + 1);
+    rbuf[i] = malloc(sz[i] + 1);
+    fillRandom(sbuf[i], sz[i], 500 + i);
+    memset(rbuf[i], 0, sz[i] + 1);
+  }
+  void *sreq[N], *rreq[N];
+  int sPosted = 0, rPosted = 0, sDone = 0, rDone = 0;
+  double end = nowSec() + 30;
+  while (sDone < N || rDone < N) {
+    while (sPosted < N && sPosted - sDone < DEPTH) {
+      OK(xIsend(sc, sbuf[sPosted], sz[sPosted], NULL, &sreq[sPosted]));
+      if (sreq[sPosted] == NULL) break;
+      sPosted++;
+    }
+    while (rPosted < N && rPosted - rDone < DEPTH) {
+      OK(xIrecv(rc, rbuf[rPosted], sz[rPosted] + 1, NULL, &rreq[rPosted]));
+      if (rreq[rPosted] == NULL) break;
+      rPosted++;
+    }
+    int done = 0, got = -1;
+    if (sDone < sPosted) {
+      OK(xTest(sreq[sDone], &done, NULL));
+      if (done) sDone++;
+    }
+    if (rDone < rPosted) {
+      OK(xTest(rreq[rDone], &done, &got));
+      if (done) {
+        if ((size_t)got != sz[rDone]) FAIL("message %d: test reported %d bytes, %zu sent", rDone, got, sz[rDone]);
+        char what[64];
+        snprintf(what, sizeof(what), "message %d (%zu bytes)", rDone, sz[rDone]);
+        checkData(rbuf[rDone], sz[rDone], 500 + rDone, what);
+        rDone++;
+      }
+    }
+    if (nowSec() > end) FAIL("stuck: %d of %d sends and %d of %d receives done", sDone, N, rDone, N);
   }
   for (int i = 0; i < N; i++) {
-    checkData(rbuf[i], sz[i], 100 + i, "in-flight message");
     free(sbuf[i]);
     free(rbuf[i]);
   }
@@ -692,6 +762,7 @@ int main(int argc, char** argv) {
   else if (strcmp(c, "bigrecv") == 0) caseSizes(12345, kSizes, NSIZES);
   else if (strcmp(c, "fork") == 0) caseFork();
   else if (strcmp(c, "inflight") == 0) caseInflight();
+  else if (strcmp(c, "runthenbig") == 0) caseRunThenBig();
   else if (strcmp(c, "overflow") == 0) caseOverflow();
   else if (strcmp(c, "kill_sender") == 0) caseKill(1);
   else if (strcmp(c, "kill_receiver") == 0) caseKill(0);
