@@ -3,7 +3,7 @@
  *
  *   test_net_socket <path/to/libnccl-net-socket.so> <case> [version]
  *
- * Cases: sizes, fork, inflight, runthenbig, bigrecv, overflow, kill_sender, kill_receiver, garbage, version (with
+ * Cases: sizes, fork, inflight, runthenbig, grouped, bigrecv, overflow, kill_sender, kill_receiver, garbage, version (with
  * 8..12), bw (prints bandwidth, not a test). Exit 0 = pass; failures print one line saying what.
  * Settings (NCCL_SOCKET_NTHREADS etc.) come from the environment, set by ctest.
  */
@@ -109,7 +109,7 @@ static void loadPlugin(const char* path, int ver) {
       OK(n12->devices(&ndev));
       ncclNetProperties_v12_t p;
       OK(n12->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 1 || p.vProps.ndevs != 1 || p.railId != -1 ||
+      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 8 || p.vProps.ndevs != 1 || p.railId != -1 ||
           p.maxP2pBytes != NCCL_MAX_NET_SIZE_BYTES || p.name == NULL || p.speed <= 0 || p.maxMultiRequestSize != 1)
         FAIL("unexpected v12 properties");
       break;
@@ -121,7 +121,7 @@ static void loadPlugin(const char* path, int ver) {
       OK(n11->devices(&ndev));
       ncclNetProperties_v11_t p;
       OK(n11->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 1 || p.maxMultiRequestSize != 1) FAIL("bad v11 props");
+      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 8 || p.maxMultiRequestSize != 1) FAIL("bad v11 props");
       break;
     }
     case 10: {
@@ -148,7 +148,7 @@ static void loadPlugin(const char* path, int ver) {
       OK(n8->devices(&ndev));
       ncclNetProperties_v8_t p;
       OK(n8->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 1) FAIL("bad v8 props");
+      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 8) FAIL("bad v8 props");
       break;
     }
     default: FAIL("unknown version %d", ver);
@@ -531,6 +531,108 @@ static void caseRunThenBig(void) {
   OK(xClose(1, rc));
 }
 
+/* irecv of n buffers with tags, as any version's table takes it (v8: int sizes, v9: no phandles). */
+static ncclResult_t xIrecvN(void* rc, int n, void** data, size_t* sizes, int* tags, void** req) {
+  void* mh[8] = {NULL};
+  int isizes[8];
+  for (int i = 0; i < n; i++) isizes[i] = (int)sizes[i];
+  *req = NULL;
+  switch (gVer) {
+    case 12: return n12->irecv(rc, n, data, sizes, tags, mh, NULL, req);
+    case 11: return n11->irecv(rc, n, data, sizes, tags, mh, NULL, req);
+    case 10: return n10->irecv(rc, n, data, sizes, tags, mh, NULL, req);
+    case 9: return n9->irecv(rc, n, data, sizes, tags, mh, req);
+    default: return n8->irecv(rc, n, data, isizes, tags, mh, req);
+  }
+}
+static ncclResult_t xIsendTag(void* sc, void* data, size_t size, int tag, void** req) {
+  *req = NULL;
+  switch (gVer) {
+    case 12: return n12->isend(sc, data, size, tag, NULL, NULL, req);
+    case 11: return n11->isend(sc, data, size, tag, NULL, NULL, req);
+    case 10: return n10->isend(sc, data, size, tag, NULL, NULL, req);
+    case 9: return n9->isend(sc, data, size, tag, NULL, req);
+    default: return n8->isend(sc, data, (int)size, tag, NULL, req);
+  }
+}
+
+/* Grouped receives (maxRecvs = 8): each send lands in the buffer posted with its tag, whatever the
+ * order of the sends; test() reports one size per buffer; a tag no buffer expects fails the comm. */
+static void caseGrouped(void) {
+  enum { NG = 3, MAXB = 8 };
+  static const int groupN[NG] = {4, 8, 1};
+  void *sc, *rc;
+  connectPair(&sc, &rc);
+  unsigned char* rbuf[NG][MAXB];
+  unsigned char* sbuf[NG][MAXB];
+  size_t sent[NG][MAXB], posted[NG][MAXB];
+  int tags[NG][MAXB];
+  void* rreq[NG];
+  for (int g = 0; g < NG; g++) {
+    for (int i = 0; i < groupN[g]; i++) {
+      sent[g][i] = (size_t)((g * 8 + i) * 70001 % 300000) + (i == 2 ? 0 : 1);
+      if (g == 1 && i == 3) sent[g][i] = 0;
+      posted[g][i] = sent[g][i] + (size_t)(i % 2) * 4096;
+      tags[g][i] = 100 + g * 10 + i;
+      rbuf[g][i] = malloc(posted[g][i] + 1);
+      sbuf[g][i] = malloc(sent[g][i] + 1);
+      memset(rbuf[g][i], 0xEE, posted[g][i] + 1);
+      fillRandom(sbuf[g][i], sent[g][i], 1000 + g * 8 + i);
+    }
+    OK(xIrecvN(rc, groupN[g], (void**)rbuf[g], posted[g], tags[g], &rreq[g]));
+    if (rreq[g] == NULL) FAIL("grouped irecv %d (n %d) refused", g, groupN[g]);
+  }
+  /* Sends in a shuffled tag order within each group. */
+  void* sreq[NG * MAXB];
+  int ns = 0;
+  for (int g = 0; g < NG; g++)
+    for (int k = 0; k < groupN[g]; k++) {
+      int i = (k * 5 + 3) % groupN[g];
+      OK(xIsendTag(sc, sbuf[g][i], sent[g][i], tags[g][i], &sreq[ns]));
+      if (sreq[ns++] == NULL) FAIL("isend %d refused", ns - 1);
+    }
+  for (int g = NG - 1; g >= 0; g--) {
+    int sizes[MAXB];
+    for (int i = 0; i < MAXB; i++) sizes[i] = -1;
+    double end = nowSec() + 30;
+    int done = 0;
+    while (!done) {
+      OK(xTest(rreq[g], &done, sizes));
+      if (nowSec() > end) FAIL("grouped receive %d never completed", g);
+    }
+    for (int i = 0; i < groupN[g]; i++) {
+      if ((size_t)sizes[i] != sent[g][i]) FAIL("group %d buffer %d: test reported %d bytes, %zu sent", g, i, sizes[i], sent[g][i]);
+      char what[64];
+      snprintf(what, sizeof(what), "group %d buffer %d (tag %d)", g, i, tags[g][i]);
+      checkData(rbuf[g][i], sent[g][i], 1000 + g * 8 + i, what);
+      if (rbuf[g][i][posted[g][i]] != 0xEE) FAIL("%s: written past the posted buffer", what);
+      free(rbuf[g][i]);
+    }
+  }
+  for (int k = 0; k < ns; k++) OK(waitReq(sreq[k], NULL, 30));
+  for (int g = 0; g < NG; g++)
+    for (int i = 0; i < groupN[g]; i++) free(sbuf[g][i]);
+  OK(xClose(0, sc));
+  OK(xClose(1, rc));
+
+  /* A send whose tag no buffer of the oldest grouped receive expects is an error, not a guess. */
+  connectPair(&sc, &rc);
+  char a[16], b[16], c[16];
+  void* bufs[2] = {a, b};
+  size_t sz2[2] = {sizeof(a), sizeof(b)};
+  int tg[2] = {1, 2};
+  void *req, *sreq1;
+  OK(xIrecvN(rc, 2, bufs, sz2, tg, &req));
+  OK(xIsendTag(sc, c, sizeof(c), 3, &sreq1));
+  double end = nowSec() + 10;
+  ncclResult_t res = ncclSuccess;
+  int done = 0;
+  while (res == ncclSuccess && !done && nowSec() < end) res = xTest(req, &done, NULL);
+  if (res == ncclSuccess) FAIL("a send with an unexpected tag was %s", done ? "accepted" : "never reported");
+  xClose(0, sc);
+  xClose(1, rc);
+}
+
 static void caseOverflow(void) {
   size_t sizes[2] = {100000, 10};
   for (int k = 0; k < 2; k++) { /* a large (data sockets) and a small (eager) message */
@@ -763,6 +865,7 @@ int main(int argc, char** argv) {
   else if (strcmp(c, "fork") == 0) caseFork();
   else if (strcmp(c, "inflight") == 0) caseInflight();
   else if (strcmp(c, "runthenbig") == 0) caseRunThenBig();
+  else if (strcmp(c, "grouped") == 0) caseGrouped();
   else if (strcmp(c, "overflow") == 0) caseOverflow();
   else if (strcmp(c, "kill_sender") == 0) caseKill(1);
   else if (strcmp(c, "kill_receiver") == 0) caseKill(0);
