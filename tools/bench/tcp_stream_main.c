@@ -59,6 +59,7 @@ static int runSide(int isServer, int listenFd, const char* addr, int port, int n
     if (!isServer) printf("raw TCP latency: %.1f us (8-byte ping-pong, half round trip, %d iterations)\n", us, iters);
   }
   for (int i = 0; i < n; i++) close(fds[i]);
+  fflush(stdout); /* the forked client leaves through _exit */
   return 0;
 }
 

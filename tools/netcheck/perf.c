@@ -4,7 +4,8 @@
  * Bandwidth: rank 0 streams to rank 1 over 1 comm and over --comms comms at once, --depth requests
  * in flight per comm, for a few message sizes (512 KiB is NCCL's usual net step). The clock runs on
  * rank 0 from the first isend until rank 1 says (side channel) that its last receive completed.
- * Latency: 8-byte ping-pong over one comm each way, half the round trip. With --baseline the same
+ * Latency: 8-byte ping-pong over one comm each way, half the round trip. Every cell is measured
+ * NC_PERF_REPS times and the best counts (on a shared host the others are noise). With --baseline the same
  * cells are measured over raw TCP (tools/bench/tcp_stream.c) between the same two processes, right
  * before the plugin's, so both run on the same link under the same load.
  * Receives check the reported size; payloads are not checked here (traffic.c does that).
@@ -21,6 +22,7 @@ static const size_t perfSizes[] = {64 << 10, 512 << 10, 2 << 20};
 #define NC_PERF_NSIZES (sizeof(perfSizes) / sizeof(perfSizes[0]))
 #define NC_PERF_MAXSIZE (2 << 20)
 #define NC_LAT_ITERS 1000
+#define NC_PERF_REPS 3 /* each cell is measured this many times; the best counts (a shared host is noisy) */
 
 typedef struct {
   void* comm;
@@ -202,6 +204,7 @@ static int waitReq(ncPerfCtx* p, void* req, int isSend, size_t expect) {
     int d = testOnce(p, req, isSend, expect);
     if (d < 0) return -1;
     if (d == 1) return 0;
+    sched_yield(); /* the peer may need this core (a spinning rank starves it on a small host) */
     if (ncNow() - since > ncOpt.timeoutSec) {
       ncFail(NC_R_PROGRESS, "rank %d, latency test: a request did not complete in %.0f s", p->r->rank, ncOpt.timeoutSec);
       return -1;
@@ -258,11 +261,18 @@ static int rawTcp(ncPerfCtx* p, double* gbps, double* latUs) {
   if (fd < 0) goto fail;
   for (size_t i = 0; i < NC_PERF_NSIZES; i++) {
     size_t total = (size_t)msgsFor(perfSizes[i], 1, p->depth) * perfSizes[i];
-    double sec = tcpsStream(&fd, 1, p->r->rank == 0, perfSizes[i], total);
-    if (sec < 0) goto fail;
-    if (p->r->rank == 0) gbps[i] = (double)total / sec / 1e9;
+    for (int rep = 0; rep < NC_PERF_REPS; rep++) {
+      double sec = tcpsStream(&fd, 1, p->r->rank == 0, perfSizes[i], total);
+      if (sec < 0) goto fail;
+      if (p->r->rank == 0 && (double)total / sec / 1e9 > gbps[i]) gbps[i] = (double)total / sec / 1e9;
+    }
   }
-  *latUs = tcpsPingPong(fd, p->r->rank == 0, 8, NC_LAT_ITERS);
+  *latUs = -1;
+  for (int rep = 0; rep < NC_PERF_REPS; rep++) {
+    double us = tcpsPingPong(fd, p->r->rank == 0, 8, NC_LAT_ITERS);
+    if (us < 0) goto fail;
+    if (*latUs < 0 || us < *latUs) *latUs = us;
+  }
   close(fd);
   if (lfd >= 0) close(lfd);
   return *latUs < 0 ? -1 : 0;
@@ -292,18 +302,22 @@ void ncPerf(ncRank* r, FILE* out) {
     int ncs[2] = {1, K};
     for (int j = 0; j < 2 && ok; j++) {
       int n = msgsFor(perfSizes[i], ncs[j], p->depth);
-      double sec = bwCell(p, perfSizes[i], ncs[j], n);
-      if (sec < 0) ok = 0;
-      else if (r->rank == 0) cell[i][j] = (double)perfSizes[i] * n * ncs[j] / sec / 1e9;
+      for (int rep = 0; rep < NC_PERF_REPS && ok; rep++) {
+        double sec = bwCell(p, perfSizes[i], ncs[j], n);
+        if (sec < 0) ok = 0;
+        else if (r->rank == 0 && (double)perfSizes[i] * n * ncs[j] / sec / 1e9 > cell[i][j])
+          cell[i][j] = (double)perfSizes[i] * n * ncs[j] / sec / 1e9;
+      }
     }
   }
-  if (ok) {
-    lat = latency(p);
-    if (lat < 0) ok = 0;
+  for (int rep = 0; rep < NC_PERF_REPS && ok; rep++) {
+    double us = latency(p);
+    if (us < 0) ok = 0;
+    else if (lat < 0 || us < lat) lat = us;
   }
   if (out != NULL) {
-    fprintf(out, "bandwidth, rank 0 -> rank 1, GB/s (1e9 B/s), %d requests in flight per comm, %zu MiB per cell:\n",
-            p->depth, ncOpt.perfBytes >> 20);
+    fprintf(out, "bandwidth, rank 0 -> rank 1, GB/s (1e9 B/s), %d requests in flight per comm, %zu MiB per cell, best of %d:\n",
+            p->depth, ncOpt.perfBytes >> 20, NC_PERF_REPS);
     char hdr[32];
     snprintf(hdr, sizeof(hdr), "%d comms", K);
     fprintf(out, "  %-10s %18s %10s %10s\n", "size", ncOpt.baseline ? "raw TCP 1 stream" : "", "1 comm", hdr);
@@ -314,7 +328,7 @@ void ncPerf(ncRank* r, FILE* out) {
       else snprintf(t, sizeof(t), "%s", ncOpt.baseline ? "-" : "");
       fprintf(out, "  %-10s %18s %10.2f %10.2f\n", sz, t, cell[i][0], cell[i][1]);
     }
-    if (lat >= 0) fprintf(out, "latency, 8-byte ping-pong, half round trip: plugin %.1f us", lat);
+    if (lat >= 0) fprintf(out, "latency, 8-byte ping-pong, half round trip, best of %d x %d: plugin %.1f us", NC_PERF_REPS, NC_LAT_ITERS, lat);
     else fprintf(out, "latency: not measured (the performance phase failed)");
     if (ncOpt.baseline && tcpLat > 0) fprintf(out, ", raw TCP %.1f us", tcpLat);
     fprintf(out, "\n");

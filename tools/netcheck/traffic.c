@@ -570,6 +570,22 @@ void ncTraffic(ncRank* r) {
   if (pthread_create(&proxy, NULL, proxyMain, t) != 0) proxyMain(t);
   else pthread_join(proxy, NULL);
 
+  if (r->rank == 0) {
+    uint64_t msgs = 0, bytes = 0, retries = 0, groups = 0;
+    for (int k = 0; k < t->nConns; k++) {
+      ncConn* c = &t->conns[k];
+      retries += c->nullRetries;
+      if (c->isSend || c->sched.groups == NULL) continue;
+      msgs += c->sched.nMsgs;
+      bytes += c->sched.bytes;
+      for (int g = 0; g < c->sched.nGroups; g++) groups += c->sched.groups[g].n > 1;
+    }
+    printf("checked traffic: %d comms each way, %llu messages (%llu grouped receives) and %.1f MiB into rank 0, "
+           "%llu NULL requests retried\n",
+           K, (unsigned long long)msgs, (unsigned long long)groups, (double)bytes / (1 << 20), (unsigned long long)retries);
+    fflush(stdout);
+  }
+
   /* Both ranks are done (or gave up) before anything is closed: a send that completed may still be
    * on its way to a receiver that is alive. */
   if (ncOobBarrier(r->oob, ncOpt.timeoutSec * 4 + 60) != 0)
