@@ -30,6 +30,7 @@ ncOptions ncOpt = {
     .scale = 1.0,
     .perf = 1,
     .perfBytes = 64u << 20,
+    .perfReps = 3,
     .baseline = 0,
     .timeoutSec = 20,
     .seed = 0x6e6574636865636bULL,
@@ -51,6 +52,7 @@ static void usage(FILE* f) {
           "  --seed N             seed of the schedules and payloads\n"
           "  --no-perf            skip the bandwidth/latency table\n"
           "  --perf-bytes B       bytes per bandwidth cell (default 64M; K/M/G suffixes)\n"
+          "  --perf-reps N        measure every cell N times and show the best (default 3)\n"
           "  --baseline           add raw TCP (one stream) cells to the table, measured in the same run\n"
           "  --tcp-addr ADDR      address rank 1 listens on for the raw TCP baseline (default: loopback, or the\n"
           "                       local address of the side channel with --peer)\n"
@@ -257,6 +259,7 @@ int main(int argc, char** argv) {
     else if (ARG("--seed")) ncOpt.seed = strtoull(v, NULL, 0);
     else if (strcmp(a, "--no-perf") == 0) ncOpt.perf = 0;
     else if (ARG("--perf-bytes")) ncOpt.perfBytes = parseSize(v);
+    else if (ARG("--perf-reps")) ncOpt.perfReps = atoi(v);
     else if (strcmp(a, "--baseline") == 0) ncOpt.baseline = 1;
     else if (ARG("--tcp-addr")) ncOpt.tcpAddr = v;
     else if (ARG("--time-limit")) timeLimit = atof(v);
@@ -271,8 +274,8 @@ int main(int argc, char** argv) {
 #undef ARG
   }
   if (ncOpt.plugin == NULL || ncOpt.comms < 1 || ncOpt.comms > NC_MAX_COMMS || ncOpt.depth < 1 ||
-      ncOpt.depth > NC_MAX_DEPTH || ncOpt.timeoutSec <= 0 || ncOpt.perfBytes == 0 || (listenPort && peer) ||
-      (ncOpt.abi != 0 && (ncOpt.abi < 8 || ncOpt.abi > 12))) {
+      ncOpt.depth > NC_MAX_DEPTH || ncOpt.timeoutSec <= 0 || ncOpt.perfBytes == 0 || ncOpt.perfReps < 1 ||
+      (listenPort && peer) || (ncOpt.abi != 0 && (ncOpt.abi < 8 || ncOpt.abi > 12))) {
     usage(stderr);
     return 2;
   }

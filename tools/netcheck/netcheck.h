@@ -36,6 +36,7 @@ typedef struct {
   double scale;       /* multiplies the number of messages of the checked traffic */
   int perf;           /* 1: bandwidth/latency table */
   size_t perfBytes;   /* bytes moved per bandwidth cell */
+  int perfReps;       /* measurements per cell; the best is shown */
   int baseline;       /* 1: raw TCP rows in the table */
   double timeoutSec;  /* no progress for this long = a hang */
   uint64_t seed;

@@ -5,7 +5,7 @@
  * in flight per comm, for a few message sizes (512 KiB is NCCL's usual net step). The clock runs on
  * rank 0 from the first isend until rank 1 says (side channel) that its last receive completed.
  * Latency: 8-byte ping-pong over one comm each way, half the round trip. Every cell is measured
- * NC_PERF_REPS times and the best counts (on a shared host the others are noise). With --baseline the same
+ * --perf-reps times and the best counts (on a shared host the others are noise). With --baseline the same
  * cells are measured over raw TCP (tools/bench/tcp_stream.c) between the same two processes, right
  * before the plugin's, so both run on the same link under the same load.
  * Receives check the reported size; payloads are not checked here (traffic.c does that).
@@ -22,7 +22,7 @@ static const size_t perfSizes[] = {64 << 10, 512 << 10, 2 << 20};
 #define NC_PERF_NSIZES (sizeof(perfSizes) / sizeof(perfSizes[0]))
 #define NC_PERF_MAXSIZE (2 << 20)
 #define NC_LAT_ITERS 1000
-#define NC_PERF_REPS 3 /* each cell is measured this many times; the best counts (a shared host is noisy) */
+#define NC_PERF_REPS ncOpt.perfReps /* each cell is measured this many times; the best counts */
 
 typedef struct {
   void* comm;
