@@ -118,7 +118,10 @@ static ncclResult_t parseCandidates(void) {
 static void probeTable(struct chrNetLib* lib) {
   static const char* const symbols[] = {"ncclNetPlugin_v12", "ncclNetPlugin_v11", "ncclNetPlugin_v10",
                                         "ncclNetPlugin_v9", "ncclNetPlugin_v8"};
+  /* CHORUS_NET_PLUGIN_ABI caps the version (to drive a plugin as an older core would). */
+  int maxAbi = (int)chrParamInt(CHR_P_NET_PLUGIN_ABI);
   for (int i = 0; i < 5; i++) {
+    if (maxAbi > 0 && 12 - i > maxAbi) continue;
     const void* t = chrPluginSymbol(&lib->dl, symbols[i]);
     if (t == NULL) continue;
     ncclResult_t res;
@@ -140,6 +143,9 @@ static void probeTable(struct chrNetLib* lib) {
              "no ncclNetPlugin_v12..v8 symbol (it exports %s, an ABI older than Chorus supports)", older);
   else
     snprintf(lib->failReason, sizeof(lib->failReason), "no ncclNetPlugin_v12..v8 symbol");
+  if (maxAbi > 0)
+    snprintf(lib->failReason + strlen(lib->failReason), sizeof(lib->failReason) - strlen(lib->failReason),
+             " of ABI version %d or older (CHORUS_NET_PLUGIN_ABI)", maxAbi);
 }
 
 /* Load a candidate the first time it is needed. Logs nothing: the caller knows whether the failure

@@ -76,18 +76,12 @@ static void tuneSocket(int fd) {
 
 static nsComm* newComm(int isSend, int dev, const nsHandle* h, int ctrlFd, const int* dataFds,
                        ncclProfilerCallback_t prof) {
-  nsComm* c = calloc(1, sizeof(*c));
+  nsComm* c = nsCommAlloc(isSend, (int)h->nSocks, (int)h->nThreads);
   if (c == NULL) return NULL;
-  c->isSend = isSend;
   c->dev = dev;
   c->ctrlFd = ctrlFd;
-  c->nSocks = (int)h->nSocks;
-  c->nThreads = (int)h->nThreads;
   for (int i = 0; i < c->nSocks; i++) c->fds[i] = dataFds[i];
-  for (int i = 0; i < NS_MAX_REQUESTS; i++) c->reqs[i].comm = c;
-  for (int t = 0; t < NS_MAX_THREADS; t++) c->threads[t].evfd = -1;
   c->prof = prof;
-  atomic_init(&c->readyUpTo, 0);
   return c;
 }
 

@@ -1,21 +1,25 @@
 /*
  * data.c: isend / irecv / iflush / test of the TCP net plugin, and the helper threads.
  *
- * Requests of a comm live in a ring of NS_MAX_REQUESTS slots indexed by message sequence number, so
- * FIFO matching is simply "message k of the sender lands in receive k". Per message, the sender
- * writes a header {magic, eager, seq, size} on the control socket; a small ("eager") message follows
- * its header there, in the same sendmsg. A larger message is cut into at most one contiguous piece
- * per data socket (nsPieceOf, the same arithmetic on both sides) and each socket moves its pieces in
- * message order. The receiver learns the size from the header before it reads any piece, checks it
- * against the posted buffer and only then lets its data sockets read: bytes always go straight
- * between the user buffer and the kernel, never through a staging copy.
+ * Requests of a comm live in a ring indexed by post order (NS_SEND_REQUESTS isends, or
+ * NS_RECV_REQUESTS receives of up to NS_MAX_RECVS buffers each). Per message, the sender writes a
+ * header {magic, eager, seq, size, tag} on the control socket; a small ("eager") message follows its
+ * header there, in the same sendmsg. A larger message is cut into at most one contiguous piece per
+ * data socket (nsPieceOf, the same arithmetic on both sides). Matching is FIFO: the oldest posted
+ * receive takes the next headers, one per buffer; in a grouped receive (n > 1) the header's tag picks
+ * the buffer. The receiver learns the size from the header before any piece is read, checks it
+ * against the buffer and only then queues the message's pieces: bytes always go straight between
+ * the user buffer and the kernel, never through a staging copy.
  *
- * Who moves bytes: the control socket is always driven by the caller (isend/irecv/test). Data
- * sockets are driven by test() itself when nThreads == 0 (inline, the default), or by nThreads helper
- * threads that each own nSocks/nThreads sockets. The caller publishes "messages < readyUpTo have
- * their size fixed" with one atomic store; helpers report finished pieces with an atomic decrement
- * of the request's piecesLeft. A failure anywhere marks the comm failed (first reason kept and
- * logged once); every later call on that comm returns the same error.
+ * Who moves bytes: the control socket is always driven by the caller (isend/irecv/test). Each data
+ * socket has a queue of the pieces it must move, in message order (socket_plugin.h, nsSockQueue):
+ * the caller appends a message's pieces when the message is posted (sender) or its header arrived
+ * (receiver), and the socket's mover takes them from the head: test() itself when nThreads == 0
+ * (inline, the default), or the one of the nThreads helper threads that owns the socket. A piece
+ * leaves its queue only once moved, and the request's piecesLeft drops after that: no mover ever
+ * looks at a request slot, so slots can be reused however far ahead of an idle socket the others
+ * run. A failure anywhere marks the comm failed (first reason kept and logged once); every later
+ * call on that comm returns the same error.
  */
 #include <errno.h>
 #include <limits.h>
@@ -64,67 +68,82 @@ void nsPieceOf(const nsComm* c, uint64_t seq, size_t size, int eager, int sock, 
   *len = size - s < pieceSize ? size - s : pieceSize;
 }
 
-static int countPieces(const nsComm* c, const nsRequest* r, uint64_t* threadMask) {
+static int threadOf(const nsComm* c, int sock) { return sock / (c->nSocks / c->nThreads); }
+
+/* Queue the data-socket pieces of message seq (buffer b of request r). Returns the helper threads
+ * that got work (bit per thread), for wake(). Caller thread only. */
+static ncclResult_t queuePieces(nsComm* c, nsRequest* r, const nsBuf* b, uint64_t seq, uint64_t* threadMask) {
+  size_t start[NS_MAX_SOCKS], len[NS_MAX_SOCKS];
   int count = 0;
-  *threadMask = 0;
   for (int j = 0; j < c->nSocks; j++) {
-    size_t start, len;
-    nsPieceOf(c, r->seq, r->size, r->eager, j, &start, &len);
-    if (len > 0) {
-      count++;
-      if (c->nThreads > 0) *threadMask |= 1ULL << (j / (c->nSocks / c->nThreads));
-    }
+    nsPieceOf(c, seq, b->size, b->eager, j, &start[j], &len[j]);
+    count += len[j] > 0;
   }
-  return count;
+  if (count == 0) return ncclSuccess;
+  /* Count first: a fast mover must never see piecesLeft reach 0 before every piece is counted. */
+  atomic_fetch_add_explicit(&r->piecesLeft, count, memory_order_relaxed);
+  for (int j = 0; j < c->nSocks; j++) {
+    if (len[j] == 0) continue;
+    nsSockQueue* q = &c->queues[j];
+    uint64_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    if (tail - atomic_load_explicit(&q->head, memory_order_acquire) >= NS_QUEUE_LEN)
+      return failComm(c, ncclInternalError, "data socket %d: more than %d pieces queued (message %llu)", j, NS_QUEUE_LEN,
+                      (unsigned long long)seq);
+    q->items[tail % NS_QUEUE_LEN] = (nsPiece){.data = b->data + start[j], .len = len[j], .req = r};
+    atomic_store(&q->tail, tail + 1); /* seq_cst: pairs with the helper's sleeping flag (wake) */
+    if (c->nThreads > 0) *threadMask |= 1ULL << threadOf(c, j);
+  }
+  return ncclSuccess;
 }
 
-/* Let data sockets work on messages < upTo; wake the helper threads that got work. */
-static void publish(nsComm* c, uint64_t upTo, uint64_t threadMask) {
-  atomic_store(&c->readyUpTo, upTo); /* seq_cst: pairs with the helper's sleeping flag */
+/* Wake the helper threads in mask that sleep. */
+static void wake(nsComm* c, uint64_t threadMask) {
   for (int t = 0; t < c->nThreads; t++) {
-    if (!(threadMask & (1ULL << t))) continue;
-    if (atomic_load(&c->threads[t].sleeping)) {
-      uint64_t one = 1;
-      ssize_t rc = write(c->threads[t].evfd, &one, sizeof(one));
-      (void)rc; /* a full counter already means "wake up" */
-    }
+    if (!(threadMask & (1ULL << t)) || !atomic_load(&c->threads[t].sleeping)) continue;
+    uint64_t one = 1;
+    ssize_t rc = write(c->threads[t].evfd, &one, sizeof(one));
+    (void)rc; /* a full counter already means "wake up" */
   }
 }
 
-/* Move bytes of data socket j for as many messages as the socket allows now. Returns 1 if any byte
- * moved, 0 if not, -1 if the comm failed. */
+static int queueEmpty(nsSockQueue* q) {
+  return atomic_load_explicit(&q->head, memory_order_relaxed) == atomic_load(&q->tail);
+}
+
+/* Move bytes of data socket j for as many queued pieces as the socket takes now. Returns 1 if any
+ * byte moved, 0 if not, -1 if the comm failed. Only the socket's mover calls this. */
 static int progressSock(nsComm* c, int j) {
   int moved = 0;
-  nsSockState* st = &c->sock[j];
+  nsSockQueue* q = &c->queues[j];
   for (;;) {
-    if (st->seq >= atomic_load_explicit(&c->readyUpTo, memory_order_acquire)) return moved;
-    nsRequest* r = &c->reqs[st->seq % NS_MAX_REQUESTS];
-    size_t start, len;
-    nsPieceOf(c, st->seq, r->size, r->eager, j, &start, &len);
-    if (len > 0) {
-      size_t before = st->off;
-      chrSockErr err = {{0}};
-      ncclResult_t res = chrSockProgress(c->fds[j], c->isSend, r->data + start, len, &st->off, &err);
-      if (res != ncclSuccess) {
-        failComm(c, res, "data socket %d, message %llu: %s", j, (unsigned long long)st->seq, err.msg);
-        return -1;
-      }
-      if (st->off != before) moved = 1;
-      if (st->off < len) return moved;
-      atomic_fetch_sub_explicit(&r->piecesLeft, 1, memory_order_release);
+    uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
+    if (head == atomic_load_explicit(&q->tail, memory_order_acquire)) return moved;
+    nsPiece* p = &q->items[head % NS_QUEUE_LEN];
+    size_t before = q->off;
+    chrSockErr err = {{0}};
+    ncclResult_t res = chrSockProgress(c->fds[j], c->isSend, p->data, p->len, &q->off, &err);
+    if (res != ncclSuccess) {
+      failComm(c, res, "data socket %d: %s", j, err.msg);
+      return -1;
     }
-    st->seq++;
-    st->off = 0;
+    if (q->off != before) moved = 1;
+    if (q->off < p->len) return moved;
+    nsRequest* r = p->req;
+    q->off = 0;
+    atomic_store_explicit(&q->head, head + 1, memory_order_release);
+    /* Last touch of the request: once piecesLeft is 0 its slot may be reused. */
+    atomic_fetch_sub_explicit(&r->piecesLeft, 1, memory_order_release);
   }
 }
 
 /* Sender: write headers (and eager payloads) of posted messages in order. */
 static ncclResult_t progressSendCtrl(nsComm* c) {
   while (c->ctrlSeq < c->postSeq) {
-    nsRequest* r = &c->reqs[c->ctrlSeq % NS_MAX_REQUESTS];
+    nsRequest* r = &c->reqs[c->ctrlSeq % (uint64_t)c->nReqs];
+    nsBuf* b = &r->bufs[0];
     if (c->ctrlOff == 0)
-      c->hdr = (nsMsgHdr){.magic = NS_MSG_MAGIC, .eager = (uint32_t)r->eager, .seq = r->seq, .size = r->size};
-    size_t payload = r->eager ? r->size : 0;
+      c->hdr = (nsMsgHdr){.magic = NS_MSG_MAGIC, .eager = (uint32_t)b->eager, .seq = c->ctrlSeq, .size = b->size, .tag = b->tag};
+    size_t payload = b->eager ? b->size : 0;
     size_t total = sizeof(c->hdr) + payload;
     struct iovec iov[2];
     int nIov = 0;
@@ -134,7 +153,7 @@ static ncclResult_t progressSendCtrl(nsComm* c) {
     }
     if (payload > 0) {
       size_t done = c->ctrlOff > sizeof(c->hdr) ? c->ctrlOff - sizeof(c->hdr) : 0;
-      iov[nIov].iov_base = r->data + done;
+      iov[nIov].iov_base = b->data + done;
       iov[nIov++].iov_len = payload - done;
     }
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)nIov};
@@ -145,7 +164,7 @@ static ncclResult_t progressSendCtrl(nsComm* c) {
       if (e == EAGAIN || e == EWOULDBLOCK) return ncclSuccess;
       int remote = (e == EPIPE || e == ECONNRESET || e == ENOTCONN || e == ETIMEDOUT || e == EHOSTUNREACH);
       return failComm(c, remote ? ncclRemoteError : ncclSystemError, "control socket, message %llu: send failed: %s",
-                      (unsigned long long)r->seq, strerror(e));
+                      (unsigned long long)c->ctrlSeq, strerror(e));
     }
     c->ctrlOff += (size_t)n;
     if (c->ctrlOff < total) return ncclSuccess;
@@ -156,46 +175,69 @@ static ncclResult_t progressSendCtrl(nsComm* c) {
   return ncclSuccess;
 }
 
-/* Receiver: read the header of the next message once its receive is posted, check it, read an
- * eager payload straight into the user buffer, then open the message to the data sockets. */
+/* Receiver: which buffer of r does a message with this tag fill? A plain receive (n = 1) takes any
+ * tag (FIFO); a grouped one the first unfilled buffer posted with that tag. -1: none. */
+static int matchBuffer(const nsRequest* r, int tag) {
+  if (r->n == 1) return r->matched ? -1 : 0;
+  for (int i = 0; i < r->n; i++)
+    if (!(r->matched & (1u << i)) && r->bufs[i].tag == tag) return i;
+  return -1;
+}
+
+/* Receiver: read the headers of posted receives in order, match each to its buffer, check it, read an
+ * eager payload straight into the user buffer, and queue the pieces of the others. */
 static ncclResult_t progressRecvCtrl(nsComm* c) {
   while (c->ctrlSeq < c->postSeq) {
-    nsRequest* r = &c->reqs[c->ctrlSeq % NS_MAX_REQUESTS];
+    nsRequest* r = &c->reqs[c->ctrlSeq % (uint64_t)c->nReqs];
     chrSockErr err = {{0}};
     if (!c->hdrValid) {
       ncclResult_t res = chrSockProgress(c->ctrlFd, 0, &c->hdr, sizeof(c->hdr), &c->ctrlOff, &err);
       if (res != ncclSuccess)
-        return failComm(c, res, "control socket, waiting for message %llu: %s", (unsigned long long)c->ctrlSeq,
-                        err.msg);
+        return failComm(c, res, "control socket, waiting for message %llu: %s", (unsigned long long)c->msgSeq, err.msg);
       if (c->ctrlOff < sizeof(c->hdr)) return ncclSuccess;
-      if (c->hdr.magic != NS_MSG_MAGIC || c->hdr.seq != c->ctrlSeq || c->hdr.eager > 1)
+      if (c->hdr.magic != NS_MSG_MAGIC || c->hdr.seq != c->msgSeq || c->hdr.eager > 1 ||
+          (c->hdr.eager && c->hdr.size == 0))
         return failComm(c, ncclSystemError,
-                        "control socket: corrupt header for message %llu (magic 0x%x, seq %llu, eager %u)",
-                        (unsigned long long)c->ctrlSeq, c->hdr.magic, (unsigned long long)c->hdr.seq, c->hdr.eager);
-      if (c->hdr.size > r->capacity)
+                        "control socket: corrupt header for message %llu (magic 0x%x, seq %llu, eager %u, size %llu)",
+                        (unsigned long long)c->msgSeq, c->hdr.magic, (unsigned long long)c->hdr.seq, c->hdr.eager,
+                        (unsigned long long)c->hdr.size);
+      int i = matchBuffer(r, c->hdr.tag);
+      if (i < 0)
+        return failComm(c, ncclInvalidUsage,
+                        "message %llu has tag %d, which no unfilled buffer of the posted %d-buffer receive expects",
+                        (unsigned long long)c->msgSeq, (int)c->hdr.tag, r->n);
+      nsBuf* b = &r->bufs[i];
+      if (c->hdr.size > b->capacity)
         return failComm(c, ncclSystemError,
                         "message %llu: the peer sends %llu bytes but the posted receive buffer holds only %zu",
-                        (unsigned long long)c->ctrlSeq, (unsigned long long)c->hdr.size, r->capacity);
+                        (unsigned long long)c->msgSeq, (unsigned long long)c->hdr.size, b->capacity);
       c->hdrValid = 1;
+      c->curBuf = i;
       c->ctrlOff = 0;
-      r->size = (size_t)c->hdr.size;
-      r->eager = (int)c->hdr.eager;
-      r->ev.sock.length = r->size;
-      uint64_t mask;
-      atomic_store_explicit(&r->piecesLeft, countPieces(c, r, &mask), memory_order_relaxed);
-      publish(c, c->ctrlSeq + 1, mask);
+      r->matched |= 1u << i;
+      r->nMatched++;
+      b->size = (size_t)c->hdr.size;
+      b->eager = (int)c->hdr.eager;
+      b->ev.sock.length = b->size;
+      uint64_t mask = 0;
+      res = queuePieces(c, r, b, c->msgSeq, &mask);
+      if (res != ncclSuccess) return res;
+      wake(c, mask);
     }
-    if (r->eager) {
-      ncclResult_t res = chrSockProgress(c->ctrlFd, 0, r->data, r->size, &c->ctrlOff, &err);
+    nsBuf* b = &r->bufs[c->curBuf];
+    if (b->eager) {
+      ncclResult_t res = chrSockProgress(c->ctrlFd, 0, b->data, b->size, &c->ctrlOff, &err);
       if (res != ncclSuccess)
-        return failComm(c, res, "control socket, payload of message %llu: %s", (unsigned long long)c->ctrlSeq,
-                        err.msg);
-      if (c->ctrlOff < r->size) return ncclSuccess;
+        return failComm(c, res, "control socket, payload of message %llu: %s", (unsigned long long)c->msgSeq, err.msg);
+      if (c->ctrlOff < b->size) return ncclSuccess;
     }
-    r->ctrlDone = 1;
     c->hdrValid = 0;
     c->ctrlOff = 0;
-    c->ctrlSeq++;
+    c->msgSeq++;
+    if (r->nMatched == r->n) {
+      r->ctrlDone = 1;
+      c->ctrlSeq++;
+    }
   }
   return ncclSuccess;
 }
@@ -225,12 +267,13 @@ static void* helperMain(void* arg) {
       moved |= m;
     }
     if (moved) continue;
-    /* Nothing moved: sleep until a socket is ready, new work is published, or the comm closes. */
+    /* Nothing moved: sleep until a socket with queued pieces is ready, a piece is queued, or the
+     * comm closes. The flag is raised before the queues are looked at, and a producer looks at the
+     * flag after queueing (both seq_cst), so a piece queued meanwhile is seen or wakes us. */
     atomic_store(&t->sleeping, 1);
     int n = 0;
-    uint64_t ready = atomic_load(&c->readyUpTo);
     for (int j = first; j < first + per; j++)
-      if (c->sock[j].seq < ready) pfd[n++] = (struct pollfd){.fd = c->fds[j], .events = c->isSend ? POLLOUT : POLLIN};
+      if (!queueEmpty(&c->queues[j])) pfd[n++] = (struct pollfd){.fd = c->fds[j], .events = c->isSend ? POLLOUT : POLLIN};
     pfd[n++] = (struct pollfd){.fd = t->evfd, .events = POLLIN};
     if (!atomic_load(&c->stopping)) poll(pfd, (nfds_t)n, 1000);
     atomic_store(&t->sleeping, 0);
@@ -241,6 +284,34 @@ static void* helperMain(void* arg) {
     }
   }
   return NULL;
+}
+
+nsComm* nsCommAlloc(int isSend, int nSocks, int nThreads) {
+  nsComm* c = calloc(1, sizeof(*c));
+  if (c == NULL) return NULL;
+  c->isSend = isSend;
+  c->nSocks = nSocks;
+  c->nThreads = nThreads;
+  c->nReqs = isSend ? NS_SEND_REQUESTS : NS_RECV_REQUESTS;
+  int perReq = isSend ? 1 : NS_MAX_RECVS;
+  c->reqs = calloc((size_t)c->nReqs, sizeof(*c->reqs));
+  c->bufStore = calloc((size_t)c->nReqs * (size_t)perReq, sizeof(*c->bufStore));
+  c->queues = calloc((size_t)(nSocks > 0 ? nSocks : 1), sizeof(*c->queues));
+  if (c->reqs == NULL || c->bufStore == NULL || c->queues == NULL) {
+    free(c->reqs);
+    free(c->bufStore);
+    free(c->queues);
+    free(c);
+    return NULL;
+  }
+  for (int i = 0; i < c->nReqs; i++) {
+    c->reqs[i].comm = c;
+    c->reqs[i].bufs = &c->bufStore[(size_t)i * (size_t)perReq];
+  }
+  c->ctrlFd = -1;
+  for (int i = 0; i < NS_MAX_SOCKS; i++) c->fds[i] = -1;
+  for (int t = 0; t < NS_MAX_THREADS; t++) c->threads[t].evfd = -1;
+  return c;
 }
 
 ncclResult_t nsCommStart(nsComm* c) {
@@ -276,26 +347,31 @@ void nsCommFree(nsComm* c) {
     if (th->evfd >= 0) close(th->evfd);
   }
   /* Close profiler events of requests the core abandoned. */
-  for (int i = 0; i < NS_MAX_REQUESTS; i++) {
+  for (int i = 0; i < c->nReqs; i++) {
     nsRequest* r = &c->reqs[i];
-    if (r->used && r->eHandle != NULL && c->prof != NULL) c->prof(&r->eHandle, 1, r->phandle, NS_PROF_PLUGIN_ID, &r->ev);
+    for (int k = 0; r->used && k < r->n; k++)
+      if (r->bufs[k].eHandle != NULL && c->prof != NULL)
+        c->prof(&r->bufs[k].eHandle, 1, r->bufs[k].phandle, NS_PROF_PLUGIN_ID, &r->bufs[k].ev);
   }
   chrSockClose(&c->ctrlFd);
   for (int j = 0; j < c->nSocks; j++) chrSockClose(&c->fds[j]);
+  free(c->reqs);
+  free(c->bufStore);
+  free(c->queues);
   free(c);
 }
 
 /* ---------------------------------------------------------------- API */
 
-static void profStart(nsComm* c, nsRequest* r, void* phandle) {
-  r->phandle = phandle;
-  r->eHandle = NULL;
+static void profStart(nsComm* c, nsBuf* b, uint64_t seq, void* phandle) {
+  b->phandle = phandle;
+  b->eHandle = NULL;
   if (c->prof == NULL || phandle == NULL) return;
-  r->ev.type = 1;
-  r->ev.sock.fd = c->nSocks > 0 ? c->fds[r->seq % (uint64_t)c->nSocks] : c->ctrlFd;
-  r->ev.sock.op = c->isSend ? 0 : 1;
-  r->ev.sock.length = r->capacity;
-  c->prof(&r->eHandle, 0, phandle, NS_PROF_PLUGIN_ID, &r->ev);
+  b->ev.type = 1;
+  b->ev.sock.fd = c->nSocks > 0 ? c->fds[seq % (uint64_t)c->nSocks] : c->ctrlFd;
+  b->ev.sock.op = c->isSend ? 0 : 1;
+  b->ev.sock.length = b->capacity;
+  c->prof(&b->eHandle, 0, phandle, NS_PROF_PLUGIN_ID, &b->ev);
 }
 
 ncclResult_t nsIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request) {
@@ -307,20 +383,24 @@ ncclResult_t nsIsend(void* sendComm, void* data, size_t size, int tag, void* mha
   *request = NULL;
   ncclResult_t res = (ncclResult_t)atomic_load(&c->failed);
   if (res != ncclSuccess) return res;
-  nsRequest* r = &c->reqs[c->postSeq % NS_MAX_REQUESTS];
-  if (r->used) return ncclSuccess; /* NS_MAX_REQUESTS in flight: the core retries */
+  nsRequest* r = &c->reqs[c->postSeq % (uint64_t)c->nReqs];
+  if (r->used) return ncclSuccess; /* NS_SEND_REQUESTS in flight: the core retries */
   r->used = 1;
-  r->seq = c->postSeq;
-  r->data = data;
-  r->capacity = size;
-  r->size = size;
-  r->eager = size > 0 && size <= nsConf.eagerBytes;
+  r->n = 1;
   r->ctrlDone = 0;
-  uint64_t mask;
-  atomic_store_explicit(&r->piecesLeft, countPieces(c, r, &mask), memory_order_relaxed);
-  profStart(c, r, phandle);
+  atomic_store_explicit(&r->piecesLeft, 0, memory_order_relaxed);
+  nsBuf* b = &r->bufs[0];
+  b->data = data;
+  b->capacity = size;
+  b->size = size;
+  b->tag = tag;
+  b->eager = size > 0 && size <= nsConf.eagerBytes;
+  profStart(c, b, c->postSeq, phandle);
+  uint64_t mask = 0;
+  res = queuePieces(c, r, b, c->postSeq, &mask);
+  if (res != ncclSuccess) return res;
   c->postSeq++;
-  publish(c, c->postSeq, mask);
+  wake(c, mask);
   *request = r;
   /* Start moving now (lowest latency). A failure found here is kept in the comm and reported by
    * the next test/isend/irecv, so the request handed out stays valid. */
@@ -335,28 +415,35 @@ ncclResult_t nsIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tag
     NS_WARN("irecv: bad arguments");
     return ncclInternalError;
   }
-  if (n != 1) {
-    NS_WARN("irecv: %d buffers in one request, but maxRecvs is 1", n);
+  if (n < 1 || n > NS_MAX_RECVS || (n > 1 && tags == NULL)) {
+    NS_WARN("irecv: %d buffers in one request (maxRecvs is %d)%s", n, NS_MAX_RECVS, n > 1 ? ", or no tags" : "");
     return ncclInternalError;
   }
-  if (data[0] == NULL && sizes[0] > 0) {
-    NS_WARN("irecv: NULL buffer of %zu bytes", sizes[0]);
-    return ncclInternalError;
-  }
+  for (int i = 0; i < n; i++)
+    if (data[i] == NULL && sizes[i] > 0) {
+      NS_WARN("irecv: NULL buffer %d of %zu bytes", i, sizes[i]);
+      return ncclInternalError;
+    }
   *request = NULL; /* NCCL_NET_OPTIONAL_RECV_COMPLETION needs nothing special: we always complete */
   ncclResult_t res = (ncclResult_t)atomic_load(&c->failed);
   if (res != ncclSuccess) return res;
-  nsRequest* r = &c->reqs[c->postSeq % NS_MAX_REQUESTS];
+  nsRequest* r = &c->reqs[c->postSeq % (uint64_t)c->nReqs];
   if (r->used) return ncclSuccess;
   r->used = 1;
-  r->seq = c->postSeq;
-  r->data = data[0];
-  r->capacity = sizes[0];
-  r->size = 0;
-  r->eager = 0;
+  r->n = n;
+  r->matched = 0;
+  r->nMatched = 0;
   r->ctrlDone = 0;
   atomic_store_explicit(&r->piecesLeft, 0, memory_order_relaxed);
-  profStart(c, r, phandles ? phandles[0] : NULL);
+  for (int i = 0; i < n; i++) {
+    nsBuf* b = &r->bufs[i];
+    b->data = data[i];
+    b->capacity = sizes[i];
+    b->size = 0;
+    b->tag = tags ? tags[i] : 0;
+    b->eager = 0;
+    profStart(c, b, c->postSeq, phandles ? phandles[i] : NULL);
+  }
   c->postSeq++;
   *request = r;
   (void)progressComm(c); /* see nsIsend */
@@ -381,15 +468,18 @@ ncclResult_t nsTest(void* request, int* done, int* sizes) {
   *done = 0;
   ncclResult_t res = progressComm(c);
   if (res != ncclSuccess) return res;
-  if (!r->ctrlDone || atomic_load_explicit(&r->piecesLeft, memory_order_acquire) != 0) {
+  if (!r->ctrlDone) return ncclSuccess; /* the control socket is ours to drive: nothing to wait for */
+  if (atomic_load_explicit(&r->piecesLeft, memory_order_acquire) != 0) {
     if (c->nThreads > 0) sched_yield(); /* helpers are moving the bytes; give them the core */
     return ncclSuccess;
   }
-  if (sizes != NULL) sizes[0] = r->size > INT_MAX ? INT_MAX : (int)r->size;
-  if (r->eHandle != NULL && c->prof != NULL) c->prof(&r->eHandle, 1, r->phandle, NS_PROF_PLUGIN_ID, &r->ev);
-  r->eHandle = NULL;
+  for (int i = 0; i < r->n; i++) {
+    nsBuf* b = &r->bufs[i];
+    if (sizes != NULL) sizes[i] = b->size > INT_MAX ? INT_MAX : (int)b->size;
+    if (b->eHandle != NULL && c->prof != NULL) c->prof(&b->eHandle, 1, b->phandle, NS_PROF_PLUGIN_ID, &b->ev);
+    b->eHandle = NULL;
+  }
   r->used = 0;
   *done = 1;
   return ncclSuccess;
 }
-

@@ -229,7 +229,7 @@ ncclResult_t nsGetProperties(int dev, ncclNetProperties_v12_t* props) {
   props->port = 0;
   props->latency = 0;
   props->maxComms = 65536;
-  props->maxRecvs = 1;
+  props->maxRecvs = NS_MAX_RECVS;
   props->netDeviceType = NCCL_NET_DEVICE_HOST;
   props->netDeviceVersion = 0;
   props->vProps.ndevs = 1;

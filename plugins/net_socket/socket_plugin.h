@@ -4,8 +4,10 @@
  * One logical connection (a send comm on one side, a recv comm on the other) is one control socket
  * plus nSocks data sockets. The control socket carries one header per message (and, for small
  * messages, the payload right after it); the data sockets carry the bytes of larger messages, cut
- * into at most one contiguous piece per socket. README.md describes the wire protocol and the
- * threading model; this header only holds the types and the functions the files share.
+ * into at most one contiguous piece per socket. Each data socket has its own queue of pieces to
+ * move, filled by the caller's thread in message order and drained by whoever moves that socket's
+ * bytes. README.md describes the wire protocol and the threading model; this header only holds the
+ * types and the functions the files share.
  */
 #ifndef CHORUS_NET_SOCKET_PLUGIN_H_
 #define CHORUS_NET_SOCKET_PLUGIN_H_
@@ -22,12 +24,15 @@
 #define NS_MAX_DEVS 16
 #define NS_MAX_SOCKS 64          /* nThreads * nSocksPerThread, NCCL's limit */
 #define NS_MAX_THREADS 16        /* helper threads per comm */
-#define NS_MAX_REQUESTS NCCL_NET_MAX_REQUESTS
+#define NS_MAX_RECVS 8           /* maxRecvs: buffers per grouped irecv */
+#define NS_RECV_REQUESTS NCCL_NET_MAX_REQUESTS                 /* receive requests in flight per comm */
+#define NS_SEND_REQUESTS (NCCL_NET_MAX_REQUESTS * NS_MAX_RECVS) /* isends in flight per comm (ABI) */
+#define NS_QUEUE_LEN NS_SEND_REQUESTS /* pieces per data socket: one per message in flight, at most */
 #define NS_MIN_PIECE (64 * 1024) /* a message is cut into pieces of at least this many bytes */
 
 #define NS_HANDLE_MAGIC 0x43484f5255534e31ULL /* "CHORUSN1" */
 #define NS_HELLO_MAGIC 0x43484e5348454c4fULL  /* first bytes of every socket of a connection */
-#define NS_MSG_MAGIC 0x4d534731u              /* header of each message on the control socket */
+#define NS_MSG_MAGIC 0x4d534732u              /* "MSG2": header of each message on the control socket */
 #define NS_MR_MAGIC 0x4d52u
 
 /* ---- logging: through the logger given to init (silent before init) ---- */
@@ -86,12 +91,14 @@ typedef struct {
   uint32_t nSocks;
 } nsHello;
 
-/* One per message on the control socket, sender -> receiver. */
+/* One per message on the control socket, sender -> receiver (32 bytes). */
 typedef struct {
   uint32_t magic;
   uint32_t eager; /* 1: the payload follows this header on the control socket */
   uint64_t seq;
   uint64_t size;
+  int32_t tag;    /* the isend's tag: picks the buffer of a grouped receive */
+  uint32_t reserved;
 } nsMsgHdr;
 
 /* Profiler event descriptor for socket plugins (version 1, type 1 = socket). */
@@ -110,32 +117,52 @@ typedef struct {
 /* ---- comms ---- */
 struct nsComm;
 
-typedef struct nsRequest {
-  struct nsComm* comm;
-  int used;            /* slot taken (caller thread only) */
-  uint64_t seq;
+/* One buffer of a request (a send has one, a receive 1..NS_MAX_RECVS). */
+typedef struct {
   char* data;
-  size_t capacity;     /* recv: posted buffer size; send: size */
-  size_t size;         /* bytes of the message (recv: known once its header arrived) */
+  size_t capacity; /* recv: posted size; send: size */
+  size_t size;     /* bytes of the message (recv: known once its header arrived) */
+  int tag;
   int eager;
-  int ctrlDone;        /* header (and eager payload) moved; caller thread only */
-  atomic_int piecesLeft; /* data-socket pieces not yet moved */
   void* phandle;
   void* eHandle;
   nsProfEvent ev;
+} nsBuf;
+
+typedef struct nsRequest {
+  struct nsComm* comm;
+  int used;            /* slot taken (caller thread only) */
+  int n;               /* buffers */
+  int nMatched;        /* recv: buffers whose message header arrived */
+  unsigned matched;    /* recv: bit i set = buffer i has its message */
+  int ctrlDone;        /* every header (and eager payload) moved; caller thread only */
+  atomic_int piecesLeft; /* data-socket pieces not yet moved */
+  nsBuf* bufs;         /* n entries, in the comm's storage */
 } nsRequest;
 
+/* One contiguous piece of one message on one data socket. */
 typedef struct {
-  uint64_t seq;  /* message this socket works on */
-  size_t off;    /* bytes of its piece already moved */
-} nsSockState;
+  char* data;
+  size_t len;
+  nsRequest* req; /* whose piecesLeft drops when the piece is moved */
+} nsPiece;
+
+/* Pieces a data socket must move, in message order: a single-producer (the caller's thread),
+ * single-consumer (the socket's mover) ring. An entry stays until its piece is moved, so a request
+ * cannot complete (and its slot cannot be reused) while any socket still refers to it. */
+typedef struct {
+  nsPiece items[NS_QUEUE_LEN];
+  atomic_uint_fast64_t tail; /* next entry to fill (producer) */
+  atomic_uint_fast64_t head; /* entry being moved (consumer) */
+  size_t off;                /* bytes of items[head] moved (consumer only) */
+} nsSockQueue;
 
 typedef struct nsThread {
   struct nsComm* comm;
   int index;
   pthread_t tid;
   int started;
-  int evfd;           /* wakes the thread when new work is published or on close */
+  int evfd;           /* wakes the thread when new work is queued or on close */
   atomic_int sleeping;
 } nsThread;
 
@@ -144,14 +171,17 @@ typedef struct nsComm {
   int ctrlFd;
   int nSocks, nThreads;
   int fds[NS_MAX_SOCKS];
-  nsSockState sock[NS_MAX_SOCKS];
-  nsRequest reqs[NS_MAX_REQUESTS];
-  uint64_t postSeq;      /* next message to post */
-  uint64_t ctrlSeq;      /* next message whose header goes out / comes in */
+  nsSockQueue* queues;   /* nSocks */
+  nsRequest* reqs;       /* nReqs, a ring indexed by post order */
+  nsBuf* bufStore;       /* nReqs * (isSend ? 1 : NS_MAX_RECVS) */
+  int nReqs;
+  uint64_t postSeq;      /* next request to post */
+  uint64_t ctrlSeq;      /* send: next message whose header goes out; recv: request being matched */
+  uint64_t msgSeq;       /* recv: sequence number of the next message header */
   size_t ctrlOff;        /* bytes of the current header (+eager payload) moved */
   nsMsgHdr hdr;          /* send: header being written; recv: header being read */
-  int hdrValid;          /* recv: hdr fully read and validated, waiting for/assigned to ctrlSeq */
-  atomic_uint_fast64_t readyUpTo; /* messages < this have size and pieces fixed */
+  int hdrValid;          /* recv: hdr fully read, checked and matched to buffer curBuf */
+  int curBuf;
   atomic_int failed;     /* first failure result (0 = healthy) */
   char failMsg[CHR_SOCK_ERR_LEN];
   atomic_int failLogged;
@@ -171,6 +201,7 @@ ncclResult_t nsInitLegacy(ncclDebugLogger_t logFunction, ncclProfilerCallback_t 
 void nsConnectForget(void* ctx); /* drop unfinished connects made through ctx */
 
 /* data.c */
+nsComm* nsCommAlloc(int isSend, int nSocks, int nThreads); /* NULL when out of memory; fds are -1 */
 ncclResult_t nsCommStart(nsComm* comm); /* start helper threads of a fresh comm */
 void nsCommFree(nsComm* comm);          /* stop threads, close sockets, free */
 void nsPieceOf(const nsComm* comm, uint64_t seq, size_t size, int eager, int sock, size_t* start, size_t* len);

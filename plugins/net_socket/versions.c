@@ -235,12 +235,19 @@ static ncclResult_t isendV8(void* sendComm, void* data, int size, int tag, void*
 
 static ncclResult_t irecvV8(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
                             void** request) {
-  if (n != 1 || sizes == NULL || sizes[0] < 0) {
-    NS_WARN("irecv: bad arguments (n %d, size %d)", n, sizes ? sizes[0] : -1);
+  size_t wide[NS_MAX_RECVS];
+  if (n < 1 || n > NS_MAX_RECVS || sizes == NULL) {
+    NS_WARN("irecv: bad arguments (n %d, sizes %p)", n, (void*)sizes);
     return ncclInternalError;
   }
-  size_t size = (size_t)sizes[0];
-  return nsIrecv(recvComm, n, data, &size, tags, mhandles, NULL, request);
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] < 0) {
+      NS_WARN("irecv: negative size %d for buffer %d", sizes[i], i);
+      return ncclInternalError;
+    }
+    wide[i] = (size_t)sizes[i];
+  }
+  return nsIrecv(recvComm, n, data, wide, tags, mhandles, NULL, request);
 }
 
 NS_API const ncclNet_v8_t ncclNetPlugin_v8 = {

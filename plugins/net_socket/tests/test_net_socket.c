@@ -3,7 +3,7 @@
  *
  *   test_net_socket <path/to/libnccl-net-socket.so> <case> [version]
  *
- * Cases: sizes, fork, inflight, bigrecv, overflow, kill_sender, kill_receiver, garbage, version (with
+ * Cases: sizes, fork, inflight, runthenbig, grouped, bigrecv, overflow, kill_sender, kill_receiver, garbage, version (with
  * 8..12), bw (prints bandwidth, not a test). Exit 0 = pass; failures print one line saying what.
  * Settings (NCCL_SOCKET_NTHREADS etc.) come from the environment, set by ctest.
  */
@@ -109,7 +109,7 @@ static void loadPlugin(const char* path, int ver) {
       OK(n12->devices(&ndev));
       ncclNetProperties_v12_t p;
       OK(n12->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 1 || p.vProps.ndevs != 1 || p.railId != -1 ||
+      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 8 || p.vProps.ndevs != 1 || p.railId != -1 ||
           p.maxP2pBytes != NCCL_MAX_NET_SIZE_BYTES || p.name == NULL || p.speed <= 0 || p.maxMultiRequestSize != 1)
         FAIL("unexpected v12 properties");
       break;
@@ -121,7 +121,7 @@ static void loadPlugin(const char* path, int ver) {
       OK(n11->devices(&ndev));
       ncclNetProperties_v11_t p;
       OK(n11->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 1 || p.maxMultiRequestSize != 1) FAIL("bad v11 props");
+      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 8 || p.maxMultiRequestSize != 1) FAIL("bad v11 props");
       break;
     }
     case 10: {
@@ -148,7 +148,7 @@ static void loadPlugin(const char* path, int ver) {
       OK(n8->devices(&ndev));
       ncclNetProperties_v8_t p;
       OK(n8->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 1) FAIL("bad v8 props");
+      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 8) FAIL("bad v8 props");
       break;
     }
     default: FAIL("unknown version %d", ver);
@@ -416,49 +416,221 @@ static void caseFork(void) {
   OK(xClose(2, lc));
 }
 
-/* 32 sends and 32 receives in flight at once, in both directions of two connections. */
+/* 32 receives and 32 x maxRecvs (256) sends in flight at once on one connection: the ABI's limits,
+ * and the request after each limit is refused with a NULL request. */
 static void caseInflight(void) {
-  enum { N = NCCL_NET_MAX_REQUESTS };
+  enum { NR = NCCL_NET_MAX_REQUESTS, NS = NCCL_NET_MAX_REQUESTS * 8 };
   void *sc, *rc;
   connectPair(&sc, &rc);
-  unsigned char* sbuf[N];
-  unsigned char* rbuf[N];
-  size_t sz[N];
-  void *sreq[N], *rreq[N];
-  for (int i = 0; i < N; i++) {
-    sz[i] = (i * 7919u) % 200000u + (i % 3 == 0 ? 0 : 1);
+  unsigned char* sbuf[NS];
+  unsigned char* rbuf[NS];
+  size_t sz[NS];
+  void *sreq[NS], *rreq[NS];
+  for (int i = 0; i < NS; i++) {
+    sz[i] = i < NR ? (i * 7919u) % 200000u + (i % 3 == 0 ? 0 : 1) : (i * 131u) % 5000u;
     sbuf[i] = malloc(sz[i] + 1);
     rbuf[i] = malloc(sz[i] + 1);
     fillRandom(sbuf[i], sz[i], 100 + i);
   }
   /* Post the receives first: they must all be accepted. */
-  for (int i = 0; i < N; i++) {
+  for (int i = 0; i < NR; i++) {
     OK(xIrecv(rc, rbuf[i], sz[i], NULL, &rreq[i]));
-    if (rreq[i] == NULL) FAIL("irecv %d of %d refused", i, N);
+    if (rreq[i] == NULL) FAIL("irecv %d of %d refused", i, NR);
   }
   void* extra = NULL;
   OK(xIrecv(rc, rbuf[0], sz[0], NULL, &extra));
-  if (extra != NULL) FAIL("irecv number %d accepted: limit is %d", N + 1, N);
-  for (int i = 0; i < N; i++) {
+  if (extra != NULL) FAIL("irecv number %d accepted: limit is %d", NR + 1, NR);
+  for (int i = 0; i < NS; i++) {
     OK(xIsend(sc, sbuf[i], sz[i], NULL, &sreq[i]));
-    if (sreq[i] == NULL) FAIL("isend %d of %d refused", i, N);
+    if (sreq[i] == NULL) FAIL("isend %d of %d refused", i, NS);
   }
   OK(xIsend(sc, sbuf[0], sz[0], NULL, &extra));
-  if (extra != NULL) FAIL("isend number %d accepted: limit is %d", N + 1, N);
+  if (extra != NULL) FAIL("isend number %d accepted: limit is %d", NS + 1, NS);
   /* Complete them in reverse order: completion must not depend on test order. */
-  for (int i = N - 1; i >= 0; i--) {
+  for (int i = NR - 1; i >= 0; i--) {
     int got = -1;
     OK(waitReq(rreq[i], &got, 30));
     if ((size_t)got != sz[i]) FAIL("receive %d: %d bytes, expected %zu", i, got, sz[i]);
-    OK(waitReq(sreq[i], NULL, 30));
   }
-  for (int i = 0; i < N; i++) {
+  /* The rest, 32 receives at a time. */
+  for (int base = NR; base < NS; base += NR) {
+    for (int i = base; i < base + NR; i++) {
+      OK(xIrecv(rc, rbuf[i], sz[i], NULL, &rreq[i]));
+      if (rreq[i] == NULL) FAIL("irecv %d refused", i);
+    }
+    for (int i = base + NR - 1; i >= base; i--) {
+      int got = -1;
+      OK(waitReq(rreq[i], &got, 30));
+      if ((size_t)got != sz[i]) FAIL("receive %d: %d bytes, expected %zu", i, got, sz[i]);
+    }
+  }
+  for (int i = NS - 1; i >= 0; i--) OK(waitReq(sreq[i], NULL, 30));
+  for (int i = 0; i < NS; i++) {
     checkData(rbuf[i], sz[i], 100 + i, "in-flight message");
     free(sbuf[i]);
     free(rbuf[i]);
   }
   OK(xClose(0, sc));
   OK(xClose(1, rc));
+}
+
+/* Pipelined traffic as NCCL's proxy makes it: a long run of eager messages (no data-socket pieces),
+ * then large ones that need every socket, 32 in flight each way. Regression: helper threads that
+ * had no piece in the run were never woken, fell more than a request ring behind, and then read
+ * reused request slots (wrong data from 2 MB up, then a hang, at NCCL_SOCKET_NTHREADS > 0). */
+static void caseRunThenBig(void) {
+  enum { NTINY = 48, NBIG = 24, N = NTINY + NBIG, DEPTH = NCCL_NET_MAX_REQUESTS };
+  void *sc, *rc;
+  connectPair(&sc, &rc);
+  size_t sz[N];
+  unsigned char* sbuf[N];
+  unsigned char* rbuf[N];
+  for (int i = 0; i < N; i++) {
+    sz[i] = i < NTINY ? (size_t)(i * 37 % 2000) : (size_t)(524288 + i * 4099);
+    sbuf[i] = malloc(sz[i] + 1);
+    rbuf[i] = malloc(sz[i] + 1);
+    fillRandom(sbuf[i], sz[i], 500 + i);
+    memset(rbuf[i], 0, sz[i] + 1);
+  }
+  void *sreq[N], *rreq[N];
+  int sPosted = 0, rPosted = 0, sDone = 0, rDone = 0;
+  double end = nowSec() + 30;
+  while (sDone < N || rDone < N) {
+    while (sPosted < N && sPosted - sDone < DEPTH) {
+      OK(xIsend(sc, sbuf[sPosted], sz[sPosted], NULL, &sreq[sPosted]));
+      if (sreq[sPosted] == NULL) break;
+      sPosted++;
+    }
+    while (rPosted < N && rPosted - rDone < DEPTH) {
+      OK(xIrecv(rc, rbuf[rPosted], sz[rPosted] + 1, NULL, &rreq[rPosted]));
+      if (rreq[rPosted] == NULL) break;
+      rPosted++;
+    }
+    int done = 0, got = -1;
+    if (sDone < sPosted) {
+      OK(xTest(sreq[sDone], &done, NULL));
+      if (done) sDone++;
+    }
+    if (rDone < rPosted) {
+      OK(xTest(rreq[rDone], &done, &got));
+      if (done) {
+        if ((size_t)got != sz[rDone]) FAIL("message %d: test reported %d bytes, %zu sent", rDone, got, sz[rDone]);
+        char what[64];
+        snprintf(what, sizeof(what), "message %d (%zu bytes)", rDone, sz[rDone]);
+        checkData(rbuf[rDone], sz[rDone], 500 + rDone, what);
+        rDone++;
+      }
+    }
+    if (nowSec() > end) FAIL("stuck: %d of %d sends and %d of %d receives done", sDone, N, rDone, N);
+  }
+  for (int i = 0; i < N; i++) {
+    free(sbuf[i]);
+    free(rbuf[i]);
+  }
+  OK(xClose(0, sc));
+  OK(xClose(1, rc));
+}
+
+/* irecv of n buffers with tags, as any version's table takes it (v8: int sizes, v9: no phandles). */
+static ncclResult_t xIrecvN(void* rc, int n, void** data, size_t* sizes, int* tags, void** req) {
+  void* mh[8] = {NULL};
+  int isizes[8];
+  for (int i = 0; i < n; i++) isizes[i] = (int)sizes[i];
+  *req = NULL;
+  switch (gVer) {
+    case 12: return n12->irecv(rc, n, data, sizes, tags, mh, NULL, req);
+    case 11: return n11->irecv(rc, n, data, sizes, tags, mh, NULL, req);
+    case 10: return n10->irecv(rc, n, data, sizes, tags, mh, NULL, req);
+    case 9: return n9->irecv(rc, n, data, sizes, tags, mh, req);
+    default: return n8->irecv(rc, n, data, isizes, tags, mh, req);
+  }
+}
+static ncclResult_t xIsendTag(void* sc, void* data, size_t size, int tag, void** req) {
+  *req = NULL;
+  switch (gVer) {
+    case 12: return n12->isend(sc, data, size, tag, NULL, NULL, req);
+    case 11: return n11->isend(sc, data, size, tag, NULL, NULL, req);
+    case 10: return n10->isend(sc, data, size, tag, NULL, NULL, req);
+    case 9: return n9->isend(sc, data, size, tag, NULL, req);
+    default: return n8->isend(sc, data, (int)size, tag, NULL, req);
+  }
+}
+
+/* Grouped receives (maxRecvs = 8): each send lands in the buffer posted with its tag, whatever the
+ * order of the sends; test() reports one size per buffer; a tag no buffer expects fails the comm. */
+static void caseGrouped(void) {
+  enum { NG = 3, MAXB = 8 };
+  static const int groupN[NG] = {4, 8, 1};
+  void *sc, *rc;
+  connectPair(&sc, &rc);
+  unsigned char* rbuf[NG][MAXB];
+  unsigned char* sbuf[NG][MAXB];
+  size_t sent[NG][MAXB], posted[NG][MAXB];
+  int tags[NG][MAXB];
+  void* rreq[NG];
+  for (int g = 0; g < NG; g++) {
+    for (int i = 0; i < groupN[g]; i++) {
+      sent[g][i] = (size_t)((g * 8 + i) * 70001 % 300000) + (i == 2 ? 0 : 1);
+      if (g == 1 && i == 3) sent[g][i] = 0;
+      posted[g][i] = sent[g][i] + (size_t)(i % 2) * 4096;
+      tags[g][i] = 100 + g * 10 + i;
+      rbuf[g][i] = malloc(posted[g][i] + 1);
+      sbuf[g][i] = malloc(sent[g][i] + 1);
+      memset(rbuf[g][i], 0xEE, posted[g][i] + 1);
+      fillRandom(sbuf[g][i], sent[g][i], 1000 + g * 8 + i);
+    }
+    OK(xIrecvN(rc, groupN[g], (void**)rbuf[g], posted[g], tags[g], &rreq[g]));
+    if (rreq[g] == NULL) FAIL("grouped irecv %d (n %d) refused", g, groupN[g]);
+  }
+  /* Sends in a shuffled tag order within each group. */
+  void* sreq[NG * MAXB];
+  int ns = 0;
+  for (int g = 0; g < NG; g++)
+    for (int k = 0; k < groupN[g]; k++) {
+      int i = (k * 5 + 3) % groupN[g];
+      OK(xIsendTag(sc, sbuf[g][i], sent[g][i], tags[g][i], &sreq[ns]));
+      if (sreq[ns++] == NULL) FAIL("isend %d refused", ns - 1);
+    }
+  for (int g = NG - 1; g >= 0; g--) {
+    int sizes[MAXB];
+    for (int i = 0; i < MAXB; i++) sizes[i] = -1;
+    double end = nowSec() + 30;
+    int done = 0;
+    while (!done) {
+      OK(xTest(rreq[g], &done, sizes));
+      if (nowSec() > end) FAIL("grouped receive %d never completed", g);
+    }
+    for (int i = 0; i < groupN[g]; i++) {
+      if ((size_t)sizes[i] != sent[g][i]) FAIL("group %d buffer %d: test reported %d bytes, %zu sent", g, i, sizes[i], sent[g][i]);
+      char what[64];
+      snprintf(what, sizeof(what), "group %d buffer %d (tag %d)", g, i, tags[g][i]);
+      checkData(rbuf[g][i], sent[g][i], 1000 + g * 8 + i, what);
+      if (rbuf[g][i][posted[g][i]] != 0xEE) FAIL("%s: written past the posted buffer", what);
+      free(rbuf[g][i]);
+    }
+  }
+  for (int k = 0; k < ns; k++) OK(waitReq(sreq[k], NULL, 30));
+  for (int g = 0; g < NG; g++)
+    for (int i = 0; i < groupN[g]; i++) free(sbuf[g][i]);
+  OK(xClose(0, sc));
+  OK(xClose(1, rc));
+
+  /* A send whose tag no buffer of the oldest grouped receive expects is an error, not a guess. */
+  connectPair(&sc, &rc);
+  char a[16], b[16], c[16];
+  void* bufs[2] = {a, b};
+  size_t sz2[2] = {sizeof(a), sizeof(b)};
+  int tg[2] = {1, 2};
+  void *req, *sreq1;
+  OK(xIrecvN(rc, 2, bufs, sz2, tg, &req));
+  OK(xIsendTag(sc, c, sizeof(c), 3, &sreq1));
+  double end = nowSec() + 10;
+  ncclResult_t res = ncclSuccess;
+  int done = 0;
+  while (res == ncclSuccess && !done && nowSec() < end) res = xTest(req, &done, NULL);
+  if (res == ncclSuccess) FAIL("a send with an unexpected tag was %s", done ? "accepted" : "never reported");
+  xClose(0, sc);
+  xClose(1, rc);
 }
 
 static void caseOverflow(void) {
@@ -692,6 +864,8 @@ int main(int argc, char** argv) {
   else if (strcmp(c, "bigrecv") == 0) caseSizes(12345, kSizes, NSIZES);
   else if (strcmp(c, "fork") == 0) caseFork();
   else if (strcmp(c, "inflight") == 0) caseInflight();
+  else if (strcmp(c, "runthenbig") == 0) caseRunThenBig();
+  else if (strcmp(c, "grouped") == 0) caseGrouped();
   else if (strcmp(c, "overflow") == 0) caseOverflow();
   else if (strcmp(c, "kill_sender") == 0) caseKill(1);
   else if (strcmp(c, "kill_receiver") == 0) caseKill(0);

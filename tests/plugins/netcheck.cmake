@@ -1,0 +1,62 @@
+# chorus-netcheck against the TCP plugin (it must pass at NCCL-style thread/socket settings) and against
+# deliberately broken plugins (it must fail, naming the broken rule). Included by tests/plugins/CMakeLists.txt.
+get_property(nc_tests_added GLOBAL PROPERTY CHORUS_NETCHECK_TESTS_ADDED)
+if(nc_tests_added OR NOT TARGET nccl-net-socket OR NOT TARGET chorus-netcheck)
+  return()
+endif()
+set_property(GLOBAL PROPERTY CHORUS_NETCHECK_TESTS_ADDED TRUE)
+
+set(NC_BIN $<TARGET_FILE:chorus-netcheck>)
+set(NC_SOCKET $<TARGET_FILE:nccl-net-socket>)
+
+# The broken plugins wrap the real one (testnet_faulty.c says how each one breaks).
+foreach(fault REORDER DROPBYTE WRONGSIZE)
+  string(TOLOWER ${fault} lower)
+  add_library(testnet_faulty_${lower} MODULE ${CMAKE_CURRENT_SOURCE_DIR}/testnet_faulty.c)
+  target_include_directories(testnet_faulty_${lower} PRIVATE ${CHORUS_PUBLIC_INCLUDE})
+  target_compile_definitions(testnet_faulty_${lower} PRIVATE FAULT_${fault} TESTNET_INNER="${NC_SOCKET}")
+  target_compile_options(testnet_faulty_${lower} PRIVATE -fvisibility=hidden)
+  target_link_libraries(testnet_faulty_${lower} PRIVATE ${CMAKE_DL_LIBS})
+  set_target_properties(testnet_faulty_${lower} PROPERTIES PREFIX "lib" OUTPUT_NAME nccl-net-faulty-${lower}
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/lib)
+  add_dependencies(testnet_faulty_${lower} nccl-net-socket)
+endforeach()
+
+# nc_test(<name> <plugin> [ENV k=v ...] [EXPECT --has ERE ...] [HAS ERE ...] ARGS <netcheck args>)
+# Without EXPECT the check must pass (plus any HAS lines); with EXPECT it must fail as described.
+function(nc_test name plugin)
+  cmake_parse_arguments(T "" "" "ENV;EXPECT;HAS;ARGS" ${ARGN})
+  set(test plugins.netcheck.${name})
+  if(T_EXPECT)
+    add_test(NAME ${test} COMMAND ${CHORUS_EXPECT_OUTPUT} --status fail ${T_EXPECT} -- ${NC_BIN} ${T_ARGS} ${plugin})
+  else()
+    set(has "")
+    foreach(h ${T_HAS})
+      list(APPEND has --has ${h})
+    endforeach()
+    add_test(NAME ${test} COMMAND ${CHORUS_EXPECT_OUTPUT} --has "^result: PASS" --lacks "^  FAIL" ${has}
+             -- ${NC_BIN} ${T_ARGS} ${plugin})
+  endif()
+  set_tests_properties(${test} PROPERTIES TIMEOUT 60 ENVIRONMENT
+    "NCCL_SOCKET_IFNAME=lo;HOME=${CMAKE_CURRENT_BINARY_DIR};NCCL_DEBUG=WARN;${T_ENV}")
+endfunction()
+
+# The socket plugin as NCCL drives it, at the thread x socket settings NCCL users pick.
+nc_test(socket_1x1 ${NC_SOCKET} HAS "^bandwidth, rank 0 -> rank 1" "^latency, 8-byte ping-pong.*raw TCP"
+        ARGS --scale 3 --perf-bytes 8M --baseline --time-limit 50
+        -s "NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1")
+nc_test(socket_2x2 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2")
+nc_test(socket_4x4 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4")
+nc_test(socket_8x2 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=8 NCCL_NSOCKS_PERTHREAD=2")
+# As NVIDIA's NCCL 2.28 binds it (ABI v11), and through the v8 adapter (int sizes), inline progress.
+nc_test(socket_v11_4x4 ${NC_SOCKET} HAS "name Socket, ABI v11" ARGS --no-perf --scale 3 --abi 11 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4")
+nc_test(socket_v8_inline3 ${NC_SOCKET} HAS "name Socket, ABI v8" ARGS --no-perf --abi 8 --scale 0.5 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=0 NCCL_NSOCKS_PERTHREAD=3")
+
+# Each broken plugin fails, and the report names the rule it breaks.
+nc_test(faulty_reorder $<TARGET_FILE:testnet_faulty_reorder> ARGS --no-perf --scale 0.3 --time-limit 50
+        EXPECT --has "^  FAIL  data\\.order .*FIFO order" --has "holds message" --has "^result: FAIL")
+nc_test(faulty_dropbyte $<TARGET_FILE:testnet_faulty_dropbyte> ARGS --no-perf --scale 0.3 --time-limit 50
+        EXPECT --has "^  FAIL  data\\.bytes .*every byte arrives intact" --has "bytes differ" --has "^result: FAIL")
+nc_test(faulty_wrongsize $<TARGET_FILE:testnet_faulty_wrongsize> ARGS --no-perf --scale 0.3 --time-limit 50
+        EXPECT --has "^  FAIL  test\\.size .*not the posted size" --has "test\\(\\) reported [0-9]+ bytes, the sender sent"
+               --has "^result: FAIL")

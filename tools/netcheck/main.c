@@ -1,0 +1,303 @@
+/*
+ * chorus-netcheck: conformance and stress check of a net plugin (README.md in this folder).
+ *
+ *   chorus-netcheck [options] PLUGIN            two ranks forked on this host, over loopback
+ *   chorus-netcheck [options] --listen PORT PLUGIN      two hosts: this one is rank 0
+ *   chorus-netcheck [options] --peer HOST:PORT PLUGIN   two hosts: this one is rank 1
+ *
+ * PLUGIN is a libnccl-net-*.so path or name (as NCCL_NET_PLUGIN takes it). Each --setting runs the
+ * whole check in two fresh processes with those environment variables (a plugin reads its settings
+ * at its first init). Exit status: 0 when every rule passed in every setting, 1 otherwise, 2 for
+ * bad usage.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "netcheck.h"
+
+ncOptions ncOpt = {
+    .dev = 0,
+    .comms = 3,
+    .depth = 8,
+    .scale = 1.0,
+    .perf = 1,
+    .perfBytes = 64u << 20,
+    .perfReps = 3,
+    .baseline = 0,
+    .timeoutSec = 20,
+    .seed = 0x6e6574636865636bULL,
+    .abi = 0,
+};
+
+static void usage(FILE* f) {
+  fprintf(f,
+          "usage: chorus-netcheck [options] PLUGIN\n"
+          "  PLUGIN               libnccl-net-*.so path or name, loaded as Chorus loads net plugins (ABI v8..v12)\n"
+          "  -s, --setting \"K=V ...\"  run the whole check with these environment variables, in fresh processes;\n"
+          "                       repeat for several settings (each gets its own report)\n"
+          "  --comms N            connections per direction, all driven at once (default 3, max %d)\n"
+          "  --depth N            receives in flight per connection (default 8; comm 1 always uses 32, comm 2 uses 1)\n"
+          "  --scale X            multiply the number of messages of the checked traffic (default 1)\n"
+          "  --dev N              device to use (default 0)\n"
+          "  --abi N              bind at most ABI version N (8..12; default: the newest the library exports)\n"
+          "  --timeout S          no progress for S seconds counts as a hang (default 20)\n"
+          "  --seed N             seed of the schedules and payloads\n"
+          "  --no-perf            skip the bandwidth/latency table\n"
+          "  --perf-bytes B       bytes per bandwidth cell (default 64M; K/M/G suffixes)\n"
+          "  --perf-reps N        measure every cell N times and show the best (default 3)\n"
+          "  --baseline           add raw TCP (one stream) cells to the table, measured in the same run\n"
+          "  --tcp-addr ADDR      address rank 1 listens on for the raw TCP baseline (default: loopback, or the\n"
+          "                       local address of the side channel with --peer)\n"
+          "  --time-limit S       kill a setting's two processes after S seconds (default 300)\n"
+          "  --listen PORT        two hosts: this host is rank 0 and waits for rank 1 on PORT (side channel)\n"
+          "  --peer HOST:PORT     two hosts: this host is rank 1 and connects to rank 0\n"
+          "Prints the plugin's devices, the bandwidth/latency table and the pass/fail list of rules (a broken\n"
+          "rule is named with what was seen); exits 1 if any rule failed.\n",
+          NC_MAX_COMMS);
+}
+
+static size_t parseSize(const char* s) {
+  char* end;
+  double v = strtod(s, &end);
+  if (*end == 'k' || *end == 'K') v *= 1024;
+  else if (*end == 'm' || *end == 'M') v *= 1024 * 1024;
+  else if (*end == 'g' || *end == 'G') v *= 1024.0 * 1024 * 1024;
+  return v < 1 ? 0 : (size_t)v;
+}
+
+/* Apply "K=V K=V" to this process's environment. */
+static int applySetting(const char* setting) {
+  char* copy = strdup(setting);
+  if (copy == NULL) return -1;
+  char* save = NULL;
+  for (char* tok = strtok_r(copy, " \t", &save); tok != NULL; tok = strtok_r(NULL, " \t", &save)) {
+    char* eq = strchr(tok, '=');
+    if (eq == NULL || eq == tok) {
+      fprintf(stderr, "chorus-netcheck: setting '%s': '%s' is not NAME=VALUE\n", setting, tok);
+      free(copy);
+      return -1;
+    }
+    *eq = '\0';
+    setenv(tok, eq + 1, 1);
+  }
+  free(copy);
+  return 0;
+}
+
+/* What every rank needs in its environment before the core reads its parameters. */
+static void prepareEnv(void) {
+  setenv("NCCL_NET_PLUGIN", ncOpt.plugin, 1);
+  setenv("NCCL_NET", "", 1);             /* no name filter: the given library is the one to check */
+  setenv("CHORUS_PLUGIN_STRICT", "1", 1); /* a library that cannot load is an error, not a fallback */
+  if (getenv("NCCL_DEBUG") == NULL) setenv("NCCL_DEBUG", "WARN", 1); /* the plugin's warnings explain failures */
+  if (ncOpt.abi > 0) {
+    char v[16];
+    snprintf(v, sizeof(v), "%d", ncOpt.abi);
+    setenv("CHORUS_NET_PLUGIN_ABI", v, 1);
+  }
+}
+
+/* One setting on this host: fork rank 0 and rank 1 joined by a socketpair. Returns 0 if it passed. */
+static int runLocal(const char* setting, double timeLimit) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    fprintf(stderr, "chorus-netcheck: socketpair: %s\n", strerror(errno));
+    return 1;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pids[2];
+  for (int rank = 0; rank < 2; rank++) {
+    pids[rank] = fork();
+    if (pids[rank] < 0) {
+      fprintf(stderr, "chorus-netcheck: fork: %s\n", strerror(errno));
+      if (rank == 1) kill(pids[0], SIGKILL);
+      return 1;
+    }
+    if (pids[rank] == 0) {
+      close(sv[1 - rank]);
+      if (setting != NULL && applySetting(setting) != 0) _exit(2);
+      _exit(ncRunRank(rank, sv[rank], "127.0.0.1"));
+    }
+  }
+  close(sv[0]);
+  close(sv[1]);
+  int status[2] = {0, 0}, alive = 2;
+  int reaped[2] = {0, 0};
+  double deadline = ncNow() + timeLimit;
+  int timedOut = 0;
+  while (alive > 0) {
+    for (int rank = 0; rank < 2; rank++) {
+      if (reaped[rank]) continue;
+      pid_t w = waitpid(pids[rank], &status[rank], WNOHANG);
+      if (w == pids[rank]) reaped[rank] = 1, alive--;
+    }
+    if (alive > 0 && ncNow() > deadline && !timedOut) {
+      timedOut = 1;
+      for (int rank = 0; rank < 2; rank++)
+        if (!reaped[rank]) kill(pids[rank], SIGKILL);
+    }
+    if (alive > 0) usleep(20000);
+  }
+  int failed = 0;
+  for (int rank = 0; rank < 2; rank++) {
+    if (WIFSIGNALED(status[rank])) {
+      printf("  FAIL  %-20s rank %d %s (signal %d)\n", "peer", rank,
+             timedOut ? "killed: the setting ran past --time-limit (a hang?)" : "died", WTERMSIG(status[rank]));
+      failed = 1;
+    } else if (WEXITSTATUS(status[rank]) != 0) {
+      if (rank == 1) printf("  FAIL  %-20s rank 1 exited with status %d\n", "peer", WEXITSTATUS(status[rank]));
+      failed = 1;
+    }
+  }
+  if (failed && (WIFSIGNALED(status[0]) || timedOut)) printf("result: FAIL\n");
+  fflush(stdout);
+  return failed;
+}
+
+/* Two hosts: connect the side channel, then run one rank here. */
+static int runRemote(int rank, const char* where) {
+  int fd = -1;
+  char peerIp[INET6_ADDRSTRLEN] = "", localIp[INET6_ADDRSTRLEN] = "";
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  if (rank == 0) {
+    int lfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int zero = 0, one = 1;
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)atoi(where)), .sin6_addr = in6addr_any};
+    if (lfd >= 0) {
+      setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+      setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    }
+    if (lfd < 0 || bind(lfd, (struct sockaddr*)&a, sizeof(a)) != 0 || listen(lfd, 1) != 0) {
+      fprintf(stderr, "chorus-netcheck: listening on port %s: %s\n", where, strerror(errno));
+      return 1;
+    }
+    printf("chorus-netcheck: waiting for rank 1 on port %s\n", where);
+    fflush(stdout);
+    fd = accept4(lfd, (struct sockaddr*)&ss, &len, SOCK_CLOEXEC);
+    close(lfd);
+    if (fd < 0) {
+      fprintf(stderr, "chorus-netcheck: accept: %s\n", strerror(errno));
+      return 1;
+    }
+  } else {
+    char host[256];
+    snprintf(host, sizeof(host), "%s", where);
+    char* colon = strrchr(host, ':');
+    if (colon == NULL) {
+      usage(stderr);
+      return 2;
+    }
+    *colon = '\0';
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || ai == NULL) {
+      fprintf(stderr, "chorus-netcheck: cannot resolve %s\n", where);
+      return 1;
+    }
+    double deadline = ncNow() + 60;
+    while (fd < 0) {
+      fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
+      if (fd >= 0) close(fd);
+      fd = -1;
+      if (ncNow() > deadline) {
+        fprintf(stderr, "chorus-netcheck: cannot connect to %s: %s\n", where, strerror(errno));
+        freeaddrinfo(ai);
+        return 1;
+      }
+      usleep(200000);
+    }
+    freeaddrinfo(ai);
+    len = sizeof(ss);
+    getpeername(fd, (struct sockaddr*)&ss, &len);
+  }
+  /* Numeric addresses of both ends, with IPv4-mapped IPv6 shown as IPv4 for the TCP baseline. */
+  struct sockaddr_storage loc;
+  socklen_t locLen = sizeof(loc);
+  getsockname(fd, (struct sockaddr*)&loc, &locLen);
+  getnameinfo((struct sockaddr*)&ss, len, peerIp, sizeof(peerIp), NULL, 0, NI_NUMERICHOST);
+  getnameinfo((struct sockaddr*)&loc, locLen, localIp, sizeof(localIp), NULL, 0, NI_NUMERICHOST);
+  if (strncmp(peerIp, "::ffff:", 7) == 0) memmove(peerIp, peerIp + 7, strlen(peerIp + 7) + 1);
+  if (strncmp(localIp, "::ffff:", 7) == 0) memmove(localIp, localIp + 7, strlen(localIp + 7) + 1);
+  static char tcpAddr[INET6_ADDRSTRLEN];
+  snprintf(tcpAddr, sizeof(tcpAddr), "%s", localIp);
+  if (ncOpt.tcpAddr == NULL) ncOpt.tcpAddr = tcpAddr;
+  return ncRunRank(rank, fd, peerIp);
+}
+
+int main(int argc, char** argv) {
+  const char* settings[64];
+  int nSettings = 0;
+  const char* listenPort = NULL;
+  const char* peer = NULL;
+  double timeLimit = 300;
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+#define ARG(name) (strcmp(a, name) == 0 && v != NULL && (i++, 1))
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (ARG("-s") || ARG("--setting")) {
+      if (nSettings == 64) return usage(stderr), 2;
+      settings[nSettings++] = v;
+    } else if (ARG("--comms")) ncOpt.comms = atoi(v);
+    else if (ARG("--depth")) ncOpt.depth = atoi(v);
+    else if (ARG("--scale")) ncOpt.scale = atof(v);
+    else if (ARG("--dev")) ncOpt.dev = atoi(v);
+    else if (ARG("--abi")) ncOpt.abi = atoi(v);
+    else if (ARG("--timeout")) ncOpt.timeoutSec = atof(v);
+    else if (ARG("--seed")) ncOpt.seed = strtoull(v, NULL, 0);
+    else if (strcmp(a, "--no-perf") == 0) ncOpt.perf = 0;
+    else if (ARG("--perf-bytes")) ncOpt.perfBytes = parseSize(v);
+    else if (ARG("--perf-reps")) ncOpt.perfReps = atoi(v);
+    else if (strcmp(a, "--baseline") == 0) ncOpt.baseline = 1;
+    else if (ARG("--tcp-addr")) ncOpt.tcpAddr = v;
+    else if (ARG("--time-limit")) timeLimit = atof(v);
+    else if (ARG("--listen")) listenPort = v;
+    else if (ARG("--peer")) peer = v;
+    else if (a[0] != '-' && ncOpt.plugin == NULL) ncOpt.plugin = a;
+    else {
+      fprintf(stderr, "chorus-netcheck: unknown or incomplete option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    }
+#undef ARG
+  }
+  if (ncOpt.plugin == NULL || ncOpt.comms < 1 || ncOpt.comms > NC_MAX_COMMS || ncOpt.depth < 1 ||
+      ncOpt.depth > NC_MAX_DEPTH || ncOpt.timeoutSec <= 0 || ncOpt.perfBytes == 0 || ncOpt.perfReps < 1 ||
+      (listenPort && peer) || (ncOpt.abi != 0 && (ncOpt.abi < 8 || ncOpt.abi > 12))) {
+    usage(stderr);
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  prepareEnv();
+
+  if (listenPort || peer) {
+    if (nSettings > 0 && applySetting(settings[0]) != 0) return 2;
+    return runRemote(listenPort ? 0 : 1, listenPort ? listenPort : peer) ? 1 : 0;
+  }
+  int failed = 0;
+  for (int s = 0; s < (nSettings ? nSettings : 1); s++) {
+    const char* setting = nSettings ? settings[s] : NULL;
+    printf("== chorus-netcheck %s%s%s\n", ncOpt.plugin, setting ? ", setting: " : "", setting ? setting : "");
+    fflush(stdout);
+    if (runLocal(setting, timeLimit) != 0) {
+      failed++;
+      printf("== FAILED: %s\n", setting ? setting : "default setting");
+    }
+    printf("\n");
+  }
+  if (nSettings > 1)
+    printf("chorus-netcheck: %d setting%s, %d failed\n", nSettings, nSettings == 1 ? "" : "s", failed);
+  return failed ? 1 : 0;
+}
