@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "device/dev_comm.h"
 #include "nccl.h"
 #include "plan/work.h"
 
