@@ -35,8 +35,10 @@ __device__ __forceinline__ uint64_t chrDevLLLoadUser(const char* p, int nE, bool
   } x;
   x.u = 0;
   const bool elemAligned = ((uintptr_t)p & (sizeof(S) - 1)) == 0;
-  for (int i = 0; i < nE; i++)
-    x.e[i] = elemAligned ? chrLdUser<S, false>(p + i * sizeof(S)) : chrLdUser<S, true>(p + i * sizeof(S));
+  /* Unrolled with constant indices, so x stays in registers. */
+#pragma unroll
+  for (int i = 0; i < (int)(8 / sizeof(S)); i++)
+    if (i < nE) x.e[i] = elemAligned ? chrLdUser<S, false>(p + i * sizeof(S)) : chrLdUser<S, true>(p + i * sizeof(S));
   return x.u;
 }
 
@@ -52,7 +54,9 @@ __device__ __forceinline__ void chrDevLLStoreUser(char* p, int nE, bool aligned8
   } x;
   x.u = v;
   const bool elemAligned = ((uintptr_t)p & (sizeof(S) - 1)) == 0;
-  for (int i = 0; i < nE; i++) {
+#pragma unroll
+  for (int i = 0; i < (int)(8 / sizeof(S)); i++) {
+    if (i >= nE) break;
     if (elemAligned) chrStUser<S, false>(p + i * sizeof(S), x.e[i]);
     else chrStUser<S, true>(p + i * sizeof(S), x.e[i]);
   }

@@ -20,6 +20,7 @@
 #include "device/dev_table.h"
 #include "device/work_check.h"
 #include "exec/reduce.h"
+#include "transport/transport.h"
 
 static_assert(sizeof(struct chrDevKernelArgs) <= CHR_DEV_ARGS_BYTES, "kernel arguments over 4 KiB");
 static_assert(CHR_DEV_INLINE_WORKS >= 8, "too few works fit in the kernel arguments");
@@ -28,6 +29,7 @@ static_assert((int)chrRedSum == CHR_DEV_SUM && (int)chrRedProd == CHR_DEV_PROD &
                   (int)chrRedSumPostDiv == CHR_DEV_SUMPOSTDIV,
               "device op numbering differs from chrRedKind");
 static_assert(CHR_DEV_NUM_TYPES == (int)ncclNumTypes, "device type count differs from ncclNumTypes");
+static_assert(CHR_DEV_STEPS == CHR_STEPS, "device and host connections must have the same number of slots");
 
 #define CHR_DEV_SLOT_WORKS ((int)(CHR_DEV_WORK_SLOT_BYTES / sizeof(struct chrWork)))
 #define CHR_DEV_SLOT_WAIT_NS (60ull * 1000000000ull)
