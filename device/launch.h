@@ -12,8 +12,9 @@
  * A launch runs one rank's plan (per channel, a list of struct chrWork, plan/work.h) on a stream:
  * one CTA per channel. The ranks of a group exchange data while their kernels run, so every rank's
  * kernel must be resident at the same time: launch each rank on its own stream, with few enough
- * channels that all CTAs fit on the GPU (CHR_DEV_MAX_CHANNELS per rank at most), and never with
- * CUDA_LAUNCH_BLOCKING. A plan whose works need different reduction kernels (different type or op)
+ * channels that all CTAs fit on the GPU (CHR_DEV_MAX_CHANNELS per rank at most), with at least as
+ * many hardware queues as streams (CUDA_DEVICE_MAX_CONNECTIONS, default 8: a kernel queued behind
+ * another rank's waiting kernel would never start), and never with CUDA_LAUNCH_BLOCKING. A plan whose works need different reduction kernels (different type or op)
  * is launched as several kernels on the stream, in order.
  *
  * Errors return an ncclResult_t and leave a message in chrDevLastError() (per thread).

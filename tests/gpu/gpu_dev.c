@@ -11,7 +11,15 @@ double chrTestNow(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void chrTestUseManyQueues(void) {
+  /* The ranks' streams must not share a hardware queue: a kernel queued behind another rank's kernel
+   * that waits for it would never start. 8 queues is CUDA's default, exactly 8 ranks; ask for the
+   * most (read when the context is created, so before any CUDA call). */
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+}
+
 void chrTestRequireGpu(const char* prog) {
+  chrTestUseManyQueues();
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {

@@ -31,6 +31,10 @@
     }                                                                                                     \
   } while (0)
 
+/* Sets CUDA_DEVICE_MAX_CONNECTIONS (unless set) so every rank's stream gets a hardware queue of its
+ * own; call before any CUDA call (chrTestRequireGpu does). */
+void chrTestUseManyQueues(void);
+
 /* Exits with CT_SKIP ("no CUDA device") when there is no usable GPU; prints the device otherwise. */
 void chrTestRequireGpu(const char* prog);
 

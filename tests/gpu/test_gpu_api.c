@@ -120,6 +120,7 @@ static void checkWorks(void) {
 }
 
 int main(void) {
+  chrTestUseManyQueues();
   checkConfigs();
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
