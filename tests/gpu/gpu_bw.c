@@ -62,7 +62,9 @@ static void launchAll(struct probe* P, uint64_t count, int proto) {
 }
 
 static void waitAll(struct probe* P) {
-  if (chrTestWaitStreams(P->s, 2, 60000)) {
+  int res = chrTestWaitStreams(P->s, 2, 60000);
+  if (res == 2) exit(1); /* a CUDA error, printed */
+  if (res) {
     fprintf(stderr, "chorus-gpu-bw: no completion after 60 s; aborting\n");
     chrDevSetAbort(P->group, -1, 1);
     chrTestWaitStreams(P->s, 2, 5000);

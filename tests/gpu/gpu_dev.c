@@ -43,7 +43,7 @@ int chrTestWaitStreams(cudaStream_t* streams, int n, int timeoutMs) {
       }
       if (e != cudaSuccess) {
         fprintf(stderr, "stream %d: %s\n", i, cudaGetErrorString(e));
-        exit(1);
+        return 2;
       }
     }
     if (!busy) return 0;

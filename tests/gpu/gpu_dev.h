@@ -38,8 +38,8 @@ void chrTestUseManyQueues(void);
 /* Exits with CT_SKIP ("no CUDA device") when there is no usable GPU; prints the device otherwise. */
 void chrTestRequireGpu(const char* prog);
 
-/* Waits until every stream is idle. 0: done; 1: still busy after timeoutMs (nothing aborted). Exits
- * on a CUDA error (a kernel fault). */
+/* Waits until every stream is idle. 0: done; 1: still busy after timeoutMs (nothing aborted); 2: a
+ * CUDA error (a kernel fault; printed). */
 int chrTestWaitStreams(cudaStream_t* streams, int n, int timeoutMs);
 
 /* Monotonic seconds. */

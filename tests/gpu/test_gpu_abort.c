@@ -59,7 +59,7 @@ static void expectAbort(const char* what, const struct chrWork* w, int nChannels
   const double t0 = chrTestNow();
   chrDevSetAbort(g, 0, 1);
   if (chrTestWaitStreams(&s, 1, 5000)) {
-    fprintf(stderr, "FAIL %s: the kernel is still running 5 s after the abort\n", what);
+    fprintf(stderr, "FAIL %s: the kernel is still running 5 s after the abort (or faulted)\n", what);
     failures++;
     exit(1); /* cannot free the group under a running kernel */
   }

@@ -97,7 +97,12 @@ static void runCase(struct run* R) {
   }
   /* The CPU computes the reference while the GPU runs. */
   int simFailed = chrTestCaseSimulate(&tc, err, sizeof err);
-  if (chrTestWaitStreams(R->streams, R->n, CASE_TIMEOUT_MS)) {
+  int waited = chrTestWaitStreams(R->streams, R->n, CASE_TIMEOUT_MS);
+  if (waited == 2) {
+    fprintf(stderr, "FAIL %s (seed %llu): CUDA error while running\n", name, (unsigned long long)seed);
+    exit(1);
+  }
+  if (waited) {
     fprintf(stderr, "FAIL %s (seed %llu): no completion after %d ms; aborting the ranks\n", name,
             (unsigned long long)seed, CASE_TIMEOUT_MS);
     chrDevSetAbort(R->group, -1, 1);
