@@ -1,0 +1,205 @@
+/*
+ * dev_kernel.cuh: the kernel. One CTA per channel runs the channel's works in order; each work is
+ * the step program of plan/work.h (chrWorkCounts / chrWorkStep), the same one the host executor
+ * runs, so a plan computes the same bits on both.
+ *
+ * Per step, thread 0 computes the step, resolves its slots and waits: for every receive until the
+ * data is there (SIMPLE: tail > position; LL: the lines carry their flags, so nothing), for every
+ * send until the slot is free (head + CHR_DEV_STEPS > position). A barrier hands the step to the CTA,
+ * which computes it (dev_simple.cuh / dev_ll.cuh); a second barrier, then thread 0 publishes: tail of
+ * each send link (SIMPLE; release at system scope), head of each receive link, and moves the links'
+ * positions on. At the end of a work the positions go back to the connections in device memory, so
+ * the next work, in this launch or a later one, continues the sequences.
+ *
+ * Abort: every wait polls the host-mapped abort flag every CHR_DEV_ABORT_SPINS spins; a thread that
+ * sees it marks the CTA aborted, and after the next barrier every thread returns.
+ *
+ * Works of the functions that only move data (all-gather, broadcast, point-to-point, the tree's
+ * down pass, and local copies) run as byte copies whatever their type, so one kernel serves them
+ * and the launcher needs to split a plan only between different reductions.
+ */
+#ifndef CHORUS_DEVICE_DEV_KERNEL_CUH_
+#define CHORUS_DEVICE_DEV_KERNEL_CUH_
+
+#include "device/dev_args.h"
+#include "device/dev_ll.cuh"
+#include "device/dev_simple.cuh"
+#include "device/dev_sync.cuh"
+#include "device/dev_work.h"
+#include "plan/algo_select.h" /* CHR_PROTO_* */
+
+/* One link of the current work, as the CTA sees it. */
+struct chrDevLinkState {
+  struct chrDevConn* conn; /* where the position goes back */
+  char* buff;
+  union chrDevLLLine* ll;
+  uint64_t* tail;
+  uint64_t* head;
+  uint64_t stepBytes;
+  uint64_t pos;
+  uint32_t llLines;
+};
+
+struct chrDevShared {
+  struct chrWork work;
+  struct chrStep step;
+  struct chrDevLinkState links[CHR_WORK_MAX_LINKS];
+  struct chrDevStepPtrs ptrs;
+  uint64_t nSteps;
+  uint64_t scalarBits;
+  volatile uint32_t* abortFlag;
+  volatile int aborted;
+};
+
+__device__ __forceinline__ void chrDevFail(const struct chrDevComm* comm, struct chrDevShared& sh, uint32_t err) {
+  if (*comm->error == CHR_DEV_ERR_NONE) *comm->error = err;
+  sh.aborted = 1;
+}
+
+/* Thread 0: resolve the work's links to connections, count its steps, load its scalar. */
+static __device__ void chrDevSetupWork(const struct chrDevComm* comm, int channel, struct chrDevShared& sh) {
+  const struct chrWork& w = sh.work;
+  for (int l = 0; l < w.nLinks && l < CHR_WORK_MAX_LINKS; l++) {
+    const struct chrWorkLink& L = w.links[l];
+    struct chrDevConn* conn = NULL;
+    if (L.p2p) {
+      if (L.conn < comm->p2pConns && L.peer >= 0 && L.peer < comm->nRanks)
+        conn = &comm->p2p[CHR_DEV_P2P_INDEX(comm->nRanks, L.conn, L.peer, L.isSend)];
+    } else if (channel < comm->nChannels) {
+      conn = &comm->channels[channel].ring[L.isSend ? CHR_RING_SEND : CHR_RING_RECV];
+    }
+    if (conn == NULL || conn->peer != L.peer) {
+      chrDevFail(comm, sh, CHR_DEV_ERR_BAD_LINK);
+      return;
+    }
+    struct chrDevLinkState& s = sh.links[l];
+    s.conn = conn;
+    s.buff = conn->buff;
+    s.ll = conn->ll;
+    s.tail = conn->tail;
+    s.head = conn->head;
+    s.stepBytes = conn->stepBytes;
+    s.llLines = conn->llLines;
+    s.pos = conn->step;
+  }
+  uint64_t nRecvs[CHR_WORK_MAX_LINKS];
+  uint64_t nSteps = 0;
+  chrWorkCounts(&w, &nSteps, nRecvs);
+  sh.nSteps = nSteps;
+  sh.scalarBits = w.opArg;
+  if (w.op == CHR_DEV_PREMULSUM && (w.flags & CHR_WORK_SCALAR_PTR)) {
+    uint64_t bits = 0;
+    const uint8_t* p = (const uint8_t*)(uintptr_t)w.opArg;
+    for (int i = 0; i < w.typeSize && i < 8; i++) bits |= (uint64_t)p[i] << (8 * i);
+    sh.scalarBits = bits;
+  }
+}
+
+/* Thread 0: the step's addresses, after waiting for its data and its credit. False on abort. */
+template <typename S>
+__device__ bool chrDevPrepareStep(const struct chrDevComm* comm, struct chrDevShared& sh, uint64_t index,
+                                  chrDevAbort& ab) {
+  const struct chrWork& w = sh.work;
+  struct chrStep& st = sh.step;
+  struct chrDevStepPtrs& p = sh.ptrs;
+  const bool ll = w.proto == CHR_PROTO_LL;
+  chrWorkStep(&w, comm->ringOrder, index, &st);
+  p.nRecv = st.nRecv;
+  p.nSend = st.nSend;
+  p.final = st.final;
+  p.count = st.count * w.typeSize / sizeof(S);
+  p.local = st.localOff >= 0 ? (const char*)(uintptr_t)w.sendbuff + (uint64_t)st.localOff * w.typeSize : NULL;
+  p.out = st.outOff >= 0 ? (char*)(uintptr_t)w.recvbuff + (uint64_t)st.outOff * w.typeSize : NULL;
+  for (int k = 0; k < st.nRecv; k++) {
+    const struct chrDevLinkState& s = sh.links[st.recv[k]];
+    const uint64_t slot = s.pos % CHR_DEV_STEPS;
+    if (ll) {
+      p.llRecv[k] = s.ll + slot * s.llLines;
+      p.recvFlag[k] = (uint32_t)(s.pos + 1);
+    } else {
+      p.recv[k] = s.buff + slot * s.stepBytes;
+      while (chrLdAcquireSys(s.tail) <= s.pos)
+        if (ab.poll()) return false;
+    }
+  }
+  for (int j = 0; j < st.nSend; j++) {
+    const struct chrDevLinkState& s = sh.links[st.send[j]];
+    const uint64_t slot = s.pos % CHR_DEV_STEPS;
+    while (chrLdRelaxedSys(s.head) + CHR_DEV_STEPS <= s.pos)
+      if (ab.poll()) return false;
+    if (ll) {
+      p.llSend[j] = s.ll + slot * s.llLines;
+      p.sendFlag[j] = (uint32_t)(s.pos + 1);
+    } else {
+      p.send[j] = s.buff + slot * s.stepBytes;
+    }
+  }
+  return true;
+}
+
+/* Thread 0: the step is done; let the peers know and move the positions on. */
+static __device__ void chrDevPublishStep(struct chrDevShared& sh) {
+  const struct chrStep& st = sh.step;
+  const bool ll = sh.work.proto == CHR_PROTO_LL;
+  for (int j = 0; j < st.nSend; j++) {
+    struct chrDevLinkState& s = sh.links[st.send[j]];
+    if (!ll) chrStReleaseSys(s.tail, s.pos + 1);
+    s.pos++;
+  }
+  for (int k = 0; k < st.nRecv; k++) {
+    struct chrDevLinkState& s = sh.links[st.recv[k]];
+    chrStRelaxedSys(s.head, s.pos + 1);
+    s.pos++;
+  }
+}
+
+template <int TY, int OP>
+__device__ void chrDevRunWork(const struct chrDevComm* comm, struct chrDevShared& sh) {
+  typedef chrDevRed<TY, OP> R;
+  typedef typename R::S S;
+  const R r(chrDevScalarFromArg<S>(sh.scalarBits), sh.work.opArg);
+  const bool ll = sh.work.proto == CHR_PROTO_LL;
+  chrDevAbort ab = {sh.abortFlag, &sh.aborted, 0};
+  const uint64_t nSteps = sh.nSteps;
+  for (uint64_t i = 0; i < nSteps; i++) {
+    if (threadIdx.x == 0 && !chrDevPrepareStep<S>(comm, sh, i, ab)) sh.aborted = 1;
+    __syncthreads();
+    if (sh.aborted) return;
+    if (ll) chrDevLLStep(r, sh.ptrs, ab);
+    else chrDevSimpleStep(r, sh.ptrs);
+    __syncthreads();
+    if (sh.aborted) return;
+    if (threadIdx.x == 0) chrDevPublishStep(sh);
+  }
+}
+
+template <int TY, int OP>
+__global__ void __launch_bounds__(CHR_DEV_THREADS, 1) chrDevKernel(const __grid_constant__ struct chrDevKernelArgs args) {
+  __shared__ struct chrDevShared sh;
+  const int channel = blockIdx.x;
+  if (channel >= (int)args.nChannels) return;
+  const struct chrDevComm* comm = args.comm;
+  if (threadIdx.x == 0) {
+    sh.aborted = 0;
+    sh.abortFlag = comm->abortFlag;
+  }
+  const int end = args.first[channel + 1];
+  for (int wi = args.first[channel]; wi < end; wi++) {
+    const struct chrWork* src = args.workBuf ? args.workBuf + wi : &args.inl[wi];
+    const int words = (int)(sizeof(struct chrWork) / sizeof(uint64_t));
+    if (threadIdx.x < words) ((uint64_t*)&sh.work)[threadIdx.x] = ((const uint64_t*)src)[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) chrDevSetupWork(comm, channel, sh);
+    __syncthreads();
+    if (sh.aborted) return;
+    if (chrDevWorkIsCopy(&sh.work)) chrDevRunWork<ncclUint8, CHR_DEV_COPY>(comm, sh);
+    else chrDevRunWork<TY, OP>(comm, sh);
+    if (sh.aborted) return;
+    if (threadIdx.x == 0)
+      for (int l = 0; l < sh.work.nLinks; l++) sh.links[l].conn->step = sh.links[l].pos;
+    /* The next work's copy into sh.work must wait until every thread is done with this one. */
+    __syncthreads();
+  }
+}
+
+#endif /* CHORUS_DEVICE_DEV_KERNEL_CUH_ */

@@ -1,0 +1,190 @@
+/*
+ * launch.cu: chrDevLaunch (launch.h). A plan is checked, cut into launches by reduction kernel,
+ * and each launch gets its works in kernel arguments (up to CHR_DEV_INLINE_WORKS) or in a host-mapped
+ * slot.
+ *
+ * Cutting. Kernels are instantiated per (type, op); works that only copy run in any kernel. The next
+ * launch uses the kernel of the first reducing work still to run (channels in order), and each
+ * channel takes its next works while they copy or match that kernel. Channel order is kept, and
+ * since every rank's reducing works come from the same collectives in the same order, every rank
+ * cuts its plan at the same places.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+#include "device/dev_args.h"
+#include "device/dev_error.h"
+#include "device/dev_group.h"
+#include "device/dev_table.h"
+#include "device/work_check.h"
+#include "exec/reduce.h"
+#include "transport/transport.h"
+
+static_assert(sizeof(struct chrDevKernelArgs) <= CHR_DEV_ARGS_BYTES, "kernel arguments over 4 KiB");
+static_assert(CHR_DEV_INLINE_WORKS >= 8, "too few works fit in the kernel arguments");
+static_assert((int)chrRedSum == CHR_DEV_SUM && (int)chrRedProd == CHR_DEV_PROD && (int)chrRedMax == CHR_DEV_MAX &&
+                  (int)chrRedMin == CHR_DEV_MIN && (int)chrRedPreMulSum == CHR_DEV_PREMULSUM &&
+                  (int)chrRedSumPostDiv == CHR_DEV_SUMPOSTDIV,
+              "device op numbering differs from chrRedKind");
+static_assert(CHR_DEV_NUM_TYPES == (int)ncclNumTypes, "device type count differs from ncclNumTypes");
+static_assert(CHR_DEV_STEPS == CHR_STEPS, "device and host connections must have the same number of slots");
+
+#define CHR_DEV_SLOT_WORKS ((int)(CHR_DEV_WORK_SLOT_BYTES / sizeof(struct chrWork)))
+#define CHR_DEV_SLOT_WAIT_NS (60ull * 1000000000ull)
+
+static const void* kernelTable[CHR_DEV_NUM_TYPES][CHR_DEV_NUM_OPS + 1];
+static pthread_once_t kernelTableOnce = PTHREAD_ONCE_INIT;
+
+static void fillKernelTable(void) {
+  chrDevKernelRow<0>(kernelTable[0]);
+  chrDevKernelRow<1>(kernelTable[1]);
+  chrDevKernelRow<2>(kernelTable[2]);
+  chrDevKernelRow<3>(kernelTable[3]);
+  chrDevKernelRow<4>(kernelTable[4]);
+  chrDevKernelRow<5>(kernelTable[5]);
+  chrDevKernelRow<6>(kernelTable[6]);
+  chrDevKernelRow<7>(kernelTable[7]);
+  chrDevKernelRow<8>(kernelTable[8]);
+  chrDevKernelRow<9>(kernelTable[9]);
+  chrDevKernelRow<10>(kernelTable[10]);
+  chrDevKernelRow<11>(kernelTable[11]);
+  /* Signed sums, products and PreMulSums wrap like the unsigned ones (kernels_inst.cuh). */
+  const int twins[3][2] = {{ncclInt8, ncclUint8}, {ncclInt32, ncclUint32}, {ncclInt64, ncclUint64}};
+  const int shared[3] = {CHR_DEV_SUM, CHR_DEV_PROD, CHR_DEV_PREMULSUM};
+  for (int t = 0; t < 3; t++)
+    for (int o = 0; o < 3; o++) kernelTable[twins[t][0]][shared[o]] = kernelTable[twins[t][1]][shared[o]];
+}
+
+/* Which kernel a work needs: -1 any (it copies), else type * (ops + 1) + op. */
+static int kernelKey(const struct chrWork* w) {
+  return chrDevWorkIsCopy(w) ? -1 : (int)w->type * (CHR_DEV_NUM_OPS + 1) + (int)w->op;
+}
+
+static const void* kernelOf(int key) {
+  if (key < 0) return kernelTable[ncclUint8][CHR_DEV_COPY];
+  return kernelTable[key / (CHR_DEV_NUM_OPS + 1)][key % (CHR_DEV_NUM_OPS + 1)];
+}
+
+static uint64_t nowNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A host-mapped slot for `count` works, free once the launch that last used it has finished. The
+ * wait can only be long when many large plans are queued on the rank's stream. */
+static ncclResult_t takeSlot(struct chrDevGroup* g, int rank, int count, int* slotOut) {
+  struct chrDevRank* rk = &g->ranks[rank];
+  if (count > CHR_DEV_SLOT_WORKS)
+    return chrDevFail(ncclInvalidUsage, "rank %d: one launch of %d works, at most %d", rank, count, CHR_DEV_SLOT_WORKS);
+  const int s = rk->nextSlot;
+  if (rk->slotUsed[s]) {
+    const uint64_t start = nowNs();
+    for (;;) {
+      cudaError_t e = cudaEventQuery(rk->slotDone[s]);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady)
+        return chrDevFail(ncclUnhandledCudaError, "rank %d: waiting for a work slot: %s", rank, cudaGetErrorString(e));
+      if (g->flags[rank * 16]) return chrDevFail(ncclRemoteError, "rank %d: aborted while waiting for a work slot", rank);
+      if (nowNs() - start > CHR_DEV_SLOT_WAIT_NS)
+        return chrDevFail(ncclInternalError, "rank %d: no work slot free for 60 s (%d large plans queued)", rank,
+                          CHR_DEV_WORK_SLOTS);
+      sched_yield();
+    }
+  }
+  rk->nextSlot = (s + 1) % CHR_DEV_WORK_SLOTS;
+  *slotOut = s;
+  return ncclSuccess;
+}
+
+/* One launch: for each channel c, take[c] works starting at works + base[c]. */
+static ncclResult_t launchOne(struct chrDevGroup* g, int rank, int key, const struct chrWork* works, const int* base,
+                              const int* take, int nChannels, cudaStream_t stream) {
+  ncclResult_t res = ncclSuccess;
+  struct chrDevRank* rk = &g->ranks[rank];
+  struct chrDevKernelArgs args;
+  memset(&args, 0, offsetof(struct chrDevKernelArgs, inl));
+  args.comm = rk->comm;
+  args.nChannels = (uint32_t)nChannels;
+  int total = 0;
+  for (int c = 0; c < nChannels; c++) {
+    args.first[c] = (uint16_t)total;
+    total += take[c];
+  }
+  args.first[nChannels] = (uint16_t)total;
+  const void* fn = kernelOf(key);
+  if (fn == NULL) return chrDevFail(ncclInternalError, "rank %d: no kernel for key %d", rank, key);
+  int slot = -1;
+  struct chrWork* dst = args.inl;
+  if (total > (int)CHR_DEV_INLINE_WORKS) {
+    res = takeSlot(g, rank, total, &slot);
+    if (res != ncclSuccess) return res;
+    dst = rk->workArea + (size_t)slot * CHR_DEV_SLOT_WORKS;
+    args.workBuf = rk->workAreaDev + (size_t)slot * CHR_DEV_SLOT_WORKS;
+  }
+  for (int c = 0, k = 0; c < nChannels; c++)
+    for (int i = 0; i < take[c]; i++) dst[k++] = works[base[c] + i];
+  /* The slot is write-combined host memory: drain the CPU's buffers before the GPU reads it. */
+  if (slot >= 0) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  void* params[] = {&args};
+  CHR_DEV_CUDA_GOTO(cudaLaunchKernel(fn, dim3((unsigned)nChannels), dim3(CHR_DEV_THREADS), params, 0, stream), res,
+                    fail);
+  if (slot >= 0) {
+    CHR_DEV_CUDA_GOTO(cudaEventRecord(rk->slotDone[slot], stream), res, fail);
+    rk->slotUsed[slot] = 1;
+  }
+fail:
+  return res;
+}
+
+extern "C" ncclResult_t chrDevLaunch(struct chrDevGroup* g, int rank, const struct chrWork* works, const int* nWorks,
+                                     int nChannels, cudaStream_t stream) {
+  if (g == NULL || nWorks == NULL) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: NULL argument");
+  if (rank < 0 || rank >= g->cfg.nRanks)
+    return chrDevFail(ncclInvalidArgument, "chrDevLaunch: rank %d of %d", rank, g->cfg.nRanks);
+  if (nChannels < 1 || nChannels > CHR_DEV_MAX_CHANNELS)
+    return chrDevFail(ncclInvalidArgument, "chrDevLaunch: %d channels (1..%d)", nChannels, CHR_DEV_MAX_CHANNELS);
+  int base[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], take[CHR_DEV_MAX_CHANNELS];
+  int total = 0;
+  for (int c = 0; c < nChannels; c++) {
+    if (nWorks[c] < 0) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: %d works on channel %d", nWorks[c], c);
+    base[c] = total;
+    total += nWorks[c];
+    end[c] = total;
+  }
+  if (total == 0) return ncclSuccess;
+  if (works == NULL) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: %d works at NULL", total);
+  ncclResult_t res = chrDevCheckPlan(g, rank, works, nWorks, nChannels);
+  if (res != ncclSuccess) return res;
+  pthread_once(&kernelTableOnce, fillKernelTable);
+
+  int prevDev = -1;
+  CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail);
+  CHR_DEV_CUDA_GOTO(cudaSetDevice(g->cfg.cudaDev), res, fail);
+  for (;;) {
+    int key = -1;
+    for (int c = 0; c < nChannels && key < 0; c++)
+      for (int i = base[c]; i < end[c] && key < 0; i++) key = kernelKey(&works[i]);
+    int any = 0;
+    for (int c = 0; c < nChannels; c++) {
+      take[c] = 0;
+      while (base[c] + take[c] < end[c]) {
+        const int k = kernelKey(&works[base[c] + take[c]]);
+        if (k >= 0 && k != key) break;
+        take[c]++;
+      }
+      any |= take[c] > 0;
+    }
+    if (!any) break;
+    res = launchOne(g, rank, key, works, base, take, nChannels, stream);
+    if (res != ncclSuccess) goto fail;
+    for (int c = 0; c < nChannels; c++) base[c] += take[c];
+  }
+fail:
+  if (prevDev >= 0) cudaSetDevice(prevDev);
+  return res;
+}
+
+extern "C" int chrDevMaxWorks(void) { return CHR_DEV_SLOT_WORKS; }

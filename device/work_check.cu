@@ -1,0 +1,154 @@
+/*
+ * work_check.cu: a plan is checked on the host before any kernel sees it, so a kernel can trust its
+ * works (the kernel still refuses a link it has no connection for, as a last guard). Checked: the
+ * pattern and its link layout (plan/work.h), types and ops the kernels have, slot capacity for a
+ * step, ring positions, and that a point-to-point end is used from one channel only within a launch
+ * (two CTAs would race on its position).
+ */
+#include <string.h>
+#include "device/dev_error.h"
+#include "device/dev_group.h"
+#include "device/dev_work.h"
+#include "device/work_check.h"
+#include "plan/algo_select.h"
+
+static const int typeSizes[CHR_DEV_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+
+static int isIntType(int type) { return type <= ncclUint64; }
+
+/* Direction each link must have for the pattern (1 send, 0 recv), and whether it is point-to-point. */
+static ncclResult_t checkLinks(const struct chrDevGroup* g, int rank, int channel, const struct chrWork* w) {
+  const int n = g->cfg.nRanks;
+  int expectSend[CHR_WORK_MAX_LINKS];
+  int p2p = 1, nLinks = -1;
+  switch (w->pattern) {
+    case CHR_PAT_LOCAL: nLinks = 0; break;
+    case CHR_PAT_RING_ALLREDUCE:
+    case CHR_PAT_RING_REDUCESCATTER:
+    case CHR_PAT_RING_ALLGATHER:
+    case CHR_PAT_RING_BROADCAST:
+    case CHR_PAT_RING_REDUCE:
+      nLinks = 2;
+      p2p = 0;
+      expectSend[CHR_RING_SEND] = 1;
+      expectSend[CHR_RING_RECV] = 0;
+      break;
+    case CHR_PAT_TREE_ROOT:
+      if (w->nLinks != 2 && w->nLinks != 4) break;
+      nLinks = w->nLinks;
+      for (int i = 0; i < nLinks; i++) expectSend[i] = i >= nLinks / 2;
+      break;
+    case CHR_PAT_TREE_UP:
+    case CHR_PAT_TREE_DOWN:
+      if (w->nLinks < 1 || w->nLinks > 3) break;
+      nLinks = w->nLinks;
+      for (int i = 0; i < nLinks; i++) expectSend[i] = (i == nLinks - 1) == (w->pattern == CHR_PAT_TREE_UP);
+      break;
+    case CHR_PAT_P2P_SEND:
+    case CHR_PAT_P2P_RECV:
+      nLinks = 1;
+      expectSend[0] = w->pattern == CHR_PAT_P2P_SEND;
+      break;
+    default: return chrDevFail(ncclInvalidArgument, "rank %d channel %d: unknown work pattern %d", rank, channel, w->pattern);
+  }
+  if (nLinks < 0 || w->nLinks != nLinks)
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: pattern %d with %d links", rank, channel, w->pattern, w->nLinks);
+  const int pos = g->ringPos[rank];
+  const int next = g->ringOrder[(pos + 1) % n], prev = g->ringOrder[(pos + n - 1) % n];
+  for (int i = 0; i < nLinks; i++) {
+    const struct chrWorkLink* L = &w->links[i];
+    if (L->isSend != expectSend[i] || L->p2p != p2p)
+      return chrDevFail(ncclInvalidArgument, "rank %d channel %d: pattern %d link %d is a %s %s link, expected %s %s", rank,
+                        channel, w->pattern, i, L->p2p ? "p2p" : "ring", L->isSend ? "send" : "recv", p2p ? "p2p" : "ring",
+                        expectSend[i] ? "send" : "recv");
+    if (L->peer < 0 || L->peer >= n)
+      return chrDevFail(ncclInvalidArgument, "rank %d channel %d: link %d to rank %d of %d", rank, channel, i, L->peer, n);
+    if (p2p) {
+      if (L->conn >= g->cfg.p2pConns)
+        return chrDevFail(ncclInvalidArgument, "rank %d channel %d: p2p connection index %d, the group has %d", rank, channel,
+                          L->conn, g->cfg.p2pConns);
+      for (int j = 0; j < i; j++)
+        if (w->links[j].peer == L->peer && w->links[j].conn == L->conn && w->links[j].isSend == L->isSend)
+          return chrDevFail(ncclInvalidArgument, "rank %d channel %d: links %d and %d are the same connection", rank, channel, j, i);
+    } else {
+      if (channel >= g->cfg.nChannels)
+        return chrDevFail(ncclInvalidArgument, "rank %d: ring work on channel %d, the group has %d", rank, channel,
+                          g->cfg.nChannels);
+      if (L->peer != (L->isSend ? next : prev))
+        return chrDevFail(ncclInvalidArgument, "rank %d channel %d: ring %s link to rank %d, the ring says %d", rank, channel,
+                          L->isSend ? "send" : "recv", L->peer, L->isSend ? next : prev);
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t chrDevCheckWork(const struct chrDevGroup* g, int rank, int channel, const struct chrWork* w) {
+  const int n = g->cfg.nRanks;
+  if (w->type >= CHR_DEV_NUM_TYPES || w->typeSize != typeSizes[w->type])
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: type %d of size %d", rank, channel, w->type, w->typeSize);
+  if (w->op >= CHR_DEV_NUM_OPS) return chrDevFail(ncclInvalidArgument, "rank %d channel %d: op %d", rank, channel, w->op);
+  if (chrDevWorkIsCopy(w) && w->pattern != CHR_PAT_LOCAL && w->op != CHR_DEV_SUM)
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: pattern %d only copies but has op %d (Sum expected)", rank,
+                      channel, w->pattern, w->op);
+  if (w->op == CHR_DEV_SUMPOSTDIV && !isIntType(w->type))
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: SumPostDiv on type %d (integers only)", rank, channel, w->type);
+  if (w->op == CHR_DEV_PREMULSUM && (w->flags & CHR_WORK_SCALAR_PTR) && w->opArg == 0)
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: PreMulSum scalar pointer is NULL", rank, channel);
+  if (w->proto != CHR_PROTO_SIMPLE && w->proto != CHR_PROTO_LL)
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: protocol %d (SIMPLE and LL only)", rank, channel, w->proto);
+  if (w->nRanks != n) return chrDevFail(ncclInvalidArgument, "rank %d: work for %d ranks, group of %d", rank, w->nRanks, n);
+  if (w->nLinks > CHR_WORK_MAX_LINKS) return chrDevFail(ncclInvalidArgument, "rank %d: %d links", rank, w->nLinks);
+  ncclResult_t res = checkLinks(g, rank, channel, w);
+  if (res != ncclSuccess) return res;
+  switch (w->pattern) {
+    case CHR_PAT_RING_ALLREDUCE:
+    case CHR_PAT_RING_REDUCESCATTER:
+    case CHR_PAT_RING_ALLGATHER:
+      if (w->ringPos != g->ringPos[rank])
+        return chrDevFail(ncclInvalidArgument, "rank %d: ring position %d, the ring says %d", rank, w->ringPos, g->ringPos[rank]);
+      break;
+    case CHR_PAT_RING_BROADCAST:
+    case CHR_PAT_RING_REDUCE:
+      if (w->dist < 0 || w->dist >= n) return chrDevFail(ncclInvalidArgument, "rank %d: ring distance %d", rank, w->dist);
+      break;
+    case CHR_PAT_LOCAL:
+      if (n != 1 && w->len > 0) return chrDevFail(ncclInvalidArgument, "rank %d: local work on %d ranks", rank, n);
+      break;
+    default: break;
+  }
+  if (w->len > 0 && w->nLinks > 0) {
+    const uint64_t cap = w->proto == CHR_PROTO_LL ? (uint64_t)g->cfg.llLines * CHR_DEV_LL_LINE_DATA : g->cfg.stepBytes;
+    if (w->chunkElems == 0 || w->chunkElems > cap / (uint64_t)w->typeSize)
+      return chrDevFail(ncclInvalidArgument, "rank %d channel %d: steps of %llu elements of %d bytes, %s slots hold %llu bytes",
+                        rank, channel, (unsigned long long)w->chunkElems, w->typeSize,
+                        w->proto == CHR_PROTO_LL ? "LL" : "SIMPLE", (unsigned long long)cap);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t chrDevCheckPlan(const struct chrDevGroup* g, int rank, const struct chrWork* works, const int* nWorks,
+                             int nChannels) {
+  const int n = g->cfg.nRanks;
+  const int nEnds = g->cfg.p2pConns * n * 2;
+  signed char owner[CHR_DEV_P2P_CONNS * 1024 * 2];
+  memset(owner, -1, (size_t)nEnds);
+  int k = 0;
+  for (int c = 0; c < nChannels; c++) {
+    if (nWorks[c] < 0) return chrDevFail(ncclInvalidArgument, "rank %d: %d works on channel %d", rank, nWorks[c], c);
+    for (int i = 0; i < nWorks[c]; i++, k++) {
+      const struct chrWork* w = &works[k];
+      ncclResult_t res = chrDevCheckWork(g, rank, c, w);
+      if (res != ncclSuccess) return res;
+      for (int l = 0; l < w->nLinks; l++) {
+        const struct chrWorkLink* L = &w->links[l];
+        if (!L->p2p) continue;
+        const int e = CHR_DEV_P2P_INDEX(n, L->conn, L->peer, L->isSend);
+        if (owner[e] >= 0 && owner[e] != c)
+          return chrDevFail(ncclInvalidUsage, "rank %d: the p2p %s link to rank %d (index %d) is used from channels %d and %d of one "
+                            "launch", rank, L->isSend ? "send" : "recv", L->peer, L->conn, owner[e], c);
+        owner[e] = (signed char)c;
+      }
+    }
+  }
+  return ncclSuccess;
+}

@@ -1,0 +1,32 @@
+/*
+ * gpu_sim.h: the reference. Runs the step programs of every rank's works (plan/work.h) on the CPU,
+ * with the host executor's arithmetic (core/exec/reduce.c, chrReduce / chrReducePost, in the order
+ * core/exec/exec.c applies them) and connections of CHR_DEV_STEPS slots, so the GPU result of a plan
+ * must equal the simulation's bit for bit. Works address device buffers; a table of regions maps
+ * each device address to the host copy the simulation updates.
+ */
+#ifndef CHORUS_TESTS_GPU_SIM_H_
+#define CHORUS_TESTS_GPU_SIM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include "plan/work.h"
+
+struct chrSimRegion {
+  uint64_t dev;   /* address the works use */
+  char* host;     /* the simulation's copy */
+  size_t bytes;
+};
+
+struct chrSimRank {
+  const struct chrWork* works; /* channel after channel */
+  const int* nWorks;           /* per channel */
+  int nChannels;
+};
+
+/* Runs every rank's plan to completion. Returns 0, or -1 with a message in err (a deadlock, a size
+ * disagreement between the ends of a link, an address outside every region). */
+int chrSimRun(int nRanks, const int* ringOrder, const struct chrSimRank* ranks, const struct chrSimRegion* regions,
+              int nRegions, char* err, size_t errLen);
+
+#endif /* CHORUS_TESTS_GPU_SIM_H_ */

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# run_on_device.sh: everything the GPU side needs checked, in ONE invocation on a machine with an
+# NVIDIA GPU (written for Ubuntu 24.04, CUDA 13, cmake, gcc 13; the repository copied there).
+#
+#   tests/gpu/run_on_device.sh            (from anywhere; logs go to $OUT, or ./gpu-run-<date>)
+#
+# Steps, each with its own time limit so that one stuck step cannot eat the others:
+#   1. environment: nvidia-smi, nvcc --version, cmake/gcc versions, cores
+#   2. configure a fresh build directory (-DCMAKE_CUDA_ARCHITECTURES=90); if the full project cannot
+#      be configured there (e.g. no libinih), configure the device side alone (CHORUS_DEVICE_ONLY)
+#   3. build, timed
+#   4. ctest -R '^gpu\.': arithmetic and simulation checks, collectives on 1/2/3/4/8 ranks sharing the
+#      GPU, abort, API checks
+#   5. chorus-gpu-bw: ring all-reduce, 2 ranks on the GPU, 8 B .. 256 MB, GB/s (SIMPLE and LL)
+#   6. compute-sanitizer memcheck on the 1-rank collectives (one kernel at a time is enough there;
+#      the multi-rank tests need their kernels to run concurrently, which the sanitizer may not allow)
+# The last lines printed (and $OUT/summary.txt) say what passed. Exit status: 0 when the build and
+# every gpu test passed.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$PWD/gpu-run-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+BUILD=$(mktemp -d /tmp/chorus-gpu-build.XXXXXX)
+JOBS=$(nproc 2>/dev/null || echo 4)
+export NCCL_NVLS_ENABLE=0 # nothing here uses NVLink multicast; keep it that way for anything loaded
+
+note() { echo "$*" | tee -a "$SUMMARY"; }
+section() { echo; echo "==== $* ===="; }
+
+section "environment"
+{
+  date -u
+  uname -a
+  nvidia-smi || echo "nvidia-smi failed"
+  NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  "$NVCC" --version || echo "no nvcc at $NVCC"
+  cmake --version | head -1
+  gcc --version | head -1
+  echo "cores: $JOBS"
+  git -C "$ROOT" log --oneline -1 2>/dev/null || echo "(not a git checkout)"
+} 2>&1 | tee "$OUT/env.txt"
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+GEN=()
+command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
+
+section "configure ($BUILD)"
+MODE=full
+CONF=(-S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_COMPILER="$NVCC"
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DCHORUS_CUDA_ARCH=90)
+if ! timeout 300 cmake "${CONF[@]}" >"$OUT/configure.log" 2>&1; then
+  echo "full configure failed (tail below); configuring the device side alone"
+  tail -5 "$OUT/configure.log"
+  rm -rf "$BUILD" && mkdir -p "$BUILD"
+  MODE=device-only
+  if ! timeout 300 cmake "${CONF[@]}" -DCHORUS_DEVICE_ONLY=ON >>"$OUT/configure.log" 2>&1; then
+    tail -30 "$OUT/configure.log"
+    note "RESULT: configure FAILED (see configure.log)"
+    exit 1
+  fi
+fi
+note "configure: $MODE build in $BUILD"
+
+section "build (-j$JOBS)"
+T0=$(date +%s.%N)
+if ! timeout 900 cmake --build "$BUILD" -j "$JOBS" >"$OUT/build.log" 2>&1; then
+  grep -E "error|Error" "$OUT/build.log" | head -40
+  tail -20 "$OUT/build.log"
+  note "RESULT: build FAILED (see build.log)"
+  exit 1
+fi
+T1=$(date +%s.%N)
+note "build: $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.1f", b - a }') s wall with $JOBS jobs"
+grep -iE "warning|spill" "$OUT/build.log" | grep -v "^--" | head -20
+
+section "gpu tests"
+# RUN_SERIAL tests: one at a time, each its own process with its own timeout.
+# -V: the tests print one line each on success (cases run, time, abort latencies), worth keeping.
+(cd "$BUILD" && timeout 900 ctest -R '^gpu\.' -V --timeout 180) 2>&1 | tee "$OUT/ctest.log"
+TESTS_RC=${PIPESTATUS[0]}
+grep -E "tests passed|tests failed|\*\*\*Skipped|\*\*\*Failed|\*\*\*Timeout|gpu.colls n=|after the abort|^[0-9]+: FAIL" \
+  "$OUT/ctest.log" | head -60 | tee -a "$SUMMARY"
+note "gpu tests: exit $TESTS_RC"
+
+section "bandwidth probe"
+BW=$BUILD/bin/chorus-gpu-bw
+if [ -x "$BW" ]; then
+  timeout 300 "$BW" --min 8 --max 256M --channels 8 2>&1 | tee "$OUT/bw.txt"
+  echo "# channels sweep at 64 MB" | tee -a "$OUT/bw.txt"
+  for c in 1 2 4 16; do
+    timeout 60 "$BW" --min 64M --max 64M --channels $c --ms 50 2>&1 | grep -v "^#\|bytes" | sed "s/^/ch=$c /" |
+      tee -a "$OUT/bw.txt"
+  done
+  grep -E "^ *(8|1048576|16777216|268435456) " "$OUT/bw.txt" | sed 's/^/bw: /' >>"$SUMMARY"
+  grep -q "WRONG" "$OUT/bw.txt" && note "bw: WRONG RESULTS (see bw.txt)"
+else
+  note "bw: chorus-gpu-bw not built"
+fi
+
+section "compute-sanitizer memcheck (1 rank, quick)"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/bin/test_gpu_colls" 1 --quick \
+    >"$OUT/sanitizer.log" 2>&1
+  SAN_RC=$?
+  tail -5 "$OUT/sanitizer.log"
+  note "memcheck (test_gpu_colls 1 --quick): exit $SAN_RC (0 clean, 9 errors found, 124 timeout)"
+else
+  note "memcheck: compute-sanitizer not found"
+fi
+
+section "summary"
+cat "$SUMMARY"
+if [ "$TESTS_RC" != 0 ]; then
+  echo "RESULT: gpu tests FAILED"
+elif grep -q "gpu.colls.n2 .*Skipped" "$OUT/ctest.log"; then
+  echo "RESULT: gpu tests SKIPPED (no usable GPU: see env.txt and ctest.log)"
+else
+  echo "RESULT: gpu tests PASSED"
+fi
+echo "logs: $OUT"
+exit "$TESTS_RC"
