@@ -17,7 +17,11 @@ static const char* const otherNames[] = {
     "CHORUS_SOCKET_HELLO_TIMEOUT_MS",
     "CHORUS_SOCKET_CONNECT_TIMEOUT_MS",
     "CHORUS_SOCKET_BUFSIZE",
+    "CHORUS_FUZZ_SEED", "CHORUS_FUZZ_VERBOSE", /* tests/fuzz: seed and chatter of a fuzz run */
+    "CHORUS_KILL_VERBOSE",               /* tests/ranks/test_kill.c */
 };
+/* Names under this prefix belong to test harnesses (e.g. CHORUS_TEST_TIME_SCALE, set on every test). */
+#define TEST_PREFIX "CHORUS_TEST_"
 #define N_OTHER_NAMES (int)(sizeof(otherNames) / sizeof(otherNames[0]))
 
 static int sameName(const char* a, const char* b, int exactCase) {
@@ -29,7 +33,7 @@ int chrConfigKnownName(const char* name, int exactCase) {
     if (sameName(chrParamTable[i].name, name, exactCase)) return 1;
   for (int i = 0; i < N_OTHER_NAMES; i++)
     if (sameName(otherNames[i], name, exactCase)) return 1;
-  return 0;
+  return strncmp(name, TEST_PREFIX, strlen(TEST_PREFIX)) == 0;
 }
 
 #define MAX_COMPARED 64 /* names are short; a longer one is compared by its first 64 bytes */
