@@ -53,11 +53,21 @@ void chrTestFill(void* p, int type, size_t count, uint64_t* rng, int specials) {
       case ncclInt8:
       case ncclUint8: ((uint8_t*)p)[i] = (uint8_t)(r >> 32); break;
       case ncclInt32:
-      case ncclUint32: ((uint32_t*)p)[i] = (uint32_t)(r >> 32); break;
+      /* Buffers may be misaligned on purpose: every store of more than a byte goes through memcpy. */
+      case ncclUint32: {
+        uint32_t u = (uint32_t)(r >> 32);
+        memcpy((char*)p + 4 * i, &u, 4);
+        break;
+      }
       case ncclInt64:
-      case ncclUint64: ((uint64_t*)p)[i] = r; break;
-      case ncclFloat16: ((uint16_t*)p)[i] = special ? PICK(halfSpecial) : (uint16_t)moderate(r, 10, 5, 8, 20); break;
-      case ncclBfloat16: ((uint16_t*)p)[i] = special ? PICK(bf16Special) : (uint16_t)moderate(r, 7, 8, 120, 132); break;
+      case ncclUint64: memcpy((char*)p + 8 * i, &r, 8); break;
+      case ncclFloat16:
+      case ncclBfloat16: {
+        uint16_t u = type == ncclFloat16 ? (special ? PICK(halfSpecial) : (uint16_t)moderate(r, 10, 5, 8, 20))
+                                         : (special ? PICK(bf16Special) : (uint16_t)moderate(r, 7, 8, 120, 132));
+        memcpy((char*)p + 2 * i, &u, 2);
+        break;
+      }
       case ncclFloat32: {
         uint32_t u = special ? PICK(f32Special) : (uint32_t)moderate(r, 23, 8, 120, 132);
         memcpy((char*)p + 4 * i, &u, 4);

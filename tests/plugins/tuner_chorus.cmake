@@ -23,7 +23,7 @@ find_program(TC_NM nm)
 if(TC_NM)
   add_test(NAME plugins.tuner_chorus.symbols COMMAND ${CHORUS_EXPECT_OUTPUT}
            --has " [DR] ncclTunerPlugin_v6$" --has " [DR] ncclTunerPlugin_v5$" --has " [DR] ncclTunerPlugin_v4$"
-           --has " [DR] ncclTunerPlugin_v3$" --has " [DR] ncclTunerPlugin_v2$" --lacks " [TtWiB] "
+           --has " [DR] ncclTunerPlugin_v3$" --has " [DR] ncclTunerPlugin_v2$" --lacks " [TtWiB] [^_]" --lacks " [TtWiB] _[^_]"
            -- ${TC_NM} -D --defined-only ${TC_LIB})
   set_tests_properties(plugins.tuner_chorus.symbols PROPERTIES TIMEOUT 30)
 endif()
