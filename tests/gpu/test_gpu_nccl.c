@@ -27,7 +27,7 @@
 #include "nccl_cases.h"
 
 #define MAX_RANKS 8
-#define WAIT_S 60.0
+#define WAIT_S 20.0
 
 #define CUDA_OK(call)                                                                                 \
   do {                                                                                                \
