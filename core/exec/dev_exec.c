@@ -90,15 +90,7 @@ static int byRound(const void* a, const void* b) {
  * rank leaves out the same ones). */
 static int workRuns(const struct chrWork* w) { return w->pattern != CHR_PAT_NONE && w->len > 0; }
 
-struct launchPlan {
-  struct chrWork* coll;        /* channel after channel */
-  int nColl[CHR_DEV_MAX_CHANNELS];
-  int collChannels;
-  struct chrWork* p2p;         /* sends, then receives */
-  int nP2p[2];
-};
-
-static ncclResult_t buildPlan(struct ncclComm* comm, struct chrCollTask* list, struct launchPlan* p) {
+ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, struct chrDevLaunchPlan* p) {
   int n = comm->nRanks, nSend = 0, nRecv = 0, total = 0;
   memset(p, 0, sizeof(*p));
   for (struct chrCollTask* t = list; t; t = t->next) {
@@ -120,6 +112,7 @@ static ncclResult_t buildPlan(struct ncclComm* comm, struct chrCollTask* list, s
   struct p2pEntry* order = nSend + nRecv ? malloc(sizeof(struct p2pEntry) * (size_t)(nSend + nRecv)) : NULL;
   if ((total && !p->coll) || (nSend + nRecv && (!p->p2p || !order))) {
     free(order);
+    chrDevFreeLaunch(p);
     return chrFail(ncclSystemError, "out of memory launching %d works", total + nSend + nRecv);
   }
   int at[CHR_DEV_MAX_CHANNELS];
@@ -150,6 +143,12 @@ static ncclResult_t buildPlan(struct ncclComm* comm, struct chrCollTask* list, s
   return ncclSuccess;
 }
 
+void chrDevFreeLaunch(struct chrDevLaunchPlan* p) {
+  free(p->coll);
+  free(p->p2p);
+  p->coll = p->p2p = NULL;
+}
+
 #define MAX_STREAMS 64
 
 static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) {
@@ -171,8 +170,8 @@ static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) 
   if (comm->abortFlag) return chrFail(ncclRemoteError, "operation interrupted: communicator %p was aborted", (void*)comm);
   struct chrDevRankState* st = comm->dev;
   ncclResult_t res = ncclSuccess;
-  struct launchPlan plan;
-  CHECK(buildPlan(comm, list, &plan));
+  struct chrDevLaunchPlan plan;
+  CHECK(chrDevBuildLaunch(comm, list, &plan));
   struct chrDevGroup* group = chrDevCommGroup(comm);
   const int dev = comm->cudaDev;
   cudaStream_t s0 = streams[0];
@@ -211,8 +210,7 @@ static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) 
   }
   if (res != ncclSuccess)
     res = chrFail(res, "comm %p rank %d: %s on GPU %d failed: %s", (void*)comm, comm->rank, what, dev, lib->lastError());
-  free(plan.coll);
-  free(plan.p2p);
+  chrDevFreeLaunch(&plan);
   return res;
 }
 

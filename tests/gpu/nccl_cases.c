@@ -244,6 +244,17 @@ int ncCheck(const struct ncOp* o, int n, int r, const unsigned char* region, cha
   return 0;
 }
 
+void ncPairsOrder(const struct ncOp* o, int n, int r, int* order) {
+  for (int i = 0; i < 2 * n; i++) order[i] = i;
+  uint64_t h = o->seed ^ (uint64_t)(r + 1) * 0x9e3779b97f4a7c15ull;
+  for (int i = 2 * n - 1; i > 0; i--) {
+    h = h * 6364136223846793005ull + 1442695040888963407ull;
+    int j = (int)((h >> 33) % (uint64_t)(i + 1)), tmp = order[i];
+    order[i] = order[j];
+    order[j] = tmp;
+  }
+}
+
 /* ---- the case list ---- */
 
 #define MAX_CASES 3000

@@ -68,6 +68,10 @@ void ncFillInput(const struct ncOp* o, int nRanks, int rank, void* dst, size_t e
  * Returns 0, or -1 with a message in msg. */
 int ncCheck(const struct ncOp* o, int nRanks, int rank, const unsigned char* region, char* msg, size_t cap);
 
+/* F_PAIRS: the order in which rank r issues its 2n calls: entry e < n is the send to rank e, entry
+ * e >= n the receive from rank e - n (a shuffle of the rank's own). */
+void ncPairsOrder(const struct ncOp* o, int nRanks, int rank, int* order);
+
 /* The case list for n ranks; *count cases (static storage). quick: a smaller list (threads mode). */
 const struct ncCase* ncCases(int nRanks, int quick, int* count);
 

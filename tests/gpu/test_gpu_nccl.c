@@ -173,14 +173,7 @@ static void issue(struct rankCtx* R, const struct ncOp* o, ncclRedOp_t redop, co
       break;
     case F_PAIRS: { /* every peer, itself included, in an order of this rank's own */
       int order[2 * MAX_RANKS];
-      for (int i = 0; i < 2 * n; i++) order[i] = i;
-      uint64_t h = o->seed ^ (uint64_t)(r + 1) * 0x9e3779b97f4a7c15ull;
-      for (int i = 2 * n - 1; i > 0; i--) {
-        h = h * 6364136223846793005ull + 1442695040888963407ull;
-        int j = (int)((h >> 33) % (uint64_t)(i + 1)), tmp = order[i];
-        order[i] = order[j];
-        order[j] = tmp;
-      }
+      ncPairsOrder(o, n, r, order);
       for (int i = 0; i < 2 * n && res == ncclSuccess; i++) {
         int peer = order[i] % n;
         if (order[i] < n) res = ncclSend(in + (size_t)peer * block, c, t, peer, R->comm, st);
