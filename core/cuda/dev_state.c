@@ -176,8 +176,9 @@ ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func) {
 }
 
 void chrDevCommAbort(struct ncclComm* comm) {
+  if (!comm->devLocal) return; /* never had GPU state: do not load the device library for nothing */
   const struct chrDevLib* lib = chrDevLibGet();
-  if (lib == NULL || !comm->devLocal) return;
+  if (lib == NULL) return;
   /* Also when this rank never attached: the others may be waiting for it inside their kernels. */
   pthread_mutex_lock(&registryLock);
   struct chrDevShared* s = comm->dev ? comm->dev->shared : findShared(comm->commHash, comm->nRanks);
