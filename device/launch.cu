@@ -119,6 +119,15 @@ static ncclResult_t launchOne(struct chrDevGroup* g, int rank, int key, const st
   int slot = -1;
   struct chrWork* dst = args.inl;
   if (total > (int)CHR_DEV_INLINE_WORKS) {
+    /* A graph would keep the slot's address and read whatever a later launch wrote there. */
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    const cudaError_t e = cudaStreamIsCapturing(stream, &capture);
+    if (e != cudaSuccess)
+      return chrDevFail(ncclUnhandledCudaError, "rank %d: cudaStreamIsCapturing: %s", rank, cudaGetErrorString(e));
+    if (capture != cudaStreamCaptureStatusNone)
+      return chrDevFail(ncclInvalidUsage, "rank %d: a launch of %d works while the stream is captured into a CUDA graph "
+                        "(at most %d: fewer operations per group, or fewer channels)", rank, total,
+                        (int)CHR_DEV_INLINE_WORKS);
     res = takeSlot(g, rank, total, &slot);
     if (res != ncclSuccess) return res;
     dst = rk->workArea + (size_t)slot * CHR_DEV_SLOT_WORKS;

@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define CHR_DEV_API_VERSION 1
+#define CHR_DEV_API_VERSION 2
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -73,11 +73,26 @@ CHR_DEV_API void chrDevSetAbort(struct chrDevGroup* group, int rank, uint32_t va
 /* The error a kernel of `rank` reported (CHR_DEV_ERR_*, dev_comm.h); 0 when none. */
 CHR_DEV_API uint32_t chrDevKernelError(struct chrDevGroup* group, int rank);
 
-/* Most works one launch can take (kernel arguments or the host-mapped area). */
+/* Most works one launch can take (kernel arguments or the host-mapped area). While the stream is
+ * being captured into a CUDA graph, a launch's works must fit in the kernel arguments (the
+ * host-mapped slots are reused, so a graph replayed later would read other works): larger plans are
+ * refused with ncclInvalidUsage. */
 CHR_DEV_API int chrDevMaxWorks(void);
 
 /* The calling thread's last error message ("" when none). */
 CHR_DEV_API const char* chrDevLastError(void);
+
+/* Events and streams, for the core's ordering of launches (it never links CUDA itself). Events are
+ * opaque handles (cudaEvent_t, created without timing) on device `cudaDev`.
+ * chrDevEventQuery: ncclSuccess when the event has completed (or was never recorded), ncclInProgress
+ * while work before it is pending, an error (with chrDevLastError) when CUDA reports one.
+ * chrDevStreamCapturing: *capturing = 1 while the stream is being captured into a CUDA graph. */
+CHR_DEV_API ncclResult_t chrDevEventCreate(int cudaDev, void** event);
+CHR_DEV_API void chrDevEventDestroy(int cudaDev, void* event);
+CHR_DEV_API ncclResult_t chrDevEventRecord(int cudaDev, void* event, cudaStream_t stream);
+CHR_DEV_API ncclResult_t chrDevStreamWaitEvent(int cudaDev, cudaStream_t stream, void* event);
+CHR_DEV_API ncclResult_t chrDevEventQuery(int cudaDev, void* event);
+CHR_DEV_API ncclResult_t chrDevStreamCapturing(int cudaDev, cudaStream_t stream, int* capturing);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
 #include "api/api.h"
 #include "comm/comm.h"
 #include "cuda/cuda_driver.h"
+#include "cuda/dev_state.h"
+#include "cuda/device_lib.h"
 #include "exec/reduce.h"
 #include "exec/task.h"
 #include "group/group.h"
@@ -27,6 +29,7 @@ struct collArgs {
   size_t sendElems; /* elements read from sendbuff, for overflow checks */
   size_t recvElems; /* elements written to recvbuff */
   ncclComm_t comm;
+  cudaStream_t stream;
 };
 
 static ncclResult_t checkOp(const struct collArgs* a) {
@@ -41,21 +44,33 @@ static ncclResult_t checkOp(const struct collArgs* a) {
   return ncclSuccess;
 }
 
-/* Collectives run on the host: a GPU device buffer would be read and written by memcpy and crash.
- * Without a CUDA driver this costs one branch per buffer (cuda/cuda_driver.h). */
-static ncclResult_t checkHostBuffers(const struct collArgs* a) {
+/* Host buffers run on the host executor; GPU device buffers run as kernels (the device library)
+ * when the comm's ranks share this process and one GPU. Without the GPU path a device buffer is
+ * refused: the host executor would read it with memcpy and crash. Without a CUDA driver this costs
+ * one branch per buffer (cuda/cuda_driver.h). */
+static ncclResult_t classifyBuffers(const struct collArgs* a, int* onDevice) {
   static const char* const hostOnly =
       "is GPU device memory; this build of Chorus runs collectives on host buffers only (GPU path not built yet)";
+  *onDevice = 0;
   int sendIsDevice = a->sendElems > 0 && chrCudaPtrIsDevice(a->sendbuff);
-  if (sendIsDevice) return chrFail(ncclInvalidUsage, "%s: sendbuff %p %s", a->name, a->sendbuff, hostOnly);
   /* In place: the same buffer was just asked about. */
   int sameAsSend = a->sendElems > 0 && (const void*)a->recvbuff == a->sendbuff;
-  if (a->recvElems > 0 && !sameAsSend && chrCudaPtrIsDevice(a->recvbuff))
-    return chrFail(ncclInvalidUsage, "%s: recvbuff %p %s", a->name, (void*)a->recvbuff, hostOnly);
+  int recvIsDevice = a->recvElems > 0 && (sameAsSend ? sendIsDevice : chrCudaPtrIsDevice(a->recvbuff));
+  if (!sendIsDevice && !recvIsDevice) return ncclSuccess;
+  const char* which = sendIsDevice ? "sendbuff" : "recvbuff";
+  const void* p = sendIsDevice ? a->sendbuff : (const void*)a->recvbuff;
+  if (chrDevLibGet() == NULL) return chrFail(ncclInvalidUsage, "%s: %s %p %s", a->name, which, p, hostOnly);
+  if (!a->comm->devLocal)
+    return chrFail(ncclInvalidUsage, "%s: %s %p is GPU device memory: %s", a->name, which, p, CHR_DEV_NOT_LOCAL_MSG);
+  if (a->sendElems > 0 && a->recvElems > 0 && sendIsDevice != recvIsDevice)
+    return chrFail(ncclInvalidUsage, "%s: sendbuff %p is %s memory but recvbuff %p is %s memory (both must be GPU "
+                   "device memory, or both host memory)", a->name, a->sendbuff, sendIsDevice ? "GPU device" : "host",
+                   (void*)a->recvbuff, recvIsDevice ? "GPU device" : "host");
+  *onDevice = 1;
   return ncclSuccess;
 }
 
-static ncclResult_t checkArgs(const struct collArgs* a, size_t* typeSize) {
+static ncclResult_t checkArgs(const struct collArgs* a, size_t* typeSize, int* onDevice) {
   CHECK(chrCommCheckReady(a->comm, a->name));
   if ((int)a->type < 0 || (int)a->type >= ncclNumTypes)
     return chrFail(ncclInvalidArgument, "%s: datatype %d is invalid (valid: 0..%d)", a->name, (int)a->type, ncclNumTypes - 1);
@@ -71,13 +86,14 @@ static ncclResult_t checkArgs(const struct collArgs* a, size_t* typeSize) {
     return chrFail(ncclInvalidArgument, "%s: sendbuff is NULL with count %zu", a->name, a->count);
   if (a->recvElems > 0 && a->recvbuff == NULL)
     return chrFail(ncclInvalidArgument, "%s: recvbuff is NULL with count %zu", a->name, a->count);
-  CHECK(checkHostBuffers(a));
+  CHECK(classifyBuffers(a, onDevice));
   return ncclSuccess;
 }
 
 static ncclResult_t enqueueColl(const struct collArgs* a) {
   size_t typeSize = 0;
-  ncclResult_t res = checkArgs(a, &typeSize);
+  int onDevice = 0;
+  ncclResult_t res = checkArgs(a, &typeSize, &onDevice);
   if (res != ncclSuccess) goto fail;
   struct chrCollTask* t = calloc(1, sizeof(*t));
   if (t == NULL) { res = chrFail(ncclSystemError, "%s: out of memory queueing the call", a->name); goto fail; }
@@ -90,6 +106,8 @@ static ncclResult_t enqueueColl(const struct collArgs* a) {
   t->typeSize = typeSize;
   t->userOp = a->hasOp ? a->op : ncclSum;
   t->root = a->hasRoot ? a->root : -1;
+  t->onDevice = onDevice;
+  t->stream = a->stream;
   return chrGroupEnqueue(t); /* planned with the rest of its group, at the group's end */
 fail:
   if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);
@@ -100,14 +118,14 @@ fail:
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   struct collArgs a = {"ncclAllReduce", ncclFuncAllReduce, sendbuff, recvbuff, count, datatype, op, 1, 0, 0,
-                       count, count, comm};
+                       count, count, comm, stream};
   return enqueueColl(&a);
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          int root, ncclComm_t comm, cudaStream_t stream) {
   struct collArgs a = {"ncclBroadcast", ncclFuncBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, 0, root, 1,
-                       0, count, comm};
+                       0, count, comm, stream};
   if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root) a.sendElems = count;
   return enqueueColl(&a);
 }
@@ -120,7 +138,7 @@ NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datat
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   struct collArgs a = {"ncclReduce", ncclFuncReduce, sendbuff, recvbuff, count, datatype, op, 1, root, 1,
-                       count, 0, comm};
+                       count, 0, comm, stream};
   if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root) a.recvElems = count;
   return enqueueColl(&a);
 }
@@ -128,7 +146,7 @@ NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
          ncclComm_t comm, cudaStream_t stream) {
   struct collArgs a = {"ncclAllGather", ncclFuncAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, 0, 0,
-                       sendcount, 0, comm};
+                       sendcount, 0, comm, stream};
   if (comm && comm->magic == CHR_COMM_MAGIC && sendcount <= SIZE_MAX / (size_t)comm->nRanks)
     a.recvElems = sendcount * (size_t)comm->nRanks;
   return enqueueColl(&a);
@@ -137,7 +155,7 @@ NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   struct collArgs a = {"ncclReduceScatter", ncclFuncReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 1, 0, 0,
-                       0, recvcount, comm};
+                       0, recvcount, comm, stream};
   if (comm && comm->magic == CHR_COMM_MAGIC && recvcount <= SIZE_MAX / (size_t)comm->nRanks)
     a.sendElems = recvcount * (size_t)comm->nRanks;
   return enqueueColl(&a);
@@ -147,7 +165,8 @@ NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, 
  * call first so that a bad argument names the collective. */
 static ncclResult_t checkComposite(const struct collArgs* a) {
   size_t typeSize;
-  ncclResult_t res = checkArgs(a, &typeSize);
+  int onDevice;
+  ncclResult_t res = checkArgs(a, &typeSize, &onDevice);
   if (res != ncclSuccess) {
     if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);
     chrGroupNoteError(res);
@@ -156,25 +175,25 @@ static ncclResult_t checkComposite(const struct collArgs* a) {
 }
 
 static ncclResult_t p2pTask(const char* name, ncclFunc_t func, const void* buff, size_t count, ncclDataType_t type,
-                            int peer, ncclComm_t comm) {
+                            int peer, ncclComm_t comm, cudaStream_t stream) {
   struct collArgs a = {name, func, func == ncclFuncSend ? buff : NULL, func == ncclFuncRecv ? (void*)buff : NULL,
                        count, type, ncclSum, 0, peer, 1, func == ncclFuncSend ? count : 0,
-                       func == ncclFuncRecv ? count : 0, comm};
+                       func == ncclFuncRecv ? count : 0, comm, stream};
   return enqueueColl(&a);
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclComm_t comm, cudaStream_t stream) {
-  struct collArgs a = {"ncclAlltoAll", ncclFuncAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, 0, 0, 0, 0, 0, comm};
+  struct collArgs a = {"ncclAlltoAll", ncclFuncAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, 0, 0, 0, 0, 0, comm, stream};
   if (comm && comm->magic == CHR_COMM_MAGIC && count <= SIZE_MAX / (size_t)comm->nRanks)
     a.sendElems = a.recvElems = count * (size_t)comm->nRanks;
   CHECK(checkComposite(&a));
   size_t bytes = count * chrTypeSize(datatype);
   ncclResult_t res = pncclGroupStart();
   for (int r = 0; r < comm->nRanks && res == ncclSuccess; r++) {
-    res = p2pTask("ncclAlltoAll", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm);
+    res = p2pTask("ncclAlltoAll", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm, stream);
     if (res == ncclSuccess)
-      res = p2pTask("ncclAlltoAll", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm);
+      res = p2pTask("ncclAlltoAll", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm, stream);
   }
   ncclResult_t endRes = pncclGroupEnd();
   return res != ncclSuccess ? res : endRes;
@@ -183,15 +202,15 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
          ncclComm_t comm, cudaStream_t stream) {
   struct collArgs a = {"ncclGather", ncclFuncGather, sendbuff, recvbuff, count, datatype, ncclSum, 0, root, 1,
-                       count, 0, comm};
+                       count, 0, comm, stream};
   if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root && count <= SIZE_MAX / (size_t)comm->nRanks)
     a.recvElems = count * (size_t)comm->nRanks;
   CHECK(checkComposite(&a));
   size_t bytes = count * chrTypeSize(datatype);
   ncclResult_t res = pncclGroupStart();
-  if (res == ncclSuccess) res = p2pTask("ncclGather", ncclFuncSend, sendbuff, count, datatype, root, comm);
+  if (res == ncclSuccess) res = p2pTask("ncclGather", ncclFuncSend, sendbuff, count, datatype, root, comm, stream);
   for (int r = 0; comm->rank == root && r < comm->nRanks && res == ncclSuccess; r++)
-    res = p2pTask("ncclGather", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm);
+    res = p2pTask("ncclGather", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm, stream);
   ncclResult_t endRes = pncclGroupEnd();
   return res != ncclSuccess ? res : endRes;
 }
@@ -199,25 +218,25 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
 NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
          ncclComm_t comm, cudaStream_t stream) {
   struct collArgs a = {"ncclScatter", ncclFuncScatter, sendbuff, recvbuff, count, datatype, ncclSum, 0, root, 1,
-                       0, count, comm};
+                       0, count, comm, stream};
   if (comm && comm->magic == CHR_COMM_MAGIC && comm->rank == root && count <= SIZE_MAX / (size_t)comm->nRanks)
     a.sendElems = count * (size_t)comm->nRanks;
   CHECK(checkComposite(&a));
   size_t bytes = count * chrTypeSize(datatype);
   ncclResult_t res = pncclGroupStart();
   for (int r = 0; comm->rank == root && r < comm->nRanks && res == ncclSuccess; r++)
-    res = p2pTask("ncclScatter", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm);
-  if (res == ncclSuccess) res = p2pTask("ncclScatter", ncclFuncRecv, recvbuff, count, datatype, root, comm);
+    res = p2pTask("ncclScatter", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm, stream);
+  if (res == ncclSuccess) res = p2pTask("ncclScatter", ncclFuncRecv, recvbuff, count, datatype, root, comm, stream);
   ncclResult_t endRes = pncclGroupEnd();
   return res != ncclSuccess ? res : endRes;
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream) {
-  return p2pTask("ncclSend", ncclFuncSend, sendbuff, count, datatype, peer, comm);
+  return p2pTask("ncclSend", ncclFuncSend, sendbuff, count, datatype, peer, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream) {
-  return p2pTask("ncclRecv", ncclFuncRecv, recvbuff, count, datatype, peer, comm);
+  return p2pTask("ncclRecv", ncclFuncRecv, recvbuff, count, datatype, peer, comm, stream);
 }

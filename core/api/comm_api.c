@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
+#include "cuda/dev_state.h"
 #include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -56,13 +57,11 @@ NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
   if (comms == NULL) return chrFail(ncclInvalidArgument, "ncclCommInitAll: comms is NULL");
   if (ndev < 1) return chrFail(ncclInvalidArgument, "ncclCommInitAll: ndev = %d, must be >= 1", ndev);
+  /* A device may appear several times: unlike NCCL, Chorus runs several ranks on one GPU (the ranks of
+   * one process on one GPU share a device group, cuda/dev_state.h). */
   if (devlist) {
-    for (int i = 0; i < ndev; i++) {
+    for (int i = 0; i < ndev; i++)
       if (devlist[i] < 0) return chrFail(ncclInvalidArgument, "ncclCommInitAll: devlist[%d] = %d is negative", i, devlist[i]);
-      for (int j = 0; j < i; j++)
-        if (devlist[i] == devlist[j])
-          return chrFail(ncclInvalidUsage, "ncclCommInitAll: device %d appears twice in devlist", devlist[i]);
-    }
   }
   ncclUniqueId id;
   CHECK(chrBootstrapNewUniqueId(&id)); /* every rank is in this process: no fixed address */
@@ -70,9 +69,19 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
   int started = 0;
   for (int i = 0; i < ndev; i++) comms[i] = NULL;
   for (; started < ndev; started++) {
-    ncclResult_t r = chrCommInitStart(&comms[started], ndev, &id, started, NULL, 1);
-    if (CHR_IS_ERROR(r)) { res = r; break; }
-    comms[started]->cudaDev = devlist ? devlist[started] : started;
+    /* The device is set before the init starts: the ranks tell each other their devices. */
+    struct ncclComm* comm = NULL;
+    ncclResult_t r = chrCommAllocPending(NULL, &comm);
+    if (r != ncclSuccess) { res = r; break; }
+    comm->cudaDev = devlist ? devlist[started] : started;
+    comms[started] = comm;
+    r = chrCommInitLaunch(comm, ndev, &id, started, 1);
+    if (CHR_IS_ERROR(r)) {
+      chrCommFree(comm);
+      comms[started] = NULL;
+      res = r;
+      break;
+    }
   }
   for (int i = 0; i < started; i++) {
     if (res != ncclSuccess) comms[i]->abortFlag = 1;
@@ -111,6 +120,7 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
   if (asyncError == NULL) return chrFail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
   int state = atomic_load(&comm->asyncError);
   if (state != ncclInProgress) chrCommReapInitThread(comm, 0); /* non-blocking init finished */
+  if (state == ncclSuccess && comm->dev) state = chrDevCommPoll(comm); /* a kernel's error, an aborted peer */
   if (CHR_IS_ERROR(state)) { /* the root cause, not the latest refusal that quoted it */
     pthread_mutex_lock(&comm->lock);
     chrSetLastError("%s", comm->failCause[0] ? comm->failCause : comm->lastError);
@@ -136,8 +146,10 @@ NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
     chrCommNoteError(comm);
     return res;
   }
-  /* Host-buffer work completes before each call returns, so nothing is outstanding here. */
-  return ncclSuccess;
+  /* Host-buffer work completes before each call returns; GPU work is waited for here. */
+  ncclResult_t res = chrDevCommWait(comm, "ncclCommFinalize");
+  if (res != ncclSuccess) chrCommNoteError(comm);
+  return res;
 }
 
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
@@ -160,6 +172,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   CHECK(chrCommCheck(comm, "ncclCommAbort"));
   comm->abortFlag = 1;
+  chrDevCommAbort(comm); /* its kernels, and its peers' on the same GPU, return within milliseconds */
   chrSetLastError("ncclCommAbort: communicator %p was aborted", (void*)comm);
   chrCommSetAsyncError(comm, ncclRemoteError);
   chrGroupDiscardComm(comm);

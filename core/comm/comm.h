@@ -78,6 +78,12 @@ struct ncclComm {
 
   struct chrUserRedOp userOps[CHR_MAX_USER_REDOPS];
 
+  /* GPU path (cuda/dev_state.h). devLocal: every rank is in this process and on this comm's CUDA
+   * device (cudaDev), so device buffers can be served; dev: this rank's device state, made at the
+   * first device-buffer call. */
+  int devLocal;
+  struct chrDevRankState* dev;
+
   /* Tuner plugin (plan/tuner_hook.c sets these when one is loaded). tunerHook may rewrite the cost
    * table (float[numAlgo][numProto], microseconds, -1 = cannot run; NCCL's tuner ABI layout) and set
    * *nChannels (0 = keep); tunerChunkHook, after the choice, may rewrite the step size in bytes (the

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
+#include "cuda/dev_state.h"
 #include "log/log.h"
 #include "plan/plan.h"
 #include "plugin/net_plugin.h"
@@ -12,6 +13,7 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm == NULL) return ncclSuccess;
   if (comm->initThreadStarted) comm->abortFlag = 1; /* makes a bootstrap still waiting give up quickly */
   chrCommReapInitThread(comm, 1);
+  chrDevCommDetach(comm); /* waits for this rank's GPU work first */
   chrTransportCloseAll(comm);
   chrPlanTunerDetach(comm); /* before the net plugin: the tuner may live in its library */
   if (comm->net) chrNetClose(comm->net);

@@ -13,6 +13,7 @@
 #include "comm/comm.h"
 #include "comm/topo.h"
 #include "config/param.h"
+#include "cuda/cuda_driver.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plan/plan.h"
@@ -68,6 +69,10 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   CHECK(exchangePeerInfo(comm, id));
   CHECK(chrTopoCompute(comm));
   CHECK(chooseChannels(comm));
+  /* Device buffers can be served when every rank lives in this process on this comm's GPU. */
+  comm->devLocal = comm->cudaDev >= 0;
+  for (int r = 0; r < comm->nRanks; r++)
+    if (comm->peers[r].pid != comm->peers[comm->rank].pid || comm->peers[r].cudaDev != comm->cudaDev) comm->devLocal = 0;
   /* The net plugin is opened only when a link will go through it: ranks of one host talk over shm,
    * and must not fail because a plugin is missing, broken or has no device. */
   int needNet = 0;
@@ -114,7 +119,9 @@ ncclResult_t chrCommAllocPending(const ncclConfig_t* config, struct ncclComm** o
   }
   comm->magic = CHR_COMM_MAGIC;
   comm->rank = -1;
-  comm->cudaDev = -1;
+  /* The calling thread's device (cudaGetDevice's answer; -1 without a CUDA driver). Read here, in the
+   * caller's thread: the init may run on a thread of its own, which has no current device. */
+  comm->cudaDev = chrCudaCurrentDevice();
   pthread_mutex_init(&comm->lock, NULL);
   pthread_mutex_init(&comm->initLock, NULL);
   atomic_store(&comm->refs, 1);

@@ -13,7 +13,11 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#ifdef CHORUS_INI_MIN
+#include "config/ini_min.h"
+#else
 #include <ini.h>
+#endif
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -43,6 +43,12 @@ static void loadDriver(void) {
     dlclose(lib);
     goto publish;
   }
+  /* Optional: the GPU path needs them, buffer classification does not. */
+  void* sym;
+  if ((sym = dlsym(lib, "cuCtxGetCurrent")) != NULL) memcpy(&driver.cuCtxGetCurrent, &sym, sizeof(sym));
+  if ((sym = dlsym(lib, "cuCtxGetDevice")) != NULL) memcpy(&driver.cuCtxGetDevice, &sym, sizeof(sym));
+  if ((sym = dlsym(lib, "cuDeviceGet")) != NULL) memcpy(&driver.cuDeviceGet, &sym, sizeof(sym));
+  if ((sym = dlsym(lib, "cuDeviceGetAttribute")) != NULL) memcpy(&driver.cuDeviceGetAttribute, &sym, sizeof(sym));
   /* From here the library stays loaded even on failure: a driver that ran cuInit may have started
    * threads or registered exit handlers, so unloading it is not safe. */
   chrCuResult r = driver.cuInit(0);
@@ -85,4 +91,25 @@ int chrCudaPtrIsDevice(const void* p) {
   if (cu->cuPointerGetAttribute(&managed, CHR_CU_POINTER_ATTRIBUTE_IS_MANAGED, addr) == CHR_CUDA_SUCCESS && managed)
     return 0;
   return 1;
+}
+
+int chrCudaCurrentDevice(void) {
+  const struct chrCudaDriver* cu = chrCudaDriverGet();
+  if (cu == NULL) return -1;
+  if (cu->cuCtxGetCurrent == NULL || cu->cuCtxGetDevice == NULL) return 0;
+  chrCuContext ctx = NULL;
+  if (cu->cuCtxGetCurrent(&ctx) != CHR_CUDA_SUCCESS || ctx == NULL) return 0;
+  chrCuDevice dev = 0;
+  if (cu->cuCtxGetDevice(&dev) != CHR_CUDA_SUCCESS) return 0;
+  return (int)dev;
+}
+
+int chrCudaDeviceSMs(int ordinal) {
+  const struct chrCudaDriver* cu = chrCudaDriverGet();
+  if (cu == NULL || cu->cuDeviceGet == NULL || cu->cuDeviceGetAttribute == NULL || ordinal < 0) return 0;
+  chrCuDevice dev = 0;
+  int sms = 0;
+  if (cu->cuDeviceGet(&dev, ordinal) != CHR_CUDA_SUCCESS) return 0;
+  if (cu->cuDeviceGetAttribute(&sms, CHR_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CHR_CUDA_SUCCESS) return 0;
+  return sms;
 }

@@ -29,12 +29,24 @@ typedef unsigned long long chrCuDevicePtr; /* CUdeviceptr */
 #define CHR_CU_MEMORYTYPE_ARRAY 3
 #define CHR_CU_MEMORYTYPE_UNIFIED 4
 
-/* The driver entry points (names and signatures as the driver exports them). */
+/* CUdevice_attribute values used by the core. */
+#define CHR_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+
+typedef void* chrCuContext; /* CUcontext */
+typedef int chrCuDevice;    /* CUdevice */
+
+/* The driver entry points (names and signatures as the driver exports them). The first three are
+ * required; the context and device queries are optional (NULL when the library lacks them), and the
+ * GPU path needs them (chrCudaGpuPathUsable). */
 struct chrCudaDriver {
   int version; /* cuDriverGetVersion: 1000 * major + 10 * minor, e.g. 12080 */
   chrCuResult (*cuInit)(unsigned int flags);
   chrCuResult (*cuDriverGetVersion)(int* driverVersion);
   chrCuResult (*cuPointerGetAttribute)(void* data, int attribute, chrCuDevicePtr ptr);
+  chrCuResult (*cuCtxGetCurrent)(chrCuContext* ctx);
+  chrCuResult (*cuCtxGetDevice)(chrCuDevice* device);
+  chrCuResult (*cuDeviceGet)(chrCuDevice* device, int ordinal);
+  chrCuResult (*cuDeviceGetAttribute)(int* value, int attribute, chrCuDevice device);
 };
 
 /* The loaded driver, with cuInit(0) done; NULL when there is no usable driver. The first call loads
@@ -45,5 +57,12 @@ const struct chrCudaDriver* chrCudaDriverGet(void);
  * (host-accessible) nor pinned or registered host memory. 0 for NULL, for host memory, and always
  * when there is no driver; then, once the driver was looked for, the cost is one predictable branch. */
 int chrCudaPtrIsDevice(const void* p);
+
+/* The CUDA device of the calling thread, as cudaGetDevice would say: the device of the current
+ * context, 0 when the thread has none yet (the runtime's default), -1 when there is no driver. */
+int chrCudaCurrentDevice(void);
+
+/* Streaming multiprocessors of device `dev`; 0 when unknown. */
+int chrCudaDeviceSMs(int dev);
 
 #endif /* CHORUS_CUDA_DRIVER_H_ */

@@ -28,6 +28,12 @@ struct chrCollTask {
   chrRedOp op;           /* resolved at execution (device-resident scalars are read then) */
   chrRedOp opNoPre;      /* the same reduction without the pre-multiplication, for partial sums */
   int root;              /* root, or the peer of a send/recv */
+  /* Where it runs. onDevice: its buffers are GPU memory; it launches kernels on `stream` (an opaque
+   * cudaStream_t) and returns without waiting. noop: it moves no bytes and its comm runs device
+   * tasks in this group, so it is dropped (the host executor never sees it). */
+  int onDevice, noop;
+  cudaStream_t stream;
+  int chanBase;          /* device: works[c] runs on channel chanBase + c (receives on channel 1) */
   /* Plan (plan/plan.c). */
   int algo, proto;       /* CHR_ALGO_*, CHR_PROTO_* (plan/algo_select.h) */
   int nChannels;

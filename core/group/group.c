@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include "api/api.h"
 #include "comm/comm.h"
+#include "exec/dev_exec.h"
 #include "exec/exec.h"
 #include "group/group.h"
 #include "plan/plan.h"
@@ -59,12 +60,29 @@ static ncclResult_t planTasks(struct chrCollTask* list) {
   return ncclSuccess;
 }
 
-/* Plan, then run a list of tasks: running calls are counted on their comms (abort waits for them). */
-static ncclResult_t runTasks(struct chrCollTask* list) {
-  CHECK(planTasks(list));
-  for (struct chrCollTask* t = list; t; t = t->next) atomic_fetch_add(&t->comm->busy, 1);
-  ncclResult_t res = chrExecTasks(list);
-  for (struct chrCollTask* t = list; t; t = t->next) atomic_fetch_sub(&t->comm->busy, 1);
+/* Plan, then run a list of tasks: running calls are counted on their comms (abort waits for them).
+ * Tasks on GPU buffers are launched first (they return at once, kernels run on their streams), then
+ * the host executor runs the host tasks to completion. The list is reordered (host tasks first, then
+ * device tasks); it still holds every task, for freeTasks. */
+static ncclResult_t runTasks(struct chrCollTask** list) {
+  struct chrCollTask* devTasks = NULL;
+  ncclResult_t res = chrDevPartition(list, &devTasks);
+  if (res != ncclSuccess) {
+    chrCommNoteError((*list)->comm);
+    return res;
+  }
+  CHECK(planTasks(*list));
+  for (struct chrCollTask* t = *list; t; t = t->next) atomic_fetch_add(&t->comm->busy, 1);
+  if (devTasks) res = chrDevExecTasks(devTasks);
+  if (*list != devTasks) {
+    struct chrCollTask* hostTail = *list;
+    while (hostTail->next != devTasks) hostTail = hostTail->next;
+    hostTail->next = NULL; /* the host executor runs to the end of its list */
+    ncclResult_t hostRes = chrExecTasks(*list);
+    hostTail->next = devTasks;
+    if (res == ncclSuccess) res = hostRes;
+  }
+  for (struct chrCollTask* t = *list; t; t = t->next) atomic_fetch_sub(&t->comm->busy, 1);
   return res;
 }
 
@@ -72,7 +90,7 @@ ncclResult_t chrGroupEnqueue(struct chrCollTask* task) {
   task->next = NULL;
   chrCommRetain(task->comm);
   if (groupDepth == 0) {
-    ncclResult_t res = runTasks(task);
+    ncclResult_t res = runTasks(&task);
     freeTasks(task);
     return res;
   }
@@ -189,7 +207,7 @@ static ncclResult_t groupEndCommon(void) {
     return res;
   }
   if (CHR_IS_ERROR(initRes)) { freeTasks(tasks); return initRes; }
-  ncclResult_t res = runTasks(tasks);
+  ncclResult_t res = tasks ? runTasks(&tasks) : ncclSuccess;
   freeTasks(tasks);
   if (res != ncclSuccess) return res;
   return initRes;

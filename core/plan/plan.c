@@ -115,6 +115,8 @@ void chrPlanTunerConstants(const struct ncclComm* comm, ncclTunerConstants_v6_t*
 }
 
 ncclResult_t chrPlanTask(struct chrCollTask* t) {
+  if (t->noop) return ncclSuccess;
+  if (t->onDevice) return chrPlanDevTask(t);
   struct ncclComm* comm = t->comm;
   int n = comm->nRanks;
   size_t slot = slotBytes();

@@ -12,6 +12,8 @@ struct ncclComm;
 
 /* Choose algorithm, protocol, channels and step size, then write the task's works (chrPlanWorks). */
 ncclResult_t chrPlanTask(struct chrCollTask* task);
+/* The same for a task on GPU buffers (plan/plan_dev.c): the device group's slots and channels. */
+ncclResult_t chrPlanDevTask(struct chrCollTask* task);
 /* The task's works, one per channel (plan/works.c); replaces any it had. */
 ncclResult_t chrPlanWorks(struct chrCollTask* task);
 /* Binary tree over positions 0..n-1 rooted at 0 (the double binary tree's shape; -1: none). */

@@ -6,11 +6,14 @@
 #
 # Steps, each with its own time limit so that one stuck step cannot eat the others:
 #   1. environment: nvidia-smi, nvcc --version, cmake/gcc versions, cores
-#   2. configure a fresh build directory (-DCMAKE_CUDA_ARCHITECTURES=90); if the full project cannot
-#      be configured there (e.g. no libinih), configure the device side alone (CHORUS_DEVICE_ONLY)
+#   2. configure a fresh build directory (-DCMAKE_CUDA_ARCHITECTURES=90); without libinih the library
+#      uses its own minimal INI reader; if the full project still cannot be configured there,
+#      configure the device side alone (CHORUS_DEVICE_ONLY: no gpu.nccl.* tests then)
 #   3. build, timed
 #   4. ctest -R '^gpu\.': arithmetic and simulation checks, collectives on 1/2/3/4/8 ranks sharing the
-#      GPU, abort, API checks
+#      GPU, abort, API checks, and gpu.nccl.*: the public NCCL API on GPU buffers (2/3/4 ranks of one
+#      process sharing the GPU: ncclCommInitAll driven by one thread, one thread per rank, CUDA graph
+#      capture, abort)
 #   5. chorus-gpu-bw: ring all-reduce, 2 ranks on the GPU, 8 B .. 256 MB, GB/s (SIMPLE and LL)
 #   6. compute-sanitizer memcheck on the 1-rank collectives (one kernel at a time is enough there;
 #      the multi-rank tests need their kernels to run concurrently, which the sanitizer may not allow)
@@ -61,6 +64,7 @@ if ! timeout 300 cmake "${CONF[@]}" >"$OUT/configure.log" 2>&1; then
   fi
 fi
 note "configure: $MODE build in $BUILD"
+[ "$MODE" = full ] || note "gpu.nccl.*: NOT BUILT (the public-API tests need the full build; see configure.log)"
 
 section "build (-j$JOBS)"
 T0=$(date +%s.%N)
@@ -79,7 +83,7 @@ section "gpu tests"
 # -V: the tests print one line each on success (cases run, time, abort latencies), worth keeping.
 (cd "$BUILD" && timeout 900 ctest -R '^gpu\.' -V --timeout 180) 2>&1 | tee "$OUT/ctest.log"
 TESTS_RC=${PIPESTATUS[0]}
-grep -E "tests passed|tests failed|\*\*\*Skipped|\*\*\*Failed|\*\*\*Timeout|gpu.colls n=|after the abort|^[0-9]+: FAIL" \
+grep -E "tests passed|tests failed|\*\*\*Skipped|\*\*\*Failed|\*\*\*Timeout|gpu.colls n=|gpu.nccl |after the abort|^[0-9]+: FAIL" \
   "$OUT/ctest.log" | head -60 | tee -a "$SUMMARY"
 note "gpu tests: exit $TESTS_RC"
 

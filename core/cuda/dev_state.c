@@ -1,0 +1,220 @@
+/*
+ * dev_state.c: the registry of device groups and each rank's device state (dev_state.h).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "comm/comm.h"
+#include "config/param.h"
+#include "cuda/cuda_driver.h"
+#include "cuda/dev_state.h"
+#include "cuda/device_lib.h"
+#include "exec/idle.h"
+#include "log/check.h"
+#include "log/log.h"
+#include "transport/transport.h"
+
+#define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
+#define DEV_MAX_CHANNELS 16      /* per rank; n ranks x channels CTAs must all be resident */
+#define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
+
+struct chrDevShared {
+  struct chrDevShared* next;
+  uint64_t commHash;
+  int nRanks, cudaDev;
+  int refs;                  /* ranks attached (under registryLock) */
+  int leak;                  /* a rank's kernels did not finish: never free the group's memory */
+  struct chrDevShape shape;
+  struct chrDevGroup* group;
+  _Atomic int broken;        /* a rank aborted or timed out: the connections are out of step */
+};
+
+static pthread_mutex_t registryLock = PTHREAD_MUTEX_INITIALIZER;
+static struct chrDevShared* registry;
+
+static struct chrDevShared* findShared(uint64_t commHash, int nRanks) {
+  for (struct chrDevShared* s = registry; s; s = s->next)
+    if (s->commHash == commHash && s->nRanks == nRanks) return s;
+  return NULL;
+}
+
+void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
+  if (comm->dev) {
+    *shape = comm->dev->shared->shape;
+    return;
+  }
+  int64_t buff = chrParamInt(CHR_P_BUFFSIZE);
+  if (buff < CHR_STEPS * 4096) buff = CHR_STEPS * 4096;
+  shape->stepBytes = ((size_t)buff / CHR_STEPS) & ~(size_t)4095;
+  shape->llLines = DEV_LL_LINES;
+  /* Every rank's kernel must be resident at once (the ranks wait for each other inside them): with
+   * one 512-thread CTA per channel, n ranks x channels stays within the GPU's SM count. */
+  int sms = chrCudaDeviceSMs(comm->cudaDev);
+  int ch = sms > 0 ? sms / comm->nRanks : 8;
+  if (ch > DEV_MAX_CHANNELS) ch = DEV_MAX_CHANNELS;
+  if (comm->config.maxCTAs > 0 && ch > comm->config.maxCTAs) ch = comm->config.maxCTAs;
+  if (ch < 1) ch = 1;
+  shape->nChannels = ch;
+}
+
+static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevShared** out) {
+  struct chrDevShared* s = calloc(1, sizeof(*s));
+  if (s == NULL) return chrFail(ncclSystemError, "out of memory for the device state of comm %p", (void*)comm);
+  s->commHash = comm->commHash;
+  s->nRanks = comm->nRanks;
+  s->cudaDev = comm->cudaDev;
+  chrDevCommShape(comm, &s->shape);
+  struct chrDevGroupConfig cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.nRanks = comm->nRanks;
+  cfg.nChannels = s->shape.nChannels;
+  cfg.p2pConns = 1;
+  cfg.stepBytes = s->shape.stepBytes;
+  cfg.llLines = s->shape.llLines;
+  cfg.ringOrder = comm->ringOrder;
+  cfg.cudaDev = comm->cudaDev;
+  ncclResult_t res = lib->groupCreate(&cfg, &s->group);
+  if (res != ncclSuccess) {
+    free(s);
+    return chrFail(res, "comm %p: creating the GPU state of %d ranks on device %d failed: %s", (void*)comm,
+                   comm->nRanks, comm->cudaDev, lib->lastError());
+  }
+  INFO(NCCL_INIT, "comm %p: GPU state for %d ranks on device %d: %d channels, %zu KiB SIMPLE and %d KiB LL slots",
+       (void*)comm, comm->nRanks, comm->cudaDev, cfg.nChannels, cfg.stepBytes >> 10, cfg.llLines * 8 / 1024);
+  s->next = registry;
+  registry = s;
+  *out = s;
+  return ncclSuccess;
+}
+
+ncclResult_t chrDevCommAttach(struct ncclComm* comm) {
+  if (comm->dev) return ncclSuccess;
+  const struct chrDevLib* lib = chrDevLibGet();
+  if (lib == NULL) return chrFail(ncclInvalidUsage, "comm %p: device buffers, but there is no GPU path", (void*)comm);
+  if (!comm->devLocal) return chrFail(ncclInvalidUsage, "comm %p: %s", (void*)comm, CHR_DEV_NOT_LOCAL_MSG);
+  struct chrDevRankState* st = calloc(1, sizeof(*st));
+  if (st == NULL) return chrFail(ncclSystemError, "out of memory for the device state of comm %p", (void*)comm);
+  ncclResult_t res = lib->eventCreate(comm->cudaDev, &st->last);
+  if (res == ncclSuccess) res = lib->eventCreate(comm->cudaDev, &st->join);
+  if (res != ncclSuccess) {
+    res = chrFail(res, "comm %p: creating events on device %d: %s", (void*)comm, comm->cudaDev, lib->lastError());
+    goto fail_free_state;
+  }
+  pthread_mutex_lock(&registryLock);
+  struct chrDevShared* s = findShared(comm->commHash, comm->nRanks);
+  if (s == NULL) res = createShared(comm, lib, &s);
+  if (res == ncclSuccess) s->refs++;
+  pthread_mutex_unlock(&registryLock);
+  if (res != ncclSuccess) goto fail_free_state;
+  st->shared = s;
+  comm->dev = st;
+  return ncclSuccess;
+fail_free_state:
+  if (st->join) lib->eventDestroy(comm->cudaDev, st->join);
+  if (st->last) lib->eventDestroy(comm->cudaDev, st->last);
+  free(st);
+  return res;
+}
+
+struct chrDevGroup* chrDevCommGroup(const struct ncclComm* comm) {
+  return comm->dev ? comm->dev->shared->group : NULL;
+}
+
+ncclResult_t chrDevCommPoll(struct ncclComm* comm) {
+  struct chrDevRankState* st = comm->dev;
+  if (st == NULL) return ncclSuccess;
+  int state = atomic_load(&comm->asyncError);
+  if (CHR_IS_ERROR(state)) return (ncclResult_t)state;
+  const struct chrDevLib* lib = chrDevLibGet();
+  uint32_t kerr = lib->kernelError(st->shared->group, comm->rank);
+  if (kerr != 0) {
+    chrFail(ncclInternalError, "comm %p rank %d: a kernel reported error %u (%s)", (void*)comm, comm->rank, kerr,
+            kerr == CHR_DEV_ERR_BAD_LINK ? "a work named a link the rank has no connection for" : "unknown");
+    chrCommSetAsyncError(comm, ncclInternalError);
+    return ncclInternalError;
+  }
+  if (atomic_load(&st->shared->broken) && !comm->abortFlag) {
+    chrFail(ncclRemoteError, "comm %p rank %d: another rank of this communicator was aborted (or timed out) while "
+            "GPU work was in flight; its connections are out of step", (void*)comm, comm->rank);
+    chrCommSetAsyncError(comm, ncclRemoteError);
+    return ncclRemoteError;
+  }
+  return ncclSuccess;
+}
+
+static void breakGroup(struct chrDevShared* s, const struct chrDevLib* lib) {
+  atomic_store(&s->broken, 1);
+  lib->setAbort(s->group, -1, 1);
+}
+
+ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func) {
+  struct chrDevRankState* st = comm->dev;
+  if (st == NULL || !st->lastRecorded) return ncclSuccess;
+  const struct chrDevLib* lib = chrDevLibGet();
+  uint64_t timeoutNs = (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
+  uint64_t start = chrNowNs(), abortSeen = 0;
+  for (;;) {
+    ncclResult_t q = lib->eventQuery(comm->cudaDev, st->last);
+    if (q == ncclSuccess) return ncclSuccess;
+    if (q != ncclInProgress)
+      return chrFail(q, "%s: comm %p rank %d: waiting for its GPU work: %s", func, (void*)comm, comm->rank,
+                     lib->lastError());
+    uint64_t now = chrNowNs();
+    if (abortSeen == 0 && timeoutNs && now - start > timeoutNs) {
+      WARN("%s: comm %p rank %d: GPU work still running after %llu s (CHORUS_TIMEOUT): aborting the communicator's "
+           "kernels", func, (void*)comm, comm->rank, (unsigned long long)(timeoutNs / 1000000000ull));
+      breakGroup(st->shared, lib);
+    }
+    if (abortSeen == 0 && (comm->abortFlag || atomic_load(&st->shared->broken))) abortSeen = now;
+    if (abortSeen && now - abortSeen > DEV_ABORT_GRACE_NS)
+      return chrFail(ncclInternalError, "%s: comm %p rank %d: aborted GPU work did not finish within %llu s", func,
+                     (void*)comm, comm->rank, (unsigned long long)(DEV_ABORT_GRACE_NS / 1000000000ull));
+    chrIdleWait(now - start);
+  }
+}
+
+void chrDevCommAbort(struct ncclComm* comm) {
+  if (!comm->devLocal) return; /* never had GPU state: do not load the device library for nothing */
+  const struct chrDevLib* lib = chrDevLibGet();
+  if (lib == NULL) return;
+  /* Also when this rank never attached: the others may be waiting for it inside their kernels. */
+  pthread_mutex_lock(&registryLock);
+  struct chrDevShared* s = comm->dev ? comm->dev->shared : findShared(comm->commHash, comm->nRanks);
+  if (s) breakGroup(s, lib);
+  pthread_mutex_unlock(&registryLock);
+}
+
+void chrDevCommDetach(struct ncclComm* comm) {
+  struct chrDevRankState* st = comm->dev;
+  if (st == NULL) return;
+  const struct chrDevLib* lib = chrDevLibGet();
+  ncclResult_t res = chrDevCommWait(comm, "ncclCommDestroy");
+  struct chrDevShared* s = st->shared;
+  pthread_mutex_lock(&registryLock);
+  if (res != ncclSuccess) {
+    /* Kernels of this rank may still run: freeing their memory could fault the GPU. */
+    WARN("comm %p rank %d: leaving the GPU state of its communicator allocated (its kernels did not finish)",
+         (void*)comm, comm->rank);
+    s->leak = 1;
+  }
+  /* Destroying an event whose work is pending is allowed: CUDA releases it once the work is done. */
+  lib->eventDestroy(comm->cudaDev, st->last);
+  lib->eventDestroy(comm->cudaDev, st->join);
+  if (--s->refs == 0) {
+    for (struct chrDevShared** p = &registry; *p; p = &(*p)->next)
+      if (*p == s) {
+        *p = s->next;
+        break;
+      }
+    if (!s->leak) {
+      ncclResult_t d = lib->groupDestroy(s->group);
+      if (d != ncclSuccess) WARN("comm %p: freeing its GPU state failed: %s", (void*)comm, lib->lastError());
+    }
+    free(s);
+  }
+  pthread_mutex_unlock(&registryLock);
+  free(st);
+  comm->dev = NULL;
+}

@@ -1,0 +1,41 @@
+/*
+ * device_lib.h: the device library (libchorus-device.so, device/launch.h), loaded at run time.
+ *
+ * The core never links CUDA: the kernels, their launcher and the CUDA runtime live in the device
+ * library, opened with dlopen the first time a device buffer needs it. It is looked for next to
+ * libchorus (the folder of the library this code is in, found with dladdr), then through the normal
+ * search path, and must report chrDevApiVersion() == CHR_DEV_API_VERSION. No library, an old one, or
+ * no CUDA driver with the context queries the GPU path needs: no GPU path, and device buffers are
+ * refused as before. cudaStream_t values pass through as opaque pointers.
+ */
+#ifndef CHORUS_CUDA_DEVICE_LIB_H_
+#define CHORUS_CUDA_DEVICE_LIB_H_
+
+#include "device/launch.h"
+
+#define CHR_DEVICE_LIB_NAME "libchorus-device.so"
+
+struct chrDevLib {
+  char path[512]; /* the file that was loaded */
+  int (*apiVersion)(void);
+  ncclResult_t (*groupCreate)(const struct chrDevGroupConfig* cfg, struct chrDevGroup** out);
+  ncclResult_t (*groupDestroy)(struct chrDevGroup* group);
+  ncclResult_t (*launch)(struct chrDevGroup* group, int rank, const struct chrWork* works, const int* nWorks,
+                         int nChannels, cudaStream_t stream);
+  void (*setAbort)(struct chrDevGroup* group, int rank, uint32_t value);
+  uint32_t (*kernelError)(struct chrDevGroup* group, int rank);
+  int (*maxWorks)(void);
+  const char* (*lastError)(void);
+  ncclResult_t (*eventCreate)(int cudaDev, void** event);
+  void (*eventDestroy)(int cudaDev, void* event);
+  ncclResult_t (*eventRecord)(int cudaDev, void* event, cudaStream_t stream);
+  ncclResult_t (*streamWaitEvent)(int cudaDev, cudaStream_t stream, void* event);
+  ncclResult_t (*eventQuery)(int cudaDev, void* event);
+  ncclResult_t (*streamCapturing)(int cudaDev, cudaStream_t stream, int* capturing);
+};
+
+/* The loaded library, or NULL when there is no GPU path (loaded once per process, thread-safe; the
+ * reason is logged once at INFO). Needs the CUDA driver too: without one, NULL without looking. */
+const struct chrDevLib* chrDevLibGet(void);
+
+#endif /* CHORUS_CUDA_DEVICE_LIB_H_ */

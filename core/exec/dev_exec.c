@@ -1,0 +1,233 @@
+/*
+ * dev_exec.c: launching device tasks (dev_exec.h).
+ *
+ * Per comm and group: the collectives' works, channel by channel in call order, go to one
+ * chrDevLaunch; the sends and receives go to a second one, after them, sends on channel 0 and
+ * receives on channel 1. The device library cuts a launch into several kernels where the reduction
+ * changes, and every rank cuts the collectives at the same places (they are the same calls in the
+ * same order); point-to-point works only copy, so keeping them in a launch of their own means a
+ * rank's sends and receives always run in the same kernel, whatever other ranks' groups hold.
+ *
+ * Order of point-to-point works. A device channel runs its works strictly in order, and a send
+ * larger than the connection's 8 slots waits for its receiver. Sends are ordered by (peer - rank) mod
+ * n and receives by (rank - peer) mod n (call order among equals), as rounds: in round d rank r
+ * sends to r + d and receives from r - d, so each send meets the matching receive in the same round,
+ * and rounds complete one after another whatever order the user gave.
+ *
+ * Streams. The launch goes to the first task's stream; other streams of the comm's tasks in the group
+ * are joined before (the launch stream waits for each) and after (each waits for the launch). A rank
+ * whose previous launch went to another stream waits for it first, so a rank's kernels never run
+ * side by side (they share the rank's connections). Under CUDA graph capture that last wait is left
+ * out (the graph's own order applies) and nothing is recorded for ncclCommDestroy to wait on.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "comm/comm.h"
+#include "cuda/dev_state.h"
+#include "cuda/device_lib.h"
+#include "exec/dev_exec.h"
+#include "log/check.h"
+#include "log/log.h"
+
+static int movesNoBytes(const struct chrCollTask* t) { return t->count == 0; }
+
+static int commHas(struct chrCollTask* list, const struct ncclComm* comm, int device) {
+  for (struct chrCollTask* t = list; t; t = t->next)
+    if (t->comm == comm && !movesNoBytes(t) && (t->onDevice != 0) == device) return 1;
+  return 0;
+}
+
+ncclResult_t chrDevPartition(struct chrCollTask** list, struct chrCollTask** devTasks) {
+  *devTasks = NULL;
+  int anyDevice = 0;
+  for (struct chrCollTask* t = *list; t; t = t->next) anyDevice |= t->onDevice;
+  int anyAttached = 0;
+  for (struct chrCollTask* t = *list; t && !anyDevice && !anyAttached; t = t->next) anyAttached |= t->comm->dev != NULL;
+  if (!anyDevice && !anyAttached) return ncclSuccess; /* host only: the list stays as it is */
+  for (struct chrCollTask* t = *list; t; t = t->next) {
+    if (!t->onDevice) continue;
+    if (commHas(*list, t->comm, 0))
+      return chrFail(ncclInvalidUsage, "comm %p rank %d: one group holds calls on host buffers and on GPU buffers "
+                     "(not supported: issue them in separate groups)", (void*)t->comm, t->comm->rank);
+  }
+  for (struct chrCollTask* t = *list; t; t = t->next)
+    if (!t->onDevice && movesNoBytes(t))
+      t->noop = commHas(*list, t->comm, 1) || (t->comm->dev != NULL && !commHas(*list, t->comm, 0));
+  struct chrCollTask *hostHead = NULL, *hostTail = NULL, *devHead = NULL, *devTail = NULL;
+  for (struct chrCollTask* t = *list; t;) {
+    struct chrCollTask* next = t->next;
+    t->next = NULL;
+    if (t->onDevice || t->noop) {
+      if (devTail) devTail->next = t;
+      else devHead = t;
+      devTail = t;
+    } else {
+      if (hostTail) hostTail->next = t;
+      else hostHead = t;
+      hostTail = t;
+    }
+    t = next;
+  }
+  if (hostTail) hostTail->next = devHead;
+  *list = hostHead ? hostHead : devHead;
+  *devTasks = devHead;
+  return ncclSuccess;
+}
+
+struct p2pEntry {
+  int delta, order;
+  const struct chrWork* work;
+};
+
+static int byRound(const void* a, const void* b) {
+  const struct p2pEntry* x = a;
+  const struct p2pEntry* y = b;
+  if (x->delta != y->delta) return x->delta < y->delta ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Works of a task that have something to do (empty channels of a small collective are left out; every
+ * rank leaves out the same ones). */
+static int workRuns(const struct chrWork* w) { return w->pattern != CHR_PAT_NONE && w->len > 0; }
+
+ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, struct chrDevLaunchPlan* p) {
+  int n = comm->nRanks, nSend = 0, nRecv = 0, total = 0;
+  memset(p, 0, sizeof(*p));
+  for (struct chrCollTask* t = list; t; t = t->next) {
+    if (t->comm != comm || t->noop) continue;
+    if (t->func == ncclFuncSend) { nSend++; continue; }
+    if (t->func == ncclFuncRecv) { nRecv++; continue; }
+    for (int c = 0; c < t->nChannels; c++) {
+      int ch = t->chanBase + c;
+      if (!workRuns(&t->works[c])) continue;
+      if (ch >= CHR_DEV_MAX_CHANNELS)
+        return chrFail(ncclInternalError, "comm %p: a work on channel %d (at most %d)", (void*)comm, ch, CHR_DEV_MAX_CHANNELS);
+      p->nColl[ch]++;
+      total++;
+      if (ch + 1 > p->collChannels) p->collChannels = ch + 1;
+    }
+  }
+  p->coll = total ? malloc(sizeof(struct chrWork) * (size_t)total) : NULL;
+  p->p2p = nSend + nRecv ? malloc(sizeof(struct chrWork) * (size_t)(nSend + nRecv)) : NULL;
+  struct p2pEntry* order = nSend + nRecv ? malloc(sizeof(struct p2pEntry) * (size_t)(nSend + nRecv)) : NULL;
+  if ((total && !p->coll) || (nSend + nRecv && (!p->p2p || !order))) {
+    free(order);
+    chrDevFreeLaunch(p);
+    return chrFail(ncclSystemError, "out of memory launching %d works", total + nSend + nRecv);
+  }
+  int at[CHR_DEV_MAX_CHANNELS];
+  for (int c = 0, sum = 0; c < CHR_DEV_MAX_CHANNELS; c++) {
+    at[c] = sum;
+    sum += p->nColl[c];
+  }
+  int ks = 0, kr = nSend, seq = 0;
+  for (struct chrCollTask* t = list; t; t = t->next, seq++) {
+    if (t->comm != comm || t->noop) continue;
+    if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
+      int isSend = t->func == ncclFuncSend;
+      struct p2pEntry* e = &order[isSend ? ks++ : kr++];
+      e->delta = isSend ? (t->root - comm->rank + n) % n : (comm->rank - t->root + n) % n;
+      e->order = seq;
+      e->work = &t->works[0];
+      continue;
+    }
+    for (int c = 0; c < t->nChannels; c++)
+      if (workRuns(&t->works[c])) p->coll[at[t->chanBase + c]++] = t->works[c];
+  }
+  if (nSend) qsort(order, (size_t)nSend, sizeof(*order), byRound);
+  if (nRecv) qsort(order + nSend, (size_t)nRecv, sizeof(*order), byRound);
+  for (int i = 0; i < nSend + nRecv; i++) p->p2p[i] = *order[i].work;
+  free(order);
+  p->nP2p[0] = nSend;
+  p->nP2p[1] = nRecv;
+  return ncclSuccess;
+}
+
+void chrDevFreeLaunch(struct chrDevLaunchPlan* p) {
+  free(p->coll);
+  free(p->p2p);
+  p->coll = p->p2p = NULL;
+}
+
+#define MAX_STREAMS 64
+
+static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) {
+  const struct chrDevLib* lib = chrDevLibGet();
+  cudaStream_t streams[MAX_STREAMS];
+  int nStreams = 0;
+  for (struct chrCollTask* t = list; t; t = t->next) {
+    if (t->comm != comm || t->noop) continue;
+    int known = 0;
+    for (int i = 0; i < nStreams && !known; i++) known = streams[i] == t->stream;
+    if (known) continue;
+    if (nStreams == MAX_STREAMS)
+      return chrFail(ncclInvalidUsage, "comm %p: more than %d streams in one group", (void*)comm, MAX_STREAMS);
+    streams[nStreams++] = t->stream;
+  }
+  if (nStreams == 0) return ncclSuccess; /* only calls that move nothing */
+  CHECK(chrDevCommAttach(comm));
+  CHECK(chrDevCommPoll(comm));
+  if (comm->abortFlag) return chrFail(ncclRemoteError, "operation interrupted: communicator %p was aborted", (void*)comm);
+  struct chrDevRankState* st = comm->dev;
+  ncclResult_t res = ncclSuccess;
+  struct chrDevLaunchPlan plan;
+  CHECK(chrDevBuildLaunch(comm, list, &plan));
+  struct chrDevGroup* group = chrDevCommGroup(comm);
+  const int dev = comm->cudaDev;
+  cudaStream_t s0 = streams[0];
+  int capturing = 0;
+  const char* what = "querying graph capture";
+  res = lib->streamCapturing(dev, s0, &capturing);
+  what = "joining the group's streams";
+  for (int i = 1; i < nStreams && res == ncclSuccess; i++) {
+    res = lib->eventRecord(dev, st->join, streams[i]);
+    if (res == ncclSuccess) res = lib->streamWaitEvent(dev, s0, st->join);
+  }
+  if (res == ncclSuccess && !capturing && st->lastRecorded && st->lastStream != s0) {
+    what = "ordering after the rank's previous launch";
+    res = lib->streamWaitEvent(dev, s0, st->last);
+  }
+  if (res == ncclSuccess && plan.collChannels > 0) {
+    what = "launching collectives";
+    res = lib->launch(group, comm->rank, plan.coll, plan.nColl, plan.collChannels, s0);
+  }
+  if (res == ncclSuccess && plan.nP2p[0] + plan.nP2p[1] > 0) {
+    what = "launching sends and receives";
+    res = lib->launch(group, comm->rank, plan.p2p, plan.nP2p, 2, s0);
+  }
+  if (res == ncclSuccess && nStreams > 1) {
+    what = "joining the group's streams after the launch";
+    res = lib->eventRecord(dev, st->join, s0);
+    for (int i = 1; i < nStreams && res == ncclSuccess; i++) res = lib->streamWaitEvent(dev, streams[i], st->join);
+  }
+  if (res == ncclSuccess && !capturing) {
+    what = "recording the launch";
+    res = lib->eventRecord(dev, st->last, s0);
+    if (res == ncclSuccess) {
+      st->lastStream = s0;
+      st->lastRecorded = 1;
+    }
+  }
+  if (res != ncclSuccess)
+    res = chrFail(res, "comm %p rank %d: %s on GPU %d failed: %s", (void*)comm, comm->rank, what, dev, lib->lastError());
+  chrDevFreeLaunch(&plan);
+  return res;
+}
+
+ncclResult_t chrDevExecTasks(struct chrCollTask* list) {
+  ncclResult_t first = ncclSuccess;
+  for (struct chrCollTask* t = list; t; t = t->next) {
+    int seen = 0;
+    for (struct chrCollTask* u = list; u != t && !seen; u = u->next) seen = u->comm == t->comm;
+    if (seen) continue;
+    ncclResult_t res = launchComm(t->comm, list);
+    if (res != ncclSuccess) {
+      /* Other ranks may have launched their part: this rank is out of step with them (a refusal
+       * before anything was launched leaves the comm usable). */
+      if (res != ncclInvalidUsage && res != ncclInvalidArgument) chrCommSetAsyncError(t->comm, res);
+      else chrCommNoteError(t->comm);
+      if (first == ncclSuccess) first = res;
+    }
+  }
+  return first;
+}

@@ -1,0 +1,81 @@
+/*
+ * plan_dev.c: planning a task whose buffers are GPU memory (the device path, cuda/dev_state.h).
+ *
+ * The works are the host's (plan/works.c, the same step programs), with the device group's shape:
+ * - ring algorithms only (the device group connects rings and one point-to-point index; the double
+ *   binary tree would need a second index and its lanes would share p2p ends with send/recv);
+ * - LL for small operations (up to DEV_LL_MAX_BYTES, when NCCL_PROTO allows it), SIMPLE otherwise,
+ *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: NCCL_BUFFSIZE / 8);
+ * - as many channels as the data fills, one per DEV_*_BYTES_PER_CHANNEL, up to the group's count;
+ * - sends on channel 0 and receives on channel 1: a device channel runs its works strictly in
+ *   order, so a receive queued behind a send that waits for its peer would never run.
+ * A tuner plugin is not consulted for device tasks yet.
+ */
+#include "comm/comm.h"
+#include "config/param.h"
+#include "cuda/dev_state.h"
+#include "log/check.h"
+#include "log/log.h"
+#include "plan/algo_select.h"
+#include "plan/plan.h"
+
+#define DEV_LL_MAX_BYTES (256u << 10)
+#define DEV_LL_BYTES_PER_CHANNEL (16u << 10)
+#define DEV_SIMPLE_BYTES_PER_CHANNEL (256u << 10)
+#define DEV_P2P_LL_MAX_BYTES (64u << 10)
+
+/* A rough estimate for ncclGroupSimulateEnd: 10 us per hop, 100 GB/s. */
+static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops + (float)bytes / 1e5f; }
+
+ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
+  struct ncclComm* comm = t->comm;
+  int n = comm->nRanks;
+  struct chrDevShape shape;
+  chrDevCommShape(comm, &shape);
+  size_t bytes = t->count * t->typeSize;
+  if (t->func == ncclFuncAllGather || t->func == ncclFuncReduceScatter) bytes *= (size_t)n;
+  int isP2p = t->func == ncclFuncSend || t->func == ncclFuncRecv;
+
+  unsigned protos = 0;
+  CHECK(chrAllowedProtos(t->func, &protos));
+  int ll = (protos & (1u << CHR_PROTO_LL)) != 0, simple = (protos & (1u << CHR_PROTO_SIMPLE)) != 0;
+  if (!ll && !simple)
+    return chrFail(ncclInvalidUsage, "NCCL_PROTO=\"%s\" leaves no protocol for GPU buffers (they run LL or SIMPLE)",
+                   chrParamStr(CHR_P_PROTO));
+  size_t llMax = isP2p ? DEV_P2P_LL_MAX_BYTES : DEV_LL_MAX_BYTES;
+  t->proto = ll && (!simple || bytes <= llMax) ? CHR_PROTO_LL : CHR_PROTO_SIMPLE;
+  size_t stepBytes = t->proto == CHR_PROTO_LL ? (size_t)shape.llLines * 8 : shape.stepBytes;
+  t->chunkElems = stepBytes / t->typeSize;
+  if (t->chunkElems == 0) t->chunkElems = 1;
+  t->chanBase = 0;
+
+  if (isP2p) {
+    t->algo = CHR_ALGO_UNDEF;
+    t->nChannels = 1;
+    t->chanBase = t->func == ncclFuncRecv ? 1 : 0;
+    t->estimatedUs = devEstimateUs(1, bytes);
+    return chrPlanWorks(t);
+  }
+  if (n == 1) {
+    t->algo = CHR_ALGO_UNDEF;
+    t->proto = CHR_PROTO_SIMPLE;
+    t->nChannels = 1;
+    t->estimatedUs = devEstimateUs(0, bytes);
+    return chrPlanWorks(t);
+  }
+  unsigned algos = 0;
+  CHECK(chrAllowedAlgos(t->func, &algos));
+  if (!(algos & (1u << CHR_ALGO_RING)))
+    return chrFail(ncclInvalidUsage, "NCCL_ALGO=\"%s\" excludes RING, the one algorithm GPU buffers run on (%d ranks)",
+                   chrParamStr(CHR_P_ALGO), n);
+  t->algo = CHR_ALGO_RING;
+  size_t perChannel = t->proto == CHR_PROTO_LL ? DEV_LL_BYTES_PER_CHANNEL : DEV_SIMPLE_BYTES_PER_CHANNEL;
+  size_t want = (bytes + perChannel - 1) / perChannel;
+  t->nChannels = want < 1 ? 1 : want > (size_t)shape.nChannels ? shape.nChannels : (int)want;
+  t->estimatedUs = devEstimateUs(t->func == ncclFuncAllReduce ? 2 * (n - 1) : n - 1, bytes);
+  comm->lastAlgo = chrAlgoName(t->algo);
+  comm->lastProto = chrProtoName(t->proto);
+  TRACE(NCCL_COLL | NCCL_TUNING, "GPU func %d count %zu type %d -> RING/%s, %d channels, chunk %zu elems",
+        (int)t->func, t->count, (int)t->type, chrProtoName(t->proto), t->nChannels, t->chunkElems);
+  return chrPlanWorks(t);
+}

@@ -1,0 +1,246 @@
+/*
+ * test_gpu_apiplan.c (gpu.apiplan.n<N>, runs anywhere): the core's side of the GPU path without a GPU.
+ * For every case of the public-API GPU test (nccl_cases.c), each rank's calls become tasks as the API
+ * layer makes them (device buffers), the device planner plans them (plan/plan_dev.c), the launch
+ * builder orders them (exec/dev_exec.c: collectives by channel, sends on channel 0 and receives on
+ * channel 1 in round order), and the plans of all ranks run through the reference simulation
+ * (gpu_sim.c: 8-slot connections, channels strictly in order, deadlocks detected) on host memory;
+ * the outputs must match the test's reference. Also: the partition of a group's tasks into host and
+ * device tasks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "comm/comm.h"
+#include "exec/dev_exec.h"
+#include "exec/reduce.h"
+#include "gpu_sim.h"
+#include "nccl.h"
+#include "nccl_cases.h"
+#include "plan/plan.h"
+
+#define MAX_RANKS 8
+#define MAX_TASKS (NC_MAX_OPS * 2 * MAX_RANKS)
+
+static struct chrCollTask tasks[MAX_RANKS][MAX_TASKS];
+static int nTasks[MAX_RANKS];
+
+static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
+                    ncclRedOp_t op, int root) {
+  if (nTasks[r] == MAX_TASKS) {
+    fprintf(stderr, "test bug: too many tasks\n");
+    exit(1);
+  }
+  struct chrCollTask* t = &tasks[r][nTasks[r]++];
+  memset(t, 0, sizeof(*t));
+  t->comm = comm;
+  t->func = func;
+  t->sendbuff = send;
+  t->recvbuff = recv;
+  t->count = count;
+  t->type = (ncclDataType_t)type;
+  t->typeSize = chrTypeSize((ncclDataType_t)type);
+  t->userOp = op;
+  t->root = root;
+  t->onDevice = 1;
+}
+
+static int failures;
+
+static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_t* scalars, const struct ncCase* c) {
+  struct chrDevLaunchPlan plans[MAX_RANKS];
+  ncclRedOp_t redops[MAX_RANKS][NC_MAX_OPS];
+  for (int r = 0; r < n; r++) {
+    nTasks[r] = 0;
+    for (int k = 0; k < c->nOps; k++) {
+      const struct ncOp* o = &c->ops[k];
+      struct ncLayout l;
+      ncLayoutOf(o, n, r, &l);
+      memset(recvA[r] + l.regionOff, NC_POISON, l.regionBytes);
+      ncFillInput(o, n, r, (l.inRecvArena ? recvA[r] : sendA[r]) + l.inOff, l.inElems);
+      static const ncclRedOp_t builtin[OP_PREMUL_HOST] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+      ncclRedOp_t op = ncclSum;
+      redops[r][k] = ncclNumOps;
+      int reduces = o->func == F_ALLREDUCE || o->func == F_REDUCESCATTER || o->func == F_REDUCE;
+      if (o->op < OP_PREMUL_HOST) op = builtin[o->op];
+      else if (reduces) {
+        scalars[r * NC_MAX_OPS + k] = ncScalarBits(o->type);
+        if (ncclRedOpCreatePreMulSum(&op, &scalars[r * NC_MAX_OPS + k], (ncclDataType_t)o->type,
+                                     o->op == OP_PREMUL_HOST ? ncclScalarHostImmediate : ncclScalarDevice,
+                                     comms[r]) != ncclSuccess) {
+          fprintf(stderr, "FAIL: ncclRedOpCreatePreMulSum: %s\n", ncclGetLastError(NULL));
+          return 1;
+        }
+        redops[r][k] = op;
+      }
+      char* in = (l.inRecvArena ? recvA[r] : sendA[r]) + l.inOff;
+      char* out = recvA[r] + l.outOff;
+      size_t cnt = o->count, block = cnt * (size_t)ncTypeSize(o->type);
+      switch (o->func) {
+        case F_ALLREDUCE: addTask(r, comms[r], ncclFuncAllReduce, in, out, cnt, o->type, op, -1); break;
+        case F_REDUCESCATTER: addTask(r, comms[r], ncclFuncReduceScatter, in, out, cnt, o->type, op, -1); break;
+        case F_ALLGATHER: addTask(r, comms[r], ncclFuncAllGather, in, out, cnt, o->type, ncclSum, -1); break;
+        case F_BROADCAST:
+          addTask(r, comms[r], ncclFuncBroadcast, r == o->root ? in : out, out, cnt, o->type, ncclSum, o->root);
+          break;
+        case F_REDUCE: addTask(r, comms[r], ncclFuncReduce, in, out, cnt, o->type, op, o->root); break;
+        case F_RING:
+          addTask(r, comms[r], ncclFuncRecv, NULL, out, cnt, o->type, ncclSum, (r - 1 + n) % n);
+          addTask(r, comms[r], ncclFuncSend, in, NULL, cnt, o->type, ncclSum, (r + 1) % n);
+          break;
+        case F_PAIRS: {
+          int order[2 * MAX_RANKS];
+          ncPairsOrder(o, n, r, order);
+          for (int i = 0; i < 2 * n; i++) {
+            int peer = order[i] % n;
+            if (order[i] < n) addTask(r, comms[r], ncclFuncSend, in + (size_t)peer * block, NULL, cnt, o->type, ncclSum, peer);
+            else addTask(r, comms[r], ncclFuncRecv, NULL, out + (size_t)peer * block, cnt, o->type, ncclSum, peer);
+          }
+          break;
+        }
+        default: /* all-to-all, as the API issues it */
+          for (int peer = 0; peer < n; peer++) {
+            addTask(r, comms[r], ncclFuncSend, in + (size_t)peer * block, NULL, cnt, o->type, ncclSum, peer);
+            addTask(r, comms[r], ncclFuncRecv, NULL, out + (size_t)peer * block, cnt, o->type, ncclSum, peer);
+          }
+          break;
+      }
+    }
+    /* Calls that move nothing are dropped before planning (dev_exec.c: no-ops). */
+    struct chrCollTask* head = NULL;
+    for (int i = nTasks[r] - 1; i >= 0; i--)
+      if (tasks[r][i].count > 0) {
+        tasks[r][i].next = head;
+        head = &tasks[r][i];
+      }
+    for (struct chrCollTask* t = head; t; t = t->next)
+      if (chrPlanTask(t) != ncclSuccess) {
+        fprintf(stderr, "FAIL %s: rank %d: planning: %s\n", c->name, r, ncclGetLastError(NULL));
+        return 1;
+      }
+    if (chrDevBuildLaunch(comms[r], head, &plans[r]) != ncclSuccess) {
+      fprintf(stderr, "FAIL %s: rank %d: launch: %s\n", c->name, r, ncclGetLastError(NULL));
+      return 1;
+    }
+    /* What the launcher checks: ring works within the group's channels, steps within the slots. */
+    for (int i = 0; i < nTasks[r]; i++) {
+      const struct chrCollTask* t = &tasks[r][i];
+      for (int w = 0; t->count > 0 && w < t->nChannels; w++) {
+        const struct chrWork* wk = &t->works[w];
+        size_t cap = wk->proto == 0 ? 4096 * 8 : 512 * 1024;
+        if (wk->len > 0 && wk->nLinks > 0 && (wk->chunkElems == 0 || wk->chunkElems * wk->typeSize > cap)) {
+          fprintf(stderr, "FAIL %s: rank %d: steps of %llu elements do not fit the slot\n", c->name, r,
+                  (unsigned long long)wk->chunkElems);
+          return 1;
+        }
+      }
+    }
+  }
+  struct chrSimRegion regions[3 * MAX_RANKS];
+  for (int r = 0; r < n; r++) {
+    regions[3 * r] = (struct chrSimRegion){(uint64_t)(uintptr_t)sendA[r], sendA[r], NC_ARENA};
+    regions[3 * r + 1] = (struct chrSimRegion){(uint64_t)(uintptr_t)recvA[r], recvA[r], NC_ARENA};
+    regions[3 * r + 2] = (struct chrSimRegion){(uint64_t)(uintptr_t)&scalars[r * NC_MAX_OPS], (char*)&scalars[r * NC_MAX_OPS],
+                                               NC_MAX_OPS * sizeof(uint64_t)};
+  }
+  struct chrSimRank colls[MAX_RANKS], p2p[MAX_RANKS];
+  for (int r = 0; r < n; r++) {
+    colls[r] = (struct chrSimRank){plans[r].coll, plans[r].nColl, plans[r].collChannels};
+    p2p[r] = (struct chrSimRank){plans[r].p2p, plans[r].nP2p, 2};
+  }
+  char err[512];
+  int bad = 0;
+  if (chrSimRun(n, comms[0]->ringOrder, colls, regions, 3 * n, err, sizeof(err)) != 0 ||
+      chrSimRun(n, comms[0]->ringOrder, p2p, regions, 3 * n, err, sizeof(err)) != 0) {
+    fprintf(stderr, "FAIL n=%d %s: simulation: %s\n", n, c->name, err);
+    bad = 1;
+  }
+  for (int r = 0; r < n; r++) {
+    for (int k = 0; k < c->nOps && !bad; k++) {
+      struct ncLayout l;
+      ncLayoutOf(&c->ops[k], n, r, &l);
+      char msg[256];
+      if (ncCheck(&c->ops[k], n, r, (unsigned char*)recvA[r] + l.regionOff, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "FAIL n=%d %s [op %d]: %s\n", n, c->name, k, msg);
+        bad = 1;
+      }
+    }
+    for (int k = 0; k < c->nOps; k++)
+      if (redops[r][k] != ncclNumOps) ncclRedOpDestroy(redops[r][k], comms[r]);
+    chrDevFreeLaunch(&plans[r]);
+    for (int i = 0; i < nTasks[r]; i++) free(tasks[r][i].works);
+  }
+  return bad;
+}
+
+/* Host and device tasks of one comm in one group are refused; calls that move nothing join the
+ * device tasks as no-ops; host-only lists are left alone. */
+static int checkPartition(ncclComm_t comm) {
+  struct chrCollTask a, b, z;
+  memset(&a, 0, sizeof(a));
+  a.comm = comm;
+  a.count = 10;
+  b = a;
+  z = a;
+  z.count = 0;
+  a.onDevice = 1;
+  struct chrCollTask* list = &a;
+  a.next = &z;
+  z.next = &b;
+  b.next = NULL;
+  struct chrCollTask* dev = NULL;
+  if (chrDevPartition(&list, &dev) != ncclInvalidUsage) {
+    fprintf(stderr, "FAIL: a group with host and device tasks of one comm was accepted\n");
+    return 1;
+  }
+  b.onDevice = 1;
+  list = &a;
+  a.next = &z;
+  z.next = &b;
+  b.next = NULL;
+  if (chrDevPartition(&list, &dev) != ncclSuccess || list != &a || dev != &a || !z.noop || a.next != &z ||
+      z.next != &b) {
+    fprintf(stderr, "FAIL: partition of device tasks and a no-op\n");
+    return 1;
+  }
+  a.onDevice = b.onDevice = 0;
+  z.noop = 0;
+  list = &a;
+  a.next = &z;
+  z.next = &b;
+  b.next = NULL;
+  if (chrDevPartition(&list, &dev) != ncclSuccess || list != &a || dev != NULL || z.noop) {
+    fprintf(stderr, "FAIL: partition of host tasks\n");
+    return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 3;
+  if (n < 1 || n > MAX_RANKS) return 2;
+  ncclComm_t comms[MAX_RANKS];
+  if (ncclCommInitAll(comms, n, NULL) != ncclSuccess) {
+    fprintf(stderr, "FAIL: ncclCommInitAll: %s\n", ncclGetLastError(NULL));
+    return 1;
+  }
+  char* sendA[MAX_RANKS];
+  char* recvA[MAX_RANKS];
+  static uint64_t scalars[MAX_RANKS * NC_MAX_OPS];
+  for (int r = 0; r < n; r++) {
+    sendA[r] = malloc(NC_ARENA);
+    recvA[r] = malloc(NC_ARENA);
+    if (!sendA[r] || !recvA[r]) return 1;
+  }
+  failures += checkPartition(comms[0]);
+  int count = 0;
+  const struct ncCase* cases = ncCases(n, 0, &count);
+  for (int i = 0; i < count && failures < 10; i++) failures += runCase(n, comms, sendA, recvA, scalars, &cases[i]);
+  for (int r = 0; r < n; r++) {
+    ncclCommDestroy(comms[r]);
+    free(sendA[r]);
+    free(recvA[r]);
+  }
+  if (failures == 0) printf("gpu.apiplan n=%d: %d cases planned, launched and simulated\n", n, count);
+  return failures ? 1 : 0;
+}

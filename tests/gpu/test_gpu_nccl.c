@@ -1,0 +1,469 @@
+/*
+ * test_gpu_nccl.c (gpu.nccl.*): GPU buffers through the PUBLIC API only (nccl.h, plus the CUDA
+ * runtime for memory and streams), with N ranks sharing GPU 0 in this process, as NCCL programs call
+ * it. (NCCL itself refuses several ranks on one GPU; Chorus runs them, which is how one GPU tests
+ * every rank count.)
+ *
+ *   test_gpu_nccl initall N   ncclCommInitAll(devlist all 0), ONE thread drives every rank in groups:
+ *                             the case list of nccl_cases.c (every type and op, in and out of place,
+ *                             sizes 0, 1, odd and a few MB, every root, send/recv, all-to-all,
+ *                             several calls per group on one and two streams), plus the refusals
+ *   test_gpu_nccl threads N   one thread per rank, ncclCommInitRank after cudaSetDevice(0): a
+ *                             shorter list, each thread checking its own outputs
+ *   test_gpu_nccl graph N     an all-reduce captured into a CUDA graph on each rank's stream, replayed
+ *                             5 times with new data
+ *   test_gpu_nccl abort       ncclCommAbort of a rank whose all-reduce waits for a peer that never
+ *                             joins: returns within a bounded time, the peer's comm reports the error
+ * Exits 77 (SKIP) without a CUDA device. Every wait has a deadline: a hang fails with the case named.
+ */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "nccl.h"
+#include "nccl_cases.h"
+
+#define MAX_RANKS 8
+#define WAIT_S 20.0
+
+#define CUDA_OK(call)                                                                                 \
+  do {                                                                                                \
+    cudaError_t e_ = (call);                                                                          \
+    if (e_ != cudaSuccess) {                                                                          \
+      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
+      exit(1);                                                                                        \
+    }                                                                                                 \
+  } while (0)
+
+#define NCCL_OK(call)                                                                                 \
+  do {                                                                                                \
+    ncclResult_t r_ = (call);                                                                         \
+    if (r_ != ncclSuccess) {                                                                          \
+      fprintf(stderr, "FAIL %s:%d: %s: %s (%d): %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
+              (int)r_, ncclGetLastError(NULL));                                                       \
+      exit(1);                                                                                        \
+    }                                                                                                 \
+  } while (0)
+
+#define EXPECT(cond)                                                                                  \
+  do {                                                                                                \
+    if (!(cond)) {                                                                                    \
+      fprintf(stderr, "FAIL %s:%d: %s (last error: %.400s)\n", __FILE__, __LINE__, #cond,             \
+              ncclGetLastError(NULL));                                                                \
+      exit(1);                                                                                        \
+    }                                                                                                 \
+  } while (0)
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+struct rankCtx {
+  int rank, n;
+  ncclComm_t comm;
+  cudaStream_t s[2];
+  char* send;             /* device arenas */
+  char* recv;
+  uint64_t* scalars;      /* device: one PreMulSum scalar per op of a case */
+  unsigned char* up;      /* host staging, NC_ARENA each */
+  unsigned char* down;
+  int failures;
+};
+
+/* Waits for both of a rank's streams; a hang or a CUDA error ends the test, naming the case. */
+static void waitRank(struct rankCtx* R, const char* what) {
+  const double deadline = now() + WAIT_S;
+  for (;;) {
+    int busy = 0;
+    for (int i = 0; i < 2; i++) {
+      cudaError_t e = cudaStreamQuery(R->s[i]);
+      if (e == cudaErrorNotReady) busy = 1;
+      else if (e != cudaSuccess) {
+        fprintf(stderr, "FAIL %s: rank %d stream %d: %s\n", what, R->rank, i, cudaGetErrorString(e));
+        exit(1);
+      }
+    }
+    if (!busy) return;
+    if (now() > deadline) {
+      fprintf(stderr, "FAIL %s: rank %d still running after %.0f s (hang)\n", what, R->rank, WAIT_S);
+      exit(1);
+    }
+    usleep(20);
+  }
+}
+
+static void setupRank(struct rankCtx* R, int rank, int n) {
+  memset(R, 0, sizeof(*R));
+  R->rank = rank;
+  R->n = n;
+  for (int i = 0; i < 2; i++) CUDA_OK(cudaStreamCreateWithFlags(&R->s[i], cudaStreamNonBlocking));
+  CUDA_OK(cudaMalloc((void**)&R->send, NC_ARENA));
+  CUDA_OK(cudaMalloc((void**)&R->recv, NC_ARENA));
+  CUDA_OK(cudaMalloc((void**)&R->scalars, NC_MAX_OPS * sizeof(uint64_t)));
+  R->up = malloc(NC_ARENA);
+  R->down = malloc(NC_ARENA);
+  EXPECT(R->up && R->down);
+}
+
+static void freeRank(struct rankCtx* R) {
+  for (int i = 0; i < 2; i++) CUDA_OK(cudaStreamDestroy(R->s[i]));
+  CUDA_OK(cudaFree(R->send));
+  CUDA_OK(cudaFree(R->recv));
+  CUDA_OK(cudaFree(R->scalars));
+  free(R->up);
+  free(R->down);
+}
+
+/* Before the group: poison outputs, upload inputs and scalars, make the PreMulSum ops. */
+static void prepare(struct rankCtx* R, const struct ncCase* c, ncclRedOp_t* redops) {
+  for (int k = 0; k < c->nOps; k++) {
+    const struct ncOp* o = &c->ops[k];
+    struct ncLayout l;
+    ncLayoutOf(o, R->n, R->rank, &l);
+    CUDA_OK(cudaMemsetAsync(R->recv + l.regionOff, NC_POISON, l.regionBytes, R->s[0]));
+    const size_t bytes = l.inElems * (size_t)ncTypeSize(o->type);
+    if (bytes) {
+      ncFillInput(o, R->n, R->rank, R->up + l.inOff, l.inElems);
+      CUDA_OK(cudaMemcpyAsync((l.inRecvArena ? R->recv : R->send) + l.inOff, R->up + l.inOff, bytes,
+                              cudaMemcpyHostToDevice, R->s[0]));
+    }
+    static const ncclRedOp_t builtin[OP_PREMUL_HOST] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+    redops[k] = ncclSum;
+    if (o->op < OP_PREMUL_HOST) {
+      redops[k] = builtin[o->op];
+    } else if (o->func == F_ALLREDUCE || o->func == F_REDUCESCATTER || o->func == F_REDUCE) {
+      uint64_t bits = ncScalarBits(o->type);
+      if (o->op == OP_PREMUL_HOST) {
+        NCCL_OK(ncclRedOpCreatePreMulSum(&redops[k], &bits, (ncclDataType_t)o->type, ncclScalarHostImmediate, R->comm));
+      } else {
+        CUDA_OK(cudaMemcpyAsync(&R->scalars[k], &bits, sizeof(bits), cudaMemcpyHostToDevice, R->s[0]));
+        NCCL_OK(ncclRedOpCreatePreMulSum(&redops[k], &R->scalars[k], (ncclDataType_t)o->type, ncclScalarDevice, R->comm));
+      }
+    }
+  }
+  /* Pageable uploads are staged by the time the call returns; the stream makes them visible to the
+   * collectives, which may run on the other stream. */
+  CUDA_OK(cudaStreamSynchronize(R->s[0]));
+}
+
+static void issue(struct rankCtx* R, const struct ncOp* o, ncclRedOp_t redop, const char* name) {
+  struct ncLayout l;
+  ncLayoutOf(o, R->n, R->rank, &l);
+  const int n = R->n, r = R->rank;
+  const ncclDataType_t t = (ncclDataType_t)o->type;
+  char* in = (l.inRecvArena ? R->recv : R->send) + l.inOff;
+  char* out = R->recv + l.outOff;
+  const cudaStream_t st = R->s[o->stream];
+  const size_t c = o->count, block = c * (size_t)ncTypeSize(o->type);
+  ncclResult_t res = ncclSuccess;
+  switch (o->func) {
+    case F_ALLREDUCE: res = ncclAllReduce(in, out, c, t, redop, R->comm, st); break;
+    case F_REDUCESCATTER: res = ncclReduceScatter(in, out, c, t, redop, R->comm, st); break;
+    case F_ALLGATHER: res = ncclAllGather(in, out, c, t, R->comm, st); break;
+    case F_BROADCAST: res = ncclBroadcast(r == o->root ? in : out, out, c, t, o->root, R->comm, st); break;
+    case F_REDUCE: res = ncclReduce(in, out, c, t, redop, o->root, R->comm, st); break;
+    case F_RING: /* receive first: the library orders the pair, not the caller */
+      res = ncclRecv(out, c, t, (r - 1 + n) % n, R->comm, st);
+      if (res == ncclSuccess) res = ncclSend(in, c, t, (r + 1) % n, R->comm, st);
+      break;
+    case F_PAIRS: { /* every peer, itself included, in an order of this rank's own */
+      int order[2 * MAX_RANKS];
+      ncPairsOrder(o, n, r, order);
+      for (int i = 0; i < 2 * n && res == ncclSuccess; i++) {
+        int peer = order[i] % n;
+        if (order[i] < n) res = ncclSend(in + (size_t)peer * block, c, t, peer, R->comm, st);
+        else res = ncclRecv(out + (size_t)peer * block, c, t, peer, R->comm, st);
+      }
+      break;
+    }
+    case F_ALLTOALL: res = ncclAlltoAll(in, out, c, t, R->comm, st); break;
+    default: break;
+  }
+  if (res != ncclSuccess) {
+    fprintf(stderr, "FAIL %s: rank %d: %s returned %s: %s\n", name, r, ncFuncName(o->func), ncclGetErrorString(res),
+            ncclGetLastError(R->comm));
+    exit(1);
+  }
+}
+
+/* After the group: wait, download, check, free the PreMulSum ops. Returns failures. */
+static int finish(struct rankCtx* R, const struct ncCase* c, ncclRedOp_t* redops) {
+  waitRank(R, c->name);
+  for (int k = 0; k < c->nOps; k++) {
+    struct ncLayout l;
+    ncLayoutOf(&c->ops[k], R->n, R->rank, &l);
+    CUDA_OK(cudaMemcpyAsync(R->down + l.regionOff, R->recv + l.regionOff, l.regionBytes, cudaMemcpyDeviceToHost, R->s[0]));
+  }
+  CUDA_OK(cudaStreamSynchronize(R->s[0]));
+  int bad = 0;
+  for (int k = 0; k < c->nOps; k++) {
+    const struct ncOp* o = &c->ops[k];
+    struct ncLayout l;
+    ncLayoutOf(o, R->n, R->rank, &l);
+    char msg[256];
+    if (ncCheck(o, R->n, R->rank, R->down + l.regionOff, msg, sizeof(msg)) != 0) {
+      fprintf(stderr, "FAIL n=%d %s [op %d: %s]: %s\n", R->n, c->name, k, ncFuncName(o->func), msg);
+      bad++;
+    }
+    if (o->op >= OP_PREMUL_HOST && (o->func == F_ALLREDUCE || o->func == F_REDUCESCATTER || o->func == F_REDUCE))
+      NCCL_OK(ncclRedOpDestroy(redops[k], R->comm));
+  }
+  return bad;
+}
+
+static void requireGpu(const char* prog) {
+  /* Each rank's stream needs a hardware queue of its own (a kernel queued behind another rank's
+   * waiting kernel would never start): ask for the most, before the first CUDA call. */
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    printf("%s: SKIP: no CUDA device (%s)\n", prog, e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    exit(77);
+  }
+  CUDA_OK(cudaSetDevice(0));
+}
+
+/* ---- initall: one thread, every rank in each group ---- */
+
+static void refusals(struct rankCtx* R, int n) {
+  ncclComm_t* comm = &R[0].comm;
+  float* host = calloc(64, sizeof(float));
+  EXPECT(host != NULL);
+  /* Host send, device receive: refused. */
+  EXPECT(ncclAllReduce(host, R[0].recv, 16, ncclFloat32, ncclSum, *comm, R[0].s[0]) == ncclInvalidUsage);
+  EXPECT(strstr(ncclGetLastError(NULL), "both must be GPU device memory") != NULL);
+  /* Host and device calls of one comm in one group: refused at the group's end, nothing runs. */
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  EXPECT(ncclAllReduce(host, host, 16, ncclFloat32, ncclSum, *comm, R[0].s[0]) == ncclSuccess);
+  EXPECT(ncclAllReduce(R[0].send, R[0].recv, 16, ncclFloat32, ncclSum, *comm, R[0].s[0]) == ncclSuccess);
+  EXPECT(ncclGroupEnd() == ncclInvalidUsage);
+  EXPECT(strstr(ncclGetLastError(NULL), "host buffers and on GPU buffers") != NULL);
+  ncclResult_t async = ncclInProgress;
+  EXPECT(ncclCommGetAsyncError(*comm, &async) == ncclSuccess && async == ncclSuccess);
+  for (int r = 0; r < n; r++) {
+    int dev = -1;
+    EXPECT(ncclCommCuDevice(R[r].comm, &dev) == ncclSuccess && dev == 0);
+  }
+  free(host);
+}
+
+static int runInitAll(int n) {
+  static struct rankCtx R[MAX_RANKS];
+  ncclComm_t comms[MAX_RANKS];
+  int devs[MAX_RANKS] = {0};
+  NCCL_OK(ncclCommInitAll(comms, n, devs));
+  for (int r = 0; r < n; r++) {
+    setupRank(&R[r], r, n);
+    R[r].comm = comms[r];
+  }
+  int count = 0, failures = 0;
+  const struct ncCase* cases = ncCases(n, 0, &count);
+  const double t0 = now();
+  for (int i = 0; i < count && failures < 20; i++) {
+    const struct ncCase* c = &cases[i];
+    ncclRedOp_t redops[MAX_RANKS][NC_MAX_OPS];
+    for (int r = 0; r < n; r++) prepare(&R[r], c, redops[r]);
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; r++)
+      for (int k = 0; k < c->nOps; k++) issue(&R[r], &c->ops[k], redops[r][k], c->name);
+    NCCL_OK(ncclGroupEnd());
+    for (int r = 0; r < n; r++) failures += finish(&R[r], c, redops[r]);
+  }
+  refusals(R, n);
+  for (int r = 0; r < n; r++) {
+    ncclResult_t async = ncclInProgress;
+    NCCL_OK(ncclCommGetAsyncError(comms[r], &async));
+    EXPECT(async == ncclSuccess);
+  }
+  for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(comms[r]));
+  for (int r = 0; r < n; r++) freeRank(&R[r]);
+  printf("gpu.nccl initall n=%d: %d cases, %d failures, %.2f s\n", n, count, failures, now() - t0);
+  return failures ? 1 : 0;
+}
+
+/* ---- threads: one thread per rank ---- */
+
+struct threadArg {
+  int rank, n;
+  ncclUniqueId id;
+  pthread_barrier_t* barrier;
+  int failures;
+};
+
+static void* rankThread(void* p) {
+  struct threadArg* a = p;
+  struct rankCtx R;
+  CUDA_OK(cudaSetDevice(0));
+  setupRank(&R, a->rank, a->n);
+  NCCL_OK(ncclCommInitRank(&R.comm, a->n, a->id, a->rank));
+  int dev = -1;
+  EXPECT(ncclCommCuDevice(R.comm, &dev) == ncclSuccess && dev == 0);
+  /* Every allocation is made: from here no thread calls anything that waits for the whole device
+   * (cudaMalloc, cudaFree), which would wait for kernels that wait for this thread. */
+  pthread_barrier_wait(a->barrier);
+  int count = 0;
+  const struct ncCase* cases = ncCases(a->n, 1, &count);
+  for (int i = 0; i < count && a->failures < 20; i++) {
+    ncclRedOp_t redops[NC_MAX_OPS];
+    prepare(&R, &cases[i], redops);
+    NCCL_OK(ncclGroupStart());
+    for (int k = 0; k < cases[i].nOps; k++) issue(&R, &cases[i].ops[k], redops[k], cases[i].name);
+    NCCL_OK(ncclGroupEnd());
+    a->failures += finish(&R, &cases[i], redops);
+  }
+  pthread_barrier_wait(a->barrier);
+  NCCL_OK(ncclCommDestroy(R.comm));
+  pthread_barrier_wait(a->barrier);
+  freeRank(&R);
+  return NULL;
+}
+
+static int runThreads(int n) {
+  int count = 0;
+  ncCases(n, 1, &count); /* build the shared list before the threads read it */
+  struct threadArg args[MAX_RANKS];
+  pthread_t th[MAX_RANKS];
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, NULL, (unsigned)n);
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  const double t0 = now();
+  for (int r = 0; r < n; r++) {
+    args[r] = (struct threadArg){r, n, id, &barrier, 0};
+    EXPECT(pthread_create(&th[r], NULL, rankThread, &args[r]) == 0);
+  }
+  int failures = 0;
+  for (int r = 0; r < n; r++) {
+    pthread_join(th[r], NULL);
+    failures += args[r].failures;
+  }
+  pthread_barrier_destroy(&barrier);
+  printf("gpu.nccl threads n=%d: %d cases per rank, %d failures, %.2f s\n", n, count, failures, now() - t0);
+  return failures ? 1 : 0;
+}
+
+/* ---- graph: capture an all-reduce per rank, replay with new data ---- */
+
+static int runGraph(int n) {
+  static struct rankCtx R[MAX_RANKS];
+  ncclComm_t comms[MAX_RANKS];
+  int devs[MAX_RANKS] = {0};
+  NCCL_OK(ncclCommInitAll(comms, n, devs));
+  struct ncCase c;
+  struct ncOp o;
+  memset(&o, 0, sizeof(o));
+  o.func = F_ALLREDUCE;
+  o.type = ncclFloat32;
+  o.op = OP_SUM;
+  o.count = 300007; /* SIMPLE, several channels */
+  for (int r = 0; r < n; r++) {
+    setupRank(&R[r], r, n);
+    R[r].comm = comms[r];
+  }
+  ncclRedOp_t redops[MAX_RANKS][NC_MAX_OPS];
+  int failures = 0;
+  /* Warm up outside capture: the first device call makes the communicators' GPU state (allocations
+   * are not allowed while a stream is captured). */
+  o.seed = 1;
+  ncMakeCase(&c, &o, 1, n);
+  for (int r = 0; r < n; r++) prepare(&R[r], &c, redops[r]);
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) issue(&R[r], &c.ops[0], redops[r][0], "graph warm-up");
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < n; r++) failures += finish(&R[r], &c, redops[r]);
+
+  cudaGraphExec_t exec[MAX_RANKS];
+  for (int r = 0; r < n; r++) {
+    struct ncLayout l;
+    ncLayoutOf(&c.ops[0], n, r, &l);
+    cudaGraph_t graph;
+    CUDA_OK(cudaStreamBeginCapture(R[r].s[0], cudaStreamCaptureModeGlobal));
+    ncclResult_t res = ncclAllReduce(R[r].send + l.inOff, R[r].recv + l.outOff, o.count, ncclFloat32, ncclSum,
+                                     comms[r], R[r].s[0]);
+    cudaError_t e = cudaStreamEndCapture(R[r].s[0], &graph);
+    if (res != ncclSuccess || e != cudaSuccess) {
+      fprintf(stderr, "FAIL graph capture, rank %d: ncclAllReduce %s (%s), cudaStreamEndCapture %s\n", r,
+              ncclGetErrorString(res), ncclGetLastError(comms[r]), cudaGetErrorString(e));
+      return 1;
+    }
+    CUDA_OK(cudaGraphInstantiate(&exec[r], graph, 0));
+    CUDA_OK(cudaGraphDestroy(graph));
+  }
+  for (int rep = 0; rep < 5; rep++) {
+    o.seed = 100 + (uint64_t)rep; /* new data, same buffers */
+    ncMakeCase(&c, &o, 1, n);
+    snprintf(c.name, sizeof(c.name), "graph replay %d", rep);
+    for (int r = 0; r < n; r++) prepare(&R[r], &c, redops[r]);
+    for (int r = 0; r < n; r++) CUDA_OK(cudaGraphLaunch(exec[r], R[r].s[0]));
+    for (int r = 0; r < n; r++) failures += finish(&R[r], &c, redops[r]);
+  }
+  for (int r = 0; r < n; r++) CUDA_OK(cudaGraphExecDestroy(exec[r]));
+  for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(comms[r]));
+  for (int r = 0; r < n; r++) freeRank(&R[r]);
+  printf("gpu.nccl graph n=%d: captured all-reduce replayed 5 times, %d failures\n", n, failures);
+  return failures ? 1 : 0;
+}
+
+/* ---- abort: a rank waits for a peer that never joins ---- */
+
+static int abortCase(int warmFirst) {
+  const int n = 2;
+  static struct rankCtx R[2];
+  ncclComm_t comms[2];
+  int devs[2] = {0, 0};
+  NCCL_OK(ncclCommInitAll(comms, n, devs));
+  for (int r = 0; r < n; r++) {
+    setupRank(&R[r], r, n);
+    R[r].comm = comms[r];
+  }
+  const size_t count = 4u << 20; /* 16 MB: more than the connection holds, whatever the protocol */
+  if (warmFirst) { /* both ranks have GPU state, rank 1 idle */
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; r++) NCCL_OK(ncclAllReduce(R[r].send, R[r].recv, 1000, ncclFloat32, ncclSum, comms[r], R[r].s[0]));
+    NCCL_OK(ncclGroupEnd());
+    for (int r = 0; r < n; r++) waitRank(&R[r], "abort warm-up");
+  }
+  NCCL_OK(ncclAllReduce(R[0].send, R[0].recv, count, ncclFloat32, ncclSum, comms[0], R[0].s[0]));
+  usleep(200 * 1000);
+  int waiting = cudaStreamQuery(R[0].s[0]) == cudaErrorNotReady;
+  const double t0 = now();
+  NCCL_OK(ncclCommAbort(comms[0]));
+  const double took = now() - t0;
+  /* The kernel returned: its stream drains without an error. */
+  const double t1 = now();
+  cudaError_t e;
+  while ((e = cudaStreamQuery(R[0].s[0])) == cudaErrorNotReady && now() - t1 < 10.0) usleep(100);
+  EXPECT(e == cudaSuccess);
+  ncclResult_t async = ncclSuccess;
+  NCCL_OK(ncclCommGetAsyncError(comms[1], &async));
+  if (warmFirst) EXPECT(async == ncclRemoteError); /* its connections are out of step now */
+  NCCL_OK(ncclCommDestroy(comms[1]));
+  for (int r = 0; r < n; r++) freeRank(&R[r]);
+  printf("gpu.nccl abort (%s): kernel %s waiting, ncclCommAbort took %.3f s\n",
+         warmFirst ? "peer idle" : "peer never used the GPU", waiting ? "was" : "was NOT", took);
+  EXPECT(waiting);
+  EXPECT(took < 5.0);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  int n = argc > 2 ? atoi(argv[2]) : 2;
+  if (n < 1 || n > MAX_RANKS) {
+    fprintf(stderr, "usage: %s initall|threads|graph N (1..%d) | abort\n", argv[0], MAX_RANKS);
+    return 2;
+  }
+  requireGpu(argv[0]);
+  if (!strcmp(mode, "initall")) return runInitAll(n);
+  if (!strcmp(mode, "threads")) return runThreads(n);
+  if (!strcmp(mode, "graph")) return runGraph(n);
+  if (!strcmp(mode, "abort")) return abortCase(0) || abortCase(1);
+  fprintf(stderr, "usage: %s initall|threads|graph N | abort\n", argv[0]);
+  return 2;
+}
