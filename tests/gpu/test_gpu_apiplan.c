@@ -220,7 +220,10 @@ int main(int argc, char** argv) {
   int n = argc > 1 ? atoi(argv[1]) : 3;
   if (n < 1 || n > MAX_RANKS) return 2;
   ncclComm_t comms[MAX_RANKS];
-  if (ncclCommInitAll(comms, n, NULL) != ncclSuccess) {
+  /* Every rank on device 0, as on the one-GPU machine: the device shape (channels from the SM count)
+   * must be the same for all ranks, which it is only when they share one device. */
+  int devs[MAX_RANKS] = {0};
+  if (ncclCommInitAll(comms, n, devs) != ncclSuccess) {
     fprintf(stderr, "FAIL: ncclCommInitAll: %s\n", ncclGetLastError(NULL));
     return 1;
   }
