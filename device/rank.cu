@@ -35,6 +35,8 @@ struct chrDevBlobData {
   uint64_t stepBytes, arenaBytes, ringHash;
   uint64_t pid, procToken;
   uint64_t base; /* the arena's address in the exporting process */
+  uint32_t hasIpc; /* 0: CUDA IPC unavailable there (ranks of that process can still connect) */
+  uint32_t pad;
   cudaIpcMemHandle_t ipc;
 };
 static_assert(sizeof(struct chrDevBlobData) <= CHR_DEV_BLOB_BYTES, "the blob outgrew CHR_DEV_BLOB_BYTES");
@@ -268,7 +270,15 @@ extern "C" ncclResult_t chrDevRankExport(struct chrDevRank* rk, struct chrDevRan
   int prevDev = -1;
   CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail);
   CHR_DEV_CUDA_GOTO(cudaSetDevice(rk->cfg.cudaDev), res, fail);
-  CHR_DEV_CUDA_GOTO(cudaIpcGetMemHandle(&d.ipc, rk->arena), res, fail);
+  {
+    /* Without IPC (a platform that lacks it) the rank still serves peers of its own process. */
+    cudaError_t e = cudaIpcGetMemHandle(&d.ipc, rk->arena);
+    d.hasIpc = e == cudaSuccess;
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      memset(&d.ipc, 0, sizeof d.ipc);
+    }
+  }
   memset(blob, 0, sizeof *blob);
   memcpy(blob->bytes, &d, sizeof d);
 fail:
@@ -340,6 +350,9 @@ static ncclResult_t mapPeer(struct chrDevRank* rk, int peer, const struct chrDev
     *base = (char*)(uintptr_t)d->base;
     return ncclSuccess;
   }
+  if (!d->hasIpc)
+    return chrDevFail(ncclInvalidUsage, "rank %d: rank %d is in another process (%llu) but could not export its GPU memory "
+                      "(CUDA IPC unavailable there)", rk->cfg.rank, peer, (unsigned long long)d->pid);
   void* p = NULL;
   cudaError_t e = cudaIpcOpenMemHandle(&p, d->ipc, cudaIpcMemLazyEnablePeerAccess);
   if (e != cudaSuccess) {
