@@ -29,6 +29,14 @@ struct chrDevIpc {
 static pthread_mutex_t watchLock = PTHREAD_MUTEX_INITIALIZER;
 static struct chrDevIpc* watchList;
 static int watchdogRunning;
+static int watchStopping;   /* the process is exiting: no more CUDA calls from the watchdog */
+static int atexitDone;
+
+static void stopWatchdog(void) {
+  pthread_mutex_lock(&watchLock);
+  watchStopping = 1;
+  pthread_mutex_unlock(&watchLock);
+}
 
 int chrDevIpcFailed(const struct chrDevIpc* ipc) { return ipc != NULL && atomic_load(&ipc->failed); }
 
@@ -162,7 +170,7 @@ static void* watchdogMain(void* arg) {
     struct timespec ts = {0, (long)WATCH_PERIOD_NS};
     nanosleep(&ts, NULL);
     pthread_mutex_lock(&watchLock);
-    if (watchList == NULL) {
+    if (watchList == NULL || watchStopping) {
       watchdogRunning = 0;
       pthread_mutex_unlock(&watchLock);
       return NULL;
@@ -179,7 +187,10 @@ void chrDevIpcWatch(struct ncclComm* comm) {
   x->next = watchList;
   watchList = x;
   x->watched = 1;
-  if (!watchdogRunning) {
+  /* Registered after the CUDA runtime's own exit handlers, so it runs before them: a comm never
+   * destroyed must not have the watchdog query CUDA while the runtime is torn down. */
+  if (!atexitDone) atexitDone = atexit(stopWatchdog) == 0;
+  if (!watchdogRunning && !watchStopping) {
     pthread_t th;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
