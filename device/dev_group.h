@@ -1,6 +1,13 @@
 /*
- * dev_group.h: the host-side state of a group (launch.h), shared by group.cu (create, destroy) and
- * launch.cu (launches).
+ * dev_group.h: the host-side state of one rank (launch.h: chrDevRank) and of a group of ranks of one
+ * process, shared by rank.cu (create, export, connect, destroy), group.cu (groups over ranks),
+ * launch.cu (launches) and work_check.cu (plan checks).
+ *
+ * A rank's arena (one cudaMalloc, exported with CUDA IPC) holds what the rank owns in the write-mode
+ * layout: the head word of every connection it SENDS on, then, for every connection it RECEIVES on,
+ * a 256-byte control block (the tail word first) followed by the SIMPLE slots and the LL slots. Both
+ * ends of a connection index it the same way (connection index, rank.cu), so a peer needs only the
+ * arena's base address in its own address space to find everything.
  */
 #ifndef CHORUS_DEVICE_DEV_GROUP_H_
 #define CHORUS_DEVICE_DEV_GROUP_H_
@@ -14,9 +21,32 @@
 #define CHR_DEV_WORK_SLOTS 4
 #define CHR_DEV_WORK_SLOT_BYTES (64 << 10)
 
+#define CHR_DEV_CTRL_BYTES 256   /* a received connection's control block (tail at +0) */
+#define CHR_DEV_HEAD_BYTES 128   /* a sent connection's head word, on a line of its own */
+#define CHR_DEV_ALIGN(x) (((x) + 255) & ~(size_t)255)
+
 struct chrDevRank {
-  struct chrDevComm* comm;        /* device copy (inside meta) */
-  void* meta;                     /* device: comm, channels, p2p ends, ringOrder */
+  struct chrDevRankConfig cfg;    /* cfg.ringOrder points at ringOrder below */
+  int* ringOrder;                 /* host copy */
+  int* ringPos;                   /* rank -> ring position */
+  int next, prev;                 /* ring neighbours */
+  uint64_t ringHash;              /* of the ring order, so peers can check they agree */
+  int nConns;                     /* connection indices: nChannels ring + p2pConns * nRanks point-to-point */
+  size_t connBytes;               /* one received connection: control block, SIMPLE and LL slots */
+  size_t recvBase;                /* arena offset of the first received connection */
+  size_t arenaBytes;
+  char* arena;                    /* device, zeroed: heads of sent, FIFOs and tails of received connections */
+  volatile uint32_t* flags;       /* host-mapped page of this rank: abort at [0], error at [1] */
+  uint32_t* flagsDev;
+  char** peerBase;                /* nRanks: the peer's arena in this process (NULL: not connected) */
+  unsigned char* peerOpened;      /* nRanks: peerBase came from cudaIpcOpenMemHandle (closed at destroy) */
+  /* The device comm: [chrDevComm][channels][p2p ends][ringOrder], built in img (host) and copied to
+   * meta (device); connecting a peer rewrites only the ends that lead to it. */
+  char* img;
+  void* meta;
+  size_t metaBytes, offChannels, offP2p, offOrder;
+  struct chrDevComm* comm;        /* device address of the chrDevComm in meta */
+  cudaStream_t copies;            /* private: initial and connect copies, never ordered with user streams */
   struct chrWork* workArea;       /* host-mapped, CHR_DEV_WORK_SLOTS slots */
   struct chrWork* workAreaDev;    /* the same, as the device addresses it */
   cudaEvent_t slotDone[CHR_DEV_WORK_SLOTS];
@@ -26,13 +56,10 @@ struct chrDevRank {
 
 struct chrDevGroup {
   struct chrDevGroupConfig cfg;
-  int* ringOrder;                 /* host copy */
-  int* ringPos;                   /* rank -> ring position */
-  char* data;                     /* device: every connection's FIFOs and control words */
-  size_t dataBytes;
-  volatile uint32_t* flags;       /* host-mapped: per rank, abort at [rank * 16], error at [rank * 16 + 1] */
-  uint32_t* flagsDev;
-  struct chrDevRank* ranks;
+  struct chrDevRank** ranks;      /* cfg.nRanks, each connected to every rank (itself included) */
 };
+
+/* Checks a rank configuration; no CUDA call (the group's checks run without a GPU). */
+ncclResult_t chrDevCheckRankConfig(const struct chrDevRankConfig* cfg);
 
 #endif /* CHORUS_DEVICE_DEV_GROUP_H_ */

@@ -1,5 +1,5 @@
 /*
- * launch.cu: chrDevLaunch (launch.h). A plan is checked, cut into launches by reduction kernel,
+ * launch.cu: chrDevRankLaunch (launch.h). A plan is checked, cut into launches by reduction kernel,
  * and each launch gets its works in kernel arguments (up to CHR_DEV_INLINE_WORKS) or in a host-mapped
  * slot.
  *
@@ -75,8 +75,8 @@ static uint64_t nowNs(void) {
 
 /* A host-mapped slot for `count` works, free once the launch that last used it has finished. The
  * wait can only be long when many large plans are queued on the rank's stream. */
-static ncclResult_t takeSlot(struct chrDevGroup* g, int rank, int count, int* slotOut) {
-  struct chrDevRank* rk = &g->ranks[rank];
+static ncclResult_t takeSlot(struct chrDevRank* rk, int count, int* slotOut) {
+  const int rank = rk->cfg.rank;
   if (count > CHR_DEV_SLOT_WORKS)
     return chrDevFail(ncclInvalidUsage, "rank %d: one launch of %d works, at most %d", rank, count, CHR_DEV_SLOT_WORKS);
   const int s = rk->nextSlot;
@@ -87,7 +87,7 @@ static ncclResult_t takeSlot(struct chrDevGroup* g, int rank, int count, int* sl
       if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady)
         return chrDevFail(ncclUnhandledCudaError, "rank %d: waiting for a work slot: %s", rank, cudaGetErrorString(e));
-      if (g->flags[rank * 16]) return chrDevFail(ncclRemoteError, "rank %d: aborted while waiting for a work slot", rank);
+      if (rk->flags[0]) return chrDevFail(ncclRemoteError, "rank %d: aborted while waiting for a work slot", rank);
       if (nowNs() - start > CHR_DEV_SLOT_WAIT_NS)
         return chrDevFail(ncclInternalError, "rank %d: no work slot free for 60 s (%d large plans queued)", rank,
                           CHR_DEV_WORK_SLOTS);
@@ -100,10 +100,10 @@ static ncclResult_t takeSlot(struct chrDevGroup* g, int rank, int count, int* sl
 }
 
 /* One launch: for each channel c, take[c] works starting at works + base[c]. */
-static ncclResult_t launchOne(struct chrDevGroup* g, int rank, int key, const struct chrWork* works, const int* base,
+static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWork* works, const int* base,
                               const int* take, int nChannels, cudaStream_t stream) {
   ncclResult_t res = ncclSuccess;
-  struct chrDevRank* rk = &g->ranks[rank];
+  const int rank = rk->cfg.rank;
   struct chrDevKernelArgs args;
   memset(&args, 0, offsetof(struct chrDevKernelArgs, inl));
   args.comm = rk->comm;
@@ -128,7 +128,7 @@ static ncclResult_t launchOne(struct chrDevGroup* g, int rank, int key, const st
       return chrDevFail(ncclInvalidUsage, "rank %d: a launch of %d works while the stream is captured into a CUDA graph "
                         "(at most %d: fewer operations per group, or fewer channels)", rank, total,
                         (int)CHR_DEV_INLINE_WORKS);
-    res = takeSlot(g, rank, total, &slot);
+    res = takeSlot(rk, total, &slot);
     if (res != ncclSuccess) return res;
     dst = rk->workArea + (size_t)slot * CHR_DEV_SLOT_WORKS;
     args.workBuf = rk->workAreaDev + (size_t)slot * CHR_DEV_SLOT_WORKS;
@@ -148,11 +148,9 @@ fail:
   return res;
 }
 
-extern "C" ncclResult_t chrDevLaunch(struct chrDevGroup* g, int rank, const struct chrWork* works, const int* nWorks,
-                                     int nChannels, cudaStream_t stream) {
-  if (g == NULL || nWorks == NULL) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: NULL argument");
-  if (rank < 0 || rank >= g->cfg.nRanks)
-    return chrDevFail(ncclInvalidArgument, "chrDevLaunch: rank %d of %d", rank, g->cfg.nRanks);
+extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
+                                         int nChannels, cudaStream_t stream) {
+  if (rk == NULL || nWorks == NULL) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: NULL argument");
   if (nChannels < 1 || nChannels > CHR_DEV_MAX_CHANNELS)
     return chrDevFail(ncclInvalidArgument, "chrDevLaunch: %d channels (1..%d)", nChannels, CHR_DEV_MAX_CHANNELS);
   int base[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], take[CHR_DEV_MAX_CHANNELS];
@@ -165,13 +163,13 @@ extern "C" ncclResult_t chrDevLaunch(struct chrDevGroup* g, int rank, const stru
   }
   if (total == 0) return ncclSuccess;
   if (works == NULL) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: %d works at NULL", total);
-  ncclResult_t res = chrDevCheckPlan(g, rank, works, nWorks, nChannels);
+  ncclResult_t res = chrDevCheckPlan(rk, works, nWorks, nChannels);
   if (res != ncclSuccess) return res;
   pthread_once(&kernelTableOnce, fillKernelTable);
 
   int prevDev = -1;
   CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail);
-  CHR_DEV_CUDA_GOTO(cudaSetDevice(g->cfg.cudaDev), res, fail);
+  CHR_DEV_CUDA_GOTO(cudaSetDevice(rk->cfg.cudaDev), res, fail);
   for (;;) {
     int key = -1;
     for (int c = 0; c < nChannels && key < 0; c++)
@@ -187,7 +185,7 @@ extern "C" ncclResult_t chrDevLaunch(struct chrDevGroup* g, int rank, const stru
       any |= take[c] > 0;
     }
     if (!any) break;
-    res = launchOne(g, rank, key, works, base, take, nChannels, stream);
+    res = launchOne(rk, key, works, base, take, nChannels, stream);
     if (res != ncclSuccess) goto fail;
     for (int c = 0; c < nChannels; c++) base[c] += take[c];
   }

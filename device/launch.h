@@ -2,20 +2,32 @@
  * launch.h: the device library's host API (C linkage), what the core calls to run plans on GPUs.
  *
  * The library (libchorus-device.so) carries the kernels and the CUDA runtime, linked statically;
- * the core will dlopen it and call these functions, so the core itself never links CUDA.
+ * the core dlopens it and calls these functions, so the core itself never links CUDA.
  *
- * A group is the device state of N ranks that live in ONE process on one GPU: their connections
- * (FIFOs and control words in device memory, cudaMalloc; ranks of one process need no IPC), each
- * rank's device comm (dev_comm.h), a host-mapped abort and error word per rank, and a host-mapped
- * area for plans too large for kernel arguments.
+ * A RANK (struct chrDevRank) is one rank's device state, made in the rank's own process: an arena
+ * (one cudaMalloc) holding what the rank owns of its connections in write mode (the FIFOs and tail
+ * words of the connections it receives on, the head words of those it sends on), the rank's device
+ * comm (dev_comm.h), its own host-mapped abort and error words, and a host-mapped area for plans too
+ * large for kernel arguments. A rank exports itself as a blob of plain bytes (its arena's CUDA IPC
+ * handle and address, its process, its configuration); the core sends the blob to the peers
+ * (bootstrap) and each peer connects with it: a rank of another process opens the handle
+ * (cudaIpcOpenMemHandle, peer access enabled lazily), a rank of the same process uses the address as
+ * it is (with peer access when the GPUs differ). Connecting is per peer and may happen at any time,
+ * also while the rank's kernels run (only ends that lead to the new peer are written, and no kernel
+ * can have used them); a plan may only name connected peers.
+ *
+ * A GROUP is N ranks of ONE process made and connected at once (tests, and the core for
+ * communicators whose ranks all live in one process on one GPU): a thin layer over the rank API.
  *
  * A launch runs one rank's plan (per channel, a list of struct chrWork, plan/work.h) on a stream:
- * one CTA per channel. The ranks of a group exchange data while their kernels run, so every rank's
- * kernel must be resident at the same time: launch each rank on its own stream, with few enough
+ * one CTA per channel. Ranks exchange data while their kernels run, so every rank's kernel must be
+ * able to run at the same time: ranks of one process each on its own stream, with few enough
  * channels that all CTAs fit on the GPU (CHR_DEV_MAX_CHANNELS per rank at most), with at least as
  * many hardware queues as streams (CUDA_DEVICE_MAX_CONNECTIONS, default 8: a kernel queued behind
- * another rank's waiting kernel would never start), and never with CUDA_LAUNCH_BLOCKING. A plan whose works need different reduction kernels (different type or op)
- * is launched as several kernels on the stream, in order.
+ * another rank's waiting kernel would never start), and never with CUDA_LAUNCH_BLOCKING. Ranks of
+ * several processes on one GPU are time-sliced by the driver (slow, but they progress). A plan whose
+ * works need different reduction kernels (different type or op) is launched as several kernels on
+ * the stream, in order.
  *
  * Errors return an ncclResult_t and leave a message in chrDevLastError() (per thread).
  */
@@ -32,12 +44,69 @@
 extern "C" {
 #endif
 
-#define CHR_DEV_API_VERSION 2
+/* 3: per-rank states (chrDevRank*) with CUDA IPC, for ranks in several processes. */
+#define CHR_DEV_API_VERSION 3
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
 
 struct chrDevGroup;
+struct chrDevRank;
+
+/* ---- one rank ---- */
+
+struct chrDevRankConfig {
+  int rank, nRanks;
+  int nChannels;        /* ring channels, 1 .. CHR_DEV_MAX_CHANNELS */
+  int p2pConns;         /* point-to-point connection indices, 0 .. CHR_DEV_P2P_CONNS (one connection per
+                           index to every peer, this rank included) */
+  size_t stepBytes;     /* SIMPLE slot: a positive multiple of 16 */
+  int llLines;          /* LL slot: lines of 8 payload bytes (0: no LL buffers) */
+  const int* ringOrder; /* nRanks entries: the user rank at each ring position (a permutation) */
+  int cudaDev;          /* this rank's GPU */
+};
+
+/* What a rank tells its peers: plain bytes (no pointers to follow), checked by chrDevRankConnect. */
+#define CHR_DEV_BLOB_BYTES 256
+struct chrDevRankBlob {
+  unsigned char bytes[CHR_DEV_BLOB_BYTES];
+};
+
+/* Allocates the rank's state (nothing connected yet); nothing is left allocated on failure. */
+CHR_DEV_API ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, struct chrDevRank** out);
+
+/* The blob the peers connect with (the same every time). */
+CHR_DEV_API ncclResult_t chrDevRankExport(struct chrDevRank* rk, struct chrDevRankBlob* blob);
+
+/* Connects peers[i] with blobs[i] (the blob peers[i]'s rank exported; a rank connects to itself too
+ * for point-to-point works to itself). Every field is checked: the peer's rank, configuration and
+ * ring order must match this rank's. Peers already connected are refused. On failure no peer of the
+ * call is connected. */
+CHR_DEV_API ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, const int* peers,
+                                           const struct chrDevRankBlob* blobs);
+
+/* 1 when `peer` is connected. */
+CHR_DEV_API int chrDevRankConnected(const struct chrDevRank* rk, int peer);
+
+/* Runs the rank's plan on `stream`: nWorks[c] works for channel c, laid out channel after channel in
+ * `works` (channels with no work may be given 0). Works are checked (patterns, links to connected
+ * peers, types, ops, slot sizes) before anything is launched. Returns once the kernels are queued. */
+CHR_DEV_API ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
+                                          int nChannels, cudaStream_t stream);
+
+/* Sets (value != 0) or clears the rank's abort word: its running kernels leave every wait loop and
+ * return; its connections are then out of step and the communicator must be destroyed. */
+CHR_DEV_API void chrDevRankSetAbort(struct chrDevRank* rk, uint32_t value);
+
+/* The error a kernel of the rank reported (CHR_DEV_ERR_*, dev_comm.h); 0 when none. */
+CHR_DEV_API uint32_t chrDevRankKernelError(const struct chrDevRank* rk);
+
+/* Closes the peers' arenas this rank opened, frees its own. No kernel of the rank may be running
+ * (synchronize or abort first). A peer process that still uses this rank's arena must not be running
+ * kernels on it either (CUDA IPC: the exporter frees, the importer's mapping becomes invalid). */
+CHR_DEV_API ncclResult_t chrDevRankDestroy(struct chrDevRank* rk);
+
+/* ---- a group: N ranks of one process ---- */
 
 struct chrDevGroupConfig {
   int nRanks;
@@ -50,13 +119,16 @@ struct chrDevGroupConfig {
   int cudaDev;          /* the GPU every rank uses */
 };
 
+/* Rank r of a group (owned by the group), for the rank API's launches, aborts and errors. */
+CHR_DEV_API struct chrDevRank* chrDevGroupRank(struct chrDevGroup* group, int rank);
+
 /* The library's API version (CHR_DEV_API_VERSION), for the core's dlopen check. */
 CHR_DEV_API int chrDevApiVersion(void);
 
-/* Allocates and connects everything; nothing is left allocated on failure. */
+/* Creates every rank and connects each to all (raw pointers: one process); nothing is left allocated on failure. */
 CHR_DEV_API ncclResult_t chrDevGroupCreate(const struct chrDevGroupConfig* cfg, struct chrDevGroup** out);
 
-/* Frees the group. No kernel of the group may be running (synchronize or abort first). */
+/* Frees the group and its ranks. No kernel of the group may be running (synchronize or abort first). */
 CHR_DEV_API ncclResult_t chrDevGroupDestroy(struct chrDevGroup* group);
 
 /* Runs rank `rank`'s plan on `stream`: nWorks[c] works for channel c, laid out channel after channel

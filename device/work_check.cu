@@ -17,8 +17,8 @@ static const int typeSizes[CHR_DEV_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1
 static int isIntType(int type) { return type <= ncclUint64; }
 
 /* Direction each link must have for the pattern (1 send, 0 recv), and whether it is point-to-point. */
-static ncclResult_t checkLinks(const struct chrDevGroup* g, int rank, int channel, const struct chrWork* w) {
-  const int n = g->cfg.nRanks;
+static ncclResult_t checkLinks(const struct chrDevRank* rk, int rank, int channel, const struct chrWork* w) {
+  const int n = rk->cfg.nRanks;
   int expectSend[CHR_WORK_MAX_LINKS];
   int p2p = 1, nLinks = -1;
   switch (w->pattern) {
@@ -53,8 +53,7 @@ static ncclResult_t checkLinks(const struct chrDevGroup* g, int rank, int channe
   }
   if (nLinks < 0 || w->nLinks != nLinks)
     return chrDevFail(ncclInvalidArgument, "rank %d channel %d: pattern %d with %d links", rank, channel, w->pattern, w->nLinks);
-  const int pos = g->ringPos[rank];
-  const int next = g->ringOrder[(pos + 1) % n], prev = g->ringOrder[(pos + n - 1) % n];
+  const int next = rk->next, prev = rk->prev;
   for (int i = 0; i < nLinks; i++) {
     const struct chrWorkLink* L = &w->links[i];
     if (L->isSend != expectSend[i] || L->p2p != p2p)
@@ -63,17 +62,20 @@ static ncclResult_t checkLinks(const struct chrDevGroup* g, int rank, int channe
                         expectSend[i] ? "send" : "recv");
     if (L->peer < 0 || L->peer >= n)
       return chrDevFail(ncclInvalidArgument, "rank %d channel %d: link %d to rank %d of %d", rank, channel, i, L->peer, n);
+    if (rk->peerBase[L->peer] == NULL)
+      return chrDevFail(ncclInvalidUsage, "rank %d channel %d: link %d to rank %d, which is not connected to this rank",
+                        rank, channel, i, L->peer);
     if (p2p) {
-      if (L->conn >= g->cfg.p2pConns)
+      if (L->conn >= rk->cfg.p2pConns)
         return chrDevFail(ncclInvalidArgument, "rank %d channel %d: p2p connection index %d, the group has %d", rank, channel,
-                          L->conn, g->cfg.p2pConns);
+                          L->conn, rk->cfg.p2pConns);
       for (int j = 0; j < i; j++)
         if (w->links[j].peer == L->peer && w->links[j].conn == L->conn && w->links[j].isSend == L->isSend)
           return chrDevFail(ncclInvalidArgument, "rank %d channel %d: links %d and %d are the same connection", rank, channel, j, i);
     } else {
-      if (channel >= g->cfg.nChannels)
+      if (channel >= rk->cfg.nChannels)
         return chrDevFail(ncclInvalidArgument, "rank %d: ring work on channel %d, the group has %d", rank, channel,
-                          g->cfg.nChannels);
+                          rk->cfg.nChannels);
       if (L->peer != (L->isSend ? next : prev))
         return chrDevFail(ncclInvalidArgument, "rank %d channel %d: ring %s link to rank %d, the ring says %d", rank, channel,
                           L->isSend ? "send" : "recv", L->peer, L->isSend ? next : prev);
@@ -82,8 +84,8 @@ static ncclResult_t checkLinks(const struct chrDevGroup* g, int rank, int channe
   return ncclSuccess;
 }
 
-ncclResult_t chrDevCheckWork(const struct chrDevGroup* g, int rank, int channel, const struct chrWork* w) {
-  const int n = g->cfg.nRanks;
+ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const struct chrWork* w) {
+  const int n = rk->cfg.nRanks, rank = rk->cfg.rank;
   if (w->type >= CHR_DEV_NUM_TYPES || w->typeSize != typeSizes[w->type])
     return chrDevFail(ncclInvalidArgument, "rank %d channel %d: type %d of size %d", rank, channel, w->type, w->typeSize);
   if (w->op >= CHR_DEV_NUM_OPS) return chrDevFail(ncclInvalidArgument, "rank %d channel %d: op %d", rank, channel, w->op);
@@ -98,14 +100,14 @@ ncclResult_t chrDevCheckWork(const struct chrDevGroup* g, int rank, int channel,
     return chrDevFail(ncclInvalidArgument, "rank %d channel %d: protocol %d (SIMPLE and LL only)", rank, channel, w->proto);
   if (w->nRanks != n) return chrDevFail(ncclInvalidArgument, "rank %d: work for %d ranks, group of %d", rank, w->nRanks, n);
   if (w->nLinks > CHR_WORK_MAX_LINKS) return chrDevFail(ncclInvalidArgument, "rank %d: %d links", rank, w->nLinks);
-  ncclResult_t res = checkLinks(g, rank, channel, w);
+  ncclResult_t res = checkLinks(rk, rank, channel, w);
   if (res != ncclSuccess) return res;
   switch (w->pattern) {
     case CHR_PAT_RING_ALLREDUCE:
     case CHR_PAT_RING_REDUCESCATTER:
     case CHR_PAT_RING_ALLGATHER:
-      if (w->ringPos != g->ringPos[rank])
-        return chrDevFail(ncclInvalidArgument, "rank %d: ring position %d, the ring says %d", rank, w->ringPos, g->ringPos[rank]);
+      if (w->ringPos != rk->ringPos[rank])
+        return chrDevFail(ncclInvalidArgument, "rank %d: ring position %d, the ring says %d", rank, w->ringPos, rk->ringPos[rank]);
       break;
     case CHR_PAT_RING_BROADCAST:
     case CHR_PAT_RING_REDUCE:
@@ -117,7 +119,7 @@ ncclResult_t chrDevCheckWork(const struct chrDevGroup* g, int rank, int channel,
     default: break;
   }
   if (w->len > 0 && w->nLinks > 0) {
-    const uint64_t cap = w->proto == CHR_PROTO_LL ? (uint64_t)g->cfg.llLines * CHR_DEV_LL_LINE_DATA : g->cfg.stepBytes;
+    const uint64_t cap = w->proto == CHR_PROTO_LL ? (uint64_t)rk->cfg.llLines * CHR_DEV_LL_LINE_DATA : rk->cfg.stepBytes;
     if (w->chunkElems == 0 || w->chunkElems > cap / (uint64_t)w->typeSize)
       return chrDevFail(ncclInvalidArgument, "rank %d channel %d: steps of %llu elements of %d bytes, %s slots hold %llu bytes",
                         rank, channel, (unsigned long long)w->chunkElems, w->typeSize,
@@ -126,10 +128,10 @@ ncclResult_t chrDevCheckWork(const struct chrDevGroup* g, int rank, int channel,
   return ncclSuccess;
 }
 
-ncclResult_t chrDevCheckPlan(const struct chrDevGroup* g, int rank, const struct chrWork* works, const int* nWorks,
+ncclResult_t chrDevCheckPlan(const struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
                              int nChannels) {
-  const int n = g->cfg.nRanks;
-  const int nEnds = g->cfg.p2pConns * n * 2;
+  const int n = rk->cfg.nRanks, rank = rk->cfg.rank;
+  const int nEnds = rk->cfg.p2pConns * n * 2;
   signed char owner[CHR_DEV_P2P_CONNS * 1024 * 2];
   memset(owner, -1, (size_t)nEnds);
   int k = 0;
@@ -137,7 +139,7 @@ ncclResult_t chrDevCheckPlan(const struct chrDevGroup* g, int rank, const struct
     if (nWorks[c] < 0) return chrDevFail(ncclInvalidArgument, "rank %d: %d works on channel %d", rank, nWorks[c], c);
     for (int i = 0; i < nWorks[c]; i++, k++) {
       const struct chrWork* w = &works[k];
-      ncclResult_t res = chrDevCheckWork(g, rank, c, w);
+      ncclResult_t res = chrDevCheckWork(rk, c, w);
       if (res != ncclSuccess) return res;
       for (int l = 0; l < w->nLinks; l++) {
         const struct chrWorkLink* L = &w->links[l];

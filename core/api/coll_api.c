@@ -45,7 +45,7 @@ static ncclResult_t checkOp(const struct collArgs* a) {
 }
 
 /* Host buffers run on the host executor; GPU device buffers run as kernels (the device library)
- * when the comm's ranks share this process and one GPU. Without the GPU path a device buffer is
+ * when every rank of the comm is on this host with a GPU (cuda/dev_state.h). Without the GPU path a device buffer is
  * refused: the host executor would read it with memcpy and crash. Without a CUDA driver this costs
  * one branch per buffer (cuda/cuda_driver.h). */
 static ncclResult_t classifyBuffers(const struct collArgs* a, int* onDevice) {
@@ -60,7 +60,7 @@ static ncclResult_t classifyBuffers(const struct collArgs* a, int* onDevice) {
   const char* which = sendIsDevice ? "sendbuff" : "recvbuff";
   const void* p = sendIsDevice ? a->sendbuff : (const void*)a->recvbuff;
   if (chrDevLibGet() == NULL) return chrFail(ncclInvalidUsage, "%s: %s %p %s", a->name, which, p, hostOnly);
-  if (!a->comm->devLocal)
+  if (!a->comm->devLocal && !a->comm->devIpc)
     return chrFail(ncclInvalidUsage, "%s: %s %p is GPU device memory: %s", a->name, which, p, CHR_DEV_NOT_LOCAL_MSG);
   if (a->sendElems > 0 && a->recvElems > 0 && sendIsDevice != recvIsDevice)
     return chrFail(ncclInvalidUsage, "%s: sendbuff %p is %s memory but recvbuff %p is %s memory (both must be GPU "

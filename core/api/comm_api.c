@@ -172,7 +172,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   CHECK(chrCommCheck(comm, "ncclCommAbort"));
   comm->abortFlag = 1;
-  chrDevCommAbort(comm); /* its kernels, and its peers' on the same GPU, return within milliseconds */
+  chrDevCommAbort(comm); /* its kernels, and its peers' in this process, return within milliseconds */
   chrSetLastError("ncclCommAbort: communicator %p was aborted", (void*)comm);
   chrCommSetAsyncError(comm, ncclRemoteError);
   chrGroupDiscardComm(comm);

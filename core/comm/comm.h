@@ -30,7 +30,7 @@ struct chrPeerInfo {
   char hostId[CHR_HOSTID_LEN]; /* printable form, for logs */
   int64_t pid;
   int32_t cudaDev;             /* -1: host-only */
-  int32_t pad;
+  int32_t sms;                 /* streaming multiprocessors of cudaDev; 0: unknown */
   int64_t busId;
 };
 
@@ -79,9 +79,11 @@ struct ncclComm {
   struct chrUserRedOp userOps[CHR_MAX_USER_REDOPS];
 
   /* GPU path (cuda/dev_state.h). devLocal: every rank is in this process and on this comm's CUDA
-   * device (cudaDev), so device buffers can be served; dev: this rank's device state, made at the
-   * first device-buffer call. */
+   * device (cudaDev): one device group for all of them. devIpc: otherwise, every rank is on this
+   * host with a GPU: per-rank device state, connected through CUDA IPC / peer access. dev: this
+   * rank's device state, made at the first device-buffer call. */
   int devLocal;
+  int devIpc;
   struct chrDevRankState* dev;
 
   /* Tuner plugin (plan/tuner_hook.c sets these when one is loaded). tunerHook may rewrite the cost

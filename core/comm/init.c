@@ -36,6 +36,7 @@ static ncclResult_t exchangePeerInfo(struct ncclComm* comm, const ncclUniqueId* 
   me.hostHash = chrHash64(me.hostId, strlen(me.hostId));
   me.pid = getpid();
   me.cudaDev = comm->cudaDev;
+  me.sms = comm->cudaDev >= 0 ? chrCudaDeviceSMs(comm->cudaDev) : 0;
   me.busId = -1;
   comm->peers = calloc((size_t)comm->nRanks, sizeof(struct chrPeerInfo));
   if (comm->peers == NULL) return chrFail(ncclSystemError, "out of memory for %d peer infos", comm->nRanks);
@@ -69,10 +70,16 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   CHECK(exchangePeerInfo(comm, id));
   CHECK(chrTopoCompute(comm));
   CHECK(chooseChannels(comm));
-  /* Device buffers can be served when every rank lives in this process on this comm's GPU. */
+  /* Device buffers: one group when every rank lives in this process on this comm's GPU. */
   comm->devLocal = comm->cudaDev >= 0;
   for (int r = 0; r < comm->nRanks; r++)
     if (comm->peers[r].pid != comm->peers[comm->rank].pid || comm->peers[r].cudaDev != comm->cudaDev) comm->devLocal = 0;
+  /* Otherwise ranks of one host, each with a GPU (other processes, other GPUs), connect their GPU
+   * memory per rank through CUDA IPC / peer access (whether the GPUs can reach each other is found out
+   * when they connect). */
+  comm->devIpc = !comm->devLocal && comm->cudaDev >= 0;
+  for (int r = 0; r < comm->nRanks && comm->devIpc; r++)
+    if (comm->peers[r].hostHash != comm->peers[comm->rank].hostHash || comm->peers[r].cudaDev < 0) comm->devIpc = 0;
   /* The net plugin is opened only when a link will go through it: ranks of one host talk over shm,
    * and must not fail because a plugin is missing, broken or has no device. */
   int needNet = 0;

@@ -1,5 +1,6 @@
 /*
- * dev_state.c: the registry of device groups and each rank's device state (dev_state.h).
+ * dev_state.c: each rank's device state (dev_state.h): the registry of device groups (group mode),
+ * the calls both modes share; the IPC mode's own part is in dev_ipc.c.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,6 +10,7 @@
 #include "comm/comm.h"
 #include "config/param.h"
 #include "cuda/cuda_driver.h"
+#include "cuda/dev_ipc.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
 #include "exec/idle.h"
@@ -40,23 +42,43 @@ static struct chrDevShared* findShared(uint64_t commHash, int nRanks) {
   return NULL;
 }
 
+/* Ring channels: every CTA of the ranks that share a GPU inside one process must be resident at
+ * once (they wait for each other inside their kernels): with one 512-thread CTA per channel, the
+ * ranks on one GPU times the channels stay within its SM count. Ranks of other processes are
+ * time-sliced by the driver, but counting them too keeps one formula for both modes, and every rank
+ * computes the same number from the peer infos (the fewest SMs, the most ranks on one GPU). */
+static int defaultChannels(const struct ncclComm* comm) {
+  int sms = 0, perGpu = 1;
+  if (comm->peers != NULL) {
+    for (int r = 0; r < comm->nRanks; r++) {
+      const struct chrPeerInfo* p = &comm->peers[r];
+      if (r == 0 || p->sms < sms) sms = p->sms;
+      int same = 0;
+      for (int q = 0; q < comm->nRanks; q++)
+        same += comm->peers[q].hostHash == p->hostHash && comm->peers[q].cudaDev == p->cudaDev;
+      if (same > perGpu) perGpu = same;
+    }
+  } else {
+    sms = chrCudaDeviceSMs(comm->cudaDev);
+    perGpu = comm->nRanks;
+  }
+  int ch = sms > 0 ? sms / perGpu : 8;
+  if (ch > DEV_MAX_CHANNELS) ch = DEV_MAX_CHANNELS;
+  if (comm->config.maxCTAs > 0 && ch > comm->config.maxCTAs) ch = comm->config.maxCTAs;
+  if (ch < 1) ch = 1;
+  return ch;
+}
+
 void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   if (comm->dev) {
-    *shape = comm->dev->shared->shape;
+    *shape = comm->dev->shape;
     return;
   }
   int64_t buff = chrParamInt(CHR_P_BUFFSIZE);
   if (buff < CHR_STEPS * 4096) buff = CHR_STEPS * 4096;
   shape->stepBytes = ((size_t)buff / CHR_STEPS) & ~(size_t)4095;
   shape->llLines = DEV_LL_LINES;
-  /* Every rank's kernel must be resident at once (the ranks wait for each other inside them): with
-   * one 512-thread CTA per channel, n ranks x channels stays within the GPU's SM count. */
-  int sms = chrCudaDeviceSMs(comm->cudaDev);
-  int ch = sms > 0 ? sms / comm->nRanks : 8;
-  if (ch > DEV_MAX_CHANNELS) ch = DEV_MAX_CHANNELS;
-  if (comm->config.maxCTAs > 0 && ch > comm->config.maxCTAs) ch = comm->config.maxCTAs;
-  if (ch < 1) ch = 1;
-  shape->nChannels = ch;
+  shape->nChannels = defaultChannels(comm);
 }
 
 static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevShared** out) {
@@ -89,27 +111,41 @@ static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* 
   return ncclSuccess;
 }
 
+/* Group mode: the process's group of the comm, made by the first rank. */
+static ncclResult_t attachGroup(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevRankState* st) {
+  ncclResult_t res = ncclSuccess;
+  pthread_mutex_lock(&registryLock);
+  struct chrDevShared* s = findShared(comm->commHash, comm->nRanks);
+  if (s == NULL) res = createShared(comm, lib, &s);
+  if (res == ncclSuccess) {
+    s->refs++;
+    st->shared = s;
+    st->shape = s->shape;
+    st->rank = lib->groupRank(s->group, comm->rank);
+  }
+  pthread_mutex_unlock(&registryLock);
+  return res;
+}
+
 ncclResult_t chrDevCommAttach(struct ncclComm* comm) {
   if (comm->dev) return ncclSuccess;
   const struct chrDevLib* lib = chrDevLibGet();
   if (lib == NULL) return chrFail(ncclInvalidUsage, "comm %p: device buffers, but there is no GPU path", (void*)comm);
-  if (!comm->devLocal) return chrFail(ncclInvalidUsage, "comm %p: %s", (void*)comm, CHR_DEV_NOT_LOCAL_MSG);
+  if (!comm->devLocal && !comm->devIpc)
+    return chrFail(ncclInvalidUsage, "comm %p: %s", (void*)comm, CHR_DEV_NOT_LOCAL_MSG);
   struct chrDevRankState* st = calloc(1, sizeof(*st));
   if (st == NULL) return chrFail(ncclSystemError, "out of memory for the device state of comm %p", (void*)comm);
+  chrDevCommShape(comm, &st->shape);
   ncclResult_t res = lib->eventCreate(comm->cudaDev, &st->last);
   if (res == ncclSuccess) res = lib->eventCreate(comm->cudaDev, &st->join);
   if (res != ncclSuccess) {
     res = chrFail(res, "comm %p: creating events on device %d: %s", (void*)comm, comm->cudaDev, lib->lastError());
     goto fail_free_state;
   }
-  pthread_mutex_lock(&registryLock);
-  struct chrDevShared* s = findShared(comm->commHash, comm->nRanks);
-  if (s == NULL) res = createShared(comm, lib, &s);
-  if (res == ncclSuccess) s->refs++;
-  pthread_mutex_unlock(&registryLock);
+  res = comm->devLocal ? attachGroup(comm, lib, st) : chrDevIpcAttach(comm, st, lib);
   if (res != ncclSuccess) goto fail_free_state;
-  st->shared = s;
   comm->dev = st;
+  if (st->ipc) chrDevIpcWatch(comm);
   return ncclSuccess;
 fail_free_state:
   if (st->join) lib->eventDestroy(comm->cudaDev, st->join);
@@ -118,8 +154,20 @@ fail_free_state:
   return res;
 }
 
-struct chrDevGroup* chrDevCommGroup(const struct ncclComm* comm) {
-  return comm->dev ? comm->dev->shared->group : NULL;
+ncclResult_t chrDevCommConnect(struct ncclComm* comm, const unsigned char* need) {
+  if (comm->dev == NULL || comm->dev->ipc == NULL) return ncclSuccess; /* a group is connected from the start */
+  return chrDevIpcConnect(comm, need);
+}
+
+ncclResult_t chrDevCommLaunch(struct ncclComm* comm, const struct chrWork* works, const int* nWorks, int nChannels,
+                              cudaStream_t stream) {
+  const struct chrDevLib* lib = chrDevLibGet();
+  return lib->rankLaunch(comm->dev->rank, works, nWorks, nChannels, stream);
+}
+
+/* Another rank aborted, timed out or (IPC mode) died: this rank's connections are out of step. */
+static int rankBroken(const struct chrDevRankState* st) {
+  return st->shared ? atomic_load(&st->shared->broken) : chrDevIpcFailed(st->ipc);
 }
 
 ncclResult_t chrDevCommPoll(struct ncclComm* comm) {
@@ -128,14 +176,14 @@ ncclResult_t chrDevCommPoll(struct ncclComm* comm) {
   int state = atomic_load(&comm->asyncError);
   if (CHR_IS_ERROR(state)) return (ncclResult_t)state;
   const struct chrDevLib* lib = chrDevLibGet();
-  uint32_t kerr = lib->kernelError(st->shared->group, comm->rank);
+  uint32_t kerr = lib->rankKernelError(st->rank);
   if (kerr != 0) {
     chrFail(ncclInternalError, "comm %p rank %d: a kernel reported error %u (%s)", (void*)comm, comm->rank, kerr,
             kerr == CHR_DEV_ERR_BAD_LINK ? "a work named a link the rank has no connection for" : "unknown");
     chrCommSetAsyncError(comm, ncclInternalError);
     return ncclInternalError;
   }
-  if (atomic_load(&st->shared->broken) && !comm->abortFlag) {
+  if (rankBroken(st) && !comm->abortFlag) {
     chrFail(ncclRemoteError, "comm %p rank %d: another rank of this communicator was aborted (or timed out) while "
             "GPU work was in flight; its connections are out of step", (void*)comm, comm->rank);
     chrCommSetAsyncError(comm, ncclRemoteError);
@@ -149,9 +197,17 @@ static void breakGroup(struct chrDevShared* s, const struct chrDevLib* lib) {
   lib->setAbort(s->group, -1, 1);
 }
 
+/* Timeout: abort the kernels of the rank's group (group mode) or of this rank (IPC mode: the peers
+ * see it through their watchdogs once this comm is freed). */
+static void abortRank(struct ncclComm* comm, const struct chrDevLib* lib) {
+  struct chrDevRankState* st = comm->dev;
+  if (st->shared) breakGroup(st->shared, lib);
+  else chrDevIpcAbort(comm, lib);
+}
+
 ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func) {
   struct chrDevRankState* st = comm->dev;
-  if (st == NULL || !st->lastRecorded) return ncclSuccess;
+  if (st == NULL || !atomic_load(&st->lastRecorded)) return ncclSuccess;
   const struct chrDevLib* lib = chrDevLibGet();
   uint64_t timeoutNs = (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
   uint64_t start = chrNowNs(), abortSeen = 0;
@@ -165,9 +221,9 @@ ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func) {
     if (abortSeen == 0 && timeoutNs && now - start > timeoutNs) {
       WARN("%s: comm %p rank %d: GPU work still running after %llu s (CHORUS_TIMEOUT): aborting the communicator's "
            "kernels", func, (void*)comm, comm->rank, (unsigned long long)(timeoutNs / 1000000000ull));
-      breakGroup(st->shared, lib);
+      abortRank(comm, lib);
     }
-    if (abortSeen == 0 && (comm->abortFlag || atomic_load(&st->shared->broken))) abortSeen = now;
+    if (abortSeen == 0 && (comm->abortFlag || rankBroken(st))) abortSeen = now;
     if (abortSeen && now - abortSeen > DEV_ABORT_GRACE_NS)
       return chrFail(ncclInternalError, "%s: comm %p rank %d: aborted GPU work did not finish within %llu s", func,
                      (void*)comm, comm->rank, (unsigned long long)(DEV_ABORT_GRACE_NS / 1000000000ull));
@@ -176,9 +232,13 @@ ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func) {
 }
 
 void chrDevCommAbort(struct ncclComm* comm) {
-  if (!comm->devLocal) return; /* never had GPU state: do not load the device library for nothing */
+  if (!comm->devLocal && !comm->devIpc) return; /* never had GPU state: do not load the device library for nothing */
   const struct chrDevLib* lib = chrDevLibGet();
   if (lib == NULL) return;
+  if (comm->devIpc) {
+    chrDevIpcAbort(comm, lib);
+    return;
+  }
   /* Also when this rank never attached: the others may be waiting for it inside their kernels. */
   pthread_mutex_lock(&registryLock);
   struct chrDevShared* s = comm->dev ? comm->dev->shared : findShared(comm->commHash, comm->nRanks);
@@ -186,22 +246,10 @@ void chrDevCommAbort(struct ncclComm* comm) {
   pthread_mutex_unlock(&registryLock);
 }
 
-void chrDevCommDetach(struct ncclComm* comm) {
-  struct chrDevRankState* st = comm->dev;
-  if (st == NULL) return;
-  const struct chrDevLib* lib = chrDevLibGet();
-  ncclResult_t res = chrDevCommWait(comm, "ncclCommDestroy");
-  struct chrDevShared* s = st->shared;
+static void detachGroup(struct ncclComm* comm, const struct chrDevLib* lib, int kernelsDone) {
+  struct chrDevShared* s = comm->dev->shared;
   pthread_mutex_lock(&registryLock);
-  if (res != ncclSuccess) {
-    /* Kernels of this rank may still run: freeing their memory could fault the GPU. */
-    WARN("comm %p rank %d: leaving the GPU state of its communicator allocated (its kernels did not finish)",
-         (void*)comm, comm->rank);
-    s->leak = 1;
-  }
-  /* Destroying an event whose work is pending is allowed: CUDA releases it once the work is done. */
-  lib->eventDestroy(comm->cudaDev, st->last);
-  lib->eventDestroy(comm->cudaDev, st->join);
+  if (!kernelsDone) s->leak = 1;
   if (--s->refs == 0) {
     for (struct chrDevShared** p = &registry; *p; p = &(*p)->next)
       if (*p == s) {
@@ -215,6 +263,25 @@ void chrDevCommDetach(struct ncclComm* comm) {
     free(s);
   }
   pthread_mutex_unlock(&registryLock);
+}
+
+void chrDevCommDetach(struct ncclComm* comm) {
+  struct chrDevRankState* st = comm->dev;
+  if (st == NULL) return;
+  const struct chrDevLib* lib = chrDevLibGet();
+  ncclResult_t res = chrDevCommWait(comm, "ncclCommDestroy");
+  if (res != ncclSuccess) /* kernels of this rank may still run: freeing their memory could fault the GPU */
+    WARN("comm %p rank %d: leaving its GPU state allocated (its kernels did not finish)", (void*)comm, comm->rank);
+  if (st->shared) {
+    detachGroup(comm, lib, res == ncclSuccess);
+  } else {
+    chrDevIpcDetach(comm); /* the watchdog lets go of the comm first */
+    if (res == ncclSuccess && lib->rankDestroy(st->rank) != ncclSuccess)
+      WARN("comm %p rank %d: freeing its GPU state failed: %s", (void*)comm, comm->rank, lib->lastError());
+  }
+  /* Destroying an event whose work is pending is allowed: CUDA releases it once the work is done. */
+  lib->eventDestroy(comm->cudaDev, st->last);
+  lib->eventDestroy(comm->cudaDev, st->join);
   free(st);
   comm->dev = NULL;
 }

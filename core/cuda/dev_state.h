@@ -1,26 +1,33 @@
 /*
- * dev_state.h: the device state of communicators whose ranks live in ONE process on ONE GPU.
+ * dev_state.h: the device state of a communicator's rank (the GPU path).
  *
- * All ranks of such a communicator share one chrDevGroup (device/launch.h): the connections between
- * them, each rank's device comm, and the abort and error words. A process-wide registry keyed by
- * comm->commHash holds it; the first rank to use a device buffer creates it for all (with the ring
- * order, channel count and slot sizes below, which every rank's planner then uses), each rank that
- * uses it holds a reference, and the last rank to be destroyed or aborted frees it.
+ * Two modes, chosen at init (comm.h):
+ * - GROUP (comm->devLocal: every rank in this process on one GPU). All ranks share one chrDevGroup
+ *   (device/launch.h). A process-wide registry keyed by comm->commHash holds it; the first rank to
+ *   use a device buffer creates it for all, each rank that uses it holds a reference, and the last
+ *   rank to be destroyed or aborted frees it. Nothing goes over the bootstrap, so one thread may drive
+ *   every rank (ncclCommInitAll).
+ * - IPC (comm->devIpc: ranks in several processes, or on several GPUs, of one host). Each rank makes
+ *   its own chrDevRank in its own process at its first device-buffer call (attach) and sends its blob
+ *   to every peer over the bootstrap; it connects a peer (receives that peer's blob) the first time a
+ *   plan names it, so a rank waits only for peers it exchanges data with (cuda/dev_ipc.c).
  *
- * Per rank (struct chrDevRankState): the shared entry, and two events: `last`, recorded after this
- * rank's latest launch outside graph capture (destroy and finalize wait for it, and a launch on
- * another stream waits for it, so a rank's kernels never overlap), and `join`, which ties the
- * streams of one group together.
+ * Per rank (struct chrDevRankState): the library's rank state, and two events: `last`, recorded
+ * after this rank's latest launch outside graph capture (destroy and finalize wait for it, a launch
+ * on another stream waits for it, so a rank's kernels never overlap, and the dead-peer watchdog asks
+ * it whether work is in flight), and `join`, which ties the streams of one group together.
  */
 #ifndef CHORUS_CUDA_DEV_STATE_H_
 #define CHORUS_CUDA_DEV_STATE_H_
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include "nccl.h"
 
 struct ncclComm;
+struct chrWork;
 
-/* The device group's shape, a function of the communicator alone (so every rank agrees). */
+/* The device state's shape, a function of the communicator alone (so every rank agrees). */
 struct chrDevShape {
   int nChannels;    /* ring channels; sends use channel 0 and receives channel 1 whatever this is */
   size_t stepBytes; /* SIMPLE slot: NCCL_BUFFSIZE / 8 in whole pages (the host's slot size) */
@@ -28,43 +35,55 @@ struct chrDevShape {
 };
 
 struct chrDevShared;
+struct chrDevIpc;
+struct chrDevRank;
 
 struct chrDevRankState {
-  struct chrDevShared* shared;
-  void* last;             /* event: this rank's latest uncaptured launch */
-  void* join;             /* event: joining a group's streams */
+  struct chrDevShape shape;
+  struct chrDevShared* shared; /* group mode: the process's group of the comm; NULL in IPC mode */
+  struct chrDevIpc* ipc;       /* IPC mode: connections and liveness (dev_ipc.c); NULL in group mode */
+  struct chrDevRank* rank;     /* the library's state of this rank */
+  void* last;                  /* event: this rank's latest uncaptured launch */
+  void* join;                  /* event: joining a group's streams */
   cudaStream_t lastStream;
-  int lastRecorded;
+  _Atomic int lastRecorded;
 };
 
-/* The message for device buffers of a comm the GPU path cannot serve (ranks in several processes or
- * on several GPUs). */
-#define CHR_DEV_NOT_LOCAL_MSG "device buffers across processes/GPUs need CUDA IPC / peer access (not built yet)"
+/* The message for device buffers of a comm the GPU path cannot serve. */
+#define CHR_DEV_NOT_LOCAL_MSG \
+  "device buffers need every rank on this host with a GPU (ranks on other hosts, or without a GPU, are not served yet)"
 
-/* The shape a comm's device group has (or will have). */
+/* The shape a comm's device state has (or will have). */
 void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape);
 
-/* Attach the comm to its device group, creating the group if this is the first rank (idempotent). */
+/* Make this rank's device state if it has none (idempotent). IPC mode: also sends the rank's blob to
+ * every peer (never waits for them), so attach every comm of a group before connecting any. */
 ncclResult_t chrDevCommAttach(struct ncclComm* comm);
 
-/* The device group of an attached comm (NULL when not attached). */
-struct chrDevGroup* chrDevCommGroup(const struct ncclComm* comm);
+/* Connect the peers with need[peer] != 0 that are not connected yet (IPC mode: waits for each one's
+ * blob, i.e. for its attach); nothing to do in group mode. */
+ncclResult_t chrDevCommConnect(struct ncclComm* comm, const unsigned char* need);
 
-/* Asynchronous state of an attached comm: a kernel error of this rank (ncclInternalError) or a rank
- * of the group aborted or timed out (ncclRemoteError) becomes the comm's async error, which is
+/* Launch this rank's plan (device/launch.h: chrDevRankLaunch). */
+ncclResult_t chrDevCommLaunch(struct ncclComm* comm, const struct chrWork* works, const int* nWorks, int nChannels,
+                              cudaStream_t stream);
+
+/* Asynchronous state of an attached comm: a kernel error of this rank (ncclInternalError), another
+ * rank aborted, timed out or died (ncclRemoteError) becomes the comm's async error, which is
  * returned; ncclSuccess otherwise (and for comms never attached). */
 ncclResult_t chrDevCommPoll(struct ncclComm* comm);
 
 /* Wait until this rank's launched work has finished (polling, abort-aware; CHORUS_TIMEOUT bounds it
- * when set, then the group is aborted). */
+ * when set, then the rank's kernels are aborted; IPC mode: a dead peer aborts them too). */
 ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func);
 
-/* ncclCommAbort: raise the device abort word of every rank of the group (their kernels return within
- * milliseconds) and mark the group broken, so the other ranks fail instead of waiting forever. */
+/* ncclCommAbort: raise the device abort word of this rank and of every rank of the comm in this
+ * process (their kernels return within milliseconds) and mark them failed. Ranks in other processes
+ * see this rank's bootstrap close when the comm is freed and abort through their watchdog. */
 void chrDevCommAbort(struct ncclComm* comm);
 
-/* At free: wait for this rank's work (bounded once aborted), drop the reference; the last one frees
- * the group. */
+/* At free: wait for this rank's work (bounded once aborted), then release the state (group mode: the
+ * last reference frees the group). */
 void chrDevCommDetach(struct ncclComm* comm);
 
 #endif /* CHORUS_CUDA_DEV_STATE_H_ */

@@ -74,7 +74,11 @@ static void loadDevLib(void) {
     goto fail_close;
   }
   if (!BIND(groupCreate, "chrDevGroupCreate") || !BIND(groupDestroy, "chrDevGroupDestroy") ||
-      !BIND(launch, "chrDevLaunch") || !BIND(setAbort, "chrDevSetAbort") || !BIND(kernelError, "chrDevKernelError") ||
+      !BIND(groupRank, "chrDevGroupRank") || !BIND(setAbort, "chrDevSetAbort") ||
+      !BIND(rankCreate, "chrDevRankCreate") || !BIND(rankExport, "chrDevRankExport") ||
+      !BIND(rankConnect, "chrDevRankConnect") || !BIND(rankLaunch, "chrDevRankLaunch") ||
+      !BIND(rankSetAbort, "chrDevRankSetAbort") || !BIND(rankKernelError, "chrDevRankKernelError") ||
+      !BIND(rankDestroy, "chrDevRankDestroy") ||
       !BIND(maxWorks, "chrDevMaxWorks") || !BIND(lastError, "chrDevLastError") ||
       !BIND(eventCreate, "chrDevEventCreate") || !BIND(eventDestroy, "chrDevEventDestroy") ||
       !BIND(eventRecord, "chrDevEventRecord") || !BIND(streamWaitEvent, "chrDevStreamWaitEvent") ||

@@ -20,10 +20,16 @@ struct chrDevLib {
   int (*apiVersion)(void);
   ncclResult_t (*groupCreate)(const struct chrDevGroupConfig* cfg, struct chrDevGroup** out);
   ncclResult_t (*groupDestroy)(struct chrDevGroup* group);
-  ncclResult_t (*launch)(struct chrDevGroup* group, int rank, const struct chrWork* works, const int* nWorks,
-                         int nChannels, cudaStream_t stream);
+  struct chrDevRank* (*groupRank)(struct chrDevGroup* group, int rank);
   void (*setAbort)(struct chrDevGroup* group, int rank, uint32_t value);
-  uint32_t (*kernelError)(struct chrDevGroup* group, int rank);
+  ncclResult_t (*rankCreate)(const struct chrDevRankConfig* cfg, struct chrDevRank** out);
+  ncclResult_t (*rankExport)(struct chrDevRank* rk, struct chrDevRankBlob* blob);
+  ncclResult_t (*rankConnect)(struct chrDevRank* rk, int nPeers, const int* peers, const struct chrDevRankBlob* blobs);
+  ncclResult_t (*rankLaunch)(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks, int nChannels,
+                             cudaStream_t stream);
+  void (*rankSetAbort)(struct chrDevRank* rk, uint32_t value);
+  uint32_t (*rankKernelError)(const struct chrDevRank* rk);
+  ncclResult_t (*rankDestroy)(struct chrDevRank* rk);
   int (*maxWorks)(void);
   const char* (*lastError)(void);
   ncclResult_t (*eventCreate)(int cudaDev, void** event);

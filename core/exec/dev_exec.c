@@ -151,6 +151,24 @@ void chrDevFreeLaunch(struct chrDevLaunchPlan* p) {
 
 #define MAX_STREAMS 64
 
+/* Every peer the plan's works name gets connected first (IPC mode: the first time, this waits for the
+ * peer's own first GPU call). */
+static ncclResult_t connectPeers(struct ncclComm* comm, const struct chrDevLaunchPlan* plan) {
+  unsigned char* need = calloc((size_t)comm->nRanks, 1);
+  if (need == NULL) return chrFail(ncclSystemError, "out of memory for %d ranks", comm->nRanks);
+  int nColl = 0;
+  for (int c = 0; c < CHR_DEV_MAX_CHANNELS; c++) nColl += plan->nColl[c];
+  const int nP2p = plan->nP2p[0] + plan->nP2p[1];
+  for (int i = 0; i < nColl + nP2p; i++) {
+    const struct chrWork* w = i < nColl ? &plan->coll[i] : &plan->p2p[i - nColl];
+    for (int l = 0; l < w->nLinks && l < CHR_WORK_MAX_LINKS; l++)
+      if (w->links[l].peer >= 0 && w->links[l].peer < comm->nRanks) need[w->links[l].peer] = 1;
+  }
+  ncclResult_t res = chrDevCommConnect(comm, need);
+  free(need);
+  return res;
+}
+
 static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) {
   const struct chrDevLib* lib = chrDevLibGet();
   cudaStream_t streams[MAX_STREAMS];
@@ -172,7 +190,11 @@ static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) 
   ncclResult_t res = ncclSuccess;
   struct chrDevLaunchPlan plan;
   CHECK(chrDevBuildLaunch(comm, list, &plan));
-  struct chrDevGroup* group = chrDevCommGroup(comm);
+  res = connectPeers(comm, &plan);
+  if (res != ncclSuccess) {
+    chrDevFreeLaunch(&plan);
+    return res;
+  }
   const int dev = comm->cudaDev;
   cudaStream_t s0 = streams[0];
   int capturing = 0;
@@ -189,11 +211,11 @@ static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) 
   }
   if (res == ncclSuccess && plan.collChannels > 0) {
     what = "launching collectives";
-    res = lib->launch(group, comm->rank, plan.coll, plan.nColl, plan.collChannels, s0);
+    res = chrDevCommLaunch(comm, plan.coll, plan.nColl, plan.collChannels, s0);
   }
   if (res == ncclSuccess && plan.nP2p[0] + plan.nP2p[1] > 0) {
     what = "launching sends and receives";
-    res = lib->launch(group, comm->rank, plan.p2p, plan.nP2p, 2, s0);
+    res = chrDevCommLaunch(comm, plan.p2p, plan.nP2p, 2, s0);
   }
   if (res == ncclSuccess && nStreams > 1) {
     what = "joining the group's streams after the launch";
@@ -214,18 +236,44 @@ static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) 
   return res;
 }
 
+/* A comm's failure in this group: other ranks may have launched their part, so this rank is out of
+ * step with them (a refusal before anything was launched leaves the comm usable). */
+static void noteFailure(struct ncclComm* comm, ncclResult_t res) {
+  if (res != ncclInvalidUsage && res != ncclInvalidArgument) chrCommSetAsyncError(comm, res);
+  else chrCommNoteError(comm);
+}
+
+static int firstOfComm(struct chrCollTask* list, struct chrCollTask* t) {
+  for (struct chrCollTask* u = list; u != t; u = u->next)
+    if (u->comm == t->comm) return 0;
+  return 1;
+}
+
+static int commHasWork(struct chrCollTask* list, const struct ncclComm* comm) {
+  for (struct chrCollTask* t = list; t; t = t->next)
+    if (t->comm == comm && !t->noop) return 1;
+  return 0;
+}
+
 ncclResult_t chrDevExecTasks(struct chrCollTask* list) {
   ncclResult_t first = ncclSuccess;
+  /* Every comm attaches before any connects: in IPC mode an attach sends the rank's blob to its peers,
+   * and a thread that drives several ranks of one comm must send all of theirs before it waits for
+   * one. A comm that fails here launches nothing. */
   for (struct chrCollTask* t = list; t; t = t->next) {
-    int seen = 0;
-    for (struct chrCollTask* u = list; u != t && !seen; u = u->next) seen = u->comm == t->comm;
-    if (seen) continue;
+    if (!firstOfComm(list, t) || !commHasWork(list, t->comm) || t->comm->dev) continue;
+    ncclResult_t res = chrDevCommAttach(t->comm);
+    if (res != ncclSuccess) {
+      noteFailure(t->comm, res);
+      if (first == ncclSuccess) first = res;
+    }
+  }
+  for (struct chrCollTask* t = list; t; t = t->next) {
+    if (!firstOfComm(list, t)) continue;
+    if (commHasWork(list, t->comm) && t->comm->dev == NULL) continue; /* its attach failed above */
     ncclResult_t res = launchComm(t->comm, list);
     if (res != ncclSuccess) {
-      /* Other ranks may have launched their part: this rank is out of step with them (a refusal
-       * before anything was launched leaves the comm usable). */
-      if (res != ncclInvalidUsage && res != ncclInvalidArgument) chrCommSetAsyncError(t->comm, res);
-      else chrCommNoteError(t->comm);
+      noteFailure(t->comm, res);
       if (first == ncclSuccess) first = res;
     }
   }

@@ -13,7 +13,8 @@
 #   4. ctest -R '^gpu\.': arithmetic and simulation checks, collectives on 1/2/3/4/8 ranks sharing the
 #      GPU, abort, API checks, and gpu.nccl.*: the public NCCL API on GPU buffers (2/3/4 ranks of one
 #      process sharing the GPU: ncclCommInitAll driven by one thread, one thread per rank, CUDA graph
-#      capture, abort)
+#      capture, abort), and gpu.procs.*: one process per rank on the GPU (CUDA IPC; collectives, a
+#      killed peer)
 #   5. chorus-gpu-bw: ring all-reduce, 2 ranks on the GPU, 8 B .. 256 MB, GB/s (SIMPLE and LL)
 #   6. compute-sanitizer memcheck on the 1-rank collectives (one kernel at a time is enough there;
 #      the multi-rank tests need their kernels to run concurrently, which the sanitizer may not allow)
@@ -83,7 +84,7 @@ section "gpu tests"
 # -V: the tests print one line each on success (cases run, time, abort latencies), worth keeping.
 (cd "$BUILD" && timeout 900 ctest -R '^gpu\.' -V --timeout 180) 2>&1 | tee "$OUT/ctest.log"
 TESTS_RC=${PIPESTATUS[0]}
-grep -E "tests passed|tests failed|\*\*\*Skipped|\*\*\*Failed|\*\*\*Timeout|gpu.colls n=|gpu.nccl |after the abort|^[0-9]+: FAIL" \
+grep -E "tests passed|tests failed|\*\*\*Skipped|\*\*\*Failed|\*\*\*Timeout|gpu.colls n=|gpu.nccl |gpu.procs |after the abort|^[0-9]+: FAIL" \
   "$OUT/ctest.log" | head -60 | tee -a "$SUMMARY"
 note "gpu tests: exit $TESTS_RC"
 

@@ -1,0 +1,231 @@
+/*
+ * dev_ipc.c: the IPC mode of a rank's device state (dev_ipc.h).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "bootstrap/bootstrap.h"
+#include "comm/comm.h"
+#include "cuda/dev_ipc.h"
+#include "exec/idle.h"
+#include "log/check.h"
+#include "log/log.h"
+
+#define WATCH_PERIOD_NS (100ull * 1000000ull)
+#define WATCH_GRACE_NS (1000ull * 1000000ull) /* a peer gone this long while our work still runs */
+
+struct chrDevIpc {
+  struct chrDevIpc* next;   /* the watch list (under watchLock) */
+  struct ncclComm* comm;
+  unsigned char* connected; /* nRanks */
+  _Atomic int failed;
+  int watched;
+  uint64_t goneSince;       /* watchdog only: when a peer was first seen gone with work in flight */
+  int gonePeer;
+};
+
+static pthread_mutex_t watchLock = PTHREAD_MUTEX_INITIALIZER;
+static struct chrDevIpc* watchList;
+static int watchdogRunning;
+static int watchStopping;   /* the process is exiting: no more CUDA calls from the watchdog */
+static int atexitDone;
+
+static void stopWatchdog(void) {
+  pthread_mutex_lock(&watchLock);
+  watchStopping = 1;
+  pthread_mutex_unlock(&watchLock);
+}
+
+int chrDevIpcFailed(const struct chrDevIpc* ipc) { return ipc != NULL && atomic_load(&ipc->failed); }
+
+ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, const struct chrDevLib* lib) {
+  const int n = comm->nRanks, me = comm->rank;
+  struct chrDevIpc* x = calloc(1, sizeof(*x));
+  if (x != NULL) x->connected = calloc((size_t)n, 1);
+  if (x == NULL || x->connected == NULL) {
+    if (x) free(x);
+    return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU connections", (void*)comm, me);
+  }
+  x->comm = comm;
+  struct chrDevRankConfig cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.rank = me;
+  cfg.nRanks = n;
+  cfg.nChannels = st->shape.nChannels;
+  cfg.p2pConns = 1;
+  cfg.stepBytes = st->shape.stepBytes;
+  cfg.llLines = st->shape.llLines;
+  cfg.ringOrder = comm->ringOrder;
+  cfg.cudaDev = comm->cudaDev;
+  ncclResult_t res = lib->rankCreate(&cfg, &st->rank);
+  if (res != ncclSuccess) {
+    res = chrFail(res, "comm %p rank %d: creating its GPU state on device %d failed: %s", (void*)comm, me,
+                  comm->cudaDev, lib->lastError());
+    goto fail_free;
+  }
+  struct chrDevRankBlob blob;
+  res = lib->rankExport(st->rank, &blob);
+  if (res == ncclSuccess) res = lib->rankConnect(st->rank, 1, &me, &blob);
+  if (res != ncclSuccess) {
+    res = chrFail(res, "comm %p rank %d: exporting its GPU memory (CUDA IPC) failed: %s", (void*)comm, me,
+                  lib->lastError());
+    goto fail_destroy_rank;
+  }
+  x->connected[me] = 1;
+  /* Sends are queued by the peer's bootstrap until it asks: no rank waits for another here. */
+  for (int r = 0; r < n; r++) {
+    if (r == me) continue;
+    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, r, CHR_DEV_TAG_BLOB, &blob, sizeof(blob)), res, fail_destroy_rank);
+  }
+  INFO(NCCL_INIT, "comm %p rank %d: GPU state on device %d (%d channels, %zu KiB SIMPLE and %d KiB LL slots), exported "
+       "to %d peers through CUDA IPC", (void*)comm, me, comm->cudaDev, cfg.nChannels, cfg.stepBytes >> 10,
+       cfg.llLines * 8 / 1024, n - 1);
+  st->ipc = x;
+  return ncclSuccess;
+fail_destroy_rank:
+  lib->rankDestroy(st->rank);
+  st->rank = NULL;
+fail_free:
+  free(x->connected);
+  free(x);
+  return res;
+}
+
+ncclResult_t chrDevIpcConnect(struct ncclComm* comm, const unsigned char* need) {
+  struct chrDevRankState* st = comm->dev;
+  struct chrDevIpc* x = st->ipc;
+  const struct chrDevLib* lib = chrDevLibGet();
+  const int n = comm->nRanks;
+  int k = 0;
+  for (int r = 0; r < n; r++) k += need[r] && !x->connected[r];
+  if (k == 0) return ncclSuccess;
+  int* peers = malloc(sizeof(int) * (size_t)k);
+  struct chrDevRankBlob* blobs = malloc(sizeof(struct chrDevRankBlob) * (size_t)k);
+  ncclResult_t res = ncclSuccess;
+  if (peers == NULL || blobs == NULL) {
+    res = chrFail(ncclSystemError, "comm %p rank %d: out of memory connecting %d peers", (void*)comm, comm->rank, k);
+    goto fail_free;
+  }
+  k = 0;
+  for (int r = 0; r < n; r++) {
+    if (!need[r] || x->connected[r]) continue;
+    /* The peer's attach sent it; a peer that has not made a GPU call yet is waited for (abort-aware,
+     * a dead peer fails at once, CHORUS_TIMEOUT bounds a live one). */
+    CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, r, CHR_DEV_TAG_BLOB, &blobs[k], sizeof(blobs[k])), res, fail_free);
+    peers[k++] = r;
+  }
+  res = lib->rankConnect(st->rank, k, peers, blobs);
+  if (res != ncclSuccess) {
+    res = chrFail(res, "comm %p rank %d: connecting the GPU memory of %d peer(s) (first: rank %d) failed: %s",
+                  (void*)comm, comm->rank, k, peers[0], lib->lastError());
+    goto fail_free;
+  }
+  for (int i = 0; i < k; i++) {
+    x->connected[peers[i]] = 1;
+    INFO(NCCL_INIT, "comm %p rank %d: GPU connections with rank %d (%s)", (void*)comm, comm->rank, peers[i],
+         comm->peers[peers[i]].pid == comm->peers[comm->rank].pid ? "same process" : "CUDA IPC");
+  }
+fail_free:
+  free(peers);
+  free(blobs);
+  return res;
+}
+
+/* One comm, under watchLock. Probes only while the rank's latest launch runs: a peer that finished
+ * its part and left is no error. */
+static void watchComm(struct chrDevIpc* x, const struct chrDevLib* lib, uint64_t now) {
+  struct ncclComm* comm = x->comm;
+  struct chrDevRankState* st = comm->dev;
+  if (st == NULL || atomic_load(&x->failed) || comm->abortFlag) return;
+  if (!atomic_load(&st->lastRecorded) || lib->eventQuery(comm->cudaDev, st->last) != ncclInProgress) {
+    x->goneSince = 0;
+    return;
+  }
+  if (x->goneSince == 0) {
+    const int64_t myPid = comm->peers[comm->rank].pid;
+    for (int r = 0; r < comm->nRanks; r++) {
+      if (r == comm->rank || comm->peers[r].pid == myPid) continue; /* this process is alive */
+      if (chrBootstrapCheckPeer(comm->bootstrap, r) != ncclSuccess) {
+        x->goneSince = now;
+        x->gonePeer = r;
+        return;
+      }
+    }
+    return;
+  }
+  if (now - x->goneSince < WATCH_GRACE_NS) return;
+  chrFail(ncclRemoteError, "comm %p rank %d: rank %d (process %lld) is gone while this rank's GPU work was in flight: "
+          "its kernels were aborted", (void*)comm, comm->rank, x->gonePeer, (long long)comm->peers[x->gonePeer].pid);
+  atomic_store(&x->failed, 1);
+  lib->rankSetAbort(st->rank, 1);
+  chrCommSetAsyncError(comm, ncclRemoteError);
+}
+
+static void* watchdogMain(void* arg) {
+  (void)arg;
+  const struct chrDevLib* lib = chrDevLibGet();
+  for (;;) {
+    struct timespec ts = {0, (long)WATCH_PERIOD_NS};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&watchLock);
+    if (watchList == NULL || watchStopping) {
+      watchdogRunning = 0;
+      pthread_mutex_unlock(&watchLock);
+      return NULL;
+    }
+    const uint64_t now = chrNowNs();
+    for (struct chrDevIpc* x = watchList; x; x = x->next) watchComm(x, lib, now);
+    pthread_mutex_unlock(&watchLock);
+  }
+}
+
+void chrDevIpcWatch(struct ncclComm* comm) {
+  struct chrDevIpc* x = comm->dev->ipc;
+  pthread_mutex_lock(&watchLock);
+  x->next = watchList;
+  watchList = x;
+  x->watched = 1;
+  /* Registered after the CUDA runtime's own exit handlers, so it runs before them: a comm never
+   * destroyed must not have the watchdog query CUDA while the runtime is torn down. */
+  if (!atexitDone) atexitDone = atexit(stopWatchdog) == 0;
+  if (!watchdogRunning && !watchStopping) {
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &attr, watchdogMain, NULL) == 0) watchdogRunning = 1;
+    else WARN("comm %p: cannot start the GPU watchdog thread: a peer process that dies during GPU work will not be "
+              "noticed until ncclCommAbort", (void*)comm);
+    pthread_attr_destroy(&attr);
+  }
+  pthread_mutex_unlock(&watchLock);
+}
+
+void chrDevIpcAbort(struct ncclComm* comm, const struct chrDevLib* lib) {
+  pthread_mutex_lock(&watchLock);
+  for (struct chrDevIpc* x = watchList; x; x = x->next) {
+    struct ncclComm* c = x->comm;
+    if (c != comm && (c->commHash != comm->commHash || c->nRanks != comm->nRanks)) continue;
+    atomic_store(&x->failed, 1);
+    if (c->dev && c->dev->rank) lib->rankSetAbort(c->dev->rank, 1);
+  }
+  pthread_mutex_unlock(&watchLock);
+}
+
+void chrDevIpcDetach(struct ncclComm* comm) {
+  struct chrDevIpc* x = comm->dev ? comm->dev->ipc : NULL;
+  if (x == NULL) return;
+  pthread_mutex_lock(&watchLock);
+  if (x->watched)
+    for (struct chrDevIpc** p = &watchList; *p; p = &(*p)->next)
+      if (*p == x) {
+        *p = x->next;
+        break;
+      }
+  pthread_mutex_unlock(&watchLock);
+  free(x->connected);
+  free(x);
+  comm->dev->ipc = NULL;
+}

@@ -1,0 +1,377 @@
+/*
+ * test_gpu_procs.c (gpu.procs.*): GPU buffers through the PUBLIC API with one PROCESS per rank, all
+ * on GPU 0, as PyTorch runs NCCL (the device state is per rank, connected through CUDA IPC).
+ *
+ *   test_gpu_procs colls N   N processes (forked before any CUDA call, tools/launch.c), each
+ *                            cudaSetDevice(0) then ncclCommInitRank: all-reduce, reduce-scatter,
+ *                            all-gather, broadcast, reduce, send/recv and all-to-all on device buffers,
+ *                            a few types, ops and sizes (0, 1, odd, a few MB), each rank checking its
+ *                            own output against the host reference (nccl_cases.c)
+ *   test_gpu_procs kill N    after a good all-reduce, rank N-1 kills itself (SIGKILL) while the others
+ *                            wait for it inside an all-reduce kernel: each survivor's comm must report
+ *                            an error (ncclCommGetAsyncError) within a deadline, its stream must drain,
+ *                            its next call must fail, and ncclCommAbort must return promptly
+ * Processes on one GPU are time-sliced by the driver (milliseconds per flag round trip), so the case
+ * list is short. Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
+ * initialises CUDA before forking). Every wait has a deadline: a hang fails, naming the case.
+ */
+#include <cuda_runtime_api.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "launch.h"
+#include "nccl.h"
+#include "nccl_cases.h"
+
+#define MAX_RANKS 8
+#define WAIT_S 60.0
+#define SKIP 77
+
+#define CUDA_OK(call)                                                                                 \
+  do {                                                                                                \
+    cudaError_t e_ = (call);                                                                          \
+    if (e_ != cudaSuccess) {                                                                          \
+      fprintf(stderr, "FAIL rank %d %s:%d: %s: %s\n", myRank, __FILE__, __LINE__, #call,              \
+              cudaGetErrorString(e_));                                                                \
+      return 1;                                                                                       \
+    }                                                                                                 \
+  } while (0)
+
+#define NCCL_OK(call)                                                                                 \
+  do {                                                                                                \
+    ncclResult_t r_ = (call);                                                                         \
+    if (r_ != ncclSuccess) {                                                                          \
+      fprintf(stderr, "FAIL rank %d %s:%d: %s: %s: %s\n", myRank, __FILE__, __LINE__, #call,          \
+              ncclGetErrorString(r_), ncclGetLastError(NULL));                                        \
+      return 1;                                                                                       \
+    }                                                                                                 \
+  } while (0)
+
+static int myRank = -1;
+
+struct rankBufs {
+  ncclComm_t comm;
+  cudaStream_t s;
+  char* send; /* device arenas, NC_ARENA each */
+  char* recv;
+  unsigned char* up;
+  unsigned char* down;
+};
+
+/* Waits for the stream with a deadline. 0 done, 1 CUDA error, 2 still running. */
+static int waitStream(cudaStream_t s, double seconds) {
+  const double deadline = chrLaunchNowSec() + seconds;
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(s);
+    if (e == cudaSuccess) return 0;
+    if (e != cudaErrorNotReady) {
+      fprintf(stderr, "FAIL rank %d: stream: %s\n", myRank, cudaGetErrorString(e));
+      return 1;
+    }
+    if (chrLaunchNowSec() > deadline) return 2;
+    usleep(200);
+  }
+}
+
+static int setup(struct rankBufs* B, int rank, int n, const ncclUniqueId* id) {
+  myRank = rank;
+  memset(B, 0, sizeof(*B));
+  CUDA_OK(cudaSetDevice(0));
+  CUDA_OK(cudaStreamCreateWithFlags(&B->s, cudaStreamNonBlocking));
+  CUDA_OK(cudaMalloc((void**)&B->send, NC_ARENA));
+  CUDA_OK(cudaMalloc((void**)&B->recv, NC_ARENA));
+  B->up = malloc(NC_ARENA);
+  B->down = malloc(NC_ARENA);
+  if (B->up == NULL || B->down == NULL) return 1;
+  NCCL_OK(ncclCommInitRank(&B->comm, n, *id, rank));
+  int dev = -1;
+  NCCL_OK(ncclCommCuDevice(B->comm, &dev));
+  if (dev != 0) {
+    fprintf(stderr, "FAIL rank %d: comm on device %d, expected 0\n", rank, dev);
+    return 1;
+  }
+  return 0;
+}
+
+static void release(struct rankBufs* B) {
+  cudaStreamDestroy(B->s);
+  cudaFree(B->send);
+  cudaFree(B->recv);
+  free(B->up);
+  free(B->down);
+}
+
+static ncclRedOp_t redOp(int op) {
+  static const ncclRedOp_t builtin[OP_PREMUL_HOST] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  return op < OP_PREMUL_HOST ? builtin[op] : ncclSum;
+}
+
+/* One op of every rank: upload, call, wait, download, check. Returns 0 when the output is right. */
+static int runOp(struct rankBufs* B, int n, const struct ncCase* c) {
+  const struct ncOp* o = &c->ops[0];
+  const int r = myRank;
+  struct ncLayout l;
+  ncLayoutOf(o, n, r, &l);
+  CUDA_OK(cudaMemsetAsync(B->recv + l.regionOff, NC_POISON, l.regionBytes, B->s));
+  const size_t inBytes = l.inElems * (size_t)ncTypeSize(o->type);
+  if (inBytes) {
+    ncFillInput(o, n, r, B->up + l.inOff, l.inElems);
+    CUDA_OK(cudaMemcpyAsync((l.inRecvArena ? B->recv : B->send) + l.inOff, B->up + l.inOff, inBytes,
+                            cudaMemcpyHostToDevice, B->s));
+  }
+  char* in = (l.inRecvArena ? B->recv : B->send) + l.inOff;
+  char* out = B->recv + l.outOff;
+  const ncclDataType_t t = (ncclDataType_t)o->type;
+  const size_t cnt = o->count, block = cnt * (size_t)ncTypeSize(o->type);
+  ncclResult_t res = ncclSuccess;
+  switch (o->func) {
+    case F_ALLREDUCE: res = ncclAllReduce(in, out, cnt, t, redOp(o->op), B->comm, B->s); break;
+    case F_REDUCESCATTER: res = ncclReduceScatter(in, out, cnt, t, redOp(o->op), B->comm, B->s); break;
+    case F_ALLGATHER: res = ncclAllGather(in, out, cnt, t, B->comm, B->s); break;
+    case F_BROADCAST: res = ncclBroadcast(r == o->root ? in : out, out, cnt, t, o->root, B->comm, B->s); break;
+    case F_REDUCE: res = ncclReduce(in, out, cnt, t, redOp(o->op), o->root, B->comm, B->s); break;
+    case F_RING:
+      res = ncclGroupStart();
+      if (res == ncclSuccess) res = ncclRecv(out, cnt, t, (r - 1 + n) % n, B->comm, B->s);
+      if (res == ncclSuccess) res = ncclSend(in, cnt, t, (r + 1) % n, B->comm, B->s);
+      if (res == ncclSuccess) res = ncclGroupEnd();
+      break;
+    case F_PAIRS: {
+      int order[2 * MAX_RANKS];
+      ncPairsOrder(o, n, r, order);
+      res = ncclGroupStart();
+      for (int i = 0; i < 2 * n && res == ncclSuccess; i++) {
+        const int peer = order[i] % n;
+        if (order[i] < n) res = ncclSend(in + (size_t)peer * block, cnt, t, peer, B->comm, B->s);
+        else res = ncclRecv(out + (size_t)peer * block, cnt, t, peer, B->comm, B->s);
+      }
+      if (res == ncclSuccess) res = ncclGroupEnd();
+      break;
+    }
+    case F_ALLTOALL: res = ncclAlltoAll(in, out, cnt, t, B->comm, B->s); break;
+    default: break;
+  }
+  if (res != ncclSuccess) {
+    fprintf(stderr, "FAIL n=%d %s: rank %d: %s: %s\n", n, c->name, r, ncclGetErrorString(res), ncclGetLastError(B->comm));
+    return 1;
+  }
+  int w = waitStream(B->s, WAIT_S);
+  if (w == 2) fprintf(stderr, "FAIL n=%d %s: rank %d still running after %.0f s (hang)\n", n, c->name, r, WAIT_S);
+  if (w) return 1;
+  CUDA_OK(cudaMemcpyAsync(B->down + l.regionOff, B->recv + l.regionOff, l.regionBytes, cudaMemcpyDeviceToHost, B->s));
+  CUDA_OK(cudaStreamSynchronize(B->s));
+  char msg[256];
+  if (ncCheck(o, n, r, B->down + l.regionOff, msg, sizeof(msg)) != 0) {
+    fprintf(stderr, "FAIL n=%d %s: rank %d: %s\n", n, c->name, r, msg);
+    return 1;
+  }
+  return 0;
+}
+
+static struct ncOp mkOp(int func, int type, int op, size_t count, int root, int inPlace, uint64_t seed) {
+  struct ncOp o;
+  memset(&o, 0, sizeof(o));
+  o.func = func;
+  o.type = type;
+  o.op = op;
+  o.count = count;
+  o.root = root;
+  o.inPlace = inPlace;
+  o.seed = seed;
+  return o;
+}
+
+/* ---- colls ---- */
+
+static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  struct rankBufs B;
+  if (setup(&B, rank, n, id)) return 1;
+  const struct ncOp ops[] = {
+      mkOp(F_ALLREDUCE, ncclFloat32, OP_SUM, 1001, 0, 0, 1),            /* LL, odd */
+      mkOp(F_ALLREDUCE, ncclInt32, OP_MAX, 0, 0, 0, 2),                 /* moves nothing */
+      mkOp(F_ALLREDUCE, ncclFloat32, OP_SUM, (1u << 20) + 3, 0, 1, 3),  /* 4 MB, SIMPLE, in place */
+      mkOp(F_ALLREDUCE, ncclUint8, OP_MIN, 1, 0, 0, 4),
+      mkOp(F_ALLREDUCE, ncclFloat32, OP_AVG, 100003, 0, 0, 5),
+      mkOp(F_REDUCESCATTER, ncclBfloat16, OP_SUM, 777, 0, 0, 6),
+      mkOp(F_ALLGATHER, ncclInt8, OP_SUM, 1, 0, 0, 7),
+      mkOp(F_ALLGATHER, ncclFloat16, OP_SUM, (1u << 19) + 5, 0, 0, 8), /* 1 MB per rank */
+      mkOp(F_BROADCAST, ncclUint8, OP_SUM, (3u << 20) + 1, 1 % n, 0, 9),
+      mkOp(F_REDUCE, ncclInt64, OP_PROD, 999, n - 1, 0, 10),
+      mkOp(F_RING, ncclFloat64, OP_SUM, 12345, 0, 0, 11),
+      mkOp(F_PAIRS, ncclInt32, OP_SUM, 333, 0, 0, 12),
+      mkOp(F_ALLTOALL, ncclInt32, OP_SUM, 4099, 0, 0, 13),
+  };
+  const int nOps = (int)(sizeof(ops) / sizeof(ops[0]));
+  int failures = 0;
+  const double t0 = chrLaunchNowSec();
+  for (int i = 0; i < nOps && failures < 5; i++) {
+    struct ncCase c;
+    ncMakeCase(&c, &ops[i], 1, n);
+    failures += runOp(&B, n, &c);
+  }
+  ncclResult_t async = ncclInProgress;
+  NCCL_OK(ncclCommGetAsyncError(B.comm, &async));
+  if (async != ncclSuccess) {
+    fprintf(stderr, "FAIL rank %d: async error %s: %s\n", rank, ncclGetErrorString(async), ncclGetLastError(B.comm));
+    failures++;
+  }
+  NCCL_OK(ncclCommDestroy(B.comm));
+  release(&B);
+  if (rank == 0) printf("gpu.procs colls n=%d: %d cases, %d failures (rank 0), %.2f s\n", n, nOps, failures,
+                        chrLaunchNowSec() - t0);
+  return failures ? 1 : 0;
+}
+
+/* ---- kill ---- */
+
+static int killRank(int rank, int n) {
+  const int victim = n - 1;
+  struct rankBufs B;
+  ncclUniqueId id;
+  if (chrLaunchReadFull(STDIN_FILENO, &id, sizeof(id)) != 0) return 1;
+  if (setup(&B, rank, n, &id)) return 1;
+  struct ncCase warm;
+  const struct ncOp w = mkOp(F_ALLREDUCE, ncclFloat32, OP_SUM, 1000, 0, 0, 21);
+  ncMakeCase(&warm, &w, 1, n);
+  if (runOp(&B, n, &warm)) return 1; /* every rank has its GPU state and all its connections */
+  if (rank == victim) {
+    usleep(500 * 1000); /* the others are inside their next all-reduce by now */
+    fflush(stdout);
+    fflush(stderr);
+    raise(SIGKILL);
+  }
+  /* 16 MB: more than the connections hold, so the kernel waits for the victim whatever the protocol. */
+  const size_t count = 4u << 20;
+  const double t0 = chrLaunchNowSec();
+  ncclResult_t res = ncclAllReduce(B.send, B.recv, count, ncclFloat32, ncclSum, B.comm, B.s);
+  ncclResult_t async = ncclSuccess;
+  while (res == ncclSuccess && chrLaunchNowSec() - t0 < 30.0) {
+    NCCL_OK(ncclCommGetAsyncError(B.comm, &async));
+    if (async != ncclSuccess) break;
+    usleep(10 * 1000);
+  }
+  const double detected = chrLaunchNowSec() - t0;
+  if (res == ncclSuccess && async == ncclSuccess) {
+    fprintf(stderr, "FAIL rank %d: no error %.0f s after rank %d was killed (hang)\n", rank, detected, victim);
+    return 1;
+  }
+  const int drained = waitStream(B.s, 15.0);
+  if (drained != 0) {
+    fprintf(stderr, "FAIL rank %d: the stream did not drain after the error (%s)\n", rank,
+            drained == 2 ? "still running after 15 s" : "CUDA error");
+    return 1;
+  }
+  /* The comm has failed: the next call says so instead of launching. */
+  ncclResult_t next = ncclAllReduce(B.send, B.recv, 16, ncclFloat32, ncclSum, B.comm, B.s);
+  if (next == ncclSuccess) {
+    fprintf(stderr, "FAIL rank %d: a call after the peer's death was accepted\n", rank);
+    return 1;
+  }
+  const double t1 = chrLaunchNowSec();
+  NCCL_OK(ncclCommAbort(B.comm));
+  const double aborted = chrLaunchNowSec() - t1;
+  release(&B);
+  if (aborted > 10.0) {
+    fprintf(stderr, "FAIL rank %d: ncclCommAbort took %.1f s\n", rank, aborted);
+    return 1;
+  }
+  if (rank == 0)
+    printf("gpu.procs kill n=%d: rank 0 saw %s after %.2f s (call: %s), next call %s, abort %.3f s\n", n,
+           ncclGetErrorString(res != ncclSuccess ? res : async), detected, ncclGetErrorString(res),
+           ncclGetErrorString(next), aborted);
+  return 0;
+}
+
+/* Forks the ranks before this process makes the unique id (no CUDA here at all), hands the id to each
+ * through its stdin, and checks: the victim died of SIGKILL, every other rank exited 0. */
+static int runKill(int n) {
+  pid_t pids[MAX_RANKS];
+  int fds[MAX_RANKS];
+  for (int r = 0; r < n; r++) {
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
+      close(p[1]);
+      dup2(p[0], STDIN_FILENO);
+      close(p[0]);
+      for (int q = 0; q < r; q++) close(fds[q]);
+      alarm(120); /* never outlive a broken parent */
+      _exit(killRank(r, n));
+    }
+    close(p[0]);
+    pids[r] = pid;
+    fds[r] = p[1];
+  }
+  ncclUniqueId id;
+  int bad = ncclGetUniqueId(&id) != ncclSuccess;
+  for (int r = 0; r < n; r++) {
+    if (!bad && write(fds[r], &id, sizeof(id)) != (ssize_t)sizeof(id)) bad = 1;
+    close(fds[r]);
+  }
+  const double deadline = chrLaunchNowSec() + 100.0;
+  int done[MAX_RANKS] = {0}, left = n, status[MAX_RANKS];
+  while (left > 0 && chrLaunchNowSec() < deadline) {
+    for (int r = 0; r < n; r++)
+      if (!done[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r]) {
+        done[r] = 1;
+        left--;
+      }
+    chrLaunchSleepMs(20);
+  }
+  for (int r = 0; r < n; r++) {
+    if (!done[r]) {
+      fprintf(stderr, "FAIL: rank %d still running after 100 s (hang)\n", r);
+      kill(pids[r], SIGKILL);
+      waitpid(pids[r], &status[r], 0);
+      bad = 1;
+      continue;
+    }
+    if (r == n - 1) {
+      if (WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == SKIP) return SKIP;
+      if (!WIFSIGNALED(status[r]) || WTERMSIG(status[r]) != SIGKILL) {
+        fprintf(stderr, "FAIL: the victim (rank %d) did not die of SIGKILL (status 0x%x)\n", r, status[r]);
+        bad = 1;
+      }
+    } else if (!WIFEXITED(status[r]) || WEXITSTATUS(status[r]) != 0) {
+      if (WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == SKIP) return SKIP;
+      fprintf(stderr, "FAIL: survivor rank %d ended with status 0x%x\n", r, status[r]);
+      bad = 1;
+    }
+  }
+  return bad;
+}
+
+/* Is there a GPU? Asked in a child: this process must not initialise CUDA before it forks the ranks. */
+static int haveGpu(void) {
+  pid_t pid = fork();
+  if (pid < 0) return 0;
+  if (pid == 0) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    _exit(e == cudaSuccess && n > 0 ? 0 : SKIP);
+  }
+  int st = 0;
+  if (waitpid(pid, &st, 0) != pid) return 0;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  const int n = argc > 2 ? atoi(argv[2]) : 2;
+  if (n < 2 || n > MAX_RANKS || (strcmp(mode, "colls") && strcmp(mode, "kill"))) {
+    fprintf(stderr, "usage: %s colls|kill N (2..%d)\n", argv[0], MAX_RANKS);
+    return 2;
+  }
+  if (!haveGpu()) {
+    printf("%s: SKIP: no CUDA device\n", argv[0]);
+    return SKIP;
+  }
+  if (!strcmp(mode, "kill")) return runKill(n);
+  return chrLaunchRanks(n, 1, 100, collsRank, NULL) ? 1 : 0;
+}
