@@ -26,6 +26,7 @@
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
 #include "exec/dev_exec.h"
+#include "profile/profile.h"
 #include "log/check.h"
 #include "log/log.h"
 
@@ -220,7 +221,9 @@ ncclResult_t chrDevExecTasks(struct chrCollTask* list) {
     int seen = 0;
     for (struct chrCollTask* u = list; u != t && !seen; u = u->next) seen = u->comm == t->comm;
     if (seen) continue;
+    void* kernelEvents = chrProfOn(ncclProfileKernelCh) ? chrProfKernelBegin(t->comm, list) : NULL;
     ncclResult_t res = launchComm(t->comm, list);
+    if (kernelEvents) chrProfKernelEnd(kernelEvents);
     if (res != ncclSuccess) {
       /* Other ranks may have launched their part: this rank is out of step with them (a refusal
        * before anything was launched leaves the comm usable). */
