@@ -173,7 +173,8 @@ ncclResult_t pcStartEvent(void* context, void** eHandle, ncclProfilerEventDescr_
   s->kind = PC_KIND_SPAN;
   s->ctx = ctx;
   s->type = d->type;
-  s->tid = threadTid();
+  /* API and group events go on the calling thread's track; the others on tracks of their own. */
+  if (d->type & (ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi | ncclProfileGroup)) s->tid = threadTid();
   switch (d->type) {
     case ncclProfileGroupApi: s->groupDepth = d->groupApi.groupDepth; break;
     case ncclProfileCollApi: s->func = d->collApi.func, s->count = d->collApi.count; break;
