@@ -124,3 +124,7 @@ chorus_prof_run(ranks.v6.shm ${PV6} 3 1 events=40)
 chorus_prof_run(ranks.v6.masked ${PV6} 2 2 none=1)
 set_tests_properties(plugins.profiler.ranks.v6.masked PROPERTIES ENVIRONMENT
   "NCCL_PROFILER_PLUGIN=${PV6};TESTPROF_MASK=0;HOME=${CMAKE_CURRENT_BINARY_DIR};NCCL_NET_PLUGIN=;NCCL_NET=")
+# A peer dies in the middle of an AllReduce: the survivors' events are all stopped all the same.
+chorus_prof_run(ranks.v6.deadpeer ${PV6} 2 2 die=1 events=5)
+set_tests_properties(plugins.profiler.ranks.v6.deadpeer PROPERTIES ENVIRONMENT
+  "NCCL_PROFILER_PLUGIN=${PV6};TESTPROF_PARTIAL_OK=1;HOME=${CMAKE_CURRENT_BINARY_DIR};NCCL_NET_PLUGIN=;NCCL_NET=;CHORUS_TIMEOUT=20")

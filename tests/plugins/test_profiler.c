@@ -1,7 +1,7 @@
 /*
  * test_profiler.c: collectives under a test profiler (testprof_plugin.c), N ranks as N processes.
  *
- *   test_profiler <nranks> <nhosts> [events=<min>] [none=1]
+ *   test_profiler <nranks> <nhosts> [events=<min>] [none=1] [die=1]
  *
  * Each rank runs, on host buffers: a bare AllReduce; a group of AllReduce + AllGather; a Broadcast;
  * a group of a Send to the next rank and a Recv from the previous one; a ReduceScatter. Results are
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "launch.h"
 #include "nccl.h"
@@ -28,7 +29,27 @@
     }                                                                                     \
   } while (0)
 
-static int minEvents = 0, expectNone = 0;
+static int minEvents = 0, expectNone = 0, peerDies = 0;
+
+static int report(int rank);
+
+/* die=1: after one good AllReduce the last rank exits; the others' next AllReduce fails on the dead
+ * peer, and the profiler must still see every event it was given stopped (the executor's error
+ * path), then a finalize at ncclCommAbort. */
+static int dyingPeer(int rank, int nranks, ncclComm_t comm) {
+  float* a = calloc(1 << 20, sizeof(float));
+  if (a == NULL) return 3;
+  NCCLOK(ncclAllReduce(a, a, 1000, ncclFloat32, ncclSum, comm, NULL));
+  if (rank == nranks - 1) _exit(0); /* no destroy: the others see a dead peer */
+  ncclResult_t res = ncclAllReduce(a, a, 1 << 20, ncclFloat32, ncclSum, comm, NULL);
+  if (res == ncclSuccess) {
+    fprintf(stderr, "rank %d: AllReduce with a dead peer succeeded\n", rank);
+    return 1;
+  }
+  NCCLOK(ncclCommAbort(comm));
+  free(a);
+  return report(rank);
+}
 
 static int expectAll(const float* buf, size_t n, float want, const char* what, int rank) {
   for (size_t i = 0; i < n; i++)
@@ -45,6 +66,7 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.commName = getenv("TESTPROF_COMMNAME");
   NCCLOK(ncclCommInitRankConfig(&comm, nranks, *id, rank, &config));
+  if (peerDies) return dyingPeer(rank, nranks, comm);
   const size_t n = 65536;
   float* a = malloc(n * sizeof(float) * (size_t)nranks);
   float* b = malloc(n * sizeof(float) * (size_t)nranks);
@@ -86,7 +108,11 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   NCCLOK(ncclCommDestroy(comm));
   free(a);
   free(b);
+  return bad || report(rank) ? 1 : 0;
+}
 
+/* The plugin's verdict (its own checks, the number of events and finalizes); 0 when all is well. */
+static int report(int rank) {
   const char* path = getenv("NCCL_PROFILER_PLUGIN");
   void* h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
   if (h == NULL) {
@@ -113,17 +139,18 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
     failures++;
   }
   dlclose(h);
-  return bad || failures ? 1 : 0;
+  return failures;
 }
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s <nranks> <nhosts> [events=<min>] [none=1]\n", argv[0]);
+    fprintf(stderr, "usage: %s <nranks> <nhosts> [events=<min>] [none=1] [die=1]\n", argv[0]);
     return 2;
   }
   for (int i = 3; i < argc; i++) {
     if (strncmp(argv[i], "events=", 7) == 0) minEvents = atoi(argv[i] + 7);
     if (strcmp(argv[i], "none=1") == 0) expectNone = 1;
+    if (strcmp(argv[i], "die=1") == 0) peerDies = 1;
   }
   return chrLaunchRanks(atoi(argv[1]), atoi(argv[2]), 50, rankMain, NULL);
 }

@@ -9,7 +9,8 @@
  * order; a handle is stopped exactly once and used by no call after that. At finalize every event
  * must have been stopped, and the Coll/P2p events must match TESTPROF_EXPECT
  * ("AllReduce=2,Send=1,..."; each collective once). Settings: TESTPROF_MASK (the activation mask,
- * default every bit), TESTPROF_COMMNAME (the commName the program gives).
+ * default every bit), TESTPROF_COMMNAME (the commName the program gives), TESTPROF_PARTIAL_OK=1
+ * (an event may stop before its last state: error paths).
  * testProfReport() prints the failures and a summary on stderr and returns their number.
  */
 #include <pthread.h>
@@ -360,7 +361,10 @@ static ncclResult_t testRecord(void* eHandle, VT(ncclProfilerEventState) state, 
   return ncclSuccess;
 }
 
+/* TESTPROF_PARTIAL_OK=1 (error-path tests): an event may stop after a prefix of its states. */
 static int statesAre(const struct event* e, const int* want, int n) {
+  const char* partial = getenv("TESTPROF_PARTIAL_OK");
+  if (partial && partial[0] == '1' && e->nStates < n) n = e->nStates;
   if (e->nStates != n) return 0;
   for (int i = 0; i < n; i++)
     if (e->states[i] != want[i]) return 0;
@@ -388,7 +392,8 @@ static ncclResult_t testStop(void* eHandle) {
                                ncclProfilerProxyStepRecvGPUWait};
     int ok = e->isSend ? (V >= 4 ? statesAre(e, send4, 3) : statesAre(e, send3, 2)) : statesAre(e, recv, 3);
     CHECKP(ok, "proxyStep (%s): %d states, first %d", e->isSend ? "send" : "recv", e->nStates, e->states[0]);
-    if (ok) CHECKP(e->trans[e->nStates - 1] > 0, "proxyStep: transSize 0 at the last state");
+    if (ok && e->nStates == (e->isSend ? (V >= 4 ? 3 : 2) : 3))
+      CHECKP(e->trans[e->nStates - 1] > 0, "proxyStep: transSize 0 at the last state");
   } else if (e->type == ncclProfileProxyOp) {
     static const int op4[] = {ncclProfilerProxyOpInProgress_v4};
     CHECKP(V >= 4 ? statesAre(e, op4, 1) : e->nStates == 0, "proxyOp: %d states", e->nStates);
