@@ -14,6 +14,7 @@
 #include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"
+#include "profile/profile.h"
 
 struct collArgs {
   const char* name;
@@ -108,6 +109,7 @@ static ncclResult_t enqueueColl(const struct collArgs* a) {
   t->root = a->hasRoot ? a->root : -1;
   t->onDevice = onDevice;
   t->stream = a->stream;
+  if (chrProfOn(CHR_PROF_NEED_API)) chrProfApiStart(t);
   return chrGroupEnqueue(t); /* planned with the rest of its group, at the group's end */
 fail:
   if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);

@@ -95,6 +95,7 @@ struct ncclComm {
                             int numProto, int* nChannels);
   ncclResult_t (*tunerChunkHook)(struct ncclComm* comm, ncclFunc_t func, size_t bytes, int algo, int proto,
                                  int nChannels, size_t* chunkBytes);
+  struct chrProfiler* profiler; /* profiler plugin context (profile/profile.h), NULL without one */
   const char* lastAlgo;        /* the planner's last choice, for chorus-perf and logs */
   const char* lastProto;
 

@@ -8,6 +8,7 @@
 #include "log/log.h"
 #include "plan/plan.h"
 #include "plugin/net_plugin.h"
+#include "profile/profile.h"
 
 ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm == NULL) return ncclSuccess;
@@ -15,6 +16,7 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   chrCommReapInitThread(comm, 1);
   chrDevCommDetach(comm); /* waits for this rank's GPU work first */
   chrTransportCloseAll(comm);
+  chrProfDetach(comm);      /* finalize; before the net plugin, whose library may carry it */
   chrPlanTunerDetach(comm); /* before the net plugin: the tuner may live in its library */
   if (comm->net) chrNetClose(comm->net);
   if (comm->bootstrap) chrBootstrapClose(comm->bootstrap);

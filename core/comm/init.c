@@ -17,6 +17,7 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "plan/plan.h"
+#include "profile/profile.h"
 #include "plugin/net_plugin.h"
 #include "transport/connect.h"
 
@@ -92,6 +93,7 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
     comm->netDev = 0;
   }
   CHECK(chrPlanTunerAttach(comm)); /* after the net plugin: its library may carry the tuner */
+  CHECK(chrProfAttach(comm));      /* likewise the profiler */
   INFO(NCCL_INIT, "comm %p rank %d nranks %d cudaDev %d commHash 0x%llx - Init COMPLETE", (void*)comm, comm->rank,
        comm->nRanks, comm->cudaDev, (unsigned long long)comm->commHash);
   return ncclSuccess;

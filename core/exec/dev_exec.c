@@ -26,6 +26,7 @@
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
 #include "exec/dev_exec.h"
+#include "profile/profile.h"
 #include "log/check.h"
 #include "log/log.h"
 
@@ -271,7 +272,9 @@ ncclResult_t chrDevExecTasks(struct chrCollTask* list) {
   for (struct chrCollTask* t = list; t; t = t->next) {
     if (!firstOfComm(list, t)) continue;
     if (commHasWork(list, t->comm) && t->comm->dev == NULL) continue; /* its attach failed above */
+    void* kernelEvents = chrProfOn(ncclProfileKernelCh) ? chrProfKernelBegin(t->comm, list) : NULL;
     ncclResult_t res = launchComm(t->comm, list);
+    if (kernelEvents) chrProfKernelEnd(kernelEvents);
     if (res != ncclSuccess) {
       noteFailure(t->comm, res);
       if (first == ncclSuccess) first = res;

@@ -32,6 +32,7 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "exec/links.h"
+#include "profile/profile.h"
 
 struct linkState {
   struct chrLink* link;
@@ -40,6 +41,7 @@ struct linkState {
   uint64_t nRecvs, recvPosted, recvDone, recvConsumed; /* recv links */
   uint64_t sendPosted, sendDone;                       /* send links */
   size_t recvBytes[CHR_STEPS];
+  struct chrProfLinkOp prof; /* profiler events of this link (prof.prof NULL: none) */
 };
 
 struct chanState {
@@ -51,6 +53,7 @@ struct chanState {
 struct taskRun {
   struct chrCollTask* task;
   int started, finished;
+  int profiled; /* its ProxyOp events were started */
   struct chanState* ch; /* task->nChannels entries */
 };
 
@@ -131,15 +134,19 @@ static ncclResult_t linkProgress(struct linkState* ls, int* progressed) {
     while (ls->sendDone < ls->sendPosted) {
       int done = 0;
       size_t bytes = 0;
-      CHECK(l->ops->test(l, slotOf(ls, ls->sendDone), &done, &bytes));
+      int slot = slotOf(ls, ls->sendDone);
+      CHECK(l->ops->test(l, slot, &done, &bytes));
       if (!done) break;
+      if (ls->prof.prof) chrProfStepStop(&ls->prof, l, slot);
       ls->sendDone++;
       *progressed = 1;
     }
     return ncclSuccess;
   }
   while (ls->recvPosted < ls->nRecvs && ls->recvPosted < ls->recvConsumed + CHR_STEPS) {
-    CHECK(l->ops->post(l, slotOf(ls, ls->recvPosted), l->stepSize));
+    int slot = slotOf(ls, ls->recvPosted);
+    if (ls->prof.prof) chrProfStepStart(&ls->prof, l, slot, ls->recvPosted, 0);
+    CHECK(l->ops->post(l, slot, l->stepSize));
     ls->recvPosted++;
     *progressed = 1;
   }
@@ -150,6 +157,10 @@ static ncclResult_t linkProgress(struct linkState* ls, int* progressed) {
     CHECK(l->ops->test(l, slot, &done, &bytes));
     if (!done) break;
     ls->recvBytes[slot] = bytes;
+    if (ls->prof.prof) {
+      chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepRecvFlushWait, bytes); /* host memory: no flush */
+      chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepRecvGPUWait, bytes);
+    }
     ls->recvDone++;
     *progressed = 1;
   }
@@ -181,15 +192,26 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
       sendSlots[i] = ls->link->slots[slotOf(ls, ls->sendPosted)];
     }
     if (!ready) break;
+    for (int i = 0; i < st.nSend; i++) { /* a send step waits for its data while the step computes it */
+      struct linkState* ls = &cs->links[st.send[i]];
+      if (ls->prof.prof) chrProfStepStart(&ls->prof, ls->link, slotOf(ls, ls->sendPosted), ls->sendPosted, 1);
+    }
     runStep(t, &st, sendSlots, recvSlots);
     for (int i = 0; i < st.nSend; i++) {
       struct linkState* ls = &cs->links[st.send[i]];
-      CHECK(ls->link->ops->post(ls->link, slotOf(ls, ls->sendPosted), expect));
+      int slot = slotOf(ls, ls->sendPosted);
+      if (ls->prof.prof) {
+        chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendPeerWait_v4, expect); /* the slot was free */
+        chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendWait, expect);
+      }
+      CHECK(ls->link->ops->post(ls->link, slot, expect));
       ls->sendPosted++;
     }
     for (int i = 0; i < st.nRecv; i++) {
       struct linkState* ls = &cs->links[st.recv[i]];
-      if (ls->link->ops->release) CHECK(ls->link->ops->release(ls->link, slotOf(ls, ls->recvConsumed)));
+      int slot = slotOf(ls, ls->recvConsumed);
+      if (ls->link->ops->release) CHECK(ls->link->ops->release(ls->link, slot));
+      if (ls->prof.prof) chrProfStepStop(&ls->prof, ls->link, slot);
       ls->recvConsumed++;
     }
     cs->step++;
@@ -259,6 +281,36 @@ static ncclResult_t tryStart(struct commRun* run, int k, int* started) {
   return ncclSuccess;
 }
 
+/* Profiler: the ProxyOp events of a task that starts, one per channel and link. A send link's
+ * transfer count is not kept by the executor, so it is counted from the step program here. */
+static void profOpsStart(struct taskRun* tr) {
+  struct chrCollTask* t = tr->task;
+  size_t chunkBytes = t->chunkElems * t->typeSize;
+  for (int c = 0; c < t->nChannels; c++) {
+    struct chanState* cs = &tr->ch[c];
+    uint64_t nSends[CHR_WORK_MAX_LINKS] = {0};
+    for (int i = 0; i < cs->nLinks; i++)
+      if (cs->links[i].isSend) {
+        for (uint64_t k = 0; k < cs->nSteps; k++) {
+          struct chrStep st;
+          chrWorkStep(&t->works[c], t->comm->ringOrder, k, &st);
+          for (int j = 0; j < st.nSend; j++) nSends[st.send[j]]++;
+        }
+        break;
+      }
+    for (int i = 0; i < cs->nLinks; i++) {
+      struct linkState* ls = &cs->links[i];
+      uint64_t n = ls->isSend ? nSends[i] : ls->nRecvs;
+      if (n > 0) chrProfOpStart(&ls->prof, t, c, ls->link, n, chunkBytes); /* a link this task leaves idle: none */
+    }
+  }
+}
+
+static void profOpsStop(struct taskRun* tr, int channel) {
+  for (int c = channel < 0 ? 0 : channel; c < (channel < 0 ? tr->task->nChannels : channel + 1); c++)
+    for (int i = 0; i < tr->ch[c].nLinks; i++) chrProfOpStop(&tr->ch[c].links[i].prof);
+}
+
 static ncclResult_t taskProgress(struct taskRun* tr, int* progressed) {
   struct chrCollTask* t = tr->task;
   int finished = 1;
@@ -267,8 +319,10 @@ static ncclResult_t taskProgress(struct taskRun* tr, int* progressed) {
     if (channelDone(cs)) continue;
     CHECK(channelProgress(t, c, cs, progressed));
     if (!channelDone(cs)) finished = 0;
+    else if (tr->profiled) profOpsStop(tr, c); /* the channel's last transfer is done */
   }
   if (finished) {
+    if (tr->profiled) profOpsStop(tr, -1);
     /* Every link appears once in a task (ring links per channel; trees use a send and a receive link
      * per peer), so each link's sequence moves on by exactly what this task walked. */
     for (int c = 0; c < t->nChannels; c++)
@@ -292,6 +346,10 @@ static ncclResult_t commProgress(struct commRun* run, int* progressed) {
       CHECK(tryStart(run, k, &started));
       if (!started) continue;
       *progressed = 1;
+      if (chrProfOn(CHR_PROF_NEED_OP) && tr->task->comm->profiler) {
+        profOpsStart(tr);
+        tr->profiled = 1;
+      }
     }
     CHECK(taskProgress(tr, progressed));
     if (tr->finished) run->nFinished++;
@@ -300,6 +358,8 @@ static ncclResult_t commProgress(struct commRun* run, int* progressed) {
 }
 
 static ncclResult_t failRun(struct commRun* run, ncclResult_t res) {
+  for (int k = 0; k < run->nTasks; k++) /* every profiler event started is stopped, failed or not */
+    if (run->tasks[k].profiled) profOpsStop(&run->tasks[k], -1);
   chrCommSetAsyncError(run->comm, res);
   run->failed = 1;
   return res;

@@ -40,6 +40,10 @@ struct chrCollTask {
   size_t chunkElems;     /* elements per step slot */
   float estimatedUs;
   struct chrWork* works; /* nChannels entries, one per channel (plan/works.c) */
+  /* Profiler events (profile/profile.h): the CollApi/P2pApi event of the call and the Coll/P2p event
+   * of the task, parents of the events that follow (NULL without a profiler). */
+  void* profApi;
+  void* profColl;
 };
 
 #endif /* CHORUS_TASK_H_ */

@@ -17,6 +17,7 @@
 #include "exec/exec.h"
 #include "group/group.h"
 #include "plan/plan.h"
+#include "profile/profile.h"
 #include "log/check.h"
 #include "log/log.h"
 
@@ -72,6 +73,7 @@ static ncclResult_t runTasks(struct chrCollTask** list) {
     return res;
   }
   CHECK(planTasks(*list));
+  if (chrProfOn(CHR_PROF_NEED_GROUP)) chrProfTasksPlanned(*list);
   for (struct chrCollTask* t = *list; t; t = t->next) atomic_fetch_add(&t->comm->busy, 1);
   if (devTasks) res = chrDevExecTasks(devTasks);
   if (*list != devTasks) {
@@ -89,9 +91,12 @@ static ncclResult_t runTasks(struct chrCollTask** list) {
 ncclResult_t chrGroupEnqueue(struct chrCollTask* task) {
   task->next = NULL;
   chrCommRetain(task->comm);
+  if (task->profApi) chrProfApiStop(task); /* the call is enqueued */
   if (groupDepth == 0) {
+    if (chrProfGroupApiOpen) chrProfGroupEndBegin();
     ncclResult_t res = runTasks(&task);
     freeTasks(task);
+    if (chrProfGroupApiOpen) chrProfGroupEndFinish();
     return res;
   }
   if (taskTail) taskTail->next = task;
@@ -122,6 +127,7 @@ ncclResult_t chrGroupDeferSplit(const struct chrSplitJob* job) {
 }
 
 void chrGroupDiscardComm(struct ncclComm* comm) {
+  if (chrProfGroupApiOpen) chrProfGroupApiDiscard(comm);
   struct chrCollTask* keep = NULL;
   struct chrCollTask* keepTail = NULL;
   for (struct chrCollTask* t = taskHead; t;) {
@@ -214,7 +220,12 @@ static ncclResult_t groupEndCommon(void) {
 }
 
 NCCL_API(ncclResult_t, ncclGroupEnd, void) {
-  return groupEndCommon();
+  /* GroupApi events (profile.h) are open only when a profiler listens: one test otherwise. */
+  if (chrProfGroupApiOpen == 0 || groupDepth != 1) return groupEndCommon();
+  chrProfGroupEndBegin();
+  ncclResult_t res = groupEndCommon();
+  chrProfGroupEndFinish();
+  return res;
 }
 
 NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
@@ -225,6 +236,10 @@ NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
     return chrFail(ncclInvalidUsage, "ncclGroupSimulateEnd: not inside a group (missing ncclGroupStart)");
   if (groupDepth > 1) { groupDepth--; return ncclSuccess; }
   groupDepth = 0;
+  if (chrProfGroupApiOpen) {
+    chrProfGroupEndBegin();
+    chrProfGroupEndFinish(); /* nothing runs, so nothing below the API events */
+  }
   float total = 0.0f;
   ncclResult_t planRes = planTasks(taskHead);
   for (struct chrCollTask* t = taskHead; t && planRes == ncclSuccess; t = t->next) total += t->estimatedUs;

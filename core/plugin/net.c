@@ -21,6 +21,7 @@
 #include "log/log.h"
 #include "plugin/net_adapter.h"
 #include "plugin/net_plugin.h"
+#include "plugin/profiler_plugin.h"
 
 #define NET_PREFIX "libnccl-net"
 #define NET_MAX_CANDIDATES 14 /* as NCCL: the list has at most 14 names */
@@ -63,12 +64,6 @@ ncclResult_t chrNetBindV12(struct chrNetLib* lib, const ncclNet_v12_t* t) {
 }
 
 /* ---- loading ------------------------------------------------------------------------------------ */
-
-/* Stand-in until the profiler plugin is wired: a net plugin that reports events gets no handle back. */
-static ncclResult_t netProfilerNoop(void** eHandle, int type, void* pHandle, int64_t pluginId, void* extData) {
-  if (eHandle != NULL && (type == 0)) *eHandle = NULL;
-  return ncclSuccess;
-}
 
 static void trimCopy(char* dst, size_t cap, const char* begin, const char* end) {
   while (begin < end && isspace((unsigned char)*begin)) begin++;
@@ -200,7 +195,7 @@ static ncclResult_t initForComm(struct chrNetLib* lib, uint64_t commHash, int tr
 
   ncclNetCommConfig_v12_t config = {.trafficClass = trafficClass};
   void* ctx = NULL;
-  ncclResult_t res = lib->init(lib, &ctx, commHash, &config, chrLog, netProfilerNoop);
+  ncclResult_t res = lib->init(lib, &ctx, commHash, &config, chrLog, chrProfilerNetCallback);
   chrNetAdaptTakeReported();
   if (res != ncclSuccess) {
     snprintf(reason, reasonCap, "init returned %d", (int)res);

@@ -14,13 +14,13 @@
 static ncclResult_t tryPost(struct chrLink* link, struct chrNetLink* nl, int slot) {
   void* req = NULL;
   if (link->isSend) {
-    CHECK(chrNetIsend(nl->net, nl->comm, link->slots[slot], nl->bytes[slot], nl->tag, nl->mhandle, NULL, &req));
+    CHECK(chrNetIsend(nl->net, nl->comm, link->slots[slot], nl->bytes[slot], nl->tag, nl->mhandle, link->phandle[slot], &req));
   } else {
     void* data = link->slots[slot];
     size_t size = link->stepSize;
     int tag = nl->tag;
     void* mh = nl->mhandle;
-    void* ph = NULL;
+    void* ph = link->phandle[slot];
     CHECK(chrNetIrecv(nl->net, nl->comm, 1, &data, &size, &tag, &mh, &ph, &req));
   }
   nl->req[slot] = req;

@@ -49,6 +49,7 @@ struct chrLink {
   size_t stepSize;
   uint64_t seq;  /* steps this link has walked so far, on both ends the same (the executor keeps it) */
   char* slots[CHR_STEPS];
+  void* phandle[CHR_STEPS]; /* per slot: the profiler's ProxyStep for a net plugin's events, or NULL */
   void* priv;    /* transport state */
 };
 
