@@ -50,3 +50,13 @@ NCCL_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDe
          cudaStream_t stream) {
   return NOT_YET("ncclWaitSignal");
 }
+
+/* The host side of NCCL's device API (nccl_device.h, NCCL 2.28+), for kernels that communicate from
+ * device code. Chorus has no device API yet; PyTorch 2.11 links against these two, so they exist (a
+ * missing symbol would stop the program from loading at all). The arguments are opaque here. */
+NCCL_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const void* requirements, void* outDevComm) {
+  return NOT_YET("ncclDevCommCreate (NCCL's device API)");
+}
+NCCL_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const void* devComm) {
+  return NOT_YET("ncclDevCommDestroy (NCCL's device API)");
+}
