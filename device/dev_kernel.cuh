@@ -26,7 +26,7 @@
 #include "device/dev_simple.cuh"
 #include "device/dev_sync.cuh"
 #include "device/dev_work.h"
-#include "plan/algo_select.h" /* CHR_PROTO_* */
+#include "config/algo_select.h" /* CHR_PROTO_* */
 
 /* One link of the current work, as the CTA sees it. */
 struct chrDevLinkState {

@@ -14,7 +14,7 @@
 
 #include "config/config_store.h"
 #include "log/log.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 #include "socket/socket.h"
 
 /* ---- one value --------------------------------------------------------------------------------- */

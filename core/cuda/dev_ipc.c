@@ -9,7 +9,7 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "cuda/dev_ipc.h"
-#include "exec/idle.h"
+#include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
 

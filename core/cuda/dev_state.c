@@ -13,7 +13,7 @@
 #include "cuda/dev_ipc.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
-#include "exec/idle.h"
+#include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "transport/transport.h"

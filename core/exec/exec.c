@@ -28,7 +28,7 @@
 #include "comm/comm.h"
 #include "config/param.h"
 #include "exec/exec.h"
-#include "exec/idle.h"
+#include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "exec/links.h"

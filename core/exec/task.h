@@ -35,7 +35,7 @@ struct chrCollTask {
   cudaStream_t stream;
   int chanBase;          /* device: works[c] runs on channel chanBase + c (receives on channel 1) */
   /* Plan (plan/plan.c). */
-  int algo, proto;       /* CHR_ALGO_*, CHR_PROTO_* (plan/algo_select.h) */
+  int algo, proto;       /* CHR_ALGO_*, CHR_PROTO_* (config/algo_select.h) */
   int nChannels;
   size_t chunkElems;     /* elements per step slot */
   float estimatedUs;

@@ -17,7 +17,7 @@
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 #include "plan/plan.h"
 #include "plugin/tuner.h"
 

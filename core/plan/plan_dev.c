@@ -16,7 +16,7 @@
 #include "cuda/dev_state.h"
 #include "log/check.h"
 #include "log/log.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 #include "plan/plan.h"
 
 #define DEV_LL_MAX_BYTES (256u << 10)

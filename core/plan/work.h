@@ -67,7 +67,7 @@ struct chrWorkLink {
 struct chrWork {
   uint8_t pattern;     /* enum chrPattern */
   uint8_t func;        /* ncclFunc_t */
-  uint8_t proto;       /* CHR_PROTO_* (plan/algo_select.h) */
+  uint8_t proto;       /* CHR_PROTO_* (config/algo_select.h) */
   uint8_t type;        /* ncclDataType_t */
   uint8_t op;          /* chrRedKind (exec/reduce.h); chrRedSum for functions that only copy */
   uint8_t typeSize;

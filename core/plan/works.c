@@ -20,7 +20,7 @@
 #include "comm/comm.h"
 #include "log/check.h"
 #include "log/log.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 #include "plan/plan.h"
 
 /* Binary tree over positions 0..n-1 rooted at 0: position p's lowest set bit b makes it the parent

@@ -15,7 +15,7 @@
 #include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 #include "profile/profile.h"
 
 #define MAX_GROUP_API 64 /* communicators with a GroupApi event open in one group of one thread */

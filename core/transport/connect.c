@@ -17,7 +17,7 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "config/param.h"
-#include "exec/idle.h"
+#include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"

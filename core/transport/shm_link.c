@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
-#include "exec/idle.h"
+#include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "transport/shm_link.h"

@@ -17,7 +17,7 @@
 #include <string.h>
 #include "gpu_dev.h"
 #include "gpu_plan.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 
 #define LL_LINES 4096 /* 32 KiB of payload per LL step */
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include "gpu_data.h"
 #include "gpu_sim.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 
 #define CT_GUARD 64 /* bytes after the last call: a write past an output lands here */
 

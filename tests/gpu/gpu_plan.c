@@ -2,7 +2,7 @@
 #include "gpu_plan.h"
 
 #include <string.h>
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 #include "plugin/common.h"
 
 const char* chrTestFuncName(int func) {

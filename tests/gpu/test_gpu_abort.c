@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "gpu_dev.h"
 #include "gpu_plan.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 #include "plugin/common.h"
 
 #define STEP_BYTES 4096

@@ -6,7 +6,7 @@
 #include <string.h>
 #include "gpu_dev.h"
 #include "gpu_plan.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 
 static int failures = 0;
 

@@ -22,7 +22,7 @@
 #include "gpu_case.h"
 #include "gpu_data.h"
 #include "gpu_dev.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 
 #define REGION_BYTES (12u << 20)
 #define STEP_BYTES (64u << 10)

@@ -13,7 +13,7 @@
 #include "gpu_case.h"
 #include "gpu_data.h"
 #include "nccl.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 
 static int failures = 0;
 

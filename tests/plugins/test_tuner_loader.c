@@ -30,7 +30,7 @@
 
 #include "comm/comm.h"
 #include "log/log.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 #include "plan/plan.h"
 #include "plugin/net_plugin.h"
 #include "plugin/tuner_plugin.h"

@@ -1,5 +1,5 @@
 /*
- * test_algo_select.c: NCCL_ALGO / NCCL_PROTO parsing (core/plan/algo_select.c).
+ * test_algo_select.c: NCCL_ALGO / NCCL_PROTO parsing (core/config/algo_select.c).
  *
  * Fixed cases from the documented syntax, error cases with their messages, random valid settings
  * built from an independent model (random case, whitespace, aliases, section order) checked against
@@ -13,7 +13,7 @@
 
 #include "config_test_util.h"
 #include "log/log.h"
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 
 #define BIT(x) (1u << (x))
 #define A_TREE BIT(CHR_ALGO_TREE)

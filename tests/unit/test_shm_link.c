@@ -31,7 +31,7 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "config/param.h"
-#include "exec/idle.h"
+#include "util/idle.h"
 #include "log/log.h"
 #include "transport/shm_link.h"
 

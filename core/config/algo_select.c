@@ -7,7 +7,7 @@
  * functions report it (chrFail). The config loader checks settings through chrAlgoSettingCheck while
  * the logger may still be reading its own settings, so that path must stay silent.
  */
-#include "plan/algo_select.h"
+#include "config/algo_select.h"
 
 #include <ctype.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* idle.c: see idle.h. The thresholds were chosen by measuring 2 and 8 local ranks on 2 cores. */
 #include <sched.h>
 #include <time.h>
-#include "exec/idle.h"
+#include "util/idle.h"
 
 uint64_t chrNowNs(void) {
   struct timespec ts;

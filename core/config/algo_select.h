@@ -1,5 +1,5 @@
 /*
- * algo_select.h: which algorithms and protocols a collective may use, from NCCL_ALGO / NCCL_PROTO.
+ * algo_select.h: the NCCL_ALGO / NCCL_PROTO settings parsed: which algorithms and protocols a collective may use.
  *
  * Numbering is NCCL's (the tuner plugin ABI and the profiler depend on it). A mask has bit i set when
  * algorithm (or protocol) i is allowed.
