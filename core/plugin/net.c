@@ -65,21 +65,12 @@ ncclResult_t chrNetBindV12(struct chrNetLib* lib, const ncclNet_v12_t* t) {
 
 /* ---- loading ------------------------------------------------------------------------------------ */
 
-static void trimCopy(char* dst, size_t cap, const char* begin, const char* end) {
-  while (begin < end && isspace((unsigned char)*begin)) begin++;
-  while (end > begin && isspace((unsigned char)end[-1])) end--;
-  size_t len = (size_t)(end - begin);
-  if (len >= cap) len = cap - 1;
-  memcpy(dst, begin, len);
-  dst[len] = '\0';
-}
-
 /* Split NCCL_NET_PLUGIN into candidates, once per process. "none" (alone) disables net plugins. */
 static ncclResult_t parseCandidates(void) {
   if (netParsed) return ncclSuccess;
   const char* value = chrParamStr(CHR_P_NET_PLUGIN);
   char one[CHR_PLUGIN_PATH_MAX];
-  trimCopy(one, sizeof(one), value, value + strlen(value));
+  chrPluginTrimCopy(one, sizeof(one), value, value + strlen(value));
   if (strcasecmp(one, "none") == 0) {
     netDisabled = 1;
     netParsed = 1;
@@ -89,7 +80,7 @@ static ncclResult_t parseCandidates(void) {
   do {
     const char* comma = strchr(p, ',');
     const char* end = comma ? comma : p + strlen(p);
-    trimCopy(one, sizeof(one), p, end);
+    chrPluginTrimCopy(one, sizeof(one), p, end);
     p = comma ? comma + 1 : NULL;
     /* An empty entry means the default library name (libnccl-net.so), but only when it is the whole
      * value; stray commas are ignored, and so is a "none" inside a longer list. */

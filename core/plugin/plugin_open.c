@@ -3,6 +3,7 @@
  */
 #include "plugin/plugin_open.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
@@ -130,4 +131,22 @@ void chrPluginClose(chrPluginLib* lib) {
 void* chrPluginSymbol(chrPluginLib* lib, const char* symbol) {
   if (lib->handle == NULL) return NULL;
   return dlsym(lib->handle, symbol);
+}
+
+void chrPluginTrimCopy(char* dst, size_t cap, const char* begin, const char* end) {
+  while (begin < end && isspace((unsigned char)*begin)) begin++;
+  while (end > begin && isspace((unsigned char)end[-1])) end--;
+  size_t len = (size_t)(end - begin);
+  if (len >= cap) len = cap - 1;
+  memcpy(dst, begin, len);
+  dst[len] = '\0';
+}
+
+void chrPluginDescribe(const chrPluginLib* lib, const char* label, int usable, const char* name, int version,
+                       char* out, size_t cap) {
+  int showPath = lib->path[0] && strcmp(lib->path, label) != 0;
+  out[0] = '\0';
+  if (showPath && usable) snprintf(out, cap, " (%s: %s, ABI v%d)", lib->path, name, version);
+  else if (showPath) snprintf(out, cap, " (%s)", lib->path);
+  else if (usable) snprintf(out, cap, " (%s, ABI v%d)", name, version);
 }

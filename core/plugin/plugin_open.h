@@ -38,6 +38,14 @@ void chrPluginClose(chrPluginLib* lib);
 /* Look up a symbol; NULL when absent. */
 void* chrPluginSymbol(chrPluginLib* lib, const char* symbol);
 
+/* [begin, end) without surrounding white space, copied into dst (cut to cap - 1 bytes). */
+void chrPluginTrimCopy(char* dst, size_t cap, const char* begin, const char* end);
+
+/* " (<file>: <name>, ABI vN)" with what is known of a loaded plugin, for its messages; "" when
+ * nothing adds to `label`. name/version count only when usable. */
+void chrPluginDescribe(const chrPluginLib* lib, const char* label, int usable, const char* name, int version,
+                       char* out, size_t cap);
+
 /* Directory holding libchorus (or the program it is linked into), without trailing '/'; "" if unknown. */
 const char* chrPluginLibraryDir(void);
 

@@ -96,17 +96,10 @@ static void probeTable(struct chrProfLib* lib) {
   snprintf(lib->failReason, sizeof(lib->failReason), "no ncclProfiler_v6..v1 symbol");
 }
 
-static void trimCopy(char* dst, size_t cap, const char* src) {
-  const char* end = src + strlen(src);
-  while (src < end && isspace((unsigned char)*src)) src++;
-  while (end > src && isspace((unsigned char)end[-1])) end--;
-  size_t len = (size_t)(end - src);
-  if (len >= cap) len = cap - 1;
-  memcpy(dst, src, len);
-  dst[len] = '\0';
+static void profSetting(char* value, size_t cap) {
+  const char* v = chrParamStr(CHR_P_PROFILER_PLUGIN);
+  chrPluginTrimCopy(value, cap, v, v + strlen(v));
 }
-
-static void profSetting(char* value, size_t cap) { trimCopy(value, cap, chrParamStr(CHR_P_PROFILER_PLUGIN)); }
 
 static struct chrProfLib* ensurePrimary(const char* value) {
   if (primary != NULL) return primary;
@@ -139,11 +132,7 @@ static struct chrProfLib* ensureFromNet(const struct chrNet* net) {
 }
 
 static void describeWhere(const struct chrProfLib* lib, char* where, size_t cap) {
-  int showPath = lib->dl.path[0] && strcmp(lib->dl.path, lib->label) != 0;
-  where[0] = '\0';
-  if (showPath && lib->usable) snprintf(where, cap, " (%s: %s, ABI v%d)", lib->dl.path, lib->name, lib->version);
-  else if (showPath) snprintf(where, cap, " (%s)", lib->dl.path);
-  else if (lib->usable) snprintf(where, cap, " (%s, ABI v%d)", lib->name, lib->version);
+  chrPluginDescribe(&lib->dl, lib->label, lib->usable, lib->name, lib->version, where, cap);
 }
 
 static ncclResult_t profFailed(struct chrProfLib* lib, const char* reason, int strict) {

@@ -90,18 +90,11 @@ static void probeTable(struct chrTunerLib* lib) {
     snprintf(lib->failReason, sizeof(lib->failReason), "no ncclTunerPlugin_v6..v2 symbol");
 }
 
-static void trimCopy(char* dst, size_t cap, const char* src) {
-  const char* end = src + strlen(src);
-  while (src < end && isspace((unsigned char)*src)) src++;
-  while (end > src && isspace((unsigned char)end[-1])) end--;
-  size_t len = (size_t)(end - src);
-  if (len >= cap) len = cap - 1;
-  memcpy(dst, src, len);
-  dst[len] = '\0';
-}
-
 /* The NCCL_TUNER_PLUGIN value, trimmed ("" when unset). */
-static void tunerSetting(char* value, size_t cap) { trimCopy(value, cap, chrParamStr(CHR_P_TUNER_PLUGIN)); }
+static void tunerSetting(char* value, size_t cap) {
+  const char* v = chrParamStr(CHR_P_TUNER_PLUGIN);
+  chrPluginTrimCopy(value, cap, v, v + strlen(v));
+}
 
 /* The record of NCCL_TUNER_PLUGIN (or the default name), loaded on first use. NULL: out of memory. */
 static struct chrTunerLib* ensurePrimary(const char* value) {
@@ -136,13 +129,8 @@ static struct chrTunerLib* ensureFromNet(const struct chrNet* net) {
   return lib;
 }
 
-/* " (<file>: <name>, ABI vN)" with what is known, for messages. */
 static void describeWhere(const struct chrTunerLib* lib, char* where, size_t cap) {
-  int showPath = lib->dl.path[0] && strcmp(lib->dl.path, lib->label) != 0;
-  where[0] = '\0';
-  if (showPath && lib->usable) snprintf(where, cap, " (%s: %s, ABI v%d)", lib->dl.path, lib->name, lib->version);
-  else if (showPath) snprintf(where, cap, " (%s)", lib->dl.path);
-  else if (lib->usable) snprintf(where, cap, " (%s, ABI v%d)", lib->name, lib->version);
+  chrPluginDescribe(&lib->dl, lib->label, lib->usable, lib->name, lib->version, where, cap);
 }
 
 /* A tuner that was found or asked for cannot be used: WARN once per distinct reason and go on
