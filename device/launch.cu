@@ -5,13 +5,18 @@
  *
  * Cutting. Kernels are instantiated per (type, op); works that only copy run in any kernel. The next
  * launch uses the kernel of the first reducing work still to run (channels in order), and each
- * channel takes its next works while they copy or match that kernel. Channel order is kept, and
- * since every rank's reducing works come from the same collectives in the same order, every rank
- * cuts its plan at the same places.
+ * channel takes its next collective works while they copy or match that kernel. Channel order is
+ * kept, and since every rank's collective works come from the same calls in the same order, every
+ * rank cuts its plan at the same places. Point-to-point works all go into the LAST launch: a send
+ * and its receive (on another channel, or another rank whose group listed its calls in another
+ * order) must run in kernels that are resident at the same time, and which launch a collective
+ * lands in differs per rank only through them. Moving them behind the collectives of their group
+ * is allowed: the operations of one group are unordered, as with NCCL.
  */
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "device/dev_args.h"
@@ -99,6 +104,28 @@ static ncclResult_t takeSlot(struct chrDevRank* rk, int count, int* slotOut) {
   return ncclSuccess;
 }
 
+static int isP2p(const struct chrWork* w) {
+  return w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV;
+}
+
+/* A copy of the plan with, per channel, its collective works first and its point-to-point works
+ * after them, each in their order; collEnd[c] is where channel c's point-to-point works start.
+ * NULL when out of memory. */
+static struct chrWork* sortP2pLast(const struct chrWork* works, const int* base, const int* end, int nChannels,
+                                   int total, int* collEnd) {
+  struct chrWork* sorted = (struct chrWork*)malloc(sizeof(struct chrWork) * (size_t)total);
+  if (sorted == NULL) return NULL;
+  for (int c = 0; c < nChannels; c++) {
+    int k = base[c];
+    for (int i = base[c]; i < end[c]; i++)
+      if (!isP2p(&works[i])) sorted[k++] = works[i];
+    collEnd[c] = k;
+    for (int i = base[c]; i < end[c]; i++)
+      if (isP2p(&works[i])) sorted[k++] = works[i];
+  }
+  return sorted;
+}
+
 /* One launch: for each channel c, take[c] works starting at works + base[c]. */
 static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWork* works, const int* base,
                               const int* take, int nChannels, cudaStream_t stream) {
@@ -168,28 +195,41 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
   pthread_once(&kernelTableOnce, fillKernelTable);
 
   int prevDev = -1;
+  struct chrWork* sorted = NULL;
+  int collEnd[CHR_DEV_MAX_CHANNELS];
   CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail);
   CHR_DEV_CUDA_GOTO(cudaSetDevice(rk->cfg.cudaDev), res, fail);
+  sorted = sortP2pLast(works, base, end, nChannels, total, collEnd);
+  if (sorted == NULL) {
+    res = chrDevFail(ncclSystemError, "rank %d: no memory to order a plan of %d works", rk->cfg.rank, total);
+    goto fail;
+  }
   for (;;) {
     int key = -1;
     for (int c = 0; c < nChannels && key < 0; c++)
-      for (int i = base[c]; i < end[c] && key < 0; i++) key = kernelKey(&works[i]);
-    int any = 0;
+      for (int i = base[c]; i < collEnd[c] && key < 0; i++) key = kernelKey(&sorted[i]);
+    int any = 0, collLeft = 0;
     for (int c = 0; c < nChannels; c++) {
       take[c] = 0;
-      while (base[c] + take[c] < end[c]) {
-        const int k = kernelKey(&works[base[c] + take[c]]);
+      while (base[c] + take[c] < collEnd[c]) {
+        const int k = kernelKey(&sorted[base[c] + take[c]]);
         if (k >= 0 && k != key) break;
         take[c]++;
       }
+      collLeft |= base[c] + take[c] < collEnd[c];
+    }
+    /* The last launch also carries every point-to-point work. */
+    for (int c = 0; c < nChannels; c++) {
+      if (!collLeft) take[c] = end[c] - base[c];
       any |= take[c] > 0;
     }
     if (!any) break;
-    res = launchOne(rk, key, works, base, take, nChannels, stream);
+    res = launchOne(rk, key, sorted, base, take, nChannels, stream);
     if (res != ncclSuccess) goto fail;
     for (int c = 0; c < nChannels; c++) base[c] += take[c];
   }
 fail:
+  free(sorted);
   if (prevDev >= 0) cudaSetDevice(prevDev);
   return res;
 }

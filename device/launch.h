@@ -25,9 +25,10 @@
  * channels that all CTAs fit on the GPU (CHR_DEV_MAX_CHANNELS per rank at most), with at least as
  * many hardware queues as streams (CUDA_DEVICE_MAX_CONNECTIONS, default 8: a kernel queued behind
  * another rank's waiting kernel would never start), and never with CUDA_LAUNCH_BLOCKING. Ranks of
- * several processes on one GPU are time-sliced by the driver (slow, but they progress). A plan whose
- * works need different reduction kernels (different type or op) is launched as several kernels on
- * the stream, in order.
+ * several processes on one GPU are time-sliced by the driver (slow, but they progress). A plan is
+ * one kernel launch unless its collectives need different reduction kernels (different type or op):
+ * then it is launched as several kernels on the stream, in order, cut where the reduction changes,
+ * with every point-to-point work in the last one (launch.cu says why).
  *
  * Errors return an ncclResult_t and leave a message in chrDevLastError() (per thread).
  */

@@ -395,6 +395,7 @@ int main(int argc, char** argv) {
   if (prc == 2) return 0;
   if (prc != 0) return 1;
   if (o.np > 0) return chrLaunchRanks(o.np, o.nhosts, o.timeoutSec, rankMain, &o) ? 1 : 0;
+  if (o.nthreads > 1) return chrLaunchThreads(o.nthreads, rankMain, &o) ? 1 : 0;
   int rank, nranks;
   int env = chrLaunchEnvRank(&rank, &nranks);
   if (env < 0) return 1;

@@ -12,16 +12,23 @@ set(CHORUS_PERF_SOURCES
 add_executable(chorus-perf ${CHORUS_PERF_SOURCES})
 target_include_directories(chorus-perf BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE} ${CMAKE_CURRENT_SOURCE_DIR}
   ${CMAKE_CURRENT_SOURCE_DIR}/perf)
-target_link_libraries(chorus-perf PRIVATE chorus m ${CMAKE_DL_LIBS})
+target_link_libraries(chorus-perf PRIVATE chorus m ${CMAKE_DL_LIBS} Threads::Threads)
 set_target_properties(chorus-perf PROPERTIES
   BUILD_RPATH "${CMAKE_BINARY_DIR}/lib"
   INSTALL_RPATH "\$ORIGIN/../lib")
 # A CUDA build of the buffers (-M cuda) is prepared in the sources under CHORUS_PERF_CUDA; it is
 # switched on here when the CUDA runtime is found and CHORUS_PERF_CUDA is requested.
-option(CHORUS_PERF_CUDA "build chorus-perf with -M cuda (cudaMalloc buffers)" OFF)
+# On by default where nvcc is found; the CUDA runtime is linked statically, so the binary still runs
+# (host buffers) where no CUDA is installed.
+if(CMAKE_CUDA_COMPILER)
+  set(CHORUS_PERF_CUDA_DEFAULT ON)
+else()
+  set(CHORUS_PERF_CUDA_DEFAULT OFF)
+endif()
+option(CHORUS_PERF_CUDA "build chorus-perf with -M cuda (cudaMalloc buffers)" ${CHORUS_PERF_CUDA_DEFAULT})
 if(CHORUS_PERF_CUDA)
   find_package(CUDAToolkit REQUIRED)
   target_compile_definitions(chorus-perf PRIVATE CHORUS_PERF_CUDA=1)
-  target_link_libraries(chorus-perf PRIVATE CUDA::cudart)
+  target_link_libraries(chorus-perf PRIVATE CUDA::cudart_static)
 endif()
 install(TARGETS chorus-perf RUNTIME DESTINATION bin)

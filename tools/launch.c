@@ -5,6 +5,7 @@
 #include "launch.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,4 +299,44 @@ int chrLaunchSingle(chrRankMain_t rankMain, void* arg) {
   ncclUniqueId id;
   if (getId(&id)) return 1;
   return rankMain(0, 1, &id, arg);
+}
+
+struct threadRank {
+  pthread_t thread;
+  int rank, nranks, rc, started;
+  const ncclUniqueId* id;
+  chrRankMain_t rankMain;
+  void* arg;
+};
+
+static void* threadRankMain(void* p) {
+  struct threadRank* t = p;
+  t->rc = t->rankMain(t->rank, t->nranks, t->id, t->arg);
+  return NULL;
+}
+
+int chrLaunchThreads(int nranks, chrRankMain_t rankMain, void* arg) {
+  ncclUniqueId id;
+  if (nranks < 1 || getId(&id)) return 1;
+  struct threadRank* t = calloc((size_t)nranks, sizeof(*t));
+  if (t == NULL) {
+    fprintf(stderr, "launch: out of memory for %d rank threads\n", nranks);
+    return 1;
+  }
+  int rc = 0;
+  for (int r = 0; r < nranks; r++) {
+    t[r] = (struct threadRank){.rank = r, .nranks = nranks, .id = &id, .rankMain = rankMain, .arg = arg};
+    int err = pthread_create(&t[r].thread, NULL, threadRankMain, &t[r]);
+    if (err != 0) {
+      /* The ranks already started wait for this one in init: nothing can end them cleanly. */
+      fprintf(stderr, "launch: cannot start the thread of rank %d: %s\n", r, strerror(err));
+      _exit(1);
+    }
+  }
+  for (int r = 0; r < nranks; r++) {
+    pthread_join(t[r].thread, NULL);
+    if (rc == 0 && t[r].rc != 0) rc = t[r].rc;
+  }
+  free(t);
+  return rc;
 }

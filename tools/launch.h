@@ -51,6 +51,12 @@ double chrLaunchNowSec(void);                               /* CLOCK_MONOTONIC s
 void chrLaunchSleepMs(int ms);                              /* resumes after signals */
 int chrLaunchReadFull(int fd, void* buf, size_t len);       /* 0, or -1 on error / EOF */
 
+/* Runs nranks ranks as threads of this process (one thread each, rank r in thread r), sharing one
+ * unique id: how ranks that share one GPU run at full speed (their kernels run side by side; ranks
+ * in several processes on one GPU are time-sliced by the driver). Returns 0 when every rank returned
+ * 0, else the first non-zero value (by rank). There is no deadline: a stuck rank stays stuck. */
+int chrLaunchThreads(int nranks, chrRankMain_t rankMain, void* arg);
+
 /* Runs rankMain as the only rank of a 1-rank job in this process. */
 int chrLaunchSingle(chrRankMain_t rankMain, void* arg);
 

@@ -16,8 +16,14 @@
 #      capture, abort), and gpu.procs.*: one process per rank on the GPU (CUDA IPC; collectives, a
 #      killed peer)
 #   5. chorus-gpu-bw: ring all-reduce, 2 ranks on the GPU, 8 B .. 256 MB, GB/s (SIMPLE and LL)
-#   6. compute-sanitizer memcheck on the 1-rank collectives (one kernel at a time is enough there;
-#      the multi-rank tests need their kernels to run concurrently, which the sanitizer may not allow)
+#   6. compute-sanitizer memcheck and racecheck on the 1-rank collectives (one kernel at a time is
+#      enough there; the multi-rank tests need their kernels to run concurrently, which the sanitizer
+#      may not allow)
+#   7. PyTorch (when python3 imports torch): tests/gpu/torch_ops.py and torch_ddp.py, Chorus preloaded
+#   8. the docs/perf/gpu.md table: chorus-gpu-ceiling (copy rate, launch floor), then chorus-perf
+#      -t 2 -M cuda for every collective, 8 B .. PERF_MAX (default 8G), table.md via
+#      tools/bench/gpu_table.py
+# STEPS (default "tests bw sanitizer torch perf") picks steps 4-8; PERF_COLLS the collectives.
 # The last lines printed (and $OUT/summary.txt) say what passed. Exit status: 0 when the build and
 # every gpu test passed.
 set -uo pipefail
@@ -79,18 +85,26 @@ T1=$(date +%s.%N)
 note "build: $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.1f", b - a }') s wall with $JOBS jobs"
 grep -iE "warning|spill" "$OUT/build.log" | grep -v "^--" | head -20
 
+STEPS=${STEPS:-tests bw sanitizer torch perf}
+want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+TESTS_RC=0
+
 section "gpu tests"
 # RUN_SERIAL tests: one at a time, each its own process with its own timeout.
 # -V: the tests print one line each on success (cases run, time, abort latencies), worth keeping.
-(cd "$BUILD" && timeout 900 ctest -R '^gpu\.' -V --timeout 180) 2>&1 | tee "$OUT/ctest.log"
-TESTS_RC=${PIPESTATUS[0]}
-grep -E "tests passed|tests failed|\*\*\*Skipped|\*\*\*Failed|\*\*\*Timeout|gpu.colls n=|gpu.nccl |gpu.procs |after the abort|^[0-9]+: FAIL" \
-  "$OUT/ctest.log" | head -60 | tee -a "$SUMMARY"
-note "gpu tests: exit $TESTS_RC"
+if want tests; then
+  (cd "$BUILD" && timeout 900 ctest -R '^gpu\.' -V --timeout 180) 2>&1 | tee "$OUT/ctest.log"
+  TESTS_RC=${PIPESTATUS[0]}
+  grep -E "tests passed|tests failed|\*\*\*Skipped|\*\*\*Failed|\*\*\*Timeout|gpu.colls n=|gpu.nccl |gpu.procs |after the abort|^[0-9]+: FAIL" \
+    "$OUT/ctest.log" | head -60 | tee -a "$SUMMARY"
+  note "gpu tests: exit $TESTS_RC"
+fi
 
 section "bandwidth probe"
 BW=$BUILD/bin/chorus-gpu-bw
-if [ -x "$BW" ]; then
+if ! want bw; then
+  :
+elif [ -x "$BW" ]; then
   timeout 300 "$BW" --min 8 --max 256M --channels 8 2>&1 | tee "$OUT/bw.txt"
   echo "# channels sweep at 64 MB" | tee -a "$OUT/bw.txt"
   for c in 1 2 4 16; do
@@ -104,14 +118,46 @@ else
 fi
 
 section "compute-sanitizer memcheck (1 rank, quick)"
-if command -v compute-sanitizer >/dev/null 2>&1; then
-  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/bin/test_gpu_colls" 1 --quick \
-    >"$OUT/sanitizer.log" 2>&1
-  SAN_RC=$?
-  tail -5 "$OUT/sanitizer.log"
-  note "memcheck (test_gpu_colls 1 --quick): exit $SAN_RC (0 clean, 9 errors found, 124 timeout)"
+if ! want sanitizer; then
+  :
+elif command -v compute-sanitizer >/dev/null 2>&1; then
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/bin/test_gpu_colls" 1 --quick \
+      >"$OUT/sanitizer-$tool.log" 2>&1
+    SAN_RC=$?
+    tail -5 "$OUT/sanitizer-$tool.log"
+    note "$tool (test_gpu_colls 1 --quick): exit $SAN_RC (0 clean, 9 errors found, 124 timeout)"
+  done
 else
   note "memcheck: compute-sanitizer not found"
+fi
+
+section "PyTorch"
+if want torch && python3 -c "import torch" 2>/dev/null; then
+  for script in torch_ops torch_ddp; do
+    LD_PRELOAD=$BUILD/lib/libchorus.so timeout 600 python3 "$ROOT/tests/gpu/$script.py" >"$OUT/$script.txt" 2>&1
+    rc=$?
+    tail -3 "$OUT/$script.txt"
+    note "$script: exit $rc ($(tail -1 "$OUT/$script.txt"))"
+  done
+elif want torch; then
+  note "torch: python3 cannot import torch here"
+fi
+
+section "perf table"
+if want perf && [ -x "$BUILD/bin/chorus-gpu-ceiling" ]; then
+  "$BUILD/bin/chorus-gpu-ceiling" 2>&1 | tee "$OUT/ceiling.txt"
+  PERF_MAX=${PERF_MAX:-8G}
+  for coll in ${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}; do
+    # Small sizes: many iterations; from 128 MB: few (each one moves gigabytes), checked once.
+    timeout 300 "$BUILD/bin/chorus-perf" -t 2 -M cuda "$coll" -b 8 -e 64M -f 2 -n 50 -w 5 -c 1 -q \
+      -J "$OUT/perf-$coll-small.json" >"$OUT/perf-$coll-small.txt" 2>&1 || note "perf $coll small: FAILED"
+    timeout 300 "$BUILD/bin/chorus-perf" -t 2 -M cuda "$coll" -b 128M -e "$PERF_MAX" -f 2 -n 5 -w 1 -c 1 -q \
+      -J "$OUT/perf-$coll-large.json" >"$OUT/perf-$coll-large.txt" 2>&1 || note "perf $coll large: FAILED"
+    grep -h "Out of bounds\|Avg bus" "$OUT/perf-$coll-small.txt" "$OUT/perf-$coll-large.txt" | sed "s/^/$coll: /" | tee -a "$SUMMARY"
+  done
+  python3 "$ROOT/tools/bench/gpu_table.py" "$OUT/ceiling.txt" $(ls "$OUT"/perf-*.json 2>/dev/null) >"$OUT/table.md" 2>&1
+  note "perf table: $OUT/table.md"
 fi
 
 section "summary"

@@ -26,6 +26,10 @@
 #include "nccl.h"
 #include "nccl_cases.h"
 
+#if defined(CHORUS_TEST_NVIDIA_HEADER) && defined(CHORUS_NCCL_H)
+#error "test_gpu_nccl_nvabi must be compiled against NVIDIA's nccl.h, not Chorus's"
+#endif
+
 #define MAX_RANKS 8
 #define WAIT_S 20.0
 

@@ -12,7 +12,7 @@
 
 void chrPerfUsage(FILE* f, const char* prog) {
   fprintf(f,
-          "usage: %s [-np N] [--hosts K] <collective> [options]\n"
+          "usage: %s [-np N [--hosts K] | -t T] <collective> [options]\n"
           "collectives: ",
           prog);
   chrPerfListColls(f);
@@ -40,7 +40,9 @@ void chrPerfUsage(FILE* f, const char* prog) {
           "  -J, --output_file F also write the results as JSON to F\n"
           "  -T, --timeout SEC   with -np: kill every rank after SEC seconds (default 0: never)\n"
           "  -q, --quiet         no preamble, only the table and the footer\n"
-          "  -t, -g, -p          accepted for nccl-tests compatibility (-t and -g must be 1)\n");
+          "  -t, --nthreads T    run T ranks as threads of this process (ranks sharing a GPU run side\n"
+          "                      by side only this way; with -M cuda rank r uses GPU r %% device count)\n"
+          "  -g, -p              accepted for nccl-tests compatibility (-g must be 1)\n");
 }
 
 /* Sizes: a number with an optional K, M or G suffix (powers of 1024). */
@@ -164,10 +166,10 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
     if (c == -1) break;
     int bad = 0;
     switch (c) {
-      case 't':
+      case 't': bad = parseInt(optarg, 1, &o->nthreads); break;
       case 'g':
         bad = parseInt(optarg, 1, &one) != 0 || one != 1;
-        if (bad) fprintf(stderr, "%s: -%c: only 1 is supported (use -np for more ranks)\n", prog, c);
+        if (bad) fprintf(stderr, "%s: -g: only 1 is supported (use -t or -np for more ranks)\n", prog);
         break;
       case 'b': bad = parseSize(optarg, &o->minBytes); break;
       case 'e': bad = parseSize(optarg, &o->maxBytes); break;
@@ -225,6 +227,10 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
   }
   if (factorSet && stepSet) fprintf(stderr, "%s: both -f and -i given; using -f\n", prog);
   if (!factorSet) o->stepFactor = 1;
+  if (o->nthreads > 1 && o->np > 0) {
+    fprintf(stderr, "%s: -t %d and -np %d: give one of them\n", prog, o->nthreads, o->np);
+    return 1;
+  }
   if (o->np > 0 && o->nhosts > o->np) {
     fprintf(stderr, "%s: --hosts %d is more than -np %d\n", prog, o->nhosts, o->np);
     return 1;

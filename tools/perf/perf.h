@@ -34,6 +34,7 @@ typedef struct {
   /* launching */
   int np;            /* -np N: fork N local ranks; 0: single rank, or ranks from the environment */
   int nhosts;        /* --hosts K: act out K hosts (NCCL_HOSTID) among the local ranks */
+  int nthreads;      /* -t T: T ranks as threads of this process (0 or 1: not used) */
   int timeoutSec;    /* -T / --timeout: kill all local ranks after this long (0: never) */
   /* what to run */
   const chrPerfColl* coll;

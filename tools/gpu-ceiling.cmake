@@ -1,0 +1,7 @@
+# chorus-gpu-ceiling: the GPU's copy rate and kernel launch floor, measured beside the collectives
+# (docs/perf/gpu.md). Built only when nvcc is found; needs nothing of Chorus.
+if(CMAKE_CUDA_COMPILER)
+  add_executable(chorus-gpu-ceiling ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_ceiling.cu)
+  set_target_properties(chorus-gpu-ceiling PROPERTIES CUDA_RUNTIME_LIBRARY Static)
+  install(TARGETS chorus-gpu-ceiling RUNTIME DESTINATION bin)
+endif()

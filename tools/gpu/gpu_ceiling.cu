@@ -1,0 +1,136 @@
+/*
+ * gpu_ceiling.cu (chorus-gpu-ceiling): what this GPU can do at best, measured in the same run as the
+ * collectives it is compared with (docs/perf/gpu.md):
+ *   - device-to-device copy rate: cudaMemcpyAsync (copy engines or the driver's kernel) and an SM
+ *     copy kernel with 16-byte loads and stores over every SM, bytes copied per second (the memory
+ *     moves twice that: each byte is read and written);
+ *   - the launch floor: an empty kernel launched back to back on one stream (time per launch), and
+ *     one launch followed by cudaStreamSynchronize (the round trip a blocking caller sees).
+ * Prints one "key value unit" line per figure, so scripts can read them.
+ *
+ *   chorus-gpu-ceiling [--bytes 1G] [--reps 20] [--device 0]
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CEIL_CHECK(call)                                                                      \
+  do {                                                                                        \
+    cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess) {                                                                  \
+      fprintf(stderr, "chorus-gpu-ceiling: %s: %s\n", #call, cudaGetErrorString(e_));          \
+      exit(1);                                                                                \
+    }                                                                                         \
+  } while (0)
+
+__global__ void emptyKernel(void) {}
+
+/* Grid-stride copy of n16 16-byte packs, four in flight per thread. */
+__global__ void copyKernel(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n16) {
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n16; i += 4 * stride) {
+    uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < n16; i += stride) dst[i] = src[i];
+}
+
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static size_t parseBytes(const char* s) {
+  char* end;
+  double v = strtod(s, &end);
+  if (*end == 'K' || *end == 'k') v *= 1024.0;
+  else if (*end == 'M' || *end == 'm') v *= 1024.0 * 1024.0;
+  else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024.0 * 1024.0;
+  return v > 0 ? (size_t)v : 0;
+}
+
+/* Best of `reps` timed copies (events), bytes copied per second in GB/s. */
+static double bestCopy(cudaStream_t st, void* dst, const void* src, size_t bytes, int reps, int useKernel, int sms) {
+  cudaEvent_t a, b;
+  CEIL_CHECK(cudaEventCreate(&a));
+  CEIL_CHECK(cudaEventCreate(&b));
+  float best = 1e30f;
+  for (int r = 0; r <= reps; r++) { /* r == 0 warms up */
+    CEIL_CHECK(cudaEventRecord(a, st));
+    if (useKernel) copyKernel<<<sms * 4, 512, 0, st>>>((uint4*)dst, (const uint4*)src, bytes / 16);
+    else CEIL_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
+    CEIL_CHECK(cudaEventRecord(b, st));
+    CEIL_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CEIL_CHECK(cudaEventElapsedTime(&ms, a, b));
+    if (r > 0 && ms < best) best = ms;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return (double)bytes / (best * 1e-3) / 1e9;
+}
+
+int main(int argc, char** argv) {
+  size_t bytes = 1ull << 30;
+  int reps = 20, dev = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = parseBytes(argv[++i]) & ~(size_t)15;
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc) dev = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: %s [--bytes 1G] [--reps 20] [--device 0]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (bytes < 16 || reps < 1) {
+    fprintf(stderr, "chorus-gpu-ceiling: --bytes must be at least 16 and --reps at least 1\n");
+    return 2;
+  }
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev <= dev) {
+    fprintf(stderr, "chorus-gpu-ceiling: no CUDA device %d\n", dev);
+    return 77;
+  }
+  CEIL_CHECK(cudaSetDevice(dev));
+  cudaDeviceProp prop;
+  CEIL_CHECK(cudaGetDeviceProperties(&prop, dev));
+  printf("device %s sms %d\n", prop.name, prop.multiProcessorCount);
+  cudaStream_t st;
+  CEIL_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  void *src, *dst;
+  CEIL_CHECK(cudaMalloc(&src, bytes));
+  CEIL_CHECK(cudaMalloc(&dst, bytes));
+  CEIL_CHECK(cudaMemset(src, 1, bytes));
+  CEIL_CHECK(cudaMemset(dst, 0, bytes));
+  printf("copy_bytes %zu B\n", bytes);
+  printf("d2d_memcpy %.1f GB/s\n", bestCopy(st, dst, src, bytes, reps, 0, prop.multiProcessorCount));
+  printf("d2d_sm_copy %.1f GB/s\n", bestCopy(st, dst, src, bytes, reps, 1, prop.multiProcessorCount));
+
+  const int launches = 2000;
+  emptyKernel<<<1, 32, 0, st>>>();
+  CEIL_CHECK(cudaStreamSynchronize(st));
+  double t0 = nowSec();
+  for (int i = 0; i < launches; i++) emptyKernel<<<1, 32, 0, st>>>();
+  CEIL_CHECK(cudaStreamSynchronize(st));
+  printf("launch_back_to_back %.2f us\n", (nowSec() - t0) / launches * 1e6);
+  double best = 1e30;
+  for (int i = 0; i < 200; i++) {
+    t0 = nowSec();
+    emptyKernel<<<1, 32, 0, st>>>();
+    CEIL_CHECK(cudaStreamSynchronize(st));
+    double dt = nowSec() - t0;
+    if (dt < best) best = dt;
+  }
+  printf("launch_sync_round_trip %.2f us\n", best * 1e6);
+  cudaFree(src);
+  cudaFree(dst);
+  cudaStreamDestroy(st);
+  return 0;
+}
