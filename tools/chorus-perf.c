@@ -72,13 +72,9 @@ static ncclResult_t allreduceHost(perfRank* pr, void* data, size_t count, ncclDa
   size_t bytes = count * (size_t)chrNumTypeInfo(type)->size;
   if (pr->buf.mem == PERF_MEM_HOST) return ncclAllReduce(data, data, count, type, op, pr->comm, NULL);
 #ifdef CHORUS_PERF_CUDA
-  if (pr->buf.scratchBytes < bytes) {
-    if (pr->buf.scratch) cudaFree(pr->buf.scratch);
-    pr->buf.scratch = NULL;
-    pr->buf.scratchBytes = 0;
-    if (cudaMalloc(&pr->buf.scratch, bytes) != cudaSuccess) return ncclUnhandledCudaError;
-    pr->buf.scratchBytes = bytes;
-  }
+  /* Allocated once with the buffers: cudaFree mid-run waits for the whole device, where another
+   * rank of this process may run a kernel that waits for this rank. */
+  if (pr->buf.scratchBytes < bytes) return ncclInternalError;
   if (cudaMemcpy(pr->buf.scratch, data, bytes, cudaMemcpyHostToDevice) != cudaSuccess) return ncclUnhandledCudaError;
   ncclResult_t res = ncclAllReduce(pr->buf.scratch, pr->buf.scratch, count, type, op, pr->comm, pr->buf.stream);
   if (res != ncclSuccess) return res;
@@ -356,7 +352,11 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   int rc = 1;
   size_t sendBytes, recvBytes;
   bufferNeeds(&pr, &sendBytes, &recvBytes);
-  if (chrPerfBuffersAlloc(&pr.buf, o->mem, sendBytes, recvBytes) != 0) goto fail_destroy_comm;
+  int allocated = chrPerfBuffersAlloc(&pr.buf, o->mem, sendBytes, recvBytes) == 0;
+  /* Ranks that are threads of this process: nobody launches before everybody has allocated
+   * (an allocation may wait for the device, where a waiting kernel would never finish). */
+  chrLaunchLocalBarrier();
+  if (!allocated) goto fail_destroy_comm;
   if (printPreamble(&pr)) goto fail_free_buffers;
 
   chrPerfReport report;
@@ -382,6 +382,9 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   }
   chrPerfReportFree(&report);
 fail_free_buffers:
+  /* cudaFree waits for the device: every rank of this process done first (a rank that failed ends
+   * the process instead, chrLaunchThreads). */
+  if (rc == 0) chrLaunchLocalBarrier();
   chrPerfBuffersFree(&pr.buf);
 fail_destroy_comm:
   if (rc == 0) ncclCommDestroy(pr.comm);

@@ -28,7 +28,9 @@ endif()
 option(CHORUS_PERF_CUDA "build chorus-perf with -M cuda (cudaMalloc buffers)" ${CHORUS_PERF_CUDA_DEFAULT})
 if(CHORUS_PERF_CUDA)
   find_package(CUDAToolkit REQUIRED)
-  target_compile_definitions(chorus-perf PRIVATE CHORUS_PERF_CUDA=1)
+  # The per-thread default stream: with -t, ranks are threads sharing a GPU, and a legacy-stream
+  # copy or memset of one rank must not wait for another rank's kernel (which may wait for it).
+  target_compile_definitions(chorus-perf PRIVATE CHORUS_PERF_CUDA=1 CUDA_API_PER_THREAD_DEFAULT_STREAM=1)
   target_link_libraries(chorus-perf PRIVATE CUDA::cudart_static)
 endif()
 install(TARGETS chorus-perf RUNTIME DESTINATION bin)

@@ -309,9 +309,21 @@ struct threadRank {
   void* arg;
 };
 
+static pthread_barrier_t localBarrier;
+static int localThreads; /* > 1 while chrLaunchThreads runs */
+
+void chrLaunchLocalBarrier(void) {
+  if (localThreads > 1) pthread_barrier_wait(&localBarrier);
+}
+
 static void* threadRankMain(void* p) {
   struct threadRank* t = p;
   t->rc = t->rankMain(t->rank, t->nranks, t->id, t->arg);
+  if (t->rc != 0) {
+    fprintf(stderr, "launch: rank %d (thread) failed with status %d; ending the process\n", t->rank, t->rc);
+    fflush(NULL);
+    _exit(t->rc);
+  }
   return NULL;
 }
 
@@ -324,6 +336,8 @@ int chrLaunchThreads(int nranks, chrRankMain_t rankMain, void* arg) {
     return 1;
   }
   int rc = 0;
+  pthread_barrier_init(&localBarrier, NULL, (unsigned)nranks);
+  localThreads = nranks;
   for (int r = 0; r < nranks; r++) {
     t[r] = (struct threadRank){.rank = r, .nranks = nranks, .id = &id, .rankMain = rankMain, .arg = arg};
     int err = pthread_create(&t[r].thread, NULL, threadRankMain, &t[r]);
@@ -337,6 +351,8 @@ int chrLaunchThreads(int nranks, chrRankMain_t rankMain, void* arg) {
     pthread_join(t[r].thread, NULL);
     if (rc == 0 && t[r].rc != 0) rc = t[r].rc;
   }
+  localThreads = 0;
+  pthread_barrier_destroy(&localBarrier);
   free(t);
   return rc;
 }

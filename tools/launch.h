@@ -57,6 +57,11 @@ int chrLaunchReadFull(int fd, void* buf, size_t len);       /* 0, or -1 on error
  * 0, else the first non-zero value (by rank). There is no deadline: a stuck rank stays stuck. */
 int chrLaunchThreads(int nranks, chrRankMain_t rankMain, void* arg);
 
+/* With chrLaunchThreads: waits until every rank thread of the process has called it (a rank that
+ * returns non-zero ends the whole process, so nobody waits for it forever). Otherwise: returns at
+ * once. */
+void chrLaunchLocalBarrier(void);
+
 /* Runs rankMain as the only rank of a 1-rank job in this process. */
 int chrLaunchSingle(chrRankMain_t rankMain, void* arg);
 

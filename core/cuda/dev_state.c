@@ -19,7 +19,10 @@
 #include "transport/transport.h"
 
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
-#define DEV_MAX_CHANNELS 16      /* per rank; n ranks x channels CTAs must all be resident */
+/* Per rank. Also: one all-reduce's works (one per channel) must fit in the kernel arguments while a
+ * CUDA graph is captured (31 works, device/dev_args.h); 24 leaves room for a few more calls per
+ * captured group. */
+#define DEV_MAX_CHANNELS 24
 #define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
 
 struct chrDevShared {
@@ -43,8 +46,10 @@ static struct chrDevShared* findShared(uint64_t commHash, int nRanks) {
 }
 
 /* Ring channels: every CTA of the ranks that share a GPU inside one process must be resident at
- * once (they wait for each other inside their kernels): with one 512-thread CTA per channel, the
- * ranks on one GPU times the channels stay within its SM count. Ranks of other processes are
+ * once (they wait for each other inside their kernels): with one 512-thread CTA per channel, which
+ * takes a whole SM's registers, the ranks on one GPU times the channels stay within HALF its SM
+ * count, so that the user's own kernels running beside a collective cannot keep one of its CTAs
+ * out (2 ranks on an H100: 33, capped at DEV_MAX_CHANNELS). Ranks of other processes are
  * time-sliced by the driver, but counting them too keeps one formula for both modes, and every rank
  * computes the same number from the peer infos (the fewest SMs, the most ranks on one GPU). */
 static int defaultChannels(const struct ncclComm* comm) {
@@ -62,7 +67,7 @@ static int defaultChannels(const struct ncclComm* comm) {
     sms = chrCudaDeviceSMs(comm->cudaDev);
     perGpu = comm->nRanks;
   }
-  int ch = sms > 0 ? sms / perGpu : 8;
+  int ch = sms > 0 ? sms / (2 * perGpu) : 8;
   if (ch > DEV_MAX_CHANNELS) ch = DEV_MAX_CHANNELS;
   if (comm->config.maxCTAs > 0 && ch > comm->config.maxCTAs) ch = comm->config.maxCTAs;
   if (ch < 1) ch = 1;

@@ -43,9 +43,13 @@ int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, size_t sendBytes, siz
   if (cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking) != cudaSuccess) goto fail;
   b->hostStage = malloc(b->sendBytes > b->recvBytes ? b->sendBytes : b->recvBytes);
   if (!b->hostStage) goto fail;
+  if (cudaMalloc(&b->scratch, PERF_SCRATCH_BYTES) != cudaSuccess) goto fail;
+  b->scratchBytes = PERF_SCRATCH_BYTES;
+  /* The per-thread default stream (chorus-perf.cmake): never a device-wide wait, which would
+   * deadlock against the kernel of another rank of this process that waits for this one. */
   cudaMemset(b->send, 0, b->sendBytes);
   cudaMemset(b->recv, 0, b->recvBytes);
-  cudaDeviceSynchronize();
+  if (cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess) goto fail;
   return 0;
 #else
   fprintf(stderr, "chorus-perf: -M cuda needs a build with CHORUS_PERF_CUDA\n");
@@ -181,7 +185,7 @@ int chrPerfFillInputs(chrPerfBuffers* b, const chrPerfShape* s, const chrPerfPat
   if (s->sendElems &&
       cudaMemcpy(send, b->hostStage, s->sendElems * (size_t)ts, cudaMemcpyHostToDevice) != cudaSuccess)
     return 1;
-  return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+  return cudaStreamSynchronize(cudaStreamPerThread) == cudaSuccess ? 0 : 1;
 #else
   return 1;
 #endif

@@ -28,6 +28,8 @@ const char* chrPerfOpName(int op); /* sum prod max min avg mulsum; "none" for -1
 
 typedef enum { PERF_MEM_HOST = 0, PERF_MEM_CUDA = 1 } chrPerfMem;
 
+#define PERF_SCRATCH_BYTES (1u << 20) /* device scratch for the small allreduces of counts and timings */
+
 typedef struct chrPerfColl chrPerfColl;
 
 typedef struct {
@@ -104,7 +106,7 @@ typedef struct {
   size_t sendBytes, recvBytes;
   void* hostStage; /* host copy of device data for checking (CUDA only) */
   void* scratch;   /* device memory for the small allreduces of timings and counts (CUDA only) */
-  size_t scratchBytes;
+  size_t scratchBytes; /* PERF_SCRATCH_BYTES, allocated with the buffers */
   cudaStream_t stream;
 } chrPerfBuffers;
 
