@@ -77,7 +77,7 @@ static void treeLane(const struct chrCollTask* t, int lane, int ringPos, struct 
     rank[i] = pos[i] < 0 ? -1 : ringRank(comm, tree == 0 ? pos[i] : n - 1 - pos[i]);
   if (rank[1] >= 0) child[nc++] = rank[1];
   if (rank[2] >= 0) child[nc++] = rank[2];
-  chrChannelRange(t->count, 2, tree, &w->start, &w->len);
+  chrChannelRange(t->count, 2, tree, chrAlignElems(t->typeSize), &w->start, &w->len);
   if (rank[0] < 0) { /* the root: one lane, both directions to each child */
     if (down) { w->pattern = CHR_PAT_NONE; w->len = 0; return; }
     w->pattern = CHR_PAT_TREE_ROOT;
@@ -164,7 +164,7 @@ ncclResult_t chrPlanWorks(struct chrCollTask* t) {
       const struct chrChannel* ch = &comm->channels[c];
       addLink(w, ch->ringNext, 1, 0, 0); /* CHR_RING_SEND */
       addLink(w, ch->ringPrev, 0, 0, 0); /* CHR_RING_RECV */
-      chrChannelRange(t->count, t->nChannels, c, &w->start, &w->len);
+      chrChannelRange(t->count, t->nChannels, c, chrAlignElems(t->typeSize), &w->start, &w->len);
       if (w->pattern == CHR_PAT_RING_BROADCAST) w->dist = chrMod(ringPos - ringPosOf(comm, t->root), comm->nRanks);
       if (w->pattern == CHR_PAT_RING_REDUCE) w->dist = chrMod(ringPos - ringPosOf(comm, t->root) - 1, comm->nRanks);
     }

@@ -112,7 +112,7 @@ static int addRing(struct chrTestPlan* plan, const struct chrTestCall* call, int
     w->ringPos = pos;
     if (call->func == CT_BROADCAST) w->dist = chrMod(pos - rootPos, n);
     if (call->func == CT_REDUCE) w->dist = chrMod(pos - rootPos - 1, n);
-    chrChannelRange(call->count, call->nChannels, c, &w->start, &w->len);
+    chrChannelRange(call->count, call->nChannels, c, chrAlignElems(call->typeSize), &w->start, &w->len);
     w->nLinks = 2;
     setLink(w, CHR_RING_SEND, ringOrder[chrMod(pos + 1, n)], 1, 0, 0);
     setLink(w, CHR_RING_RECV, ringOrder[chrMod(pos - 1, n)], 0, 0, 0);
@@ -134,7 +134,7 @@ static int addTree(struct chrTestPlan* plan, const struct chrTestCall* call, int
     if (nodes[1] >= 0) child[nc++] = nodes[1];
     if (nodes[2] >= 0) child[nc++] = nodes[2];
     uint64_t start, len;
-    chrChannelRange(call->count, 2, t, &start, &len);
+    chrChannelRange(call->count, 2, t, chrAlignElems(call->typeSize), &start, &len);
     if (parent < 0) {
       struct chrWork* w = newWork(plan, 2 * t);
       if (w == NULL) return -1;
