@@ -1,0 +1,326 @@
+/*
+ * data.c: isend / irecv / iflush / test of the libfabric net plugin.
+ *
+ * Message k of a connection travels with the tag (receiver's id, k) and the isend's tag as remote CQ
+ * data; receive k is posted for exactly that tag. So messages match receives in FIFO order whatever
+ * order the provider delivers them in, and two connections never see each other's messages.
+ *
+ * A grouped receive (n > 1 buffers) takes the next n messages, each into the buffer posted with its
+ * tag. The receiver cannot know which of the n messages carries which tag before it arrives, so each
+ * lands in a bounce buffer of the request slot (as large as the largest posted buffer, registered
+ * when the provider needs it) and is copied to its buffer when its completion shows the tag. Plain
+ * receives (n = 1) go straight into the caller's buffer.
+ *
+ * A message longer than its receive is truncated by the provider, which reports FI_ETRUNC: the comm
+ * fails with ncclSystemError. A shorter one reports its own length.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ofi_plugin.h"
+
+static void* descOf(ofiMrEntry* e) { return e ? e->desc : NULL; }
+
+static ofiComm* checkComm(void* comm, int isSend, const char* what) {
+  ofiComm* c = comm;
+  if (c == NULL || c->magic != ofiCommMagic() || c->isSend != isSend) {
+    OFI_WARN("%s: %p is not a %s comm of this plugin", what, comm, isSend ? "send" : "receive");
+    return NULL;
+  }
+  return c;
+}
+
+/* A free request slot, or NULL when all are in flight (lock held). */
+static ofiRequest* freeSlot(ofiComm* c) {
+  for (int k = 0; k < c->nReqs; k++) {
+    int i = (c->nextReq + k) % c->nReqs;
+    if (!c->reqs[i].used) return &c->reqs[i];
+  }
+  return NULL;
+}
+
+/* The slot now belongs to the core (lock held). */
+static void takeSlot(ofiComm* c, ofiRequest* r) {
+  r->used = 1;
+  c->nextReq = (int)(r - c->reqs + 1) % c->nReqs;
+  if (c->busy++ == 0) c->lastProgressNs = ofiNowNs(); /* the probe clock starts with the first request */
+}
+
+/* ---------------------------------------------------------------- completions */
+
+/* A send, receive or flush op of a live comm completed successfully (lock held). */
+void ofiOnData(ofiOp* op) {
+  ofiRequest* r = op->req;
+  ofiComm* c = r->comm;
+  c->lastProgressNs = ofiNowNs();
+  r->nDone++;
+  if (c->isSend || r->flush) return;
+  if (!r->grouped) {
+    r->sizes[0] = op->len;
+    return;
+  }
+  int tag = (int)(uint32_t)op->data;
+  int i = 0;
+  while (i < r->n && ((r->filled & (1u << i)) || r->tags[i] != tag)) i++;
+  uint64_t msg = r->seq + (uint64_t)op->index;
+  if (i == r->n) {
+    ofiFail(&c->own, ncclInvalidUsage,
+            "message %llu has tag %d, which no unfilled buffer of the posted %d-buffer receive expects",
+            (unsigned long long)msg, tag, r->n);
+    return;
+  }
+  if (op->len > r->capacity[i]) {
+    ofiFail(&c->own, ncclSystemError,
+            "message %llu: the peer sends %zu bytes but the posted receive buffer %d (tag %d) holds only %zu",
+            (unsigned long long)msg, op->len, i, tag, r->capacity[i]);
+    return;
+  }
+  if (op->len > 0) memcpy(r->data[i], r->bounce[op->index], op->len);
+  r->sizes[i] = op->len;
+  r->filled |= 1u << i;
+}
+
+/* ---------------------------------------------------------------- isend */
+
+ncclResult_t ofiIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request) {
+  ofiComm* c = checkComm(sendComm, 1, "isend");
+  if (c == NULL || request == NULL || (data == NULL && size > 0)) {
+    OFI_WARN("isend: bad arguments (comm %p, data %p, size %zu)", sendComm, data, size);
+    return ncclInternalError;
+  }
+  *request = NULL;
+  ofiMrHandle* mh = ofiMrCheck(mhandle, "isend");
+  if (mhandle != NULL && mh == NULL) return ncclInternalError;
+  ofiDev* d = c->own.dev;
+  if (size > 0 && (mh == NULL || mh->entry == NULL) && ofiMrNeeded(d, mh ? mh->type : NCCL_PTR_HOST)) {
+    OFI_WARN("isend: %zu bytes at %p without a registration, which %s needs (mr_mode 0x%llx)", size, data, d->name,
+             (unsigned long long)d->mrMode);
+    return ncclInternalError;
+  }
+  pthread_mutex_lock(&d->lock);
+  ofiProgress(d);
+  ncclResult_t res = (ncclResult_t)c->own.failed;
+  ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL;
+  if (r != NULL) {
+    ofiOp* op = &r->ops[0];
+    op->kind = OP_SEND;
+    ssize_t rc = fi_tsenddata(d->ep, data, size, mh && mh->entry ? mh->entry->desc : NULL, (uint64_t)(uint32_t)tag,
+                              c->peer, ofiDataTag(c->peerId, c->seq), &op->ctx);
+    res = ofiPost(d, &c->own, op, rc, "fi_tsenddata");
+    if (res == ncclSuccess) {
+      r->n = 1;
+      r->nPosted = 1;
+      r->nDone = 0;
+      r->grouped = 0;
+      r->flush = 0;
+      r->seq = c->seq++;
+      r->sizes[0] = size;
+      takeSlot(c, r);
+      *request = r;
+    } else if (res == ncclInProgress) {
+      res = ncclSuccess; /* the provider's queue is full: NULL request, the core retries */
+    }
+  }
+  if (res == ncclSuccess) res = ofiPingCheck(c);
+  pthread_mutex_unlock(&d->lock);
+  return res;
+}
+
+/* ---------------------------------------------------------------- irecv */
+
+/* Bounce buffer j of a grouped slot, at least cap bytes (lock held). */
+static ncclResult_t ensureBounce(ofiDev* d, ofiRequest* r, int j, size_t cap) {
+  if (r->bounce[j] != NULL && r->bounceLen[j] >= cap) return ncclSuccess;
+  if (r->bounceMr[j]) ofiMrPut(d, r->bounceMr[j]);
+  free(r->bounce[j]);
+  r->bounceMr[j] = NULL;
+  r->bounceLen[j] = 0;
+  size_t len = (cap + 4095) & ~(size_t)4095;
+  r->bounce[j] = aligned_alloc(4096, len ? len : 4096);
+  if (r->bounce[j] == NULL) {
+    OFI_WARN("irecv: out of memory for a %zu-byte bounce buffer", len);
+    return ncclSystemError;
+  }
+  r->bounceLen[j] = len;
+  if (ofiMrNeeded(d, NCCL_PTR_HOST)) return ofiMrGet(d, r->bounce[j], len, NCCL_PTR_HOST, 0, &r->bounceMr[j]);
+  return ncclSuccess;
+}
+
+/* Post the receive ops of r not posted yet; stops quietly when the provider is busy (lock held). */
+static ncclResult_t postRecvOps(ofiComm* c, ofiRequest* r) {
+  ofiDev* d = c->own.dev;
+  size_t cap = 0;
+  for (int i = 0; i < r->n; i++)
+    if (r->capacity[i] > cap) cap = r->capacity[i];
+  while (r->nPosted < r->n) {
+    int j = r->nPosted;
+    ofiOp* op = &r->ops[j];
+    op->kind = OP_RECV;
+    void* buf = r->data[0];
+    void* desc = r->desc[0];
+    if (r->grouped) {
+      ncclResult_t res = ensureBounce(d, r, j, cap);
+      if (res != ncclSuccess) return ofiFail(&c->own, res, "irecv: no bounce buffer for a grouped receive");
+      buf = r->bounce[j];
+      desc = descOf(r->bounceMr[j]);
+    }
+    ssize_t rc = fi_trecv(d->ep, buf, r->grouped ? cap : r->capacity[0], desc, FI_ADDR_UNSPEC,
+                          ofiDataTag(c->id, r->seq + (uint64_t)j), 0, &op->ctx);
+    ncclResult_t res = ofiPost(d, &c->own, op, rc, "fi_trecv");
+    if (res == ncclInProgress) return ncclSuccess;
+    if (res != ncclSuccess) return res;
+    r->nPosted++;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ofiIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
+                      void** request) {
+  ofiComm* c = checkComm(recvComm, 0, "irecv");
+  if (c == NULL || request == NULL || data == NULL || sizes == NULL) {
+    OFI_WARN("irecv: bad arguments");
+    return ncclInternalError;
+  }
+  if (n < 1 || n > OFI_MAX_RECVS || (n > 1 && tags == NULL)) {
+    OFI_WARN("irecv: %d buffers in one request (maxRecvs is %d)%s", n, OFI_MAX_RECVS, n > 1 ? ", or no tags" : "");
+    return ncclInternalError;
+  }
+  ofiDev* d = c->own.dev;
+  void* desc[OFI_MAX_RECVS];
+  for (int i = 0; i < n; i++) {
+    if (data[i] == NULL && sizes[i] > 0) {
+      OFI_WARN("irecv: NULL buffer %d of %zu bytes", i, sizes[i]);
+      return ncclInternalError;
+    }
+    ofiMrHandle* mh = ofiMrCheck(mhandles ? mhandles[i] : NULL, "irecv");
+    if (mhandles != NULL && mhandles[i] != NULL && mh == NULL) return ncclInternalError;
+    int type = mh ? mh->type : NCCL_PTR_HOST;
+    if (n > 1 && type != NCCL_PTR_HOST) {
+      OFI_WARN("irecv: grouped receives go through host bounce buffers; buffer %d is not host memory", i);
+      return ncclInternalError;
+    }
+    if (n == 1 && sizes[i] > 0 && (mh == NULL || mh->entry == NULL) && ofiMrNeeded(d, type)) {
+      OFI_WARN("irecv: %zu bytes at %p without a registration, which %s needs (mr_mode 0x%llx)", sizes[i], data[i],
+               d->name, (unsigned long long)d->mrMode);
+      return ncclInternalError;
+    }
+    desc[i] = mh && mh->entry ? mh->entry->desc : NULL;
+  }
+  /* NCCL_NET_OPTIONAL_RECV_COMPLETION in *request needs nothing special: requests always complete. */
+  *request = NULL;
+  pthread_mutex_lock(&d->lock);
+  ofiProgress(d);
+  ncclResult_t res = (ncclResult_t)c->own.failed;
+  ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL;
+  if (r != NULL) {
+    r->n = n;
+    r->nPosted = 0;
+    r->nDone = 0;
+    r->grouped = n > 1;
+    r->flush = 0;
+    r->filled = 0;
+    r->seq = c->seq;
+    for (int i = 0; i < n; i++) {
+      r->data[i] = data[i];
+      r->desc[i] = desc[i];
+      r->capacity[i] = sizes[i];
+      r->tags[i] = tags ? tags[i] : 0;
+      r->sizes[i] = 0;
+    }
+    res = postRecvOps(c, r);
+    if (res == ncclSuccess && r->nPosted > 0) { /* the rest (grouped) is posted by test() */
+      c->seq += (uint64_t)n;
+      takeSlot(c, r);
+      *request = r;
+    }
+  }
+  if (res == ncclSuccess) res = ofiPingCheck(c);
+  pthread_mutex_unlock(&d->lock);
+  return res;
+}
+
+/* ---------------------------------------------------------------- iflush */
+
+ncclResult_t ofiIflush(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request) {
+  ofiComm* c = checkComm(recvComm, 0, "iflush");
+  if (c == NULL || request == NULL || n < 1 || n > OFI_MAX_RECVS || data == NULL || sizes == NULL) {
+    OFI_WARN("iflush: bad arguments (n %d)", n);
+    return ncclInternalError;
+  }
+  *request = NULL;
+  ofiDev* d = c->own.dev;
+  /* Bytes written into GPU memory by the NIC may still be on their way when the completion arrives; a
+   * read through the NIC from the same memory pushes them out (PCIe ordering). Host memory needs
+   * nothing, except when CHORUS_OFI_FORCE_FLUSH asks for the read anyway (tests, odd platforms). */
+  int idx = -1;
+  ofiMrHandle* mh = NULL;
+  for (int i = 0; i < n && idx < 0; i++) {
+    ofiMrHandle* m = ofiMrCheck(mhandles ? mhandles[i] : NULL, "iflush");
+    if (mhandles != NULL && mhandles[i] != NULL && m == NULL) return ncclInternalError;
+    if (m != NULL && m->entry != NULL && sizes[i] > 0 && (m->type == NCCL_PTR_CUDA || ofiConf.forceFlush))
+      idx = i, mh = m;
+  }
+  if (idx < 0 || !d->rma) return ncclSuccess; /* NULL request: nothing to flush */
+  pthread_mutex_lock(&d->lock);
+  ofiProgress(d);
+  ncclResult_t res = (ncclResult_t)c->own.failed;
+  ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL;
+  if (r != NULL) {
+    ofiMrEntry* e = mh->entry;
+    uint64_t raddr = (d->mrMode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)data[idx]
+                                                   : (uint64_t)((uintptr_t)data[idx] - e->base);
+    size_t len = sizes[idx] < 4 ? (size_t)sizes[idx] : 4;
+    ofiOp* op = &r->ops[0];
+    op->kind = OP_FLUSH;
+    /* A NULL request would tell the core the flush is done, so a full queue is waited out here. */
+    ssize_t rc;
+    for (int tries = 0;; tries++) {
+      rc = fi_read(d->ep, d->flushBuf, len, descOf(d->flushMr), d->self, raddr, e->key, &op->ctx);
+      if (rc != -FI_EAGAIN || tries == 100000) break;
+      ofiProgress(d);
+    }
+    res = ofiPost(d, &c->own, op, rc, "fi_read (flush)");
+    if (res == ncclInProgress) res = ofiFail(&c->own, ncclSystemError, "iflush on %s: the provider stays busy", d->name);
+    if (res == ncclSuccess) {
+      r->n = 1;
+      r->nPosted = 1;
+      r->nDone = 0;
+      r->grouped = 0;
+      r->flush = 1;
+      r->sizes[0] = 0;
+      takeSlot(c, r);
+      *request = r;
+    }
+  } else if (res == ncclSuccess) {
+    res = ofiFail(&c->own, ncclInternalError, "iflush: more than %d requests in flight", c->nReqs);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return res;
+}
+
+/* ---------------------------------------------------------------- test */
+
+ncclResult_t ofiTest(void* request, int* done, int* sizes) {
+  ofiRequest* r = request;
+  if (r == NULL || done == NULL || !r->used || r->comm == NULL || r->comm->magic != ofiCommMagic()) {
+    OFI_WARN("test: invalid or already completed request %p", request);
+    return ncclInternalError;
+  }
+  ofiComm* c = r->comm;
+  ofiDev* d = c->own.dev;
+  *done = 0;
+  pthread_mutex_lock(&d->lock);
+  ncclResult_t res = (ncclResult_t)c->own.failed;
+  if (res == ncclSuccess && r->nPosted < r->n) res = postRecvOps(c, r);
+  ofiProgress(d);
+  if (res == ncclSuccess) res = (ncclResult_t)c->own.failed;
+  if (res == ncclSuccess) res = ofiPingCheck(c);
+  if (res == ncclSuccess && r->nDone == r->n) {
+    for (int i = 0; sizes != NULL && i < r->n; i++) sizes[i] = r->sizes[i] > INT_MAX ? INT_MAX : (int)r->sizes[i];
+    r->used = 0;
+    c->busy--;
+    *done = 1;
+  }
+  pthread_mutex_unlock(&d->lock);
+  return res;
+}
