@@ -13,9 +13,11 @@
  * keyed by (ctx, dev, nonce, listen id), never in the handle bytes, which come from the network.
  *
  * Probes: a comm with requests in flight that has seen no completion for CHORUS_OFI_PING_MS sends an
- * 8-byte message to the peer's probe tag. A live peer absorbs it (every comm keeps a receive posted
- * there); a dead one makes the provider fail the send (connection refused or reset), which fails the
- * comm with ncclRemoteError instead of leaving a receive waiting forever.
+ * 8-byte message to the peer's probe tag. A live peer's endpoint takes it at once (every comm keeps a
+ * receive posted there), even when the peer's process is busy or stopped. A dead peer makes the
+ * provider fail the send (connection refused or reset) or, as ofi_rxm does, retry the connection
+ * forever: a probe not taken within CHORUS_OFI_PEER_TIMEOUT_MS fails the comm with ncclRemoteError,
+ * instead of leaving a receive waiting forever.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,21 +121,37 @@ static ncclResult_t postPingRecv(ofiComm* c) {
 void ofiOnPing(ofiOp* op, int ok) {
   ofiComm* c = (ofiComm*)op->owner;
   if (op->kind == OP_PING_RECV && ok) (void)postPingRecv(c); /* a probe from the peer: absorb the next one */
+  if (op->kind == OP_PING_SEND && ok) { /* the peer's endpoint took it: alive */
+    c->probing = 0;
+    c->lastProgressNs = ofiNowNs();
+  }
   /* A failed probe send has already failed the comm (endpoint.c). */
 }
 
 ncclResult_t ofiPingCheck(ofiComm* c) {
-  if (ofiConf.pingMs <= 0 || c->busy == 0 || c->own.failed) return ncclSuccess;
+  if (ofiConf.pingMs <= 0 || (c->busy == 0 && !c->refused) || c->own.failed) return ncclSuccess;
   ofiDev* d = c->own.dev;
   if (!c->pingRecv.posted) (void)postPingRecv(c);
   int64_t now = ofiNowNs();
-  if (c->pingSend.posted || now - c->lastProgressNs < ofiConf.pingMs * 1000000LL) return ncclSuccess;
-  c->lastProgressNs = now;
-  c->pingOut++;
+  if (!c->probing) {
+    if (now - c->lastProgressNs < ofiConf.pingMs * 1000000LL) return ncclSuccess;
+    c->probing = 1;
+    c->pingSentNs = now;
+    c->pingOut++;
+  }
+  /* A live peer's endpoint takes a small message at once, even when its process is stuck. A
+   * provider that cannot reach the peer fails the send, or (ofi_rxm) keeps refusing it (EAGAIN) or
+   * keeps it queued while it retries the connection: the probe's age tells. */
+  if (ofiConf.peerTimeoutMs > 0 && now - c->pingSentNs > ofiConf.peerTimeoutMs * 1000000LL)
+    return ofiFail(&c->own, ncclRemoteError,
+                   "device %s: the peer of connection %u has not taken a probe in %lld ms: it is gone or "
+                   "unreachable (CHORUS_OFI_PEER_TIMEOUT_MS)",
+                   d->name, c->id, (long long)ofiConf.peerTimeoutMs);
+  if (c->pingSend.posted) return ncclSuccess;
   ssize_t rc = fi_tsend(d->ep, &c->pingOut, sizeof(c->pingOut), descOf(c->ctrlMr), c->peer,
                         ofiCtrlTag(OFI_CTRL_PING, c->peerId), &c->pingSend.ctx);
   ncclResult_t res = ofiPost(d, &c->own, &c->pingSend, rc, "sending a probe to the peer");
-  return res == ncclInProgress ? ncclSuccess : res;
+  return res == ncclInProgress ? ncclSuccess : res; /* refused for now: tried again at the next call */
 }
 
 /* ---------------------------------------------------------------- listen */

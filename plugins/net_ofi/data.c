@@ -39,6 +39,16 @@ static ofiRequest* freeSlot(ofiComm* c) {
   return NULL;
 }
 
+/* A refused post (EAGAIN) is a wait too: it starts the probe clock (lock held). */
+static void noteRefused(ofiComm* c, ncclResult_t res) {
+  if (res == ncclInProgress && !c->refused) {
+    c->refused = 1;
+    c->lastProgressNs = ofiNowNs();
+  } else if (res == ncclSuccess) {
+    c->refused = 0;
+  }
+}
+
 /* The slot now belongs to the core (lock held). */
 static void takeSlot(ofiComm* c, ofiRequest* r) {
   r->used = 1;
@@ -104,9 +114,12 @@ ncclResult_t ofiIsend(void* sendComm, void* data, size_t size, int tag, void* mh
   if (r != NULL) {
     ofiOp* op = &r->ops[0];
     op->kind = OP_SEND;
-    ssize_t rc = fi_tsenddata(d->ep, data, size, mh && mh->entry ? mh->entry->desc : NULL, (uint64_t)(uint32_t)tag,
-                              c->peer, ofiDataTag(c->peerId, c->seq), &op->ctx);
+    void* desc = mh && mh->entry ? mh->entry->desc : NULL;
+    uint64_t wireTag = ofiDataTag(c->peerId, c->seq);
+    ssize_t rc = d->maxRecvs > 1 ? fi_tsenddata(d->ep, data, size, desc, (uint64_t)(uint32_t)tag, c->peer, wireTag, &op->ctx)
+                                 : fi_tsend(d->ep, data, size, desc, c->peer, wireTag, &op->ctx);
     res = ofiPost(d, &c->own, op, rc, "fi_tsenddata");
+    noteRefused(c, res);
     if (res == ncclSuccess) {
       r->n = 1;
       r->nPosted = 1;
@@ -181,11 +194,11 @@ ncclResult_t ofiIrecv(void* recvComm, int n, void** data, size_t* sizes, int* ta
     OFI_WARN("irecv: bad arguments");
     return ncclInternalError;
   }
-  if (n < 1 || n > OFI_MAX_RECVS || (n > 1 && tags == NULL)) {
-    OFI_WARN("irecv: %d buffers in one request (maxRecvs is %d)%s", n, OFI_MAX_RECVS, n > 1 ? ", or no tags" : "");
+  ofiDev* d = c->own.dev;
+  if (n < 1 || n > d->maxRecvs || (n > 1 && tags == NULL)) {
+    OFI_WARN("irecv: %d buffers in one request (maxRecvs is %d)%s", n, d->maxRecvs, n > 1 ? ", or no tags" : "");
     return ncclInternalError;
   }
-  ofiDev* d = c->own.dev;
   void* desc[OFI_MAX_RECVS];
   for (int i = 0; i < n; i++) {
     if (data[i] == NULL && sizes[i] > 0) {
@@ -228,6 +241,7 @@ ncclResult_t ofiIrecv(void* recvComm, int n, void** data, size_t* sizes, int* ta
       r->sizes[i] = 0;
     }
     res = postRecvOps(c, r);
+    noteRefused(c, res == ncclSuccess && r->nPosted == 0 ? ncclInProgress : res);
     if (res == ncclSuccess && r->nPosted > 0) { /* the rest (grouped) is posted by test() */
       c->seq += (uint64_t)n;
       takeSlot(c, r);

@@ -143,7 +143,8 @@ ncclResult_t ofiPost(ofiDev* d, ofiOwner* o, ofiOp* op, ssize_t rc, const char* 
 
 /* Errors that mean the other side is gone or unreachable. */
 static int remoteErrno(int e) {
-  return e == FI_ECONNREFUSED || e == FI_ECONNRESET || e == FI_ECONNABORTED || e == FI_ENOTCONN ||
+  /* FI_ECANCELED: only close cancels our ops; a provider that cancels one has lost the connection. */
+  return e == FI_ECANCELED || e == FI_ECONNREFUSED || e == FI_ECONNRESET || e == FI_ECONNABORTED || e == FI_ENOTCONN ||
          e == FI_EHOSTUNREACH || e == FI_ETIMEDOUT || e == FI_ESHUTDOWN || e == EPIPE || e == FI_EADDRNOTAVAIL;
 }
 
@@ -206,7 +207,7 @@ static void handleError(ofiDev* d) {
     return;
   }
   ofiOwner* o = op->owner;
-  if (err.err == FI_ECANCELED || o->closing) {
+  if (o->closing) { /* cancelled by close, or failing after it: nobody is waiting */
     finishOp(d, op, 0);
     return;
   }

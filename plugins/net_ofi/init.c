@@ -3,7 +3,7 @@
  *
  * Devices are found once per process (first init) and stay until the library is unloaded, because the
  * core may call getProperties at any time. A device is one domain that fi_getinfo offers for a
- * reliable-datagram endpoint with tagged messages and remote CQ data. Each domain is asked for three
+ * reliable-datagram endpoint with tagged messages. Each domain is asked for three
  * capability sets, richest first: with FI_HMEM and FI_RMA (CUDA buffers, flush by read-back), with
  * FI_RMA only, and with neither, so a provider without GPU support still gives host-memory devices.
  */
@@ -82,6 +82,8 @@ static void readSettings(void) {
   ofiConf.forceFlush = envLong("CHORUS_OFI_FORCE_FLUSH", 0) != 0;
   ofiConf.pingMs = envLong("CHORUS_OFI_PING_MS", 1000);
   if (ofiConf.pingMs < 0) ofiConf.pingMs = 0;
+  ofiConf.peerTimeoutMs = envLong("CHORUS_OFI_PEER_TIMEOUT_MS", 5000);
+  if (ofiConf.peerTimeoutMs < 0) ofiConf.peerTimeoutMs = 0;
   ofiConf.closeWaitMs = envLong("CHORUS_OFI_CLOSE_WAIT_MS", 1000);
   if (ofiConf.closeWaitMs < 0) ofiConf.closeWaitMs = 0;
 }
@@ -112,7 +114,7 @@ static int domainWanted(const char* name, int pass) {
 static struct fi_info* makeHints(uint64_t extraCaps) {
   struct fi_info* hints = fi_allocinfo();
   if (hints == NULL) return NULL;
-  hints->caps = FI_TAGGED | FI_SEND | FI_RECV | FI_REMOTE_CQ_DATA | extraCaps;
+  hints->caps = FI_TAGGED | FI_SEND | FI_RECV | extraCaps; /* remote CQ data: cq_data_size, below */
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->ep_attr->type = FI_EP_RDM;
   /* Every MR mode bit mr.c honours; a provider picks the ones it needs. */
@@ -196,6 +198,8 @@ static ncclResult_t addDevices(struct fi_info* list, int pass, int hmem, int rma
     dev->hmem = hmem;
     dev->rma = rma;
     dev->mrMode = (uint64_t)i->domain_attr->mr_mode;
+    /* Grouped receives need the isend's tag with each message: remote CQ data of 4 bytes or more. */
+    dev->maxRecvs = i->domain_attr->cq_data_size >= 4 ? OFI_MAX_RECVS : 1;
     dev->speedMbps = devSpeed(i, name);
     dev->pciPath = devPciPath(i, name);
     pthread_mutex_init(&dev->lock, NULL);
@@ -318,7 +322,7 @@ ncclResult_t ofiGetProperties(int dev, ncclNetProperties_v12_t* props) {
   props->port = 0;
   props->latency = 0;
   props->maxComms = 65536; /* connections share one endpoint; ids are OFI_ID_BITS wide */
-  props->maxRecvs = OFI_MAX_RECVS;
+  props->maxRecvs = d->maxRecvs;
   props->netDeviceType = NCCL_NET_DEVICE_HOST;
   props->netDeviceVersion = 0;
   props->vProps.ndevs = 1;

@@ -69,6 +69,7 @@ typedef struct {
   int cuda;            /* CHORUS_OFI_CUDA: offer NCCL_PTR_CUDA where the provider has FI_HMEM */
   int forceFlush;      /* CHORUS_OFI_FORCE_FLUSH: iflush reads back through the NIC for host memory too */
   int64_t pingMs;      /* CHORUS_OFI_PING_MS: probe a silent peer after this long (0: never) */
+  int64_t peerTimeoutMs; /* CHORUS_OFI_PEER_TIMEOUT_MS: a probe not taken in this long = peer gone */
   int64_t closeWaitMs; /* how long close waits for cancelled operations before leaving them to the CQ */
 } ofiSettings;
 extern ofiSettings ofiConf;
@@ -130,6 +131,7 @@ typedef struct ofiDev {
   int speedMbps;
   int hmem;                /* FI_HMEM offered: NCCL_PTR_CUDA */
   int rma;                 /* FI_RMA offered: flushes can read back */
+  int maxRecvs;            /* OFI_MAX_RECVS, or 1 without remote CQ data */
   uint64_t mrMode;
   pthread_mutex_t lock;
   /* endpoint (lock held) */
@@ -216,6 +218,9 @@ typedef struct ofiComm {
   int nextReq;
   int busy;                    /* requests handed out and not yet completed */
   int64_t lastProgressNs;      /* a completion of this comm, or a new request */
+  int64_t pingSentNs;          /* when the current probe was first tried */
+  int probing;                 /* a probe is being sent and has not been taken yet */
+  int refused;                 /* the provider refused our last isend/irecv (EAGAIN): still a wait */
   ofiOp pingSend, pingRecv, connectOp, flushOp;
   uint64_t pingOut, pingIn;
   ofiConnectMsg connectMsg;    /* send comm: the message connect() sends */
