@@ -30,6 +30,7 @@ foreach(case sizes bigrecv fork inflight grouped badtag overflow kill_sender kil
   ofi_add_test(${case} ${case})
 endforeach()
 ofi_add_test(flush flush ENV "CHORUS_OFI_FORCE_FLUSH=1")
+ofi_add_test(cuda cuda) # skips without a GPU, or where the provider has no FI_HMEM
 ofi_add_test(grouped_v8 grouped VERSION 8)
 foreach(v 8 9 10 11 12)
   ofi_add_test(v${v} version VERSION ${v})

@@ -3,7 +3,7 @@
  *
  *   test_net_ofi <path/to/libnccl-net-ofi.so> <case> [version]
  *
- * Cases: probe (loads and inits only), sizes, bigrecv, fork, inflight, grouped, badtag, overflow, flush, kill_sender, kill_receiver,
+ * Cases: probe (loads and inits only), sizes, cuda (GPU buffers, where the provider has FI_HMEM), bigrecv, fork, inflight, grouped, badtag, overflow, flush, kill_sender, kill_receiver,
  * strangers, badhandle, version (with 8..12), bw (prints bandwidth, not a test). Exit 0 = pass, 77 =
  * the provider cannot be opened here (skip, with the reason), anything else = fail with one line
  * saying what. The provider and domain come from the environment (FI_PROVIDER, CHORUS_OFI_DOMAIN).
@@ -854,6 +854,102 @@ static void caseBandwidth(void) {
   OK(xClose(1, rc));
 }
 
+/* ---------------------------------------------------------------- CUDA buffers (FI_HMEM) */
+
+/* The few CUDA driver calls this case needs, found at run time (no CUDA at build time). */
+typedef unsigned long long cuPtr;
+static struct {
+  int (*init)(unsigned);
+  int (*deviceGet)(int*, int);
+  int (*primaryCtxRetain)(void**, int);
+  int (*ctxSetCurrent)(void*);
+  int (*memAlloc)(cuPtr*, size_t);
+  int (*memFree)(cuPtr);
+  int (*htod)(cuPtr, const void*, size_t);
+  int (*dtoh)(void*, cuPtr, size_t);
+} cu;
+
+static void cudaOrSkip(void) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) {
+    fprintf(stderr, "SKIP: no CUDA driver here (libcuda.so.1: %s)\n", dlerror());
+    exit(SKIP_CODE);
+  }
+  *(void**)&cu.init = dlsym(lib, "cuInit");
+  *(void**)&cu.deviceGet = dlsym(lib, "cuDeviceGet");
+  *(void**)&cu.primaryCtxRetain = dlsym(lib, "cuDevicePrimaryCtxRetain");
+  *(void**)&cu.ctxSetCurrent = dlsym(lib, "cuCtxSetCurrent");
+  *(void**)&cu.memAlloc = dlsym(lib, "cuMemAlloc_v2");
+  *(void**)&cu.memFree = dlsym(lib, "cuMemFree_v2");
+  *(void**)&cu.htod = dlsym(lib, "cuMemcpyHtoD_v2");
+  *(void**)&cu.dtoh = dlsym(lib, "cuMemcpyDtoH_v2");
+  if (!cu.init || !cu.deviceGet || !cu.primaryCtxRetain || !cu.ctxSetCurrent || !cu.memAlloc || !cu.memFree ||
+      !cu.htod || !cu.dtoh)
+    FAIL("libcuda.so.1 lacks a driver call this test uses");
+  int dev = 0;
+  void* ctx = NULL;
+  if (cu.init(0) != 0 || cu.deviceGet(&dev, 0) != 0) {
+    fprintf(stderr, "SKIP: the CUDA driver finds no GPU\n");
+    exit(SKIP_CODE);
+  }
+  if (cu.primaryCtxRetain(&ctx, dev) != 0 || cu.ctxSetCurrent(ctx) != 0) FAIL("no CUDA context on GPU 0");
+}
+
+/* GPU buffer to GPU buffer through the plugin (regMr NCCL_PTR_CUDA), each receive flushed (iflush
+ * must give a request for CUDA memory), bytes checked after a copy back to the host. */
+static void caseCuda(void) {
+  cudaOrSkip();
+  if (!(gPtrSupport & NCCL_PTR_CUDA)) {
+    fprintf(stderr, "SKIP: the provider offers no FI_HMEM here (ptrSupport 0x%x)\n", gPtrSupport);
+    exit(SKIP_CODE);
+  }
+  static const size_t sizes[] = {4, 4093, (1 << 20) + 3, 8 << 20};
+  void *sc, *rc;
+  connectPair(&sc, &rc);
+  for (int k = 0; k < 4; k++) {
+    size_t sz = sizes[k];
+    unsigned char* host = malloc(sz);
+    fillRandom(host, sz, 77 + k);
+    cuPtr sbuf, rbuf;
+    if (cu.memAlloc(&sbuf, sz) != 0 || cu.memAlloc(&rbuf, sz + 64) != 0) FAIL("cuMemAlloc of %zu bytes", sz);
+    if (cu.htod(sbuf, host, sz) != 0) FAIL("cuMemcpyHtoD");
+    memset(host, 0, sz);
+    if (cu.htod(rbuf, host, sz) != 0) FAIL("cuMemcpyHtoD");
+    void *smh, *rmh, *sreq = NULL, *rreq = NULL;
+    OK(n12->regMr(sc, (void*)(uintptr_t)sbuf, sz, NCCL_PTR_CUDA, &smh));
+    OK(n12->regMr(rc, (void*)(uintptr_t)rbuf, sz + 64, NCCL_PTR_CUDA, &rmh));
+    void* rdata = (void*)(uintptr_t)rbuf;
+    size_t rsize = sz + 64;
+    int tag = 5;
+    while (rreq == NULL) OK(n12->irecv(rc, 1, &rdata, &rsize, &tag, &rmh, NULL, &rreq));
+    while (sreq == NULL) OK(n12->isend(sc, (void*)(uintptr_t)sbuf, sz, tag, smh, NULL, &sreq));
+    int sdone = 0, rdone = 0, got = -1;
+    double end = nowSec() + 30;
+    while (!sdone || !rdone) {
+      if (!sdone) OK(n12->test(sreq, &sdone, NULL));
+      if (!rdone) OK(n12->test(rreq, &rdone, &got));
+      if (nowSec() > end) FAIL("CUDA transfer of %zu bytes not done after 30 s", sz);
+    }
+    if ((size_t)got != sz) FAIL("CUDA receive: %d bytes, %zu sent", got, sz);
+    void* freq = NULL;
+    int isz = got;
+    OK(n12->iflush(rc, 1, &rdata, &isz, &rmh, &freq));
+    if (freq == NULL) FAIL("iflush of CUDA memory gave no request");
+    OK(waitReq(freq, NULL, 10));
+    if (cu.dtoh(host, rbuf, sz) != 0) FAIL("cuMemcpyDtoH");
+    char what[64];
+    snprintf(what, sizeof(what), "CUDA message of %zu bytes", sz);
+    checkData(host, sz, 77 + k, what);
+    OK(n12->deregMr(sc, smh));
+    OK(n12->deregMr(rc, rmh));
+    cu.memFree(sbuf);
+    cu.memFree(rbuf);
+    free(host);
+  }
+  OK(xClose(0, sc));
+  OK(xClose(1, rc));
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: %s <plugin.so> <case> [version]\n", argv[0]);
@@ -873,6 +969,9 @@ int main(int argc, char** argv) {
       return SKIP_CODE;
     }
     caseSizes(0, kSizes, NSIZES, 1);
+  } else if (strcmp(c, "cuda") == 0) {
+    if (ver != 12) FAIL("cuda runs on the v12 table");
+    caseCuda();
   } else if (strcmp(c, "fork") == 0) caseFork();
   else if (strcmp(c, "inflight") == 0) caseInflight();
   else if (strcmp(c, "grouped") == 0) caseGrouped();
