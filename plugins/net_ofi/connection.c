@@ -97,7 +97,6 @@ static ofiComm* commAlloc(ofiDev* d, int isSend) {
   c->pingSend = (ofiOp){.kind = OP_PING_SEND, .owner = &c->own};
   c->pingRecv = (ofiOp){.kind = OP_PING_RECV, .owner = &c->own};
   c->connectOp = (ofiOp){.kind = OP_CONNECT_SEND, .owner = &c->own};
-  c->flushOp = (ofiOp){.kind = OP_FLUSH, .owner = &c->own};
   c->lastProgressNs = ofiNowNs();
   return c;
 }

@@ -221,7 +221,7 @@ typedef struct ofiComm {
   int64_t pingSentNs;          /* when the current probe was first tried */
   int probing;                 /* a probe is being sent and has not been taken yet */
   int refused;                 /* the provider refused our last isend/irecv (EAGAIN): still a wait */
-  ofiOp pingSend, pingRecv, connectOp, flushOp;
+  ofiOp pingSend, pingRecv, connectOp;
   uint64_t pingOut, pingIn;
   ofiConnectMsg connectMsg;    /* send comm: the message connect() sends */
   ofiMrEntry* ctrlMr;          /* registration of this struct when the provider needs one */
