@@ -614,8 +614,11 @@ static void caseBadTag(void) {
   ncclResult_t r = waitError(req, &done, 10);
   if (r == ncclSuccess) FAIL("a send with an unexpected tag was %s", done ? "accepted" : "never reported");
   if (r != ncclInvalidUsage) FAIL("unexpected tag: test returned %d, expected ncclInvalidUsage", r);
-  xClose(0, sc);
-  xClose(1, rc);
+  OK(xClose(0, sc));
+  OK(xClose(1, rc));
+  OK(xDeregMr(rc, mh[0])); /* registrations belong to the domain: released after the comms too */
+  OK(xDeregMr(rc, mh[1]));
+  OK(xDeregMr(sc, smh));
 }
 
 /* A message longer than the posted receive fails the receive with ncclSystemError, logged. */
@@ -738,6 +741,7 @@ static void caseKill(int killSender) {
   if (!killed) FAIL("transfer failed (%d) before the peer was killed", r);
   if (r != ncclSystemError && r != ncclRemoteError) FAIL("test() returned %d, expected a system/remote error", r);
   if (nowSec() - tk > 10) FAIL("error took %.1f s", nowSec() - tk);
+  OK(xDeregMr(comm, mh));
   OK(xClose(sendInParent ? 0 : 1, comm));
   if (lc) OK(xClose(2, lc));
   free(buf);
