@@ -69,6 +69,7 @@ void ofiCommFree(ofiOwner* o) {
     }
   if (c->ctrlMr) ofiMrPut(d, c->ctrlMr);
   c->magic = 0;
+  free(c->pending);
   free(c->reqs);
   free(c);
 }
@@ -82,7 +83,10 @@ static ofiComm* commAlloc(ofiDev* d, int isSend) {
   c->isSend = isSend;
   c->nReqs = isSend ? OFI_SEND_REQUESTS : OFI_RECV_REQUESTS;
   c->reqs = calloc((size_t)c->nReqs, sizeof(*c->reqs));
-  if (c->reqs == NULL) {
+  c->pending = calloc((size_t)c->nReqs, sizeof(*c->pending));
+  if (c->reqs == NULL || c->pending == NULL) {
+    free(c->reqs);
+    free(c->pending);
     free(c);
     return NULL;
   }
@@ -128,7 +132,7 @@ void ofiOnPing(ofiOp* op, int ok) {
 }
 
 ncclResult_t ofiPingCheck(ofiComm* c) {
-  if (ofiConf.pingMs <= 0 || (c->busy == 0 && !c->refused) || c->own.failed) return ncclSuccess;
+  if (ofiConf.pingMs <= 0 || c->busy == 0 || c->own.failed) return ncclSuccess;
   ofiDev* d = c->own.dev;
   if (!c->pingRecv.posted) (void)postPingRecv(c);
   int64_t now = ofiNowNs();

@@ -11,6 +11,11 @@
  * when the provider needs it) and is copied to its buffer when its completion shows the tag. Plain
  * receives (n = 1) go straight into the caller's buffer.
  *
+ * Requests are taken from the comm's pool (the ABI's capacity: 32 receives, 32 x maxRecvs sends) and
+ * queued in issue order; each call on the comm hands the provider what it has room for, oldest
+ * first. So a provider with a short queue (-FI_EAGAIN) delays a request but never refuses it, and
+ * only an exhausted pool gives the core a NULL request.
+ *
  * A message longer than its receive is truncated by the provider, which reports FI_ETRUNC: the comm
  * fails with ncclSystemError. A shorter one reports its own length.
  */
@@ -39,21 +44,88 @@ static ofiRequest* freeSlot(ofiComm* c) {
   return NULL;
 }
 
-/* A refused post (EAGAIN) is a wait too: it starts the probe clock (lock held). */
-static void noteRefused(ofiComm* c, ncclResult_t res) {
-  if (res == ncclInProgress && !c->refused) {
-    c->refused = 1;
-    c->lastProgressNs = ofiNowNs();
-  } else if (res == ncclSuccess) {
-    c->refused = 0;
+/* ---------------------------------------------------------------- posting */
+
+/* Bounce buffer j of a grouped slot, at least cap bytes (lock held). */
+static ncclResult_t ensureBounce(ofiDev* d, ofiRequest* r, int j, size_t cap) {
+  if (r->bounce[j] != NULL && r->bounceLen[j] >= cap) return ncclSuccess;
+  if (r->bounceMr[j]) ofiMrPut(d, r->bounceMr[j]);
+  free(r->bounce[j]);
+  r->bounceMr[j] = NULL;
+  r->bounceLen[j] = 0;
+  size_t len = (cap + 4095) & ~(size_t)4095;
+  r->bounce[j] = aligned_alloc(4096, len ? len : 4096);
+  if (r->bounce[j] == NULL) {
+    OFI_WARN("irecv: out of memory for a %zu-byte bounce buffer", len);
+    return ncclSystemError;
   }
+  r->bounceLen[j] = len;
+  if (ofiMrNeeded(d, NCCL_PTR_HOST)) return ofiMrGet(d, r->bounce[j], len, NCCL_PTR_HOST, 0, &r->bounceMr[j]);
+  return ncclSuccess;
 }
 
-/* The slot now belongs to the core (lock held). */
-static void takeSlot(ofiComm* c, ofiRequest* r) {
+/* Hand the provider the ops of r it has not got yet; stops quietly when its queue is full (lock held). */
+static ncclResult_t postOps(ofiComm* c, ofiRequest* r) {
+  ofiDev* d = c->own.dev;
+  size_t cap = 0;
+  for (int i = 0; r->grouped && i < r->n; i++)
+    if (r->capacity[i] > cap) cap = r->capacity[i];
+  while (r->nPosted < r->n) {
+    int j = r->nPosted;
+    ofiOp* op = &r->ops[j];
+    op->kind = r->kind;
+    ssize_t rc;
+    const char* what;
+    if (r->kind == OP_SEND) {
+      uint64_t wireTag = ofiDataTag(c->peerId, r->seq);
+      what = "fi_tsend";
+      rc = d->maxRecvs > 1 ? fi_tsenddata(d->ep, r->data[0], r->capacity[0], r->desc[0], (uint64_t)(uint32_t)r->tags[0],
+                                          c->peer, wireTag, &op->ctx)
+                           : fi_tsend(d->ep, r->data[0], r->capacity[0], r->desc[0], c->peer, wireTag, &op->ctx);
+    } else if (r->kind == OP_RECV) {
+      void* buf = r->data[0];
+      void* desc = r->desc[0];
+      size_t len = r->capacity[0];
+      if (r->grouped) {
+        ncclResult_t res = ensureBounce(d, r, j, cap);
+        if (res != ncclSuccess) return ofiFail(&c->own, res, "irecv: no bounce buffer for a grouped receive");
+        buf = r->bounce[j], desc = descOf(r->bounceMr[j]), len = cap;
+      }
+      what = "fi_trecv";
+      rc = fi_trecv(d->ep, buf, len, desc, FI_ADDR_UNSPEC, ofiDataTag(c->id, r->seq + (uint64_t)j), 0, &op->ctx);
+    } else {
+      what = "fi_read (flush)";
+      rc = fi_read(d->ep, d->flushBuf, r->flushLen, descOf(d->flushMr), d->self, r->raddr, r->rkey, &op->ctx);
+    }
+    ncclResult_t res = ofiPost(d, &c->own, op, rc, what);
+    if (res == ncclInProgress) return ncclSuccess;
+    if (res != ncclSuccess) return res;
+    r->nPosted++;
+  }
+  return ncclSuccess;
+}
+
+/* Post queued requests in issue order, as far as the provider takes them (lock held). */
+static ncclResult_t postPending(ofiComm* c) {
+  while (c->pendHead != c->pendTail && !c->own.failed) {
+    ofiRequest* r = c->pending[c->pendHead % (uint64_t)c->nReqs];
+    ncclResult_t res = postOps(c, r);
+    if (res != ncclSuccess) return res;
+    if (r->nPosted < r->n) break;
+    c->pendHead++;
+  }
+  return (ncclResult_t)c->own.failed;
+}
+
+/* The filled slot r becomes a request of the core: queued, then posted as far as possible (lock held). */
+static ncclResult_t issue(ofiComm* c, ofiRequest* r) {
   r->used = 1;
+  r->nPosted = 0;
+  r->nDone = 0;
   c->nextReq = (int)(r - c->reqs + 1) % c->nReqs;
   if (c->busy++ == 0) c->lastProgressNs = ofiNowNs(); /* the probe clock starts with the first request */
+  c->pending[c->pendTail++ % (uint64_t)c->nReqs] = r; /* at most nReqs slots are in use: never overflows */
+  return postPending(c);
 }
 
 /* ---------------------------------------------------------------- completions */
@@ -64,7 +136,7 @@ void ofiOnData(ofiOp* op) {
   ofiComm* c = r->comm;
   c->lastProgressNs = ofiNowNs();
   r->nDone++;
-  if (c->isSend || r->flush) return;
+  if (r->kind != OP_RECV) return;
   if (!r->grouped) {
     r->sizes[0] = op->len;
     return;
@@ -110,82 +182,27 @@ ncclResult_t ofiIsend(void* sendComm, void* data, size_t size, int tag, void* mh
   pthread_mutex_lock(&d->lock);
   ofiProgress(d);
   ncclResult_t res = (ncclResult_t)c->own.failed;
-  ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL;
+  ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL; /* none free: NULL request, the core retries */
   if (r != NULL) {
-    ofiOp* op = &r->ops[0];
-    op->kind = OP_SEND;
-    void* desc = mh && mh->entry ? mh->entry->desc : NULL;
-    uint64_t wireTag = ofiDataTag(c->peerId, c->seq);
-    ssize_t rc = d->maxRecvs > 1 ? fi_tsenddata(d->ep, data, size, desc, (uint64_t)(uint32_t)tag, c->peer, wireTag, &op->ctx)
-                                 : fi_tsend(d->ep, data, size, desc, c->peer, wireTag, &op->ctx);
-    res = ofiPost(d, &c->own, op, rc, "fi_tsenddata");
-    noteRefused(c, res);
-    if (res == ncclSuccess) {
-      r->n = 1;
-      r->nPosted = 1;
-      r->nDone = 0;
-      r->grouped = 0;
-      r->flush = 0;
-      r->seq = c->seq++;
-      r->sizes[0] = size;
-      takeSlot(c, r);
-      *request = r;
-    } else if (res == ncclInProgress) {
-      res = ncclSuccess; /* the provider's queue is full: NULL request, the core retries */
-    }
+    r->kind = OP_SEND;
+    r->n = 1;
+    r->grouped = 0;
+    r->seq = c->seq++;
+    r->data[0] = data;
+    r->desc[0] = mh && mh->entry ? mh->entry->desc : NULL;
+    r->capacity[0] = size;
+    r->tags[0] = tag;
+    r->sizes[0] = size;
+    res = issue(c, r);
+    if (res == ncclSuccess) *request = r;
   }
+  if (res == ncclSuccess) res = postPending(c);
   if (res == ncclSuccess) res = ofiPingCheck(c);
   pthread_mutex_unlock(&d->lock);
   return res;
 }
 
 /* ---------------------------------------------------------------- irecv */
-
-/* Bounce buffer j of a grouped slot, at least cap bytes (lock held). */
-static ncclResult_t ensureBounce(ofiDev* d, ofiRequest* r, int j, size_t cap) {
-  if (r->bounce[j] != NULL && r->bounceLen[j] >= cap) return ncclSuccess;
-  if (r->bounceMr[j]) ofiMrPut(d, r->bounceMr[j]);
-  free(r->bounce[j]);
-  r->bounceMr[j] = NULL;
-  r->bounceLen[j] = 0;
-  size_t len = (cap + 4095) & ~(size_t)4095;
-  r->bounce[j] = aligned_alloc(4096, len ? len : 4096);
-  if (r->bounce[j] == NULL) {
-    OFI_WARN("irecv: out of memory for a %zu-byte bounce buffer", len);
-    return ncclSystemError;
-  }
-  r->bounceLen[j] = len;
-  if (ofiMrNeeded(d, NCCL_PTR_HOST)) return ofiMrGet(d, r->bounce[j], len, NCCL_PTR_HOST, 0, &r->bounceMr[j]);
-  return ncclSuccess;
-}
-
-/* Post the receive ops of r not posted yet; stops quietly when the provider is busy (lock held). */
-static ncclResult_t postRecvOps(ofiComm* c, ofiRequest* r) {
-  ofiDev* d = c->own.dev;
-  size_t cap = 0;
-  for (int i = 0; i < r->n; i++)
-    if (r->capacity[i] > cap) cap = r->capacity[i];
-  while (r->nPosted < r->n) {
-    int j = r->nPosted;
-    ofiOp* op = &r->ops[j];
-    op->kind = OP_RECV;
-    void* buf = r->data[0];
-    void* desc = r->desc[0];
-    if (r->grouped) {
-      ncclResult_t res = ensureBounce(d, r, j, cap);
-      if (res != ncclSuccess) return ofiFail(&c->own, res, "irecv: no bounce buffer for a grouped receive");
-      buf = r->bounce[j];
-      desc = descOf(r->bounceMr[j]);
-    }
-    ssize_t rc = fi_trecv(d->ep, buf, r->grouped ? cap : r->capacity[0], desc, FI_ADDR_UNSPEC,
-                          ofiDataTag(c->id, r->seq + (uint64_t)j), 0, &op->ctx);
-    ncclResult_t res = ofiPost(d, &c->own, op, rc, "fi_trecv");
-    if (res == ncclInProgress) return ncclSuccess;
-    if (res != ncclSuccess) return res;
-    r->nPosted++;
-  }
-  return ncclSuccess;
-}
 
 ncclResult_t ofiIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
                       void** request) {
@@ -226,13 +243,12 @@ ncclResult_t ofiIrecv(void* recvComm, int n, void** data, size_t* sizes, int* ta
   ncclResult_t res = (ncclResult_t)c->own.failed;
   ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL;
   if (r != NULL) {
+    r->kind = OP_RECV;
     r->n = n;
-    r->nPosted = 0;
-    r->nDone = 0;
     r->grouped = n > 1;
-    r->flush = 0;
     r->filled = 0;
     r->seq = c->seq;
+    c->seq += (uint64_t)n;
     for (int i = 0; i < n; i++) {
       r->data[i] = data[i];
       r->desc[i] = desc[i];
@@ -240,14 +256,10 @@ ncclResult_t ofiIrecv(void* recvComm, int n, void** data, size_t* sizes, int* ta
       r->tags[i] = tags ? tags[i] : 0;
       r->sizes[i] = 0;
     }
-    res = postRecvOps(c, r);
-    noteRefused(c, res == ncclSuccess && r->nPosted == 0 ? ncclInProgress : res);
-    if (res == ncclSuccess && r->nPosted > 0) { /* the rest (grouped) is posted by test() */
-      c->seq += (uint64_t)n;
-      takeSlot(c, r);
-      *request = r;
-    }
+    res = issue(c, r);
+    if (res == ncclSuccess) *request = r;
   }
+  if (res == ncclSuccess) res = postPending(c);
   if (res == ncclSuccess) res = ofiPingCheck(c);
   pthread_mutex_unlock(&d->lock);
   return res;
@@ -281,32 +293,18 @@ ncclResult_t ofiIflush(void* recvComm, int n, void** data, int* sizes, void** mh
   ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL;
   if (r != NULL) {
     ofiMrEntry* e = mh->entry;
-    uint64_t raddr = (d->mrMode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)data[idx]
-                                                   : (uint64_t)((uintptr_t)data[idx] - e->base);
-    size_t len = sizes[idx] < 4 ? (size_t)sizes[idx] : 4;
-    ofiOp* op = &r->ops[0];
-    op->kind = OP_FLUSH;
-    /* A NULL request would tell the core the flush is done, so a full queue is waited out here. */
-    ssize_t rc;
-    for (int tries = 0;; tries++) {
-      rc = fi_read(d->ep, d->flushBuf, len, descOf(d->flushMr), d->self, raddr, e->key, &op->ctx);
-      if (rc != -FI_EAGAIN || tries == 100000) break;
-      ofiProgress(d);
-    }
-    res = ofiPost(d, &c->own, op, rc, "fi_read (flush)");
-    if (res == ncclInProgress) res = ofiFail(&c->own, ncclSystemError, "iflush on %s: the provider stays busy", d->name);
-    if (res == ncclSuccess) {
-      r->n = 1;
-      r->nPosted = 1;
-      r->nDone = 0;
-      r->grouped = 0;
-      r->flush = 1;
-      r->sizes[0] = 0;
-      takeSlot(c, r);
-      *request = r;
-    }
+    r->kind = OP_FLUSH;
+    r->n = 1;
+    r->grouped = 0;
+    r->raddr = (d->mrMode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)data[idx] : (uint64_t)((uintptr_t)data[idx] - e->base);
+    r->rkey = e->key;
+    r->flushLen = sizes[idx] < 4 ? (size_t)sizes[idx] : 4;
+    r->sizes[0] = 0;
+    res = issue(c, r);
+    if (res == ncclSuccess) *request = r;
   } else if (res == ncclSuccess) {
-    res = ofiFail(&c->own, ncclInternalError, "iflush: more than %d requests in flight", c->nReqs);
+    /* A NULL request would tell the core the flush is done. */
+    res = ofiFail(&c->own, ncclInternalError, "iflush: all %d requests of the comm are in flight", c->nReqs);
   }
   pthread_mutex_unlock(&d->lock);
   return res;
@@ -324,10 +322,8 @@ ncclResult_t ofiTest(void* request, int* done, int* sizes) {
   ofiDev* d = c->own.dev;
   *done = 0;
   pthread_mutex_lock(&d->lock);
-  ncclResult_t res = (ncclResult_t)c->own.failed;
-  if (res == ncclSuccess && r->nPosted < r->n) res = postRecvOps(c, r);
   ofiProgress(d);
-  if (res == ncclSuccess) res = (ncclResult_t)c->own.failed;
+  ncclResult_t res = postPending(c);
   if (res == ncclSuccess) res = ofiPingCheck(c);
   if (res == ncclSuccess && r->nDone == r->n) {
     for (int i = 0; sizes != NULL && i < r->n; i++) sizes[i] = r->sizes[i] > INT_MAX ? INT_MAX : (int)r->sizes[i];

@@ -4,9 +4,11 @@
  * Devices are found once per process (first init) and stay until the library is unloaded, because the
  * core may call getProperties at any time. A device is one domain that fi_getinfo offers for a
  * reliable-datagram endpoint with tagged messages. Each domain is asked for three
- * capability sets, richest first: with FI_HMEM and FI_RMA (CUDA buffers, flush by read-back), with
- * FI_RMA only, and with neither, so a provider without GPU support still gives host-memory devices.
+ * capability sets, richest first: with FI_HMEM and FI_RMA (CUDA buffers, flush by read-back; only
+ * where the CUDA driver loads), with FI_RMA only, and with neither, so a provider without GPU support
+ * still gives host-memory devices.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -208,12 +210,21 @@ static ncclResult_t addDevices(struct fi_info* list, int pass, int hmem, int rma
   return ncclSuccess;
 }
 
+/* FI_HMEM only says the provider handles device memory of some kind (shm offers it with no GPU at
+ * all); CUDA pointers are offered only where the CUDA driver is there too. */
+static int cudaDriverPresent(void) {
+  void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (h == NULL) return 0;
+  dlclose(h);
+  return 1;
+}
+
 static ncclResult_t findDevices(void) {
   static const uint64_t capSets[3] = {FI_HMEM | FI_RMA | FI_READ | FI_REMOTE_READ, FI_RMA | FI_READ | FI_REMOTE_READ, 0};
   struct fi_info* lists[3] = {NULL, NULL, NULL};
   int lastErr = 0;
   for (int k = 0; k < 3; k++) {
-    if (k == 0 && !ofiConf.cuda) continue;
+    if (k == 0 && (!ofiConf.cuda || !cudaDriverPresent())) continue;
     struct fi_info* hints = makeHints(capSets[k]);
     if (hints == NULL) {
       OFI_WARN("out of memory allocating fi_info hints");

@@ -187,12 +187,14 @@ typedef struct {
 typedef struct ofiRequest {
   struct ofiComm* comm;
   int used;
-  int n;                       /* send: 1; recv: buffers */
-  int nPosted;                 /* ops handed to the provider (a grouped receive may need several calls) */
+  int kind;                    /* OP_SEND, OP_RECV or OP_FLUSH */
+  int n;                       /* send, flush: 1; recv: buffers */
+  int nPosted;                 /* ops handed to the provider so far (the rest wait in the comm's queue) */
   int nDone;                   /* ops completed */
   int grouped;                 /* recv with n > 1: messages land in bounce buffers, then by tag */
-  int flush;                   /* an iflush request */
   uint64_t seq;                /* sequence number of its first message */
+  uint64_t raddr, rkey;        /* flush: where the read-back reads */
+  size_t flushLen;
   void* data[OFI_MAX_RECVS];
   void* desc[OFI_MAX_RECVS];
   size_t capacity[OFI_MAX_RECVS];
@@ -217,10 +219,11 @@ typedef struct ofiComm {
   int nReqs;
   int nextReq;
   int busy;                    /* requests handed out and not yet completed */
+  ofiRequest** pending;        /* requests not yet fully posted, in issue order (a ring of nReqs) */
+  uint64_t pendHead, pendTail;
   int64_t lastProgressNs;      /* a completion of this comm, or a new request */
   int64_t pingSentNs;          /* when the current probe was first tried */
   int probing;                 /* a probe is being sent and has not been taken yet */
-  int refused;                 /* the provider refused our last isend/irecv (EAGAIN): still a wait */
   ofiOp pingSend, pingRecv, connectOp;
   uint64_t pingOut, pingIn;
   ofiConnectMsg connectMsg;    /* send comm: the message connect() sends */
