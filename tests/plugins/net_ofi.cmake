@@ -75,3 +75,10 @@ foreach(n 2 3 4)
   set_tests_properties(${tests} PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
                        SKIP_RETURN_CODE ${CHORUS_SKIP_CODE} ENVIRONMENT "${OFI_RANKS_ENV}")
 endforeach()
+
+# A rank SIGKILLs itself mid all-reduce (tests/ranks/test_kill.c): every survivor gets an error and
+# aborts. CHORUS_TIMEOUT is far above the plugin's probe (1 s + 5 s), so the errors come from the
+# plugin seeing the dead peer (within --deadline 30 s), not from Chorus's own deadline.
+add_test(NAME ranks.ofi.kill.n4.hosts COMMAND ${OFI_IF} $<TARGET_FILE:test_kill> 4 2 --hosts 4 --deadline 30)
+set_tests_properties(ranks.ofi.kill.n4.hosts PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60")
