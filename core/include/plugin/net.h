@@ -25,4 +25,9 @@ typedef ncclNetAttr_v12_t ncclNetAttr_t;
 typedef ncclNetDeviceHandle_v12_t ncclNetDeviceHandle_t;
 typedef ncclNetSGE_v12_t ncclNetSGE_t;
 
+/* Names of the objects a plugin built against these headers exports (the newest version), so that a
+ * plugin can write `const ncclNet_t NCCL_NET_PLUGIN_SYMBOL = {...};`. Not strings: identifiers. */
+#define NCCL_NET_PLUGIN_SYMBOL ncclNetPlugin_v12
+#define NCCL_COLLNET_PLUGIN_SYMBOL ncclCollNetPlugin_v12
+
 #endif /* CHORUS_PLUGIN_NET_H_ */
