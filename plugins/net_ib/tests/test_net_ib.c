@@ -1,0 +1,302 @@
+/*
+ * test_net_ib.c: libnccl-net-ib.so driven through its exported tables, as a core drives it.
+ *   test_net_ib <plugin.so> <case> <version>
+ * Cases that run anywhere:
+ *   load      every ncclNetPlugin_v12..v8 is exported and named IB; init succeeds; without RDMA
+ *             devices devices() is 0 (said at INFO) and device calls fail cleanly
+ *   nodev     NCCL_IB_DISABLE=1: 0 devices, said at INFO
+ *   badenv    (argument: the variable set wrong by ctest) init fails with a WARN naming it
+ * Cases that need an RDMA device (exit 77, skipped, without one):
+ *   pair      a send comm and a recv comm of this process on device 0: many transfers in flight,
+ *             sizes 0 .. 8 MiB, contents checked byte for byte; a send larger than its receive fails
+ *   deadpeer  the sending process is SIGKILLed: the receiver gets an error within seconds, no hang
+ */
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin/net.h"
+
+#define SKIP 77
+static char logText[1 << 16];
+static size_t logLen;
+
+static void logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
+  (void)flags;
+  (void)file;
+  (void)line;
+  if (logLen + 512 >= sizeof(logText)) return;
+  logLen += (size_t)snprintf(logText + logLen, sizeof(logText) - logLen, "%s ", level == NCCL_LOG_WARN ? "WARN" : "INFO");
+  va_list ap;
+  va_start(ap, fmt);
+  logLen += (size_t)vsnprintf(logText + logLen, sizeof(logText) - logLen, fmt, ap);
+  va_end(ap);
+  logText[logLen++] = '\n';
+  logText[logLen] = '\0';
+}
+
+#define FAIL(...)                                          \
+  do {                                                     \
+    fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
+    fprintf(stderr, __VA_ARGS__);                          \
+    fprintf(stderr, "\n--- plugin log ---\n%s", logText); \
+    exit(1);                                               \
+  } while (0)
+
+static void* lib;
+static const ncclNet_v12_t* t12;
+static const ncclNet_v8_t* t8;
+static int version;
+static void* ctx;
+
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* init through the table of the version under test */
+static ncclResult_t initVersion(void) {
+  char sym[32];
+  snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", version);
+  void* t = dlsym(lib, sym);
+  if (t == NULL) FAIL("%s is not exported", sym);
+  ncclNetCommConfig_v12_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
+  switch (version) {
+    case 12: return ((const ncclNet_v12_t*)t)->init(&ctx, 7, &cfg, logger, NULL);
+    case 11: return ((const ncclNet_v11_t*)t)->init(&ctx, 7, (ncclNetCommConfig_v11_t*)&cfg, logger, NULL);
+    case 10: return ((const ncclNet_v10_t*)t)->init(logger, NULL);
+    case 9: return ((const ncclNet_v9_t*)t)->init(logger);
+    case 8: return ((const ncclNet_v8_t*)t)->init(logger);
+  }
+  FAIL("unknown version %d", version);
+}
+
+static int devicesOf(void) {
+  int n = -1;
+  if (t12->devices(&n) != ncclSuccess || n < 0) FAIL("devices() failed or negative (%d)", n);
+  return n;
+}
+
+static void caseLoad(void) {
+  const char* names[] = {"ncclNetPlugin_v12", "ncclNetPlugin_v11", "ncclNetPlugin_v10", "ncclNetPlugin_v9",
+                         "ncclNetPlugin_v8"};
+  for (int i = 0; i < 5; i++) {
+    const char* const* name = dlsym(lib, names[i]); /* every table starts with its name */
+    if (name == NULL || *name == NULL || strcmp(*name, "IB") != 0) FAIL("%s missing or not named IB", names[i]);
+  }
+  if (dlsym(lib, "ibIsend") != NULL || dlsym(lib, "chrSockProgress") != NULL || dlsym(lib, "chrNetPluginV12") != NULL)
+    FAIL("internal symbols are exported");
+  ncclResult_t res = initVersion();
+  if (res != ncclSuccess) FAIL("init returned %d", (int)res);
+  int n = devicesOf();
+  if (n == 0) {
+    if (!strstr(logText, "INFO") || !strstr(logText, "0 devices")) FAIL("no INFO line saying 0 devices");
+    if (strstr(logText, "WARN")) FAIL("a WARN without devices");
+    ncclNetProperties_v12_t p;
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* comm = NULL;
+    if (t12->getProperties(0, &p) != ncclInvalidArgument) FAIL("getProperties(0) without devices did not fail");
+    if (t12->listen(ctx, 0, handle, &comm) != ncclInvalidArgument || comm != NULL) FAIL("listen without devices");
+    if (t12->connect(ctx, 0, handle, &comm, NULL) != ncclInvalidArgument || comm != NULL) FAIL("connect without devices");
+  } else {
+    for (int d = 0; d < n; d++) {
+      ncclNetProperties_v12_t p;
+      if (t12->getProperties(d, &p) != ncclSuccess) FAIL("getProperties(%d)", d);
+      if (p.name == NULL || !(p.ptrSupport & NCCL_PTR_HOST) || p.maxRecvs != 1 || p.speed <= 0 || p.vProps.ndevs != 1)
+        FAIL("implausible properties of device %d", d);
+    }
+  }
+  if (version >= 11 && t12->finalize(ctx) != ncclSuccess) FAIL("finalize");
+}
+
+static void caseNodev(void) {
+  if (initVersion() != ncclSuccess) FAIL("init");
+  if (devicesOf() != 0) FAIL("NCCL_IB_DISABLE=1 but devices > 0");
+  if (!strstr(logText, "NCCL_IB_DISABLE")) FAIL("no INFO line naming NCCL_IB_DISABLE");
+}
+
+static void caseBadEnv(const char* var) {
+  ncclResult_t res = initVersion();
+  if (res == ncclSuccess) FAIL("init succeeded with a malformed %s", var);
+  if (!strstr(logText, "WARN") || !strstr(logText, var)) FAIL("no WARN naming %s", var);
+}
+
+/* ---------------------------------------------------------------- with devices */
+
+static void connectPair(void** sendComm, void** recvComm, void** listenComm) {
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  if (t12->listen(ctx, 0, handle, listenComm) != ncclSuccess || *listenComm == NULL) FAIL("listen");
+  *sendComm = *recvComm = NULL;
+  double end = nowSec() + 20;
+  while (*sendComm == NULL || *recvComm == NULL) {
+    if (*sendComm == NULL && t12->connect(ctx, 0, handle, sendComm, NULL) != ncclSuccess) FAIL("connect");
+    if (*recvComm == NULL && t12->accept(*listenComm, recvComm, NULL) != ncclSuccess) FAIL("accept");
+    if (nowSec() > end) FAIL("connect/accept did not finish in 20 s");
+  }
+}
+
+static uint8_t pattern(size_t i, unsigned msg) { return (uint8_t)((i * 131u + msg * 7u + (i >> 9)) & 0xff); }
+
+static ncclResult_t isendV(void* comm, void* data, size_t size, int tag, void* mh, void** req) {
+  if (version == 8) return t8->isend(comm, data, (int)size, tag, mh, req);
+  return t12->isend(comm, data, size, tag, mh, NULL, req);
+}
+static ncclResult_t irecvV(void* comm, void* data, size_t size, int tag, void* mh, void** req) {
+  if (version == 8) {
+    int s = (int)size;
+    return t8->irecv(comm, 1, &data, &s, &tag, &mh, req);
+  }
+  return t12->irecv(comm, 1, &data, &size, &tag, &mh, NULL, req);
+}
+
+static void casePair(void) {
+  if (initVersion() != ncclSuccess) FAIL("init");
+  if (devicesOf() == 0) {
+    printf("no RDMA device: skipped\n");
+    exit(SKIP);
+  }
+  void *sc, *rc, *lc;
+  connectPair(&sc, &rc, &lc);
+  enum { NMSG = 200, SLOT = 8 << 20 };
+  uint8_t* sbuf = malloc((size_t)SLOT * 2);
+  uint8_t* rbuf = malloc((size_t)SLOT * 2);
+  if (!sbuf || !rbuf) FAIL("malloc");
+  void *smh, *rmh;
+  if (t12->regMr(sc, sbuf, (size_t)SLOT * 2, NCCL_PTR_HOST, &smh) != ncclSuccess) FAIL("regMr send");
+  if (t12->regMr(rc, rbuf, (size_t)SLOT * 2, NCCL_PTR_HOST, &rmh) != ncclSuccess) FAIL("regMr recv");
+  const size_t sizes[] = {0, 1, 127, 4096, 65537, 1 << 20, (8 << 20) - 3};
+  /* one message at a time per buffer half, two halves in flight: sends and receives interleaved */
+  void* sreq[2] = {NULL, NULL};
+  void* rreq[2] = {NULL, NULL};
+  size_t rsize[2] = {0, 0};
+  unsigned msgOf[2] = {0, 0};
+  unsigned posted = 0, received = 0;
+  double end = nowSec() + 40;
+  while (received < NMSG) {
+    if (nowSec() > end) FAIL("transfers stalled: %u of %d received", received, NMSG);
+    int h = posted % 2;
+    if (posted < NMSG && rreq[h] == NULL && sreq[h] == NULL && posted - received < 2) {
+      size_t size = sizes[posted % (sizeof(sizes) / sizeof(sizes[0]))];
+      for (size_t i = 0; i < size; i++) sbuf[(size_t)h * SLOT + i] = pattern(i, posted);
+      memset(rbuf + (size_t)h * SLOT, 0xee, SLOT);
+      while (rreq[h] == NULL) {
+        if (irecvV(rc, rbuf + (size_t)h * SLOT, SLOT, 5, rmh, &rreq[h]) != ncclSuccess) FAIL("irecv");
+      }
+      while (sreq[h] == NULL) {
+        if (isendV(sc, sbuf + (size_t)h * SLOT, size, 5, smh, &sreq[h]) != ncclSuccess) FAIL("isend");
+      }
+      rsize[h] = size;
+      msgOf[h] = posted;
+      posted++;
+    }
+    for (int k = 0; k < 2; k++) {
+      int done = 0, got = -1;
+      if (sreq[k] && t12->test(sreq[k], &done, &got) != ncclSuccess) FAIL("test send");
+      if (sreq[k] && done) {
+        if ((size_t)got != rsize[k]) FAIL("send reported %d bytes, sent %zu", got, rsize[k]);
+        sreq[k] = NULL;
+      }
+      done = 0;
+      if (rreq[k] && t12->test(rreq[k], &done, &got) != ncclSuccess) FAIL("test recv");
+      if (rreq[k] && done) {
+        if ((size_t)got != rsize[k]) FAIL("receive reported %d bytes, sent %zu", got, rsize[k]);
+        for (size_t i = 0; i < rsize[k]; i++)
+          if (rbuf[(size_t)k * SLOT + i] != pattern(i, msgOf[k])) FAIL("message %u: byte %zu differs", msgOf[k], i);
+        if (rsize[k] < SLOT && rbuf[(size_t)k * SLOT + rsize[k]] != 0xee) FAIL("message %u wrote past its size", msgOf[k]);
+        rreq[k] = NULL;
+        received++;
+      }
+    }
+  }
+  /* a send larger than the posted receive is refused, and nothing lands */
+  void *r = NULL, *s = NULL;
+  while (r == NULL)
+    if (irecvV(rc, rbuf, 100, 5, rmh, &r) != ncclSuccess) FAIL("irecv");
+  ncclResult_t res = ncclSuccess;
+  double stop = nowSec() + 10;
+  while (s == NULL && res == ncclSuccess && nowSec() < stop) res = isendV(sc, sbuf, 200, 5, smh, &s);
+  if (res == ncclSuccess) FAIL("a 200-byte send into a 100-byte receive was accepted");
+  if (!strstr(logText, "matches a receive of only 100 bytes")) FAIL("no WARN saying the receive is too small");
+  t12->deregMr(sc, smh);
+  t12->deregMr(rc, rmh);
+  t12->closeSend(sc);
+  t12->closeRecv(rc);
+  t12->closeListen(lc);
+}
+
+static void caseDeadPeer(void) {
+  if (initVersion() != ncclSuccess) FAIL("init");
+  if (devicesOf() == 0) {
+    printf("no RDMA device: skipped\n");
+    exit(SKIP);
+  }
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = NULL;
+  if (t12->listen(ctx, 0, handle, &lc) != ncclSuccess) FAIL("listen");
+  pid_t child = fork();
+  if (child == 0) { /* the sender: connects, then waits to be killed */
+    void* sc = NULL;
+    while (sc == NULL)
+      if (t12->connect(ctx, 0, handle, &sc, NULL) != ncclSuccess) _exit(3);
+    pause();
+    _exit(0);
+  }
+  void* rc = NULL;
+  double end = nowSec() + 20;
+  while (rc == NULL) {
+    if (t12->accept(lc, &rc, NULL) != ncclSuccess) FAIL("accept");
+    if (nowSec() > end) FAIL("accept did not finish");
+  }
+  static uint8_t buf[4096];
+  void* mh = NULL;
+  if (t12->regMr(rc, buf, sizeof(buf), NCCL_PTR_HOST, &mh) != ncclSuccess) FAIL("regMr");
+  void* req = NULL;
+  while (req == NULL)
+    if (irecvV(rc, buf, sizeof(buf), 1, mh, &req) != ncclSuccess) FAIL("irecv");
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  double t0 = nowSec();
+  ncclResult_t res = ncclSuccess;
+  int done = 0;
+  while (res == ncclSuccess && !done && nowSec() - t0 < 30) res = t12->test(req, &done, NULL);
+  if (res == ncclSuccess) FAIL("the receive %s after the sender died", done ? "completed" : "still waits 30 s");
+  printf("error %d after %.2f s\n", (int)res, nowSec() - t0);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s <plugin.so> load|nodev|badenv|pair|deadpeer <version|VAR>\n", argv[0]);
+    return 2;
+  }
+  lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) FAIL("dlopen: %s", dlerror());
+  t12 = dlsym(lib, "ncclNetPlugin_v12");
+  t8 = dlsym(lib, "ncclNetPlugin_v8");
+  if (t12 == NULL || t8 == NULL) FAIL("tables missing");
+  const char* c = argv[2];
+  version = atoi(argv[3]);
+  if (!strcmp(c, "badenv")) {
+    version = 12;
+    caseBadEnv(argv[3]);
+  } else if (version < 8 || version > 12) {
+    FAIL("version %s", argv[3]);
+  } else if (!strcmp(c, "load")) {
+    caseLoad();
+  } else if (!strcmp(c, "nodev")) {
+    caseNodev();
+  } else if (!strcmp(c, "pair")) {
+    casePair();
+  } else if (!strcmp(c, "deadpeer")) {
+    caseDeadPeer();
+  } else {
+    FAIL("unknown case %s", c);
+  }
+  return 0;
+}

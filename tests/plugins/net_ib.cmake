@@ -1,0 +1,20 @@
+# The core with the IB plugin first in NCCL_NET_PLUGIN (owner: net_ib). Without RDMA devices the plugin
+# reports 0 devices and the core falls back to the socket plugin (one WARN naming the reason), or, with
+# ib alone, fails with a clear error: never a crash or a hang. Included by tests/plugins/CMakeLists.txt.
+if(NOT TARGET nccl-net-ib OR NOT TARGET nccl-net-socket OR NOT TARGET test_net_loader)
+  return()
+endif()
+set(IB_LOG_DIR ${CMAKE_CURRENT_BINARY_DIR}/log)
+file(MAKE_DIRECTORY ${IB_LOG_DIR})
+function(net_ib_loader_test name plugins)
+  add_test(NAME plugins.net_ib.${name} COMMAND test_net_loader ${ARGN})
+  set_tests_properties(plugins.net_ib.${name} PROPERTIES TIMEOUT 30 ENVIRONMENT
+    "NCCL_NET_PLUGIN=${plugins};NCCL_DEBUG=INFO;NCCL_DEBUG_SUBSYS=INIT,NET;NCCL_DEBUG_FILE=${IB_LOG_DIR}/ib_${name}.log;HOME=${CMAKE_CURRENT_BINARY_DIR};NCCL_NET=;CHORUS_PLUGIN_STRICT=0;NCCL_SOCKET_IFNAME=lo;${IB_LOADER_ENV}")
+endfunction()
+# NCCL_IB_HCA names no device, so the result is the same on a host that has RDMA hardware.
+set(IB_LOADER_ENV "NCCL_IB_HCA==chorus_no_such_hca")
+net_ib_loader_test(fallback_socket "$<TARGET_FILE:nccl-net-ib>,$<TARGET_FILE:nccl-net-socket>"
+  open pick=Socket warns=1 "log=(IB, ABI v12): devices() returned 0 devices" "log=trying the next one")
+net_ib_loader_test(alone_fails "$<TARGET_FILE:nccl-net-ib>"
+  open rc=2 warns=2 "err=no usable net plugin" "err=devices() returned 0 devices")
+add_dependencies(test_net_loader nccl-net-ib nccl-net-socket)
