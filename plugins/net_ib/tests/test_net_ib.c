@@ -6,10 +6,12 @@
  *             devices devices() is 0 (said at INFO) and device calls fail cleanly
  *   nodev     NCCL_IB_DISABLE=1: 0 devices, said at INFO
  *   badenv    (argument: the variable set wrong by ctest) init fails with a WARN naming it
+ *   nodevhca  devices exist, but NCCL_IB_HCA / NCCL_IB_GID_INDEX leave every port out: 0 devices
  * Cases that need an RDMA device (exit 77, skipped, without one):
  *   pair      a send comm and a recv comm of this process on device 0: many transfers in flight,
  *             sizes 0 .. 8 MiB, contents checked byte for byte; a send larger than its receive fails
  *   deadpeer  the sending process is SIGKILLed: the receiver gets an error within seconds, no hang
+ *   deadrecv  the receiving process is SIGKILLed while a send waits for its FIFO entry: isend fails
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -120,6 +122,13 @@ static void caseNodev(void) {
   if (initVersion() != ncclSuccess) FAIL("init");
   if (devicesOf() != 0) FAIL("NCCL_IB_DISABLE=1 but devices > 0");
   if (!strstr(logText, "NCCL_IB_DISABLE")) FAIL("no INFO line naming NCCL_IB_DISABLE");
+}
+
+/* Devices exist but the settings leave every port out (NCCL_IB_HCA, an unusable NCCL_IB_GID_INDEX). */
+static void caseNodevHca(void) {
+  if (initVersion() != ncclSuccess) FAIL("init");
+  if (devicesOf() != 0) FAIL("a port was taken although the settings leave it out");
+  if (!strstr(logText, "0 devices")) FAIL("no INFO line saying 0 devices");
 }
 
 static void caseBadEnv(const char* var) {
@@ -270,6 +279,51 @@ static void caseDeadPeer(void) {
   printf("error %d after %.2f s\n", (int)res, nowSec() - t0);
 }
 
+/* The receiving process dies while a send waits for its FIFO entry (the receiver never posted): no
+ * RDMA operation is outstanding, so only the setup socket can tell; isend must fail, not wait forever. */
+static void caseDeadReceiver(void) {
+  if (initVersion() != ncclSuccess) FAIL("init");
+  if (devicesOf() == 0) {
+    printf("no RDMA device: skipped\n");
+    exit(SKIP);
+  }
+  int fds[2];
+  if (pipe(fds) != 0) FAIL("pipe");
+  pid_t child = fork();
+  if (child == 0) { /* the receiver: listens, hands the handle over, accepts, then waits to be killed */
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void *lc = NULL, *rc = NULL;
+    if (t12->listen(ctx, 0, handle, &lc) != ncclSuccess) _exit(3);
+    if (write(fds[1], handle, sizeof(handle)) != (ssize_t)sizeof(handle)) _exit(4);
+    while (rc == NULL)
+      if (t12->accept(lc, &rc, NULL) != ncclSuccess) _exit(5);
+    pause();
+    _exit(0);
+  }
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  if (read(fds[0], handle, sizeof(handle)) != (ssize_t)sizeof(handle)) FAIL("no handle from the child");
+  void* sc = NULL;
+  double end = nowSec() + 20;
+  while (sc == NULL) {
+    if (t12->connect(ctx, 0, handle, &sc, NULL) != ncclSuccess) FAIL("connect");
+    if (nowSec() > end) FAIL("connect did not finish");
+  }
+  static uint8_t buf[4096];
+  void* mh = NULL;
+  if (t12->regMr(sc, buf, sizeof(buf), NCCL_PTR_HOST, &mh) != ncclSuccess) FAIL("regMr");
+  void* req = NULL;
+  for (int i = 0; i < 100; i++) /* no receive posted: the send cannot start */
+    if (isendV(sc, buf, sizeof(buf), 1, mh, &req) != ncclSuccess || req != NULL) FAIL("isend started without a receive");
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  double t0 = nowSec();
+  ncclResult_t res = ncclSuccess;
+  while (res == ncclSuccess && req == NULL && nowSec() - t0 < 30) res = isendV(sc, buf, sizeof(buf), 1, mh, &req);
+  if (res == ncclSuccess) FAIL("isend %s after the receiver died", req ? "started" : "still waits 30 s");
+  if (!strstr(logText, "the peer closed its connection")) FAIL("no WARN saying the peer is gone");
+  printf("error %d after %.2f s\n", (int)res, nowSec() - t0);
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: %s <plugin.so> load|nodev|badenv|pair|deadpeer <version|VAR>\n", argv[0]);
@@ -291,10 +345,14 @@ int main(int argc, char** argv) {
     caseLoad();
   } else if (!strcmp(c, "nodev")) {
     caseNodev();
+  } else if (!strcmp(c, "nodevhca")) {
+    caseNodevHca();
   } else if (!strcmp(c, "pair")) {
     casePair();
   } else if (!strcmp(c, "deadpeer")) {
     caseDeadPeer();
+  } else if (!strcmp(c, "deadrecv")) {
+    caseDeadReceiver();
   } else {
     FAIL("unknown case %s", c);
   }
