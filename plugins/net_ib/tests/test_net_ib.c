@@ -238,6 +238,8 @@ static void casePair(void) {
   t12->closeSend(sc);
   t12->closeRecv(rc);
   t12->closeListen(lc);
+  free(sbuf);
+  free(rbuf);
 }
 
 static void caseDeadPeer(void) {
@@ -277,6 +279,9 @@ static void caseDeadPeer(void) {
   while (res == ncclSuccess && !done && nowSec() - t0 < 30) res = t12->test(req, &done, NULL);
   if (res == ncclSuccess) FAIL("the receive %s after the sender died", done ? "completed" : "still waits 30 s");
   printf("error %d after %.2f s\n", (int)res, nowSec() - t0);
+  /* a failed comm is still closed cleanly */
+  if (t12->deregMr(rc, mh) != ncclSuccess || t12->closeRecv(rc) != ncclSuccess || t12->closeListen(lc) != ncclSuccess)
+    FAIL("closing after the error");
 }
 
 /* The receiving process dies while a send waits for its FIFO entry (the receiver never posted): no
@@ -322,6 +327,7 @@ static void caseDeadReceiver(void) {
   if (res == ncclSuccess) FAIL("isend %s after the receiver died", req ? "started" : "still waits 30 s");
   if (!strstr(logText, "the peer closed its connection")) FAIL("no WARN saying the peer is gone");
   printf("error %d after %.2f s\n", (int)res, nowSec() - t0);
+  if (t12->deregMr(sc, mh) != ncclSuccess || t12->closeSend(sc) != ncclSuccess) FAIL("closing after the error");
 }
 
 int main(int argc, char** argv) {
