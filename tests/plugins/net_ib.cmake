@@ -30,3 +30,11 @@ add_test(NAME plugins.net_ib.ranks_alone_fails COMMAND ${CHORUS_EXPECT_OUTPUT} -
   -- $<TARGET_FILE:test_allreduce> 2 --hosts 2 --medium 64K --big 1M --timeout 60)
 set_tests_properties(plugins.net_ib.ranks_alone_fails PROPERTIES TIMEOUT 60 ENVIRONMENT
   "NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-ib>;NCCL_SOCKET_IFNAME=lo;${IB_LOADER_ENV}")
+
+# The whole core over the IB plugin's verbs code: three ranks of one process (ncclCommInitAll), every
+# link through the net plugin (CHORUS_TRANSPORT=net), the plugin linked with the verbs mock.
+if(TARGET nccl-net-ibmock)
+  add_test(NAME plugins.net_ib.mock.core_initall COMMAND test_comm initall 3)
+  set_tests_properties(plugins.net_ib.mock.core_initall PROPERTIES TIMEOUT 60 ENVIRONMENT
+    "NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-ibmock>;CHORUS_TRANSPORT=net;NCCL_SOCKET_IFNAME=lo;CHORUS_PLUGIN_STRICT=1")
+endif()
