@@ -339,6 +339,22 @@ ncclResult_t ibAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v12
   return ncclSuccess;
 }
 
+/* finalize(ctx): connects the core started through ctx and never finished are dropped. */
+void ibConnectForget(void* ctx) {
+  pthread_mutex_lock(&pendingLock);
+  ibPending** link = &pendings;
+  while (*link) {
+    ibPending* p = *link;
+    if (p->ctx == ctx) {
+      *link = p->next;
+      freePending(p);
+    } else {
+      link = &p->next;
+    }
+  }
+  pthread_mutex_unlock(&pendingLock);
+}
+
 /* ---------------------------------------------------------------- close */
 
 ncclResult_t ibCloseSend(void* sendComm) {

@@ -108,11 +108,15 @@ static ncclResult_t pollCq(ibComm* c) {
   }
 }
 
+/* The registration must be this plugin's, on this comm's device, and cover the bytes moved. An empty
+ * transfer needs no registration (its RDMA write touches no memory). */
 static ncclResult_t checkMr(const ibComm* c, const ibMr* m, const void* data, size_t size, const char* who) {
+  if (m == NULL && size == 0) return ncclSuccess;
   if (m == NULL || m->magic != IB_MR_MAGIC || m->dev != c->dev) {
     IB_WARN("%s: %p is not a registration made on %s", who, (const void*)m, ibDevs[c->dev].fullName);
     return ncclInternalError;
   }
+  if (size == 0) return ncclSuccess;
   uintptr_t lo = (uintptr_t)m->mr->addr, p = (uintptr_t)data;
   if (p < lo || size > m->mr->length || p - lo > m->mr->length - size) {
     IB_WARN("%s: %zu bytes at %p lie outside their registration (%zu bytes at %p)", who, size, data, m->mr->length,
@@ -133,15 +137,13 @@ ncclResult_t ibIsend(void* sendComm, void* data, size_t size, int tag, void* mha
     return ncclInvalidArgument;
   }
   ibMr* m = mhandle;
-  if (size > 0 || m != NULL) {
-    ncclResult_t res = checkMr(c, m, data, size, "isend");
-    if (res != ncclSuccess) return res;
-  }
+  ncclResult_t res = checkMr(c, m, data, size, "isend");
+  if (res != ncclSuccess) return res;
   if (ibReqInUse(&c->pool) == IB_MAX_REQUESTS) return pollCq(c); /* full: the core retries */
   ibFifoEntry e;
   int st = ibFifoCheck(c->fifo, c->sendSeq, size, tag, &e);
   if (st == IB_FIFO_NOT_YET) {
-    ncclResult_t res = pollCq(c);
+    res = pollCq(c);
     return res != ncclSuccess ? res : ibCheckPeer(c);
   }
   if (st == IB_FIFO_TOO_SMALL) {
@@ -210,10 +212,8 @@ ncclResult_t ibIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tag
   }
   if (c->broken) return ncclRemoteError;
   ibMr* m = mhandles[0];
-  if (sizes[0] > 0 || m != NULL) {
-    ncclResult_t res = checkMr(c, m, data[0], sizes[0], "irecv");
-    if (res != ncclSuccess) return res;
-  }
+  ncclResult_t res = checkMr(c, m, data[0], sizes[0], "irecv");
+  if (res != ncclSuccess) return res;
   int slot = (int)(c->recvSeq % IB_FIFO_DEPTH);
   uint64_t arrived = c->recvArrived[0];
   for (int q = 1; q < c->nQps; q++)
@@ -221,7 +221,7 @@ ncclResult_t ibIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tag
   /* Room: a free request, a free staging entry, and the sender done with the FIFO slot (the receive
    * that used it last has its data). Otherwise the core retries. */
   if (ibReqInUse(&c->pool) == IB_MAX_REQUESTS || c->stagingBusy[slot] || c->recvSeq - arrived >= IB_FIFO_DEPTH) {
-    ncclResult_t res = pollCq(c);
+    res = pollCq(c);
     return res != ncclSuccess ? res : ibCheckPeer(c);
   }
   int idx = ibReqAlloc(&c->pool);

@@ -131,6 +131,8 @@ void ibRandom(void* buf, size_t len);
 ncclResult_t ibCommCreateVerbs(ibComm* c, int nQps, ibConnInfo* local);
 ncclResult_t ibCommConnectQps(ibComm* c, const ibConnInfo* local, const ibConnInfo* remote);
 void ibCommDestroy(ibComm* c);
+/* connection.c */
+void ibConnectForget(void* ctx); /* drop unfinished connects made through ctx */
 /* data.c */
 ncclResult_t ibCheckPeer(ibComm* c); /* the setup socket says the peer is gone: ncclRemoteError */
 

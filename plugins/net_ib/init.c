@@ -321,6 +321,7 @@ ncclResult_t ibInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config
 }
 
 ncclResult_t ibFinalize(void* ctx) {
+  ibConnectForget(ctx);
   free(ctx);
   return ncclSuccess;
 }

@@ -1,7 +1,6 @@
 /*
  * mr.c: memory registration. Every comm of a device shares the device's protection domain, so a
- * registration is an ibv_mr of that domain, with local write and remote write access (receive
- * buffers are written by the peer's NIC). Host memory and, where the device takes them, CUDA buffers
+ * registration is an ibv_mr of that domain, with local write and remote write access. Host memory and, where the device takes them, CUDA buffers
  * (ibv_reg_mr through a peer-memory driver, or a dmabuf with ibv_reg_dmabuf_mr).
  */
 #include <errno.h>
@@ -10,7 +9,8 @@
 
 #include "ib_plugin.h"
 
-#define IB_MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+/* Receive buffers are written by the peer's NIC; nothing is ever read remotely, so no remote read. */
+#define IB_MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
 
 static ncclResult_t checkArgs(const ibComm* c, const void* data, size_t size, int type, void** mhandle) {
   if (c == NULL || mhandle == NULL) return ncclInternalError;
