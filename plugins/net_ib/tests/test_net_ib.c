@@ -12,8 +12,13 @@
  *             sizes 0 .. 8 MiB, contents checked byte for byte; a send larger than its receive fails
  *   deadpeer  the sending process is SIGKILLed: the receiver gets an error within seconds, no hang
  *   deadrecv  the receiving process is SIGKILLed while a send waits for its FIFO entry: isend fails
+ *   garbage   strangers connect to the listen port first (random bytes, a wrong nonce, nothing):
+ *             accept drops them and completes with the real sender
  */
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -330,6 +335,92 @@ static void caseDeadReceiver(void) {
   if (t12->deregMr(sc, mh) != ncclSuccess || t12->closeSend(sc) != ncclSuccess) FAIL("closing after the error");
 }
 
+/* Before the real sender, strangers connect to the listen port: one sends 200 random bytes, one a
+ * well-formed info with the wrong nonce, one closes at once. accept drops each (WARN) and still
+ * completes with the real sender, whose transfer then works. */
+static void caseGarbage(void) {
+  if (initVersion() != ncclSuccess) FAIL("init");
+  if (devicesOf() == 0) {
+    printf("no RDMA device: skipped\n");
+    exit(SKIP);
+  }
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = NULL;
+  if (t12->listen(ctx, 0, handle, &lc) != ncclSuccess) FAIL("listen");
+  /* the listen address, from the handle's documented layout (family @12, port @16, IPv4 @24) */
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  memcpy(&sa.sin_port, (uint8_t[]){(uint8_t)handle[17], (uint8_t)handle[16]}, 2);
+  memcpy(&sa.sin_addr, handle + 24, 4);
+  if (handle[12] != AF_INET) {
+    printf("listen address is not IPv4: skipped\n");
+    exit(SKIP);
+  }
+  uint8_t junk[200];
+  for (int k = 0; k < 3; k++) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr*)&sa, sizeof(sa)) != 0) FAIL("raw connect");
+    if (k == 0) {
+      for (size_t i = 0; i < sizeof(junk); i++) junk[i] = (uint8_t)(rand() & 0xff);
+    } else if (k == 1) {
+      /* a well-formed connection info (layout in wire.c) with a nonce of its own */
+      memset(junk, 0, sizeof(junk));
+      const uint8_t magic[8] = {0x31, 0x4e, 0x49, 0x42, 0x49, 0x52, 0x48, 0x43}; /* "CHRIBIN1" little-endian */
+      memcpy(junk, magic, 8);
+      junk[8] = 1;       /* version */
+      junk[12] = 1;      /* one QP */
+      junk[16] = 2;      /* RoCE */
+      junk[24] = 5;      /* MTU 4096 */
+      junk[32 + 15] = 1; /* GID ::1 */
+      junk[48] = 0x23;   /* QP number */
+      junk[176] = 0x40;  /* FIFO address */
+      junk[188] = 32;    /* FIFO depth */
+      junk[192] = 0x5a;  /* nonce */
+    }
+    if (k < 2 && write(fd, junk, sizeof(junk)) != (ssize_t)sizeof(junk)) FAIL("raw write");
+    void* rc = NULL;
+    for (int i = 0; i < 50 && rc == NULL; i++) {
+      if (t12->accept(lc, &rc, NULL) != ncclSuccess) FAIL("accept failed on a stranger's connection %d", k);
+      usleep(2000);
+    }
+    if (rc != NULL) FAIL("accept took stranger %d as its peer", k);
+    close(fd);
+  }
+  if (!strstr(logText, "dropped a connection") || !strstr(logText, "bad magic") ||
+      !strstr(logText, "does not know this listener's nonce"))
+    FAIL("no WARN for each dropped connection");
+  void *sc = NULL, *rc = NULL;
+  double end = nowSec() + 20;
+  while (sc == NULL || rc == NULL) {
+    if (sc == NULL && t12->connect(ctx, 0, handle, &sc, NULL) != ncclSuccess) FAIL("connect");
+    if (rc == NULL && t12->accept(lc, &rc, NULL) != ncclSuccess) FAIL("accept");
+    if (nowSec() > end) FAIL("the real connection did not complete");
+  }
+  static uint8_t sbuf[5000], rbuf[5000];
+  for (size_t i = 0; i < sizeof(sbuf); i++) sbuf[i] = pattern(i, 9);
+  void *smh, *rmh, *sr = NULL, *rr = NULL;
+  if (t12->regMr(sc, sbuf, sizeof(sbuf), NCCL_PTR_HOST, &smh) != ncclSuccess) FAIL("regMr");
+  if (t12->regMr(rc, rbuf, sizeof(rbuf), NCCL_PTR_HOST, &rmh) != ncclSuccess) FAIL("regMr");
+  while (rr == NULL)
+    if (irecvV(rc, rbuf, sizeof(rbuf), 2, rmh, &rr) != ncclSuccess) FAIL("irecv");
+  while (sr == NULL)
+    if (isendV(sc, sbuf, sizeof(sbuf), 2, smh, &sr) != ncclSuccess) FAIL("isend");
+  int sd = 0, rd = 0, got = 0;
+  end = nowSec() + 20;
+  while (!sd || !rd) {
+    if (!sd && t12->test(sr, &sd, NULL) != ncclSuccess) FAIL("test send");
+    if (!rd && t12->test(rr, &rd, &got) != ncclSuccess) FAIL("test recv");
+    if (nowSec() > end) FAIL("transfer stalled");
+  }
+  if (got != (int)sizeof(sbuf) || memcmp(sbuf, rbuf, sizeof(sbuf)) != 0) FAIL("data differs");
+  t12->deregMr(sc, smh);
+  t12->deregMr(rc, rmh);
+  t12->closeSend(sc);
+  t12->closeRecv(rc);
+  t12->closeListen(lc);
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: %s <plugin.so> load|nodev|badenv|pair|deadpeer <version|VAR>\n", argv[0]);
@@ -359,6 +450,8 @@ int main(int argc, char** argv) {
     caseDeadPeer();
   } else if (!strcmp(c, "deadrecv")) {
     caseDeadReceiver();
+  } else if (!strcmp(c, "garbage")) {
+    caseGarbage();
   } else {
     FAIL("unknown case %s", c);
   }
