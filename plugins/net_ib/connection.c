@@ -76,6 +76,7 @@ ncclResult_t ibListen(void* ctx, int dev, void* handle, void** listenComm) {
   }
   lc->dev = dev;
   lc->fd = -1;
+  lc->prof = ibCtxProfiler(ctx);
   chrSockAddr bindAddr = ibConf.ifAddr;
   chrSockAddrSetPort(&bindAddr, 0);
   chrSockErr err = {{0}, 0};
@@ -141,6 +142,7 @@ static ncclResult_t connectStart(void* ctx, int dev, const uint8_t* handle, ibPe
   p->ctx = ctx;
   memcpy(p->handle, handle, IB_HANDLE_BYTES);
   p->comm = c;
+  c->prof = ibCtxProfiler(ctx);
   p->deadline = chrSockDeadlineMs(ibConf.connectTimeoutMs);
   chrSockErr serr = {{0}, 0};
   ncclResult_t res = chrSockConnect(&h.addr, p->deadline, NULL, &c->fd, &serr);
@@ -262,6 +264,7 @@ static ncclResult_t acceptProgress(ibListenComm* lc, int* complete) {
       return ncclSystemError;
     }
     c->fd = fd;
+    c->prof = lc->prof;
     p->comm = c;
     p->stage = ST_RECV_INFO;
     p->deadline = chrSockDeadlineMs(ibConf.connectTimeoutMs);

@@ -22,6 +22,30 @@
 #include "ib_plugin.h"
 
 #define PROBE_INTERVAL_NS (100LL * 1000 * 1000)
+#define IB_PLUGIN_ID ((int64_t)(NCCL_PROFILER_NET_TYPE_IB | NCCL_PROFILER_NET_IB_VER))
+
+/* Net profiler events (profiler_net_ib.h layout): one per request that came with a profiler parent,
+ * opened when it is posted and closed when test() sees it done. Profiling never fails a transfer, so
+ * the callback's result is not acted on. */
+static void profStart(ibComm* c, ibRequest* r, void* phandle, int opcode, size_t length) {
+  r->phandle = phandle;
+  r->eHandle = NULL;
+  if (c->prof == NULL || phandle == NULL) return;
+  memset(&r->pdescr, 0, sizeof(r->pdescr));
+  r->pdescr.type = ncclProfileQp;
+  r->pdescr.qp.device = c->dev;
+  r->pdescr.qp.wr_id = IB_WRID(r->isSend ? IB_WR_SEND : IB_WR_RECV, r->idx);
+  r->pdescr.qp.opcode = opcode;
+  r->pdescr.qp.qpNum = (int)c->qps[0]->qp_num;
+  r->pdescr.qp.length = length;
+  (void)c->prof(&r->eHandle, ncclProfilerNetEventStart, phandle, IB_PLUGIN_ID, &r->pdescr);
+}
+
+static void profStop(ibComm* c, ibRequest* r) {
+  if (c->prof == NULL || r->phandle == NULL) return;
+  (void)c->prof(&r->eHandle, ncclProfilerNetEventStop, r->phandle, IB_PLUGIN_ID, &r->pdescr);
+  r->phandle = NULL;
+}
 
 static ncclResult_t broken(ibComm* c, ncclResult_t res) {
   c->broken = 1;
@@ -127,7 +151,6 @@ static ncclResult_t checkMr(const ibComm* c, const ibMr* m, const void* data, si
 }
 
 ncclResult_t ibIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request) {
-  (void)phandle;
   ibComm* c = sendComm;
   if (c == NULL || request == NULL || !c->isSend) return ncclInternalError;
   *request = NULL;
@@ -194,13 +217,13 @@ ncclResult_t ibIsend(void* sendComm, void* data, size_t size, int tag, void* mha
     }
   }
   c->sendSeq++;
+  profStart(c, r, phandle, IBV_WR_RDMA_WRITE_WITH_IMM, size);
   *request = r;
   return ncclSuccess;
 }
 
 ncclResult_t ibIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
                      void** request) {
-  (void)phandles;
   ibComm* c = recvComm;
   if (c == NULL || request == NULL || c->isSend) return ncclInternalError;
   /* *request may carry NCCL_NET_OPTIONAL_RECV_COMPLETION: every receive here completes normally. */
@@ -261,6 +284,7 @@ ncclResult_t ibIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tag
     return broken(c, ncclSystemError);
   }
   c->recvSeq++;
+  profStart(c, r, phandles ? phandles[0] : NULL, IBV_WR_RDMA_WRITE, sizes[0]);
   *request = r;
   return ncclSuccess;
 }
@@ -284,6 +308,8 @@ ncclResult_t ibTest(void* request, int* done, int* sizes) {
   }
   *done = 1;
   if (sizes) sizes[0] = (int)r->size;
+  r->pdescr.qp.length = r->size;
+  profStop(c, r);
   ibReqFree(&c->pool, r->idx);
   return ncclSuccess;
 }

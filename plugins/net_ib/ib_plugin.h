@@ -16,6 +16,8 @@
 
 #include "ib_logic.h"
 #include "plugin/net_v12.h"
+#include "plugin/profiler_common.h"
+#include "plugin/profiler_net_ib.h"
 
 #define IB_MAX_DEVS 32
 
@@ -89,6 +91,9 @@ typedef struct {
   size_t size;     /* send: bytes; receive: bytes received so far (sum of immediates) */
   size_t capacity; /* receive: posted size */
   int failed;      /* a completion error was seen */
+  void* phandle;   /* profiler parent given to isend/irecv (NULL: no event) */
+  void* eHandle;   /* the profiler's event for this request */
+  ncclProfilerNetIbDescr_v1_t pdescr; /* what the event describes; lives until the stop */
 } ibRequest;
 
 typedef struct ibComm {
@@ -102,6 +107,7 @@ typedef struct ibComm {
   ibRequest reqs[IB_MAX_REQUESTS];
   int64_t lastProbeNs;          /* last liveness check of the peer */
   int broken;                   /* a fatal error was seen: every later call fails */
+  ncclProfilerCallback_t prof;  /* from the init whose ctx made this comm (NULL: no events) */
   /* send side */
   volatile ibFifoEntry* fifo;   /* IB_FIFO_DEPTH entries written by the receiver */
   struct ibv_mr* fifoMr;
@@ -121,12 +127,14 @@ typedef struct {
   int dev;
   int fd;                   /* listening socket */
   ibHandle h;
+  ncclProfilerCallback_t prof;
   struct ibPending* pending; /* the connection being accepted */
 } ibListenComm;
 
 /* ---- shared functions ---- */
 /* init.c */
 void ibRandom(void* buf, size_t len);
+ncclProfilerCallback_t ibCtxProfiler(void* ctx); /* the profiler callback given to the init of ctx */
 /* qp.c: queue pairs and the comm's verbs objects */
 ncclResult_t ibCommCreateVerbs(ibComm* c, int nQps, ibConnInfo* local);
 ncclResult_t ibCommConnectQps(ibComm* c, const ibConnInfo* local, const ibConnInfo* remote);

@@ -320,6 +320,8 @@ ncclResult_t ibInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config
   return ncclSuccess;
 }
 
+ncclProfilerCallback_t ibCtxProfiler(void* ctx) { return ctx ? ((ibCtx*)ctx)->prof : NULL; }
+
 ncclResult_t ibFinalize(void* ctx) {
   ibConnectForget(ctx);
   free(ctx);

@@ -20,13 +20,13 @@ net_ib_loader_test(alone_fails "$<TARGET_FILE:nccl-net-ib>"
 add_dependencies(test_net_loader nccl-net-ib nccl-net-socket)
 
 # The same through the public API: two ranks on two (acted-out) hosts run all-reduces over the net
-# plugin the core falls back to; with ib alone, init fails on every rank with the reason, at once.
+# plugin the core falls back to; with ib alone, init fails with the reason, at once (the launcher stops the
+# other rank as soon as one fails, so only the first rank's line is certain).
 add_test(NAME plugins.net_ib.ranks_fallback COMMAND test_allreduce 2 --hosts 2 --medium 64K --big 1M --timeout 60)
 set_tests_properties(plugins.net_ib.ranks_fallback PROPERTIES TIMEOUT 120 PROCESSORS 2 ENVIRONMENT
   "NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-ib>,$<TARGET_FILE:nccl-net-socket>;NCCL_SOCKET_IFNAME=lo;${IB_LOADER_ENV}")
 add_test(NAME plugins.net_ib.ranks_alone_fails COMMAND ${CHORUS_EXPECT_OUTPUT} --status fail
-  --has "rank 0/2: .*ncclCommInitRank failed.*no usable net plugin.*devices\\(\\) returned 0 devices"
-  --has "rank 1/2: .*devices\\(\\) returned 0 devices"
+  --has "rank [01]/2: .*ncclCommInitRank failed.*no usable net plugin.*devices\\(\\) returned 0 devices"
   -- $<TARGET_FILE:test_allreduce> 2 --hosts 2 --medium 64K --big 1M --timeout 60)
 set_tests_properties(plugins.net_ib.ranks_alone_fails PROPERTIES TIMEOUT 60 ENVIRONMENT
   "NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-ib>;NCCL_SOCKET_IFNAME=lo;${IB_LOADER_ENV}")

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "plugin/net.h"
+#include "plugin/profiler_net_ib.h"
 
 #define SKIP 77
 static char logText[1 << 16];
@@ -56,6 +57,35 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char* fil
     exit(1);                                               \
   } while (0)
 
+/* Net profiler events (profiler_net_ib.h): every start must carry the IB id and a queue-pair
+ * descriptor, every stop close an open event. */
+static int phToken;
+static int profStarts, profStops, profOpen;
+static int profHandles[4096];
+static ncclResult_t profCallback(void** eHandle, int type, void* pHandle, int64_t pluginId, void* extData) {
+  const ncclProfilerNetIbDescr_v1_t* d = extData;
+  if (pHandle != &phToken || pluginId != (NCCL_PROFILER_NET_TYPE_IB | NCCL_PROFILER_NET_IB_VER) || d == NULL ||
+      d->type != ncclProfileQp || d->qp.qpNum == 0) {
+    fprintf(stderr, "FAIL: profiler event with parent %p id 0x%llx descriptor %p\n", pHandle, (long long)pluginId, extData);
+    exit(1);
+  }
+  if (type == ncclProfilerNetEventStart) {
+    if (profStarts >= 4096) exit(1);
+    *eHandle = &profHandles[profStarts++];
+    profOpen++;
+  } else if (type == ncclProfilerNetEventStop) {
+    int* h = *eHandle;
+    if (h < profHandles || h >= profHandles + profStarts || *h) {
+      fprintf(stderr, "FAIL: stop of an event that is not open\n");
+      exit(1);
+    }
+    *h = 1;
+    profStops++;
+    profOpen--;
+  }
+  return ncclSuccess;
+}
+
 static void* lib;
 static const ncclNet_v12_t* t12;
 static const ncclNet_v8_t* t8;
@@ -76,9 +106,9 @@ static ncclResult_t initVersion(void) {
   if (t == NULL) FAIL("%s is not exported", sym);
   ncclNetCommConfig_v12_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
   switch (version) {
-    case 12: return ((const ncclNet_v12_t*)t)->init(&ctx, 7, &cfg, logger, NULL);
-    case 11: return ((const ncclNet_v11_t*)t)->init(&ctx, 7, (ncclNetCommConfig_v11_t*)&cfg, logger, NULL);
-    case 10: return ((const ncclNet_v10_t*)t)->init(logger, NULL);
+    case 12: return ((const ncclNet_v12_t*)t)->init(&ctx, 7, &cfg, logger, profCallback);
+    case 11: return ((const ncclNet_v11_t*)t)->init(&ctx, 7, (ncclNetCommConfig_v11_t*)&cfg, logger, profCallback);
+    case 10: return ((const ncclNet_v10_t*)t)->init(logger, profCallback);
     case 9: return ((const ncclNet_v9_t*)t)->init(logger);
     case 8: return ((const ncclNet_v8_t*)t)->init(logger);
   }
@@ -160,14 +190,15 @@ static uint8_t pattern(size_t i, unsigned msg) { return (uint8_t)((i * 131u + ms
 
 static ncclResult_t isendV(void* comm, void* data, size_t size, int tag, void* mh, void** req) {
   if (version == 8) return t8->isend(comm, data, (int)size, tag, mh, req);
-  return t12->isend(comm, data, size, tag, mh, NULL, req);
+  return t12->isend(comm, data, size, tag, mh, &phToken, req);
 }
 static ncclResult_t irecvV(void* comm, void* data, size_t size, int tag, void* mh, void** req) {
   if (version == 8) {
     int s = (int)size;
     return t8->irecv(comm, 1, &data, &s, &tag, &mh, req);
   }
-  return t12->irecv(comm, 1, &data, &size, &tag, &mh, NULL, req);
+  void* ph = &phToken;
+  return t12->irecv(comm, 1, &data, &size, &tag, &mh, &ph, req);
 }
 
 static void casePair(void) {
@@ -238,6 +269,12 @@ static void casePair(void) {
   while (s == NULL && res == ncclSuccess && nowSec() < stop) res = isendV(sc, sbuf, 200, 5, smh, &s);
   if (res == ncclSuccess) FAIL("a 200-byte send into a 100-byte receive was accepted");
   if (!strstr(logText, "matches a receive of only 100 bytes")) FAIL("no WARN saying the receive is too small");
+  /* one event per transfer and side, all closed but the receive still pending. Only where the comms
+   * come from a ctx whose init had the callback: v11/v12 here (this test hands v8..v10 no ctx). */
+  int prof = version >= 11;
+  int expect = prof ? 2 * NMSG : 0;
+  if (profStops != expect || profStarts != expect + prof || profOpen != prof)
+    FAIL("profiler events: %d started, %d stopped, expected %d transfers", profStarts, profStops, expect);
   t12->deregMr(sc, smh);
   t12->deregMr(rc, rmh);
   t12->closeSend(sc);
