@@ -90,7 +90,6 @@ typedef struct {
   int pending;     /* data completions still to come: one per QP */
   size_t size;     /* send: bytes; receive: bytes received so far (sum of immediates) */
   size_t capacity; /* receive: posted size */
-  int failed;      /* a completion error was seen */
   void* phandle;   /* profiler parent given to isend/irecv (NULL: no event) */
   void* eHandle;   /* the profiler's event for this request */
   ncclProfilerNetIbDescr_v1_t pdescr; /* what the event describes; lives until the stop */
