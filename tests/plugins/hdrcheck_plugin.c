@@ -42,6 +42,10 @@ HC_ASSERT(NCCL_NET_MAX_DEVS_PER_NIC == 8 && NCCL_NET_MAX_DEVS_PER_NIC_V9 == 4, "
 HC_ASSERT(NCCL_NET_TRAFFIC_CLASS_UNDEF == -1 && NCCL_NET_ATTR_UNDEF == -1 && NCCL_NET_ID_UNDEF == -1, "undef");
 HC_ASSERT(sizeof(ncclNetAttr_t) == 44 && sizeof(ncclNetProperties_t) == 128, "v12 layouts");
 HC_ASSERT(sizeof(ncclNetDeviceHandle_t) == 32, "device handle");
+HC_ASSERT(sizeof(ncclNetProperties_v7_t) == 56 && sizeof(ncclNetProperties_v6_t) == 48, "old properties");
+HC_ASSERT(sizeof(ncclNet_v7_t) == 152 && sizeof(ncclNet_v6_t) == 136, "old net tables");
+HC_ASSERT(sizeof(ncclCollNet_v7_t) == 120 && sizeof(ncclCollNet_v6_t) == 120, "old collnet tables");
+HC_ASSERT(NCCL_NET_MAX_REQUESTS_V6 == 8, "v6 request limit");
 HC_ASSERT(ncclProfilerNetEventStart == 0 && ncclProfilerNetEventStop == 1 && ncclProfilerNetEventUpdate == 2 &&
               ncclProfilerNetEventUpdateAndStop == 3, "net event actions");
 HC_ASSERT(NCCL_PROFILER_NET_VER_BITS == 16 && NCCL_PROFILER_NET_VER_MASK == 0xffffU &&
@@ -158,6 +162,36 @@ HC_EXPORT const ncclNet_t NCCL_NET_PLUGIN_SYMBOL = {
     /* .makeVDevice = */ NULL,
     /* .finalize = */ hcFinalize,
     /* .setNetAttr = */ hcSetNetAttr,
+};
+
+/* Older NCCL releases find the plugin through its v7 table (Chorus itself refuses v7: types only). */
+static ncclResult_t hcInitV7(ncclDebugLogger_t logFunction) {
+  hcLog = logFunction;
+  return ncclSuccess;
+}
+static ncclResult_t hcConnectV7(int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v7_t** sendDevComm) {
+  return hcConnect(NULL, dev, handle, sendComm, sendDevComm); /* one handle type for every version */
+}
+HC_EXPORT const ncclNet_v7_t ncclNetPlugin_v7 = {
+    /* .name = */ "hdrcheck",
+    /* .init = */ hcInitV7,
+    /* .devices = */ hcDevices,
+    /* .getProperties = */ NULL,
+    /* .listen = */ NULL,
+    /* .connect = */ hcConnectV7,
+    /* .accept = */ NULL,
+    /* .regMr = */ NULL,
+    /* .regMrDmaBuf = */ NULL,
+    /* .deregMr = */ NULL,
+    /* .isend = */ NULL,
+    /* .irecv = */ NULL,
+    /* .iflush = */ NULL,
+    /* .test = */ NULL,
+    /* .closeSend = */ NULL,
+    /* .closeRecv = */ NULL,
+    /* .closeListen = */ NULL,
+    /* .getDeviceMr = */ NULL,
+    /* .irecvConsumed = */ NULL,
 };
 
 /* Read back by the test: the attribute state after init (NCCL_NET_ATTR_INIT) or after setNetAttr. */

@@ -7,6 +7,8 @@
 #define CHORUS_PLUGIN_NET_H_
 
 #include "plugin/net_common.h"
+#include "plugin/net_v6.h" /* v6 and v7: types only, for plugins that also export them; never loaded */
+#include "plugin/net_v7.h"
 #include "plugin/net_v8.h"
 #include "plugin/net_v9.h"
 #include "plugin/net_v10.h"
