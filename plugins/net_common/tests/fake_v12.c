@@ -3,6 +3,7 @@
  * what the older tables net_common exports turn each call into. No data moves. With
  * FAKE_NO_OPTIONAL the optional slots (makeVDevice, setNetAttr) are NULL.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "fake_stats.h"
@@ -17,6 +18,12 @@ static ncclResult_t fInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* 
                           ncclProfilerCallback_t prof) {
   (void)log;
   stats.inits++;
+  /* FAKE_INIT_FAILURES=k: the first k inits fail (the per-process init must stay retryable) */
+  const char* f = getenv("FAKE_INIT_FAILURES");
+  if (f && stats.inits <= atoi(f)) {
+    *ctx = NULL;
+    return ncclSystemError;
+  }
   stats.lastCommId = commId;
   stats.lastTrafficClass = config ? config->trafficClass : -100;
   stats.lastProf = (void*)prof;

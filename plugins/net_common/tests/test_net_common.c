@@ -1,8 +1,8 @@
 /*
  * test_net_common.c: loads a fake v12 plugin built on net_common (fake_v12.c) and checks what each
  * older table does with a call, against values written out here.
- *   test_net_common <fake.so> <case>   cases: tables props init sizes optional (optional: the fake
- *   built with FAKE_NO_OPTIONAL)
+ *   test_net_common <fake.so> <case>   cases: tables props init init_retry (with FAKE_INIT_FAILURES=1)
+ *   sizes optional no_optional (no_optional: the fake built with FAKE_NO_OPTIONAL)
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -97,6 +97,19 @@ static void caseInit(void) {
   EXPECT(t8->listen(0, handle, &comm) == ncclSuccess && st->lastCtxSeen == ctx11);
 }
 
+/* Run with FAKE_INIT_FAILURES=1: the first per-process init fails and leaves nothing behind; the next
+ * one (of any old version) makes the context, and later ones reuse it. */
+static void caseInitRetry(void) {
+  EXPECT(t10->init(NULL, NULL) == ncclSystemError && st->inits == 1);
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* comm = NULL;
+  st->lastCtxSeen = (void*)1;
+  EXPECT(t9->listen(0, handle, &comm) == ncclSuccess && st->lastCtxSeen == NULL); /* no context yet */
+  EXPECT(t9->init(NULL) == ncclSuccess && st->inits == 2);
+  EXPECT(t8->init(NULL) == ncclSuccess && st->inits == 2);
+  EXPECT(t8->listen(0, handle, &comm) == ncclSuccess && st->lastCtxSeen != NULL);
+}
+
 static void caseSizes(void) {
   void* req = NULL;
   int phToken;
@@ -176,6 +189,7 @@ int main(int argc, char** argv) {
   else if (strcmp(c, "props") == 0) caseProps();
   else if (strcmp(c, "init") == 0) caseInit();
   else if (strcmp(c, "sizes") == 0) caseSizes();
+  else if (strcmp(c, "init_retry") == 0) caseInitRetry();
   else if (strcmp(c, "optional") == 0) caseOptional(1);
   else if (strcmp(c, "no_optional") == 0) caseOptional(0);
   else {
