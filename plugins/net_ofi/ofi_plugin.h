@@ -23,7 +23,6 @@
 #include <sys/types.h>
 #include "plugin/net_v12.h"
 
-#define OFI_API __attribute__((visibility("default")))
 #define OFI_LIBFABRIC_VERSION FI_VERSION(1, 17)
 
 #define OFI_MAX_DEVS 16
