@@ -116,7 +116,9 @@ static int domainWanted(const char* name, int pass) {
 static struct fi_info* makeHints(uint64_t extraCaps) {
   struct fi_info* hints = fi_allocinfo();
   if (hints == NULL) return NULL;
-  hints->caps = FI_TAGGED | FI_SEND | FI_RECV | extraCaps; /* remote CQ data: cq_data_size, below */
+  /* FI_REMOTE_COMM: other hosts (leaves out shm, which only reaches this one). Remote CQ data is not
+   * a capability to ask for in 1.17 providers: cq_data_size says (addDevices). */
+  hints->caps = FI_TAGGED | FI_SEND | FI_RECV | FI_REMOTE_COMM | extraCaps;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->ep_attr->type = FI_EP_RDM;
   /* Every MR mode bit mr.c honours; a provider picks the ones it needs. */
