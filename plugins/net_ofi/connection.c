@@ -58,19 +58,23 @@ static void cancelAndRelease(ofiComm* c);
 
 uint32_t ofiCommMagic(void) { return OFI_COMM_MAGIC; }
 
+static void freeStorage(ofiComm* c) {
+  free(c->pending);
+  free(c->reqs);
+  free(c->bufStore);
+  free(c->opStore);
+}
+
 void ofiCommFree(ofiOwner* o) {
   ofiComm* c = (ofiComm*)o;
   ofiDev* d = o->dev;
-  for (int i = 0; c->reqs && i < c->nReqs; i++)
-    for (int j = 0; j < OFI_MAX_RECVS; j++) {
-      ofiRequest* r = &c->reqs[i];
-      if (r->bounceMr[j]) ofiMrPut(d, r->bounceMr[j]);
-      free(r->bounce[j]);
-    }
+  for (int k = 0; c->bufStore && k < c->nReqs * c->perReq; k++) {
+    if (c->bufStore[k].bounceMr) ofiMrPut(d, c->bufStore[k].bounceMr);
+    free(c->bufStore[k].bounce);
+  }
   if (c->ctrlMr) ofiMrPut(d, c->ctrlMr);
   c->magic = 0;
-  free(c->pending);
-  free(c->reqs);
+  freeStorage(c);
   free(c);
 }
 
@@ -81,21 +85,29 @@ static ofiComm* commAlloc(ofiDev* d, int isSend) {
   c->own.dev = d;
   c->own.freeFn = ofiCommFree;
   c->isSend = isSend;
+  /* A send has one buffer, a receive up to OFI_MAX_RECVS: sized apart, a send comm's 256 requests
+   * take a fifth of the memory they would with receive-sized slots. */
   c->nReqs = isSend ? OFI_SEND_REQUESTS : OFI_RECV_REQUESTS;
+  c->perReq = isSend ? 1 : OFI_MAX_RECVS;
+  size_t nBufs = (size_t)c->nReqs * (size_t)c->perReq;
   c->reqs = calloc((size_t)c->nReqs, sizeof(*c->reqs));
   c->pending = calloc((size_t)c->nReqs, sizeof(*c->pending));
-  if (c->reqs == NULL || c->pending == NULL) {
-    free(c->reqs);
-    free(c->pending);
+  c->bufStore = calloc(nBufs, sizeof(*c->bufStore));
+  c->opStore = calloc(nBufs, sizeof(*c->opStore));
+  if (c->reqs == NULL || c->pending == NULL || c->bufStore == NULL || c->opStore == NULL) {
+    freeStorage(c);
     free(c);
     return NULL;
   }
   for (int i = 0; i < c->nReqs; i++) {
-    c->reqs[i].comm = c;
-    for (int j = 0; j < OFI_MAX_RECVS; j++) {
-      c->reqs[i].ops[j].owner = &c->own;
-      c->reqs[i].ops[j].req = &c->reqs[i];
-      c->reqs[i].ops[j].index = j;
+    ofiRequest* r = &c->reqs[i];
+    r->comm = c;
+    r->b = &c->bufStore[(size_t)i * (size_t)c->perReq];
+    r->ops = &c->opStore[(size_t)i * (size_t)c->perReq];
+    for (int j = 0; j < c->perReq; j++) {
+      r->ops[j].owner = &c->own;
+      r->ops[j].req = r;
+      r->ops[j].index = j;
     }
   }
   c->pingSend = (ofiOp){.kind = OP_PING_SEND, .owner = &c->own};
@@ -442,7 +454,7 @@ void ofiConnectForget(void* ctx) {
 static void cancelAndRelease(ofiComm* c) {
   ofiDev* d = c->own.dev;
   for (int i = 0; i < c->nReqs; i++)
-    for (int j = 0; j < OFI_MAX_RECVS; j++)
+    for (int j = 0; j < c->perReq; j++)
       if (c->reqs[i].ops[j].posted && c->reqs[i].ops[j].kind == OP_RECV) fi_cancel(&d->ep->fid, &c->reqs[i].ops[j].ctx);
   if (c->pingRecv.posted) fi_cancel(&d->ep->fid, &c->pingRecv.ctx);
   ofiOwnerRelease(&c->own);

@@ -48,19 +48,19 @@ static ofiRequest* freeSlot(ofiComm* c) {
 
 /* Bounce buffer j of a grouped slot, at least cap bytes (lock held). */
 static ncclResult_t ensureBounce(ofiDev* d, ofiRequest* r, int j, size_t cap) {
-  if (r->bounce[j] != NULL && r->bounceLen[j] >= cap) return ncclSuccess;
-  if (r->bounceMr[j]) ofiMrPut(d, r->bounceMr[j]);
-  free(r->bounce[j]);
-  r->bounceMr[j] = NULL;
-  r->bounceLen[j] = 0;
+  if (r->b[j].bounce != NULL && r->b[j].bounceLen >= cap) return ncclSuccess;
+  if (r->b[j].bounceMr) ofiMrPut(d, r->b[j].bounceMr);
+  free(r->b[j].bounce);
+  r->b[j].bounceMr = NULL;
+  r->b[j].bounceLen = 0;
   size_t len = (cap + 4095) & ~(size_t)4095;
-  r->bounce[j] = aligned_alloc(4096, len ? len : 4096);
-  if (r->bounce[j] == NULL) {
+  r->b[j].bounce = aligned_alloc(4096, len ? len : 4096);
+  if (r->b[j].bounce == NULL) {
     OFI_WARN("irecv: out of memory for a %zu-byte bounce buffer", len);
     return ncclSystemError;
   }
-  r->bounceLen[j] = len;
-  if (ofiMrNeeded(d, NCCL_PTR_HOST)) return ofiMrGet(d, r->bounce[j], len, NCCL_PTR_HOST, 0, &r->bounceMr[j]);
+  r->b[j].bounceLen = len;
+  if (ofiMrNeeded(d, NCCL_PTR_HOST)) return ofiMrGet(d, r->b[j].bounce, len, NCCL_PTR_HOST, 0, &r->b[j].bounceMr);
   return ncclSuccess;
 }
 
@@ -69,7 +69,7 @@ static ncclResult_t postOps(ofiComm* c, ofiRequest* r) {
   ofiDev* d = c->own.dev;
   size_t cap = 0;
   for (int i = 0; r->grouped && i < r->n; i++)
-    if (r->capacity[i] > cap) cap = r->capacity[i];
+    if (r->b[i].capacity > cap) cap = r->b[i].capacity;
   while (r->nPosted < r->n) {
     int j = r->nPosted;
     ofiOp* op = &r->ops[j];
@@ -79,17 +79,18 @@ static ncclResult_t postOps(ofiComm* c, ofiRequest* r) {
     if (r->kind == OP_SEND) {
       uint64_t wireTag = ofiDataTag(c->peerId, r->seq);
       what = "fi_tsend";
-      rc = d->maxRecvs > 1 ? fi_tsenddata(d->ep, r->data[0], r->capacity[0], r->desc[0], (uint64_t)(uint32_t)r->tags[0],
-                                          c->peer, wireTag, &op->ctx)
-                           : fi_tsend(d->ep, r->data[0], r->capacity[0], r->desc[0], c->peer, wireTag, &op->ctx);
+      ofiBuf* b = &r->b[0];
+      rc = d->maxRecvs > 1
+               ? fi_tsenddata(d->ep, b->data, b->capacity, b->desc, (uint64_t)(uint32_t)b->tag, c->peer, wireTag, &op->ctx)
+               : fi_tsend(d->ep, b->data, b->capacity, b->desc, c->peer, wireTag, &op->ctx);
     } else if (r->kind == OP_RECV) {
-      void* buf = r->data[0];
-      void* desc = r->desc[0];
-      size_t len = r->capacity[0];
+      void* buf = r->b[0].data;
+      void* desc = r->b[0].desc;
+      size_t len = r->b[0].capacity;
       if (r->grouped) {
         ncclResult_t res = ensureBounce(d, r, j, cap);
         if (res != ncclSuccess) return ofiFail(&c->own, res, "irecv: no bounce buffer for a grouped receive");
-        buf = r->bounce[j], desc = descOf(r->bounceMr[j]), len = cap;
+        buf = r->b[j].bounce, desc = descOf(r->b[j].bounceMr), len = cap;
       }
       what = "fi_trecv";
       rc = fi_trecv(d->ep, buf, len, desc, FI_ADDR_UNSPEC, ofiDataTag(c->id, r->seq + (uint64_t)j), 0, &op->ctx);
@@ -138,12 +139,12 @@ void ofiOnData(ofiOp* op) {
   r->nDone++;
   if (r->kind != OP_RECV) return;
   if (!r->grouped) {
-    r->sizes[0] = op->len;
+    r->b[0].size = op->len;
     return;
   }
   int tag = (int)(uint32_t)op->data;
   int i = 0;
-  while (i < r->n && ((r->filled & (1u << i)) || r->tags[i] != tag)) i++;
+  while (i < r->n && ((r->filled & (1u << i)) || r->b[i].tag != tag)) i++;
   uint64_t msg = r->seq + (uint64_t)op->index;
   if (i == r->n) {
     ofiFail(&c->own, ncclInvalidUsage,
@@ -151,14 +152,14 @@ void ofiOnData(ofiOp* op) {
             (unsigned long long)msg, tag, r->n);
     return;
   }
-  if (op->len > r->capacity[i]) {
+  if (op->len > r->b[i].capacity) {
     ofiFail(&c->own, ncclSystemError,
             "message %llu: the peer sends %zu bytes but the posted receive buffer %d (tag %d) holds only %zu",
-            (unsigned long long)msg, op->len, i, tag, r->capacity[i]);
+            (unsigned long long)msg, op->len, i, tag, r->b[i].capacity);
     return;
   }
-  if (op->len > 0) memcpy(r->data[i], r->bounce[op->index], op->len);
-  r->sizes[i] = op->len;
+  if (op->len > 0) memcpy(r->b[i].data, r->b[op->index].bounce, op->len);
+  r->b[i].size = op->len;
   r->filled |= 1u << i;
 }
 
@@ -188,11 +189,11 @@ ncclResult_t ofiIsend(void* sendComm, void* data, size_t size, int tag, void* mh
     r->n = 1;
     r->grouped = 0;
     r->seq = c->seq++;
-    r->data[0] = data;
-    r->desc[0] = mh && mh->entry ? mh->entry->desc : NULL;
-    r->capacity[0] = size;
-    r->tags[0] = tag;
-    r->sizes[0] = size;
+    r->b[0].data = data;
+    r->b[0].desc = mh && mh->entry ? mh->entry->desc : NULL;
+    r->b[0].capacity = size;
+    r->b[0].tag = tag;
+    r->b[0].size = size;
     res = issue(c, r);
     if (res == ncclSuccess) *request = r;
   }
@@ -250,11 +251,11 @@ ncclResult_t ofiIrecv(void* recvComm, int n, void** data, size_t* sizes, int* ta
     r->seq = c->seq;
     c->seq += (uint64_t)n;
     for (int i = 0; i < n; i++) {
-      r->data[i] = data[i];
-      r->desc[i] = desc[i];
-      r->capacity[i] = sizes[i];
-      r->tags[i] = tags ? tags[i] : 0;
-      r->sizes[i] = 0;
+      r->b[i].data = data[i];
+      r->b[i].desc = desc[i];
+      r->b[i].capacity = sizes[i];
+      r->b[i].tag = tags ? tags[i] : 0;
+      r->b[i].size = 0;
     }
     res = issue(c, r);
     if (res == ncclSuccess) *request = r;
@@ -299,7 +300,7 @@ ncclResult_t ofiIflush(void* recvComm, int n, void** data, int* sizes, void** mh
     r->raddr = (d->mrMode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)data[idx] : (uint64_t)((uintptr_t)data[idx] - e->base);
     r->rkey = e->key;
     r->flushLen = sizes[idx] < 4 ? (size_t)sizes[idx] : 4;
-    r->sizes[0] = 0;
+    r->b[0].size = 0;
     res = issue(c, r);
     if (res == ncclSuccess) *request = r;
   } else if (res == ncclSuccess) {
@@ -326,7 +327,7 @@ ncclResult_t ofiTest(void* request, int* done, int* sizes) {
   ncclResult_t res = postPending(c);
   if (res == ncclSuccess) res = ofiPingCheck(c);
   if (res == ncclSuccess && r->nDone == r->n) {
-    for (int i = 0; sizes != NULL && i < r->n; i++) sizes[i] = r->sizes[i] > INT_MAX ? INT_MAX : (int)r->sizes[i];
+    for (int i = 0; sizes != NULL && i < r->n; i++) sizes[i] = r->b[i].size > INT_MAX ? INT_MAX : (int)r->b[i].size;
     r->used = 0;
     c->busy--;
     *done = 1;

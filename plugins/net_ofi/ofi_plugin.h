@@ -183,6 +183,18 @@ typedef struct {
 } ofiConnectMsg;
 
 /* ---- comms ---- */
+/* One buffer of a request (a send or flush has one, a receive 1..OFI_MAX_RECVS). */
+typedef struct {
+  void* data;
+  void* desc;
+  size_t capacity;      /* recv: posted size; send: size */
+  int tag;
+  size_t size;          /* bytes of this buffer's message */
+  char* bounce;         /* grouped receives: kept with the slot, grown on demand */
+  size_t bounceLen;
+  ofiMrEntry* bounceMr;
+} ofiBuf;
+
 typedef struct ofiRequest {
   struct ofiComm* comm;
   int used;
@@ -191,19 +203,12 @@ typedef struct ofiRequest {
   int nPosted;                 /* ops handed to the provider so far (the rest wait in the comm's queue) */
   int nDone;                   /* ops completed */
   int grouped;                 /* recv with n > 1: messages land in bounce buffers, then by tag */
+  unsigned filled;             /* grouped: bit i = buffer i has its message */
   uint64_t seq;                /* sequence number of its first message */
   uint64_t raddr, rkey;        /* flush: where the read-back reads */
   size_t flushLen;
-  void* data[OFI_MAX_RECVS];
-  void* desc[OFI_MAX_RECVS];
-  size_t capacity[OFI_MAX_RECVS];
-  int tags[OFI_MAX_RECVS];
-  size_t sizes[OFI_MAX_RECVS]; /* bytes of each buffer's message */
-  unsigned filled;             /* grouped: bit i = buffer i has its message */
-  ofiOp ops[OFI_MAX_RECVS];
-  char* bounce[OFI_MAX_RECVS]; /* grouped receives: kept with the slot, grown on demand */
-  size_t bounceLen[OFI_MAX_RECVS];
-  ofiMrEntry* bounceMr[OFI_MAX_RECVS];
+  ofiBuf* b;                   /* perReq entries in the comm's storage */
+  ofiOp* ops;                  /* perReq entries in the comm's storage */
 } ofiRequest;
 
 typedef struct ofiComm {
@@ -216,6 +221,9 @@ typedef struct ofiComm {
   uint64_t seq;                /* next message */
   ofiRequest* reqs;
   int nReqs;
+  int perReq;                  /* buffers (and ops) per request: 1 for sends, OFI_MAX_RECVS for receives */
+  ofiBuf* bufStore;            /* nReqs * perReq */
+  ofiOp* opStore;              /* nReqs * perReq */
   int nextReq;
   int busy;                    /* requests handed out and not yet completed */
   ofiRequest** pending;        /* requests not yet fully posted, in issue order (a ring of nReqs) */
