@@ -159,9 +159,12 @@ ncclResult_t ofiPingCheck(ofiComm* c) {
    * keeps it queued while it retries the connection: the probe's age tells. */
   if (ofiConf.peerTimeoutMs > 0 && now - c->pingSentNs > ofiConf.peerTimeoutMs * 1000000LL)
     return ofiFail(&c->own, ncclRemoteError,
-                   "device %s: the peer of connection %u has not taken a probe in %lld ms: it is gone or "
+                   "device %s: the peer of connection %u has not taken a probe in %lld ms (%s): it is gone or "
                    "unreachable (CHORUS_OFI_PEER_TIMEOUT_MS)",
-                   d->name, c->id, (long long)ofiConf.peerTimeoutMs);
+                   d->name, c->id, (long long)ofiConf.peerTimeoutMs,
+                   c->pingSend.posted ? "the probe was sent and never completed"
+                                      : "the provider refused to send it all along, as it does while it cannot reach "
+                                        "the peer or while the endpoint's send queue stays full");
   if (c->pingSend.posted) return ncclSuccess;
   ssize_t rc = fi_tsend(d->ep, &c->pingOut, sizeof(c->pingOut), descOf(c->ctrlMr), c->peer,
                         ofiCtrlTag(OFI_CTRL_PING, c->peerId), &c->pingSend.ctx);
@@ -453,6 +456,7 @@ void ofiConnectForget(void* ctx) {
  * Receives can be cancelled; sends finish (or fail) on their own and are waited for. */
 static void cancelAndRelease(ofiComm* c) {
   ofiDev* d = c->own.dev;
+  ofiForgetPending(c);
   for (int i = 0; i < c->nReqs; i++)
     for (int j = 0; j < c->perReq; j++)
       if (c->reqs[i].ops[j].posted && c->reqs[i].ops[j].kind == OP_RECV) fi_cancel(&d->ep->fid, &c->reqs[i].ops[j].ctx);

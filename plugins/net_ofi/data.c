@@ -118,6 +118,40 @@ static ncclResult_t postPending(ofiComm* c) {
   return (ncclResult_t)c->own.failed;
 }
 
+/* A comm with requests still waiting goes on its device's list, which every progress call works
+ * through (lock held). */
+static void listPending(ofiComm* c) {
+  ofiDev* d = c->own.dev;
+  if (c->inPendingList || c->pendHead == c->pendTail || c->own.failed) return;
+  c->inPendingList = 1;
+  c->nextPending = d->pendingComms;
+  d->pendingComms = c;
+}
+
+void ofiForgetPending(ofiComm* c) {
+  if (!c->inPendingList) return;
+  for (ofiComm** l = &c->own.dev->pendingComms; *l; l = &(*l)->nextPending)
+    if (*l == c) {
+      *l = c->nextPending;
+      break;
+    }
+  c->inPendingList = 0;
+}
+
+void ofiPostPendingAll(ofiDev* d) {
+  ofiComm** l = &d->pendingComms;
+  while (*l != NULL) {
+    ofiComm* c = *l;
+    if (!c->own.failed && !c->own.closing) (void)postPending(c); /* a failure stays in the comm */
+    if (c->pendHead == c->pendTail || c->own.failed || c->own.closing) {
+      *l = c->nextPending;
+      c->inPendingList = 0;
+    } else {
+      l = &c->nextPending;
+    }
+  }
+}
+
 /* The filled slot r becomes a request of the core: queued, then posted as far as possible (lock held). */
 static ncclResult_t issue(ofiComm* c, ofiRequest* r) {
   r->used = 1;
@@ -126,7 +160,9 @@ static ncclResult_t issue(ofiComm* c, ofiRequest* r) {
   c->nextReq = (int)(r - c->reqs + 1) % c->nReqs;
   if (c->busy++ == 0) c->lastProgressNs = ofiNowNs(); /* the probe clock starts with the first request */
   c->pending[c->pendTail++ % (uint64_t)c->nReqs] = r; /* at most nReqs slots are in use: never overflows */
-  return postPending(c);
+  ncclResult_t res = postPending(c);
+  listPending(c);
+  return res;
 }
 
 /* ---------------------------------------------------------------- completions */
@@ -325,6 +361,7 @@ ncclResult_t ofiTest(void* request, int* done, int* sizes) {
   pthread_mutex_lock(&d->lock);
   ofiProgress(d);
   ncclResult_t res = postPending(c);
+  listPending(c);
   if (res == ncclSuccess) res = ofiPingCheck(c);
   if (res == ncclSuccess && r->nDone == r->n) {
     for (int i = 0; sizes != NULL && i < r->n; i++) sizes[i] = r->b[i].size > INT_MAX ? INT_MAX : (int)r->b[i].size;

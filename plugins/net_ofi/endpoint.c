@@ -225,8 +225,7 @@ static void handleError(ofiDev* d) {
   finishOp(d, op, 0);
 }
 
-void ofiProgress(ofiDev* d) {
-  if (!d->open) return;
+static void readCompletions(ofiDev* d) {
   for (int rounds = 0; rounds < 64; rounds++) {
     struct fi_cq_tagged_entry e[OFI_CQ_BATCH];
     ssize_t n = fi_cq_read(d->cq, e, OFI_CQ_BATCH);
@@ -248,6 +247,14 @@ void ofiProgress(ofiDev* d) {
     }
     if (n < OFI_CQ_BATCH) return;
   }
+}
+
+void ofiProgress(ofiDev* d) {
+  if (!d->open) return;
+  readCompletions(d);
+  /* Completions made room: hand over what waits, on every comm of the device, not only the one
+   * being called (a core may poll only its receives while its sends wait in our queue). */
+  if (d->pendingComms != NULL) ofiPostPendingAll(d);
 }
 
 void ofiOwnerRelease(ofiOwner* o) {

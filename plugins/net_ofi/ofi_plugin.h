@@ -148,6 +148,7 @@ typedef struct ofiDev {
   uint64_t nextKey;        /* requested keys when the provider does not pick them */
   ofiMrEntry* mrs;
   ofiOwner* zombies;
+  struct ofiComm* pendingComms; /* comms with requests the provider has not taken yet */
   char* flushBuf;          /* host bytes flush reads land in */
   ofiMrEntry* flushMr;
 } ofiDev;
@@ -228,6 +229,8 @@ typedef struct ofiComm {
   int busy;                    /* requests handed out and not yet completed */
   ofiRequest** pending;        /* requests not yet fully posted, in issue order (a ring of nReqs) */
   uint64_t pendHead, pendTail;
+  int inPendingList;           /* on the device's pendingComms list */
+  struct ofiComm* nextPending;
   int64_t lastProgressNs;      /* a completion of this comm, or a new request */
   int64_t pingSentNs;          /* when the current probe was first tried */
   int probing;                 /* a probe is being sent and has not been taken yet */
@@ -262,6 +265,8 @@ void ofiOnConnectRecv(ofiOp* op);                  /* a listen comm got a connec
 
 /* data.c */
 void ofiOnData(ofiOp* op);                         /* a send/recv/flush op completed (lock held) */
+void ofiPostPendingAll(ofiDev* d);                 /* give the provider what waits, every comm (lock held) */
+void ofiForgetPending(ofiComm* c);                 /* off the device's list: the comm closes (lock held) */
 
 /* mr.c */
 ncclResult_t ofiMrGet(ofiDev* d, void* data, size_t size, int type, uint64_t access, ofiMrEntry** out);
