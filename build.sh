@@ -4,7 +4,8 @@
 #   ./build.sh test     the above, then the whole ctest suite
 #   ./build.sh run      the above, then the main job: chorus-perf all-reduce on 4 local ranks
 # Environment: CUDA_ARCH (default 90), BUILD_TYPE (default RelWithDebInfo), SANITIZE=1 (ASan+UBSan,
-# separate build dir), CTEST_ARGS (extra ctest arguments, e.g. "-R unit"), JOBS.
+# separate build dir), CTEST_ARGS (extra ctest arguments, e.g. "-R unit"), JOBS, OFI_BUNDLE_LIBFABRIC=1
+# (copy libfabric and its libraries next to libnccl-net-ofi.so: plugins/net_ofi/README.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 PREFIX=$ROOT/build
@@ -38,6 +39,7 @@ build() {
   fi
   cmake -S "$ROOT" -B "$CMAKE_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
         -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCHORUS_SANITIZE="$([ "${SANITIZE:-0}" = 1 ] && echo ON || echo OFF)" \
+        -DCHORUS_OFI_BUNDLE_LIBFABRIC="$([ "${OFI_BUNDLE_LIBFABRIC:-0}" = 1 ] && echo ON || echo OFF)" \
         "${cuda_flags[@]}" >/dev/null
   cmake --build "$CMAKE_DIR" -j "$JOBS"
   # A sanitizer build is for running the tests; it does not replace the installed libraries.

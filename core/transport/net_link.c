@@ -80,7 +80,9 @@ ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int 
   nl->net = comm->net;
   nl->comm = netComm;
   nl->buffer = buffer;
-  nl->tag = comm->rank;
+  /* The net ABI's tag is the sender's rank on both sides: isend passes its own rank, irecv the rank it
+   * expects data from (plugins such as NCCL's IB match on it). */
+  nl->tag = isSend ? comm->rank : peer;
   link->ops = &chrNetTransportOps;
   link->peer = peer;
   link->channel = channel;

@@ -23,10 +23,6 @@ nsSettings nsConf;
 
 static pthread_mutex_t nsInitLock = PTHREAD_MUTEX_INITIALIZER;
 static int nsDevicesFound = 0;
-static nsCtx nsLegacy = {NULL, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF};
-
-nsCtx* nsLegacyCtx(void) { return &nsLegacy; }
-
 void nsRandom(void* buf, size_t len) {
   size_t got = 0;
   while (got < len) {
@@ -192,18 +188,10 @@ ncclResult_t nsInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config
   return ncclSuccess;
 }
 
-/* Per-process init of v8..v10: one shared context (the core calls it once per process). */
-ncclResult_t nsInitLegacy(ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction) {
-  ncclResult_t res = globalInit(logFunction);
-  if (res != ncclSuccess) return res;
-  nsLegacy.prof = profFunction;
-  return ncclSuccess;
-}
-
 ncclResult_t nsFinalize(void* ctx) {
   if (ctx == NULL) return ncclSuccess;
   nsConnectForget(ctx);
-  if (ctx != &nsLegacy) free(ctx);
+  free(ctx);
   return ncclSuccess;
 }
 

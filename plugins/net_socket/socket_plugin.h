@@ -194,8 +194,6 @@ typedef struct nsComm {
 /* ---- shared functions ---- */
 /* init.c */
 void nsRandom(void* buf, size_t len);
-nsCtx* nsLegacyCtx(void); /* the one ctx shared by per-process (<= v10) inits */
-ncclResult_t nsInitLegacy(ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction);
 
 /* connection.c */
 void nsConnectForget(void* ctx); /* drop unfinished connects made through ctx */

@@ -45,8 +45,17 @@ typedef enum {
 typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
                                   const char* fmt, ...);
 
+/* What a net plugin asks of the profiler callback below (its `type` argument). */
+enum {
+  ncclProfilerNetEventStart = 0,        /* open an event; the callback writes its handle to *eHandle */
+  ncclProfilerNetEventStop = 1,         /* close the event *eHandle */
+  ncclProfilerNetEventUpdate = 2,       /* new data for the open event *eHandle */
+  ncclProfilerNetEventUpdateAndStop = 3 /* both at once */
+};
+
 /* Net plugins report their own events to the profiler through this callback.
- * type: 0 start, 1 stop, 2 update, 3 update-and-stop. pHandle: the phandle given to isend/irecv. */
+ * type: one of the values above. pHandle: the phandle given to isend/irecv. pluginId and extData:
+ * see profiler_common.h (NCCL_PROFILER_NET_TYPE_*) and profiler_net_ib.h / profiler_net_socket.h. */
 typedef ncclResult_t (*ncclProfilerCallback_t)(void** eHandle, int type, void* pHandle, int64_t pluginId,
                                                void* extData);
 

@@ -7,6 +7,8 @@
 #define CHORUS_PLUGIN_NET_H_
 
 #include "plugin/net_common.h"
+#include "plugin/net_v6.h" /* v6 and v7: types only, for plugins that also export them; never loaded */
+#include "plugin/net_v7.h"
 #include "plugin/net_v8.h"
 #include "plugin/net_v9.h"
 #include "plugin/net_v10.h"
@@ -24,5 +26,10 @@ typedef ncclNetCommAttr_v12_t ncclNetCommAttr_t;
 typedef ncclNetAttr_v12_t ncclNetAttr_t;
 typedef ncclNetDeviceHandle_v12_t ncclNetDeviceHandle_t;
 typedef ncclNetSGE_v12_t ncclNetSGE_t;
+
+/* Names of the objects a plugin built against these headers exports (the newest version), so that a
+ * plugin can write `const ncclNet_t NCCL_NET_PLUGIN_SYMBOL = {...};`. Not strings: identifiers. */
+#define NCCL_NET_PLUGIN_SYMBOL ncclNetPlugin_v12
+#define NCCL_COLLNET_PLUGIN_SYMBOL ncclCollNetPlugin_v12
 
 #endif /* CHORUS_PLUGIN_NET_H_ */

@@ -69,14 +69,7 @@ typedef struct {
   int trafficClass; /* NCCL_NET_TRAFFIC_CLASS_UNDEF (-1) when the user set none */
 } ncclNetCommConfig_v10_t;
 
-/* Device-offload handle (32 bytes). Host plugins never fill one. */
-typedef struct {
-  ncclNetDeviceType netDeviceType; /* offload kind this handle is for */
-  int netDeviceVersion;            /* offload version */
-  void* handle;                    /* plugin-defined device-side object */
-  size_t size;                     /* bytes of *handle */
-  int needsProxyProgress;          /* 1: the core's proxy thread must keep calling test() */
-} ncclNetDeviceHandle_v10_t;
+/* ncclNetDeviceHandle_v10_t: net_common.h (one type for every version). */
 
 /* One scatter/gather element of a collnet operation (24 bytes). */
 typedef struct {

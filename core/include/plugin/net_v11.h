@@ -88,14 +88,7 @@ typedef struct {
   uint32_t proto;
 } ncclNetAttr_v11_t;
 
-/* Device-offload handle (32 bytes). Host plugins never fill one. */
-typedef struct {
-  ncclNetDeviceType netDeviceType; /* offload kind this handle is for */
-  int netDeviceVersion;            /* offload version */
-  void* handle;                    /* plugin-defined device-side object */
-  size_t size;                     /* bytes of *handle */
-  int needsProxyProgress;          /* 1: the core's proxy thread must keep calling test() */
-} ncclNetDeviceHandle_v11_t;
+/* ncclNetDeviceHandle_v11_t: net_common.h (one type for every version). */
 
 /* One scatter/gather element of a collnet operation (24 bytes). */
 typedef struct {

@@ -77,10 +77,18 @@ typedef enum {
   ncclProfilerCeBatchComplete = 30,
 } ncclProfilerEventState_t;
 
-/* A net plugin's own events (NetPlugin, netPlugin.id): the low 16 bits carry the version of the net
- * plugin's descriptor layout, the high 16 bits its event type. */
-#define NCCL_PROFILER_NET_VER_MASK 0xffff
-#define NCCL_PROFILER_NET_TYPE_MASK 0xffff0000
+/* A net plugin's own events (NetPlugin, netPlugin.id): the low NCCL_PROFILER_NET_VER_BITS bits carry
+ * the version of the net plugin's descriptor layout, the next 16 bits which kind of network defined it
+ * (ncclProfilerNetType). Higher bits are unused. */
+#define NCCL_PROFILER_NET_VER_BITS 16
+#define NCCL_PROFILER_NET_VER_MASK 0xffffU
+#define NCCL_PROFILER_NET_TYPE_MASK 0xffff0000U
+
+/* The network kinds whose descriptor layouts are published (profiler_net_ib.h, profiler_net_socket.h). */
+typedef enum {
+  NCCL_PROFILER_NET_TYPE_IB = (1U << 16),
+  NCCL_PROFILER_NET_TYPE_SOCK = (2U << 16),
+} ncclProfilerNetType;
 
 /* What the net-plugin callback's `type` argument means (plugin/common.h, ncclProfilerCallback_t). */
 #define NCCL_PROFILER_NET_EVENT_START 0

@@ -17,4 +17,8 @@ typedef ncclTuner_v6_t ncclTuner_t;
 typedef ncclNvlDomainInfo_v6_t ncclNvlDomainInfo_t;
 typedef ncclTunerConstants_v6_t ncclTunerConstants_t;
 
+/* Name of the object a tuner built against these headers exports, as a string (for dlsym); note that
+ * NCCL_NET_PLUGIN_SYMBOL in net.h is an identifier instead. */
+#define NCCL_TUNER_PLUGIN_SYMBOL "ncclTunerPlugin_v6"
+
 #endif /* CHORUS_PLUGIN_TUNER_H_ */

@@ -34,7 +34,8 @@
 /* A cost-table entry holding this value cannot be used for the call (not supported by the core, or
  * removed by NCCL_ALGO / NCCL_PROTO). A tuner may write it to forbid an entry; it must never turn such
  * an entry into a non-negative one. */
-#define NCCL_ALGO_PROTO_IGNORE (-1.0)
+#define NCCL_TUNING_IGNORE (-1.0)
+#define NCCL_ALGO_PROTO_IGNORE NCCL_TUNING_IGNORE
 
 /* Collectives that go through algorithm selection: collType of getCollInfo is one of
  * ncclFuncBroadcast .. ncclFuncAllReduce (0 .. 4). */

@@ -26,6 +26,14 @@
 #include "plugin/common.h"
 #include "plugin/tuner_common.h"
 
+/* The table dimensions frozen with this layout (v5 and v6 share it); the unversioned NCCL_NUM_*
+ * names in tuner_common.h have the same values today. */
+#define NCCL_NUM_ALGORITHMS_V5 7
+#define NCCL_NUM_PROTOCOLS_V5 3
+#define NCCL_NUM_HW_LINKS_V5 3
+#define NCCL_NUM_COMPCAPS_V5 4
+#define NCCL_NUM_TUNING_SCALES_V5 3
+
 /* How the communicator's ranks group into domains joined by the fastest links (12 bytes). */
 typedef struct {
   int nNvlDomains;          /* number of domains */

@@ -1,0 +1,284 @@
+/*
+ * endpoint.c: one device's endpoint (fabric, domain, completion queue, address vector, endpoint), the
+ * completion loop that finishes posted operations, and the bookkeeping every owner of operations
+ * (comm, listen comm) shares: ops in flight, the first failure, and freeing only once the provider
+ * has given back every operation that points into the owner.
+ *
+ * Everything here runs with the device lock held except ofiDevOpen, which takes it.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ofi_plugin.h"
+
+#define OFI_CQ_BATCH 16
+
+static void closeFid(struct fid* f) {
+  if (f != NULL) fi_close(f);
+}
+
+/* Undo a partial open (lock held). */
+static void devClose(ofiDev* d) {
+  if (d->flushMr != NULL) ofiMrPut(d, d->flushMr);
+  d->flushMr = NULL;
+  free(d->flushBuf);
+  d->flushBuf = NULL;
+  closeFid(d->ep ? &d->ep->fid : NULL);
+  closeFid(d->av ? &d->av->fid : NULL);
+  closeFid(d->cq ? &d->cq->fid : NULL);
+  closeFid(d->domain ? &d->domain->fid : NULL);
+  closeFid(d->fabric ? &d->fabric->fid : NULL);
+  d->ep = NULL, d->av = NULL, d->cq = NULL, d->domain = NULL, d->fabric = NULL;
+  d->open = 0;
+}
+
+ncclResult_t ofiAvInsert(ofiDev* d, const void* addr, size_t len, fi_addr_t* out, char* err, size_t errLen) {
+  (void)len; /* the provider knows its address length; the caller checked it against ours */
+  int rc = fi_av_insert(d->av, addr, 1, out, 0, NULL);
+  if (rc != 1) {
+    snprintf(err, errLen, "fi_av_insert: %s", rc < 0 ? fi_strerror(-rc) : "address not inserted");
+    return ncclSystemError;
+  }
+  return ncclSuccess;
+}
+
+#define DEV_TRY(call, what)                                                                            \
+  do {                                                                                                 \
+    int rc_ = (call);                                                                                  \
+    if (rc_ != 0) {                                                                                    \
+      OFI_WARN("device %s (%s): %s failed: %s", d->name, d->info->fabric_attr->prov_name, what,        \
+               fi_strerror(rc_ < 0 ? -rc_ : rc_));                                                     \
+      goto fail_close;                                                                                 \
+    }                                                                                                  \
+  } while (0)
+
+static ncclResult_t devOpenLocked(ofiDev* d) {
+  if (d->open && d->pid == getpid()) return ncclSuccess;
+  if (d->open) {
+    /* Opened by the process we were forked from: its objects are not ours to use or close. */
+    OFI_INFO(NCCL_NET, "device %s: opening a new endpoint in this process (pid %d, parent's was %d)", d->name,
+             (int)getpid(), (int)d->pid);
+    d->open = 0;
+    d->ep = NULL, d->av = NULL, d->cq = NULL, d->domain = NULL, d->fabric = NULL;
+    d->mrs = NULL, d->zombies = NULL, d->flushBuf = NULL, d->flushMr = NULL;
+  }
+  struct fi_info* info = d->info;
+  DEV_TRY(fi_fabric(info->fabric_attr, &d->fabric, NULL), "fi_fabric");
+  DEV_TRY(fi_domain(d->fabric, info, &d->domain, NULL), "fi_domain");
+  struct fi_cq_attr cqAttr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+  DEV_TRY(fi_cq_open(d->domain, &cqAttr, &d->cq, NULL), "fi_cq_open");
+  struct fi_av_attr avAttr = {.type = info->domain_attr->av_type != FI_AV_UNSPEC ? info->domain_attr->av_type
+                                                                                  : FI_AV_TABLE};
+  DEV_TRY(fi_av_open(d->domain, &avAttr, &d->av, NULL), "fi_av_open");
+  DEV_TRY(fi_endpoint(d->domain, info, &d->ep, NULL), "fi_endpoint");
+  DEV_TRY(fi_ep_bind(d->ep, &d->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+  DEV_TRY(fi_ep_bind(d->ep, &d->av->fid, 0), "fi_ep_bind(av)");
+  DEV_TRY(fi_enable(d->ep), "fi_enable");
+  d->addrLen = sizeof(d->addr);
+  DEV_TRY(fi_getname(&d->ep->fid, d->addr, &d->addrLen), "fi_getname");
+  char err[OFI_ERR_LEN];
+  if (ofiAvInsert(d, d->addr, d->addrLen, &d->self, err, sizeof(err)) != ncclSuccess) {
+    OFI_WARN("device %s: own address: %s", d->name, err);
+    goto fail_close;
+  }
+  d->pid = getpid();
+  d->open = 1;
+  if (d->rma) { /* flush reads land here; registered once */
+    d->flushBuf = aligned_alloc(4096, 4096);
+    if (d->flushBuf == NULL || ofiMrGet(d, d->flushBuf, 4096, NCCL_PTR_HOST, FI_READ | FI_WRITE, &d->flushMr) != ncclSuccess) {
+      OFI_WARN("device %s: cannot set up the flush buffer", d->name);
+      goto fail_close;
+    }
+  }
+  if (d->nextId == 0) ofiRandom(&d->nextId, sizeof(d->nextId)); /* ids of one process do not restart at 1 */
+  if (d->nextKey == 0) ofiRandom(&d->nextKey, sizeof(d->nextKey));
+  OFI_INFO(NCCL_NET, "device %s: endpoint open (%s, %zu-byte address, mr_mode 0x%llx)", d->name,
+           d->info->fabric_attr->prov_name, d->addrLen, (unsigned long long)d->mrMode);
+  return ncclSuccess;
+fail_close:
+  devClose(d);
+  return ncclSystemError;
+}
+
+ncclResult_t ofiDevOpen(ofiDev* d) {
+  pthread_mutex_lock(&d->lock);
+  ncclResult_t res = devOpenLocked(d);
+  pthread_mutex_unlock(&d->lock);
+  return res;
+}
+
+uint32_t ofiDevNewId(ofiDev* d) {
+  uint32_t id;
+  do {
+    id = d->nextId++ & OFI_ID_MAX;
+  } while (id == 0);
+  return id;
+}
+
+ncclResult_t ofiFail(ofiOwner* o, ncclResult_t res, const char* fmt, ...) {
+  if (o->failed) return (ncclResult_t)o->failed;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(o->failMsg, sizeof(o->failMsg), fmt, ap);
+  va_end(ap);
+  o->failed = res;
+  OFI_WARN("%s", o->failMsg);
+  return res;
+}
+
+ncclResult_t ofiPost(ofiDev* d, ofiOwner* o, ofiOp* op, ssize_t rc, const char* what) {
+  if (rc == 0) {
+    op->posted = 1;
+    op->done = 0;
+    o->inflight++;
+    return ncclSuccess;
+  }
+  if (rc == -FI_EAGAIN) return ncclInProgress; /* queue full: the caller retries later */
+  return ofiFail(o, ncclSystemError, "device %s: %s failed: %s", d->name, what, fi_strerror((int)-rc));
+}
+
+/* Errors that mean the other side is gone or unreachable. */
+static int remoteErrno(int e) {
+  /* FI_ECANCELED: only close cancels our ops; a provider that cancels one has lost the connection. */
+  return e == FI_ECANCELED || e == FI_ECONNREFUSED || e == FI_ECONNRESET || e == FI_ECONNABORTED || e == FI_ENOTCONN ||
+         e == FI_EHOSTUNREACH || e == FI_ETIMEDOUT || e == FI_ESHUTDOWN || e == EPIPE || e == FI_EADDRNOTAVAIL;
+}
+
+static void unlinkZombie(ofiDev* d, ofiOwner* o) {
+  for (ofiOwner** l = &d->zombies; *l; l = &(*l)->nextZombie)
+    if (*l == o) {
+      *l = o->nextZombie;
+      return;
+    }
+}
+
+/* An op is back from the provider: account for it, then hand it to whoever understands it. */
+static void finishOp(ofiDev* d, ofiOp* op, int ok) {
+  ofiOwner* o = op->owner;
+  op->posted = 0;
+  op->done = 1;
+  o->inflight--;
+  if (o->closing) {
+    if (o->closing == 2 && o->inflight == 0) { /* a zombie: nothing refers to it any more */
+      unlinkZombie(d, o);
+      o->freeFn(o);
+    }
+    return;
+  }
+  switch (op->kind) {
+    case OP_SEND:
+    case OP_RECV:
+    case OP_FLUSH: if (ok) ofiOnData(op); break;
+    case OP_CONNECT_RECV: if (ok) ofiOnConnectRecv(op); break;
+    case OP_PING_SEND:
+    case OP_PING_RECV: ofiOnPing(op, ok); break;
+    default: break; /* OP_CONNECT_SEND: connect() looks at done/failed itself */
+  }
+}
+
+static const char* opName(int kind) {
+  switch (kind) {
+    case OP_SEND: return "send";
+    case OP_RECV: return "receive";
+    case OP_CONNECT_SEND: return "connect message";
+    case OP_CONNECT_RECV: return "wait for a connect message";
+    case OP_PING_SEND: return "probe of the peer";
+    case OP_PING_RECV: return "probe receive";
+    case OP_FLUSH: return "flush read";
+    default: return "operation";
+  }
+}
+
+static void handleError(ofiDev* d) {
+  struct fi_cq_err_entry err;
+  memset(&err, 0, sizeof(err));
+  ssize_t rc = fi_cq_readerr(d->cq, &err, 0);
+  if (rc < 0) {
+    if (rc != -FI_EAGAIN) OFI_WARN("device %s: fi_cq_readerr: %s", d->name, fi_strerror((int)-rc));
+    return;
+  }
+  ofiOp* op = err.op_context;
+  if (op == NULL) {
+    OFI_WARN("device %s: completion error without an operation: %s", d->name, fi_strerror(err.err));
+    return;
+  }
+  ofiOwner* o = op->owner;
+  if (o->closing) { /* cancelled by close, or failing after it: nobody is waiting */
+    finishOp(d, op, 0);
+    return;
+  }
+  char prov[160];
+  const char* provText = fi_cq_strerror(d->cq, err.prov_errno, err.err_data, prov, sizeof(prov));
+  if (err.err == FI_ETRUNC && (op->kind == OP_RECV)) {
+    ofiFail(o, ncclSystemError,
+            "device %s: a message is %zu bytes longer than the posted receive of %zu bytes (%s; provider: %s)", d->name,
+            err.olen, err.len, fi_strerror(err.err), provText ? provText : "");
+  } else {
+    ofiFail(o, remoteErrno(err.err) ? ncclRemoteError : ncclSystemError, "device %s: %s failed: %s (provider: %s)",
+            d->name, opName(op->kind), fi_strerror(err.err), provText ? provText : "");
+  }
+  op->len = 0;
+  finishOp(d, op, 0);
+}
+
+static void readCompletions(ofiDev* d) {
+  for (int rounds = 0; rounds < 64; rounds++) {
+    struct fi_cq_tagged_entry e[OFI_CQ_BATCH];
+    ssize_t n = fi_cq_read(d->cq, e, OFI_CQ_BATCH);
+    if (n == -FI_EAGAIN) return;
+    if (n == -FI_EAVAIL) {
+      handleError(d);
+      continue;
+    }
+    if (n < 0) {
+      OFI_WARN("device %s: fi_cq_read: %s", d->name, fi_strerror((int)-n));
+      return;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+      ofiOp* op = e[i].op_context;
+      if (op == NULL) continue;
+      op->len = e[i].len;
+      op->data = e[i].data;
+      finishOp(d, op, 1);
+    }
+    if (n < OFI_CQ_BATCH) return;
+  }
+}
+
+void ofiProgress(ofiDev* d) {
+  if (!d->open) return;
+  readCompletions(d);
+  /* Completions made room: hand over what waits, on every comm of the device, not only the one
+   * being called (a core may poll only its receives while its sends wait in our queue). */
+  if (d->pendingComms != NULL) ofiPostPendingAll(d);
+}
+
+void ofiOwnerRelease(ofiOwner* o) {
+  ofiDev* d = o->dev;
+  o->closing = 1; /* completions of its ops are only counted from now on */
+  if (o->inflight > 0) {
+    /* Cancelled operations come back through the CQ; wait a little for them, then leave the owner
+     * for ofiProgress to free when the last one is back (its memory must outlive every op). */
+    int64_t end = ofiNowNs() + ofiConf.closeWaitMs * 1000000LL;
+    while (o->inflight > 0 && ofiNowNs() < end) {
+      ofiProgress(d);
+      if (o->inflight == 0) break;
+      pthread_mutex_unlock(&d->lock);
+      sched_yield();
+      pthread_mutex_lock(&d->lock);
+    }
+    if (o->inflight > 0) {
+      OFI_INFO(NCCL_NET, "device %s: %d operation(s) still with the provider at close; freed when they complete",
+               d->name, o->inflight);
+      o->closing = 2;
+      o->nextZombie = d->zombies;
+      d->zombies = o;
+      return;
+    }
+  }
+  o->freeFn(o);
+}

@@ -1,0 +1,89 @@
+# Tests of the libfabric net plugin libnccl-net-ofi.so (plugins/net_ofi), over the tcp;ofi_rxm provider
+# on loopback. Each test skips (77) with the reason when that provider cannot be opened here.
+# Included by tests/plugins/CMakeLists.txt; the global property keeps a second include harmless.
+get_property(ofi_tests_added GLOBAL PROPERTY CHORUS_NET_OFI_TESTS_ADDED)
+if(ofi_tests_added OR NOT TARGET nccl-net-ofi)
+  return()
+endif()
+set_property(GLOBAL PROPERTY CHORUS_NET_OFI_TESTS_ADDED TRUE)
+
+add_executable(test_net_ofi ${CMAKE_SOURCE_DIR}/plugins/net_ofi/tests/test_net_ofi.c)
+target_include_directories(test_net_ofi BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/core/include)
+target_link_libraries(test_net_ofi PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+add_dependencies(test_net_ofi nccl-net-ofi)
+
+set(OFI_LIB $<TARGET_FILE:nccl-net-ofi>)
+set(OFI_ENV "FI_PROVIDER=tcp\\;ofi_rxm;CHORUS_OFI_DOMAIN=lo;HOME=${CMAKE_CURRENT_BINARY_DIR}")
+set(OFI_IF sh ${CMAKE_SOURCE_DIR}/plugins/net_ofi/tests/if_provider.sh $<TARGET_FILE:test_net_ofi> ${OFI_LIB} --)
+
+# The plugin's own program: one ctest per case and ABI version.
+function(ofi_add_test name case)
+  cmake_parse_arguments(T "" "VERSION" "ENV" ${ARGN})
+  if(NOT T_VERSION)
+    set(T_VERSION 12)
+  endif()
+  add_test(NAME plugins.net_ofi.${name} COMMAND test_net_ofi ${OFI_LIB} ${case} ${T_VERSION})
+  set_tests_properties(plugins.net_ofi.${name} PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                       ENVIRONMENT "${OFI_ENV};${T_ENV}")
+endfunction()
+foreach(case sizes bigrecv fork inflight grouped badtag overflow kill_sender kill_receiver strangers badhandle)
+  ofi_add_test(${case} ${case})
+endforeach()
+ofi_add_test(flush flush ENV "CHORUS_OFI_FORCE_FLUSH=1")
+ofi_add_test(cuda cuda) # skips without a GPU, or where the provider has no FI_HMEM
+ofi_add_test(grouped_v8 grouped VERSION 8)
+# The provider's queues cut to 4 sends and 4 receives: requests wait inside the plugin and go out as
+# room appears, so the ABI's 32 receives / 256 sends and grouped receives still complete.
+foreach(case inflight grouped sizes)
+  ofi_add_test(${case}_shortqueue ${case} ENV "FI_OFI_RXM_TX_SIZE=4;FI_OFI_RXM_RX_SIZE=4")
+endforeach()
+foreach(v 8 9 10 11 12)
+  ofi_add_test(v${v} version VERSION ${v})
+endforeach()
+
+# chorus-netcheck drives it as a core does (several comms, depths, grouped receives, churn), as ABI v12
+# and through Chorus's v8 adapter; the first one also prints the table against raw TCP.
+if(TARGET chorus-netcheck)
+  function(ofi_netcheck name)
+    cmake_parse_arguments(T "" "" "HAS;ARGS" ${ARGN})
+    set(has "")
+    foreach(h ${T_HAS})
+      list(APPEND has --has ${h})
+    endforeach()
+    add_test(NAME plugins.netcheck.ofi_${name} COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT} --has "^result: PASS"
+             --lacks "^  FAIL" ${has} -- $<TARGET_FILE:chorus-netcheck> ${T_ARGS} ${OFI_LIB})
+    set_tests_properties(plugins.netcheck.ofi_${name} PROPERTIES TIMEOUT 90 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                         ENVIRONMENT "${OFI_ENV};NCCL_DEBUG=WARN")
+  endfunction()
+  ofi_netcheck(v12 HAS "name OFI, ABI v12" "^bandwidth, rank 0 -> rank 1" "PASS +recv\\.grouped"
+               ARGS --scale 2 --perf-bytes 8M --baseline --time-limit 70)
+  ofi_netcheck(v8 HAS "name OFI, ABI v8" ARGS --no-perf --abi 8 --scale 1 --time-limit 70)
+  ofi_netcheck(forceflush ARGS --no-perf --scale 1 --time-limit 70 -s "CHORUS_OFI_FORCE_FLUSH=1")
+endif()
+
+# Collectives through Chorus with NCCL_NET_PLUGIN=ofi, every rank its own (acted-out) host and its own
+# process, so all traffic crosses the plugin; strict, so a plugin that fails to load cannot fall back
+# to another. The log line proves which plugin carried it.
+set(OFI_RANKS_ENV "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=30;NCCL_DEBUG=INFO;NCCL_DEBUG_SUBSYS=INIT")
+foreach(n 2 3 4)
+  set(tests "")
+  foreach(coll broadcast reduce allgather reducescatter gather scatter alltoall sendrecv)
+    add_test(NAME ranks.ofi.${coll}.n${n}.hosts COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
+             --has "uses net plugin OFI" --lacks "unknown variable" -- $<TARGET_FILE:test_colls> ${coll} ${n} --hosts ${n}
+             --medium 300K --big 4M --timeout 100)
+    list(APPEND tests ranks.ofi.${coll}.n${n}.hosts)
+  endforeach()
+  add_test(NAME ranks.ofi.allreduce.n${n}.hosts COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
+           --has "uses net plugin OFI" --lacks "unknown variable" -- $<TARGET_FILE:test_allreduce> ${n} --hosts ${n} --medium 1M --big 16M
+           --timeout 100)
+  list(APPEND tests ranks.ofi.allreduce.n${n}.hosts)
+  set_tests_properties(${tests} PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
+                       SKIP_RETURN_CODE ${CHORUS_SKIP_CODE} ENVIRONMENT "${OFI_RANKS_ENV}")
+endforeach()
+
+# A rank SIGKILLs itself mid all-reduce (tests/ranks/test_kill.c): every survivor gets an error and
+# aborts. CHORUS_TIMEOUT is far above the plugin's probe (1 s + 5 s), so the errors come from the
+# plugin seeing the dead peer (within --deadline 30 s), not from Chorus's own deadline.
+add_test(NAME ranks.ofi.kill.n4.hosts COMMAND ${OFI_IF} $<TARGET_FILE:test_kill> 4 2 --hosts 4 --deadline 30)
+set_tests_properties(ranks.ofi.kill.n4.hosts PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60")
