@@ -17,6 +17,7 @@ static const char* const otherNames[] = {
     "CHORUS_SOCKET_HELLO_TIMEOUT_MS",
     "CHORUS_SOCKET_CONNECT_TIMEOUT_MS",
     "CHORUS_SOCKET_BUFSIZE",
+    "CHORUS_SOCKET_LINK_TIMEOUT_MS",
     "CHORUS_FUZZ_SEED", "CHORUS_FUZZ_VERBOSE", /* tests/fuzz: seed and chatter of a fuzz run */
     "CHORUS_KILL_VERBOSE",               /* tests/ranks/test_kill.c */
 };
