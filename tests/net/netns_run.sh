@@ -26,6 +26,8 @@
 # Names carry this script's pid (<pfx> = chrnet-<pid>), so concurrent runs never collide; a trap
 # removes everything on exit, INT, TERM and HUP, and every run first removes the namespaces (and
 # kills the processes inside them) of earlier runs whose script is gone, e.g. one that ctest killed.
+# The deadline and the cut are driven by this script's own polling loop (no helper processes that
+# could outlive it).
 set -u
 
 PFX=chrnet-$$
@@ -79,27 +81,36 @@ for tool in ip unshare hostname; do
 done
 
 # --- clean-up: ours on any exit, and what runs that died before their trap left behind -------------
-rank_pids=()
-helper_pids=()
+# Each rank runs under a watcher subshell (watcher_pids) that records the rank's pid, exit status and
+# end time in files; the ranks' pids stay valid while their watchers have not reaped them.
+watcher_pids=()
 remove_ns() {  # kills what still runs inside namespace $1 (processes our runs started), then deletes it
   local p
   for p in $(ip netns pids "$1" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
   ip netns del "$1" 2>/dev/null
 }
+kill_ranks() {
+  local k
+  for ((k = 0; k < hosts; k++)); do
+    [ -e "$workdir/rc$k" ] || [ ! -s "$workdir/pid$k" ] || kill -KILL "$(cat "$workdir/pid$k")" 2>/dev/null
+  done
+}
 cleanup() {
-  local p k
-  # A helper's sleep is its child: end it too, or it would hold ctest's output pipe open.
-  for p in "${helper_pids[@]}"; do kill -KILL $(ps -o pid= --ppid "$p") "$p" 2>/dev/null; done
-  for p in "${rank_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  local k
+  exec 2>/dev/null  # the verdict is out; nothing more to say
+  [ -n "${workdir:-}" ] && kill_ranks
   for ((k = 0; k < hosts; k++)); do remove_ns "$PFX-h$k"; done
   remove_ns "$PFX-hub"
+  wait "${watcher_pids[@]}" 2>/dev/null
   [ -n "${workdir:-}" ] && rm -rf "$workdir"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
+# A run is alive while its pid is still this script (not a zombie, not a reused pid).
+alive_run() { grep -q netns_run "/proc/$1/cmdline" 2>/dev/null; }
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^chrnet-[0-9]*-'); do
   owner=${ns#chrnet-}; owner=${owner%%-*}
-  kill -0 "$owner" 2>/dev/null || remove_ns "$ns"
+  alive_run "$owner" || remove_ns "$ns"
 done
 workdir=$(mktemp -d /tmp/chrnet.XXXXXX) || exit 1
 
@@ -120,44 +131,50 @@ done
 # --- the ranks -------------------------------------------------------------------------------------
 # The environment every rank gets: its rank, the root's address, the interface; NCCL_HOSTID is
 # dropped so that the hostname decides (one host per namespace).
-start=$(date +%s.%N)
+now() { date +%s.%N; }
+later() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }  # true when time $1 >= time $2
+start=$(now)
 for ((k = 0; k < hosts; k++)); do
-  ip netns exec "$PFX-h$k" unshare --uts sh -c 'hostname "$0" && exec "$@"' "chorus-h$k" \
-    env -u NCCL_HOSTID CHORUS_RANK=$k CHORUS_NRANKS=$hosts NCCL_COMM_ID=$SUBNET.1:$PORT \
-    NCCL_SOCKET_IFNAME="=$IFACE" "${envs[@]}" "$@" >"$workdir/out$k" 2>&1 &
-  rank_pids+=($!)
+  (
+    ip netns exec "$PFX-h$k" unshare --uts sh -c 'hostname "$0" && exec "$@"' "chorus-h$k" \
+      env -u NCCL_HOSTID CHORUS_RANK=$k CHORUS_NRANKS=$hosts NCCL_COMM_ID=$SUBNET.1:$PORT \
+      NCCL_SOCKET_IFNAME="=$IFACE" "${envs[@]}" "$@" >"$workdir/out$k" 2>&1 &
+    echo $! >"$workdir/pid$k"
+    exec 2>/dev/null  # the rank's output has its file; no "Killed" notice from this watcher
+    wait $!
+    rc=$?
+    now >"$workdir/at$k"
+    echo $rc >"$workdir/rc$k"
+  ) &
+  watcher_pids+=($!)
 done
 
-# The cut and the deadline run beside the ranks; each writes when it acted.
-if [ -n "$cut" ]; then
-  (sleep "$cut_sec" && ip -n "$PFX-hub" link set "b$cut_host" down && date +%s.%N >"$workdir/cut_at") >/dev/null 2>&1 &
-  helper_pids+=($!)
-  disown $!
-fi
-(sleep "$timeout" && date +%s.%N >"$workdir/deadline" && kill -KILL "${rank_pids[@]}") >/dev/null 2>&1 &
-helper_pids+=($!)
-disown $!  # no "Killed" job message when the clean-up ends it
-
+# Wait for every rank, taking the link down at the cut time and killing what runs at the deadline.
+cut_at="" deadline_hit=0
+deadline=$(awk -v a="$start" -v t="$timeout" 'BEGIN { printf "%.3f", a + t }')
+[ -z "$cut" ] || cut_time=$(awk -v a="$start" -v t="$cut_sec" 'BEGIN { printf "%.3f", a + t }')
+while :; do
+  left=0
+  for ((k = 0; k < hosts; k++)); do [ -e "$workdir/rc$k" ] || left=$((left + 1)); done
+  [ "$left" -gt 0 ] || break
+  t=$(now)
+  if [ -n "$cut" ] && [ -z "$cut_at" ] && later "$t" "$cut_time"; then
+    ip -n "$PFX-hub" link set "b$cut_host" down || { echo "netns_run.sh: could not take b$cut_host down" >&2; exit 1; }
+    cut_at=$(now)
+  fi
+  if [ "$deadline_hit" = 0 ] && later "$t" "$deadline"; then
+    deadline_hit=1
+    kill_ranks
+  fi
+  sleep 0.1
+done
 declare -A status at
-left=$hosts
-while [ "$left" -gt 0 ]; do
-  pending=()
-  for ((k = 0; k < hosts; k++)); do [ -n "${status[$k]:-}" ] || pending+=("${rank_pids[$k]}"); done
-  done_pid=""
-  wait -n -p done_pid "${pending[@]}"
-  rc=$?
-  [ -n "$done_pid" ] || continue
-  for ((k = 0; k < hosts; k++)); do
-    if [ "${rank_pids[$k]}" = "$done_pid" ] && [ -z "${status[$k]:-}" ]; then
-      status[$k]=$rc at[$k]=$(date +%s.%N) left=$((left - 1))
-    fi
-  done
-done
+for ((k = 0; k < hosts; k++)); do status[$k]=$(cat "$workdir/rc$k") at[$k]=$(cat "$workdir/at$k"); done
 
 # --- verdict ---------------------------------------------------------------------------------------
 fail=0
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-if [ -e "$workdir/deadline" ]; then
+if [ "$deadline_hit" = 1 ]; then
   echo "netns_run.sh: deadline of $timeout s passed; ranks were killed" >&2
   fail=1
 fi
@@ -166,11 +183,10 @@ if [ -z "$cut" ]; then
     [ "${status[$k]}" = 0 ] || { echo "netns_run.sh: rank $k (host $PFX-h$k) exited ${status[$k]}" >&2; fail=1; }
   done
 else
-  if [ ! -e "$workdir/cut_at" ]; then
+  if [ -z "$cut_at" ]; then
     echo "netns_run.sh: the ranks ended before the cut at $cut_sec s" >&2
     fail=1
   else
-    cut_at=$(cat "$workdir/cut_at")
     summary="link of host $cut_host cut at $(secs "$start" "$cut_at") s;"
     for ((k = 0; k < hosts; k++)); do
       after=$(secs "$cut_at" "${at[$k]}")
