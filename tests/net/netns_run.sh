@@ -145,7 +145,7 @@ for ((k = 0; k < hosts; k++)); do
     rc=$?
     now >"$workdir/at$k"
     echo $rc >"$workdir/rc$k"
-  ) &
+  ) >/dev/null 2>&1 &  # not holding ctest's output pipe should this script be killed
   watcher_pids+=($!)
 done
 
