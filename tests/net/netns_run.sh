@@ -44,7 +44,8 @@ while [ $# -gt 0 ]; do
     --hosts) hosts=${2:?}; shift 2 ;;
     --timeout) timeout=${2:?}; shift 2 ;;
     --need-lib) [ -e "${2:?}" ] || skip "$2 is not built"; shift 2 ;;
-    --env) envs+=("${2:?}"); shift 2 ;;
+    --env) case "${2:?}" in [A-Za-z_]*=*) envs+=("$2") ;; *) die_usage "--env wants NAME=VALUE, got $2" ;; esac
+           shift 2 ;;
     --plugin) plugin=${2:?}; shift 2 ;;
     --libdir) libdir=${2:?}; shift 2 ;;
     --cut) cut=${2:?}; shift 2 ;;
@@ -71,6 +72,7 @@ if [ -n "$cut" ]; then
   cut_host=${cut%@*} cut_sec=${cut#*@}
   case "$cut_host$cut_sec" in ''|*[!0-9.]*) die_usage "--cut wants K@SEC, got $cut" ;; esac
   [ "$cut_host" -lt "$hosts" ] || die_usage "--cut host $cut_host is not below --hosts $hosts"
+  case "$fail_within" in ''|*[!0-9.]*) die_usage "--fail-within $fail_within is not a number" ;; esac
   [ "$fail_within" != 0 ] || die_usage "--cut needs --fail-within SEC"
 fi
 
