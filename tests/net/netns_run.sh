@@ -5,11 +5,11 @@
 #   netns_run.sh [options] -- PROGRAM ARGS...
 #     --hosts N          namespaces (= ranks), 2..16 (default 2)
 #     --timeout SEC      deadline for the whole job; ranks still running then are killed (default 100)
-#     --plugin NAME      the net plugin, a line of net_plugins.txt (beside this script): its
-#                        environment goes to every rank; skip (exit 77) while its library is not in
-#     --libdir DIR       (the build's lib folder; default: none, no check)
+#     --plugin NAME      the net plugin: a line of net_plugins.txt (beside this script), whose
+#                        environment every rank gets
+#     --libdir DIR       with --plugin: skip (exit 77) while the plugin's library is not in DIR
 #     --need-lib FILE    skip (exit 77) when FILE does not exist
-#     --env NAME=VALUE   extra environment of every rank (repeatable), e.g. NCCL_NET_PLUGIN=ofi
+#     --env NAME=VALUE   extra environment of every rank (repeatable), e.g. NCCL_SOCKET_NTHREADS=2
 #     --cut K@SEC        SEC seconds after the ranks start, take host K's link down at the bridge
 #                        (a cable pulled: no RST, no FIN, the peers' packets just vanish)
 #     --fail-within SEC  with --cut: every rank must exit with status 3 ("the library reported an
