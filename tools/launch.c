@@ -295,6 +295,18 @@ int chrLaunchFromEnv(chrRankMain_t rankMain, void* arg) {
   return rankMain(rank, nranks, &id, arg);
 }
 
+int chrLaunchRanksOrEnv(int nranks, int nhosts, int timeoutSec, chrRankMain_t rankMain, void* arg) {
+  int rank = 0, envRanks = 0;
+  int found = chrLaunchEnvRank(&rank, &envRanks);
+  if (found < 0) return 1;
+  if (found == 0) return chrLaunchRanks(nranks, nhosts, timeoutSec, rankMain, arg);
+  if (envRanks != nranks) {
+    fprintf(stderr, "launch: the environment says %d ranks but the program was asked for %d\n", envRanks, nranks);
+    return 1;
+  }
+  return exitCode(chrLaunchFromEnv(rankMain, arg));
+}
+
 int chrLaunchSingle(chrRankMain_t rankMain, void* arg) {
   ncclUniqueId id;
   if (getId(&id)) return 1;

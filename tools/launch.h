@@ -46,6 +46,14 @@ int chrLaunchEnvRank(int* rank, int* nranks);
  * Returns rankMain's value, or non-zero (after printing why) when the environment is unusable. */
 int chrLaunchFromEnv(chrRankMain_t rankMain, void* arg);
 
+/*
+ * What a test program's main calls: when the environment describes a rank (chrLaunchEnvRank), run
+ * that one rank here (the job was started by someone else, e.g. one process per network namespace);
+ * otherwise fork nranks ranks as chrLaunchRanks does. In the environment mode the environment's rank
+ * count must equal nranks (the program computed its references for that many), else it fails.
+ */
+int chrLaunchRanksOrEnv(int nranks, int nhosts, int timeoutSec, chrRankMain_t rankMain, void* arg);
+
 /* Small helpers the launcher uses, shared with tests that fork their own ranks. */
 double chrLaunchNowSec(void);                               /* CLOCK_MONOTONIC seconds */
 void chrLaunchSleepMs(int ms);                              /* resumes after signals */

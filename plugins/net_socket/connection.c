@@ -65,13 +65,42 @@ typedef struct nsConnecting {
 static pthread_mutex_t nsConnLock = PTHREAD_MUTEX_INITIALIZER;
 static nsConnecting* nsConnList = NULL;
 
-static void tuneSocket(int fd) {
+/*
+ * CHORUS_SOCKET_LINK_TIMEOUT_MS: a cut link sends no RST or FIN, so without this TCP retransmits for
+ * about 15 minutes (tcp_retries2) and a socket with nothing in flight waits forever. TCP_USER_TIMEOUT
+ * fails a socket whose sent data stays unacknowledged that long; keepalive probes (first after a
+ * third of it, then every sixth) give an idle socket something to be acknowledged, and with
+ * TCP_USER_TIMEOUT set the kernel aborts it by the same measure. Both count from the last segment the
+ * peer's kernel sent, which a slow but live peer keeps sending (ACKs, window updates), so this
+ * catches dead links and hosts, never slow ranks. Returns 0, or -1 with errno when the kernel
+ * refused an option (the caller fails: the promised bound would not hold).
+ */
+static int setLinkTimeout(int fd, int ms) {
+  unsigned int userTimeout = (unsigned int)ms;
+  int one = 1;
+  int idle = ms / 3000 > 0 ? ms / 3000 : 1, intvl = ms / 6000 > 0 ? ms / 6000 : 1, cnt = 6;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout)) != 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) != 0)
+    return -1;
+  return 0;
+}
+
+static ncclResult_t tuneSocket(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   if (nsConf.sockBuf > 0) {
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &nsConf.sockBuf, sizeof(nsConf.sockBuf));
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &nsConf.sockBuf, sizeof(nsConf.sockBuf));
   }
+  if (nsConf.linkTimeoutMs > 0 && setLinkTimeout(fd, nsConf.linkTimeoutMs) != 0) {
+    NS_WARN("CHORUS_SOCKET_LINK_TIMEOUT_MS=%d: setting TCP_USER_TIMEOUT/keepalive failed: %s", nsConf.linkTimeoutMs,
+            strerror(errno));
+    return ncclSystemError;
+  }
+  return ncclSuccess;
 }
 
 static nsComm* newComm(int isSend, int dev, const nsHandle* h, int ctrlFd, const int* dataFds,
@@ -216,7 +245,10 @@ ncclResult_t nsAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v12
         if (lc->pending[i].since < lc->pending[oldest].since) oldest = i;
       dropPending(lc, oldest, "too many connections waiting for a hello");
     }
-    tuneSocket(fd);
+    if (tuneSocket(fd) != ncclSuccess) {
+      close(fd);
+      return ncclSystemError;
+    }
     lc->pending[lc->nPending++] = (nsPending){.fd = fd, .off = 0, .since = now};
   }
   progressPending(lc, now);
@@ -263,7 +295,7 @@ static ncclResult_t progressOne(nsConnecting* st, int i, int64_t now) {
       NS_WARN("connect: socket() failed: %s", strerror(errno));
       return ncclSystemError;
     }
-    tuneSocket(s->fd);
+    if (tuneSocket(s->fd) != ncclSuccess) return ncclSystemError; /* the caller closes s->fd */
     if (connect(s->fd, &st->h.addr.sa, chrSockAddrLen(&st->h.addr)) == 0) {
       s->stage = CONN_HELLO;
     } else if (errno == EINPROGRESS || errno == EINTR) {

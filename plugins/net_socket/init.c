@@ -86,6 +86,12 @@ static void readSettings(void) {
   nsConf.helloTimeoutMs = envLong("CHORUS_SOCKET_HELLO_TIMEOUT_MS", 5000);
   long buf = envLong("CHORUS_SOCKET_BUFSIZE", 0);
   nsConf.sockBuf = (buf < 0 || buf > INT_MAX) ? 0 : (int)buf;
+  long link = envLong("CHORUS_SOCKET_LINK_TIMEOUT_MS", 0);
+  if (link < 0 || link > 3600L * 1000) {
+    NS_WARN("CHORUS_SOCKET_LINK_TIMEOUT_MS=%ld out of range [0, 3600000], using 0 (the kernel's own)", link);
+    link = 0;
+  }
+  nsConf.linkTimeoutMs = (int)link;
 }
 
 static int readSpeed(const char* ifname) {

@@ -59,6 +59,7 @@ typedef struct {
   int64_t connectTimeoutMs;
   int64_t helloTimeoutMs;
   int sockBuf;         /* SO_SNDBUF/SO_RCVBUF, 0 = kernel default */
+  int linkTimeoutMs;   /* a link whose peer kernel stays silent this long fails the comm; 0 = kernel's */
 } nsSettings;
 
 extern nsDev nsDevs[NS_MAX_DEVS];

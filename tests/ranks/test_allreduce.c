@@ -3,6 +3,9 @@
  *
  *   test_allreduce <nranks> [--hosts K] [--medium BYTES] [--big BYTES] [--timeout SEC]
  *
+ * With CHORUS_RANK/CHORUS_NRANKS and NCCL_COMM_ID set, the process runs just that rank (one process
+ * per host, as tests/net/netns_run.sh starts them).
+ *
  * Every datatype x every op (sum prod max min avg, premulsum with a host-immediate and with a
  * "device" scalar) x sizes 0, 1, 1031 and --medium bytes, in place and out of place; plus two large
  * cases (float sum, int8 sum, --big bytes) and genuinely random float32/float64 sums.
@@ -272,7 +275,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: out of memory while computing the references\n", argv[0]);
     return 1;
   }
-  int rc = chrLaunchRanks(nranks, a.nhosts, a.timeoutSec, rankMain, &a);
+  int rc = chrLaunchRanksOrEnv(nranks, a.nhosts, a.timeoutSec, rankMain, &a);
   freePlan();
   return rc;
 }

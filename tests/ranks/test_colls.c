@@ -7,6 +7,8 @@
  *
  * The transport follows from --hosts (1: shm; nranks: net; in between: mixed) and from the
  * environment (CHORUS_TRANSPORT, NCCL_ALGO, ...), which the test takes as it is.
+ * With CHORUS_RANK/CHORUS_NRANKS and NCCL_COMM_ID set, the process runs just that rank (one process
+ * per host, as tests/net/netns_run.sh starts them); the references are the same.
  *
  * Sizes: 0, 1, 1031 elements and --medium bytes (for the collectives whose buffers hold one block per
  * rank, the whole buffer is --medium bytes), each for every datatype (and every op for reduce and
@@ -516,7 +518,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: out of memory while computing the references\n", argv[0]);
     return 1;
   }
-  int rc = chrLaunchRanks(nranks, a.nhosts, a.timeoutSec, rankMain, &a);
+  int rc = chrLaunchRanksOrEnv(nranks, a.nhosts, a.timeoutSec, rankMain, &a);
   freePlan();
   return rc;
 }

@@ -1,16 +1,18 @@
 /*
- * mpi_colls.c: the MPI side of docs/perf/run_host.sh. Times MPI_Allreduce (float, sum), MPI_Allgather
- * (float) and MPI_Bcast (float, root 0, in place) on host buffers, and prints one row per size with
+ * mpi_colls.c: the MPI side of docs/perf/run_host.sh and tools/bench/net_compare.sh. Times MPI_Allreduce
+ * (float, sum), MPI_Allgather (float), MPI_Bcast (float, root 0, in place) and, when asked for,
+ * MPI_Sendrecv (each rank sends to rank+1 and receives from rank-1, as nccl-tests' sendrecv) on host
+ * buffers, and prints one row per size with
  * the sizes and bandwidth formulas of nccl-tests (and of chorus-perf), so the two can be compared row
  * by row.
  *
  * Not built by CMake (it needs an MPI compiler); the script builds it with
  *   mpicc -O2 -o mpi_colls tools/bench/mpi_colls.c
  * and runs it as
- *   mpirun -np N mpi_colls [-c allreduce,allgather,bcast] [-b 8] [-e 256M] [-f 4]
+ *   mpirun -np N mpi_colls [-c allreduce,allgather,bcast,sendrecv] [-b 8] [-e 256M] [-f 4]
  *                          [-n 20] [-m 5] [-w 3] [-T 1.5]
  *
- *   -c  collectives to run (comma list; default all three)
+ *   -c  collectives to run (comma list; default allreduce,allgather,bcast)
  *   -b  smallest size in bytes, -e largest (K/M/G suffixes), -f factor between sizes; the largest size
  *       is always measured, even when the series steps over it
  *   -n  most timed samples per size, -m fewest, -T time budget per size in seconds (the sample count
@@ -19,7 +21,7 @@
  * Size: the "size" of nccl-tests. all-reduce: bytes of one rank's buffer; all-gather: bytes of the
  * gathered output (each rank gives size/nranks, at least one float); broadcast: bytes sent by root 0.
  * algbw = size / time (GB/s = 1e9 B/s); busbw = algbw x 2(n-1)/n (all-reduce), x (n-1)/n (all-gather),
- * x 1 (broadcast).
+ * x 1 (broadcast, sendrecv).
  *
  * Timing: a call is too short to time alone, so calls run in batches. After the warm-up, batches of
  * 1, 2, 4, ... calls are timed until one lasts 1 ms; that per-call time (the slowest rank's, so every
@@ -43,8 +45,8 @@
 #include <string.h>
 #include <time.h>
 
-enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_BCAST, COLL_COUNT };
-static const char* const collNames[COLL_COUNT] = {"allreduce", "allgather", "bcast"};
+enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_BCAST, COLL_SENDRECV, COLL_COUNT };
+static const char* const collNames[COLL_COUNT] = {"allreduce", "allgather", "bcast", "sendrecv"};
 
 struct options {
   size_t minBytes, maxBytes;
@@ -75,13 +77,13 @@ static size_t parseBytes(const char* text) {
 
 static void usage(const char* prog) {
   if (myRank == 0)
-    fprintf(stderr, "usage: %s [-c allreduce,allgather,bcast] [-b BYTES] [-e BYTES] [-f F] [-n MAX] [-m MIN] "
+    fprintf(stderr, "usage: %s [-c allreduce,allgather,bcast,sendrecv] [-b BYTES] [-e BYTES] [-f F] [-n MAX] [-m MIN] "
                     "[-w WARMUP] [-T SECONDS]\n", prog);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
 static void parseOptions(int argc, char** argv, struct options* o) {
-  *o = (struct options){8, 256u << 20, 4.0, 20, 5, 3, 1.5, {1, 1, 1}};
+  *o = (struct options){8, 256u << 20, 4.0, 20, 5, 3, 1.5, {1, 1, 1, 0}};
   for (int i = 1; i < argc; i++) {
     const char* flag = argv[i];
     if (i + 1 >= argc || flag[0] != '-' || strlen(flag) != 2) usage(argv[0]);
@@ -148,7 +150,9 @@ static void runOnce(const struct sizePoint* p) {
   int n = (int)p->opCount;
   if (p->coll == COLL_ALLREDUCE) MPI_Allreduce(sendBuf, recvBuf, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   else if (p->coll == COLL_ALLGATHER) MPI_Allgather(sendBuf, n, MPI_FLOAT, recvBuf, n, MPI_FLOAT, MPI_COMM_WORLD);
-  else MPI_Bcast(recvBuf, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+  else if (p->coll == COLL_BCAST) MPI_Bcast(recvBuf, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+  else MPI_Sendrecv(sendBuf, n, MPI_FLOAT, (myRank + 1) % nRanks, 0, recvBuf, n, MPI_FLOAT,
+                    (myRank + nRanks - 1) % nRanks, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 /* Sum over ranks of the rank part of inputValue, so the all-reduce check costs one add per element. */
@@ -165,6 +169,7 @@ static float expectedValue(const struct sizePoint* p, size_t i) {
     return rankSum + (float)nRanks * (float)(int)(i % 13);
   }
   if (p->coll == COLL_ALLGATHER) return inputValue((int)(i / p->opCount), i % p->opCount);
+  if (p->coll == COLL_SENDRECV) return inputValue((myRank + nRanks - 1) % nRanks, i);
   return inputValue(0, i);
 }
 

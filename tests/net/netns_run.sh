@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# netns_run.sh: run one rank per network namespace, so every rank is a host of its own with its own
+# network stack, hostname and interface (a veth into a bridge), and always tear everything down.
+#
+#   netns_run.sh [options] -- PROGRAM ARGS...
+#     --hosts N          namespaces (= ranks), 2..16 (default 2)
+#     --timeout SEC      deadline for the whole job; ranks still running then are killed (default 100)
+#     --plugin NAME      the net plugin: a line of net_plugins.txt (beside this script), whose
+#                        environment every rank gets
+#     --libdir DIR       with --plugin: skip (exit 77) while the plugin's library is not in DIR
+#     --need-lib FILE    skip (exit 77) when FILE does not exist
+#     --env NAME=VALUE   extra environment of every rank (repeatable), e.g. NCCL_SOCKET_NTHREADS=2
+#     --cut K@SEC        SEC seconds after the ranks start, take host K's link down at the bridge
+#                        (a cable pulled: no RST, no FIN, the peers' packets just vanish)
+#     --fail-within SEC  with --cut: every rank must exit with status 3 ("the library reported an
+#                        error and abort returned", see test_linkcut.c) within SEC seconds of the cut
+#
+# Without --cut every rank must exit 0. Exit: 0 pass, 1 fail, 77 when this machine cannot make
+# namespaces (not root, no CAP_NET_ADMIN, no veth or bridge support), with the reason on stderr.
+#
+# Topology: namespace <pfx>-hub holds bridge "chrbr" and one end of a veth pair per host (b<K>); host K
+# lives in namespace <pfx>-h<K> with the other end, "chrv0", address 10.77.0.<K+1>/24. Rank K runs
+# there in a UTS namespace of its own with hostname chorus-h<K>, so the library's host detection sees
+# K separate hosts without NCCL_HOSTID. The bootstrap root is rank 0 at NCCL_COMM_ID=10.77.0.1:29400.
+#
+# Names carry this script's pid (<pfx> = chrnet-<pid>), so concurrent runs never collide; a trap
+# removes everything on exit, INT, TERM and HUP, and every run first removes the namespaces (and
+# kills the processes inside them) of earlier runs whose script is gone, e.g. one that ctest killed.
+# The deadline and the cut are driven by this script's own polling loop (no helper processes that
+# could outlive it).
+set -u
+
+PFX=chrnet-$$
+IFACE=chrv0
+SUBNET=10.77.0
+PORT=29400
+
+die_usage() { echo "netns_run.sh: $*" >&2; exit 2; }
+skip() { echo "netns_run.sh: SKIP: $*" >&2; exit 77; }
+
+hosts=2 timeout=100 cut="" fail_within=0 envs=() plugin="" libdir=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hosts) hosts=${2:?}; shift 2 ;;
+    --timeout) timeout=${2:?}; shift 2 ;;
+    --need-lib) [ -e "${2:?}" ] || skip "$2 is not built"; shift 2 ;;
+    --env) case "${2:?}" in [A-Za-z_]*=*) envs+=("$2") ;; *) die_usage "--env wants NAME=VALUE, got $2" ;; esac
+           shift 2 ;;
+    --plugin) plugin=${2:?}; shift 2 ;;
+    --libdir) libdir=${2:?}; shift 2 ;;
+    --cut) cut=${2:?}; shift 2 ;;
+    --fail-within) fail_within=${2:?}; shift 2 ;;
+    --) shift; break ;;
+    *) die_usage "unknown option $1" ;;
+  esac
+done
+[ $# -ge 1 ] || die_usage "no program given"
+if [ -n "$plugin" ]; then
+  table=$(dirname "$0")/net_plugins.txt
+  line=$(grep -E "^$plugin[[:space:]]" "$table" 2>/dev/null | head -n 1)
+  [ -n "$line" ] || die_usage "plugin $plugin is not in $table"
+  read -r _ lib plugin_env <<<"$line"
+  [ -z "$libdir" ] || [ -e "$libdir/$lib" ] || skip "net plugin $plugin: $libdir/$lib is not built"
+  read -r -a plugin_envs <<<"$plugin_env"
+  envs=("${plugin_envs[@]}" "${envs[@]}")
+fi
+case "$hosts" in ''|*[!0-9]*) die_usage "--hosts $hosts is not a number" ;; esac
+[ "$hosts" -ge 2 ] && [ "$hosts" -le 16 ] || die_usage "--hosts must be 2..16"
+case "$timeout" in ''|*[!0-9]*) die_usage "--timeout $timeout is not a number" ;; esac
+cut_host="" cut_sec=""
+if [ -n "$cut" ]; then
+  cut_host=${cut%@*} cut_sec=${cut#*@}
+  case "$cut_host$cut_sec" in ''|*[!0-9.]*) die_usage "--cut wants K@SEC, got $cut" ;; esac
+  [ "$cut_host" -lt "$hosts" ] || die_usage "--cut host $cut_host is not below --hosts $hosts"
+  case "$fail_within" in ''|*[!0-9.]*) die_usage "--fail-within $fail_within is not a number" ;; esac
+  [ "$fail_within" != 0 ] || die_usage "--cut needs --fail-within SEC"
+fi
+
+# --- what this machine must allow ------------------------------------------------------------------
+[ "$(id -u)" = 0 ] || skip "network namespaces need root (CAP_NET_ADMIN); running as uid $(id -u)"
+for tool in ip unshare hostname; do
+  command -v "$tool" >/dev/null 2>&1 || skip "'$tool' is not installed (iproute2 / util-linux)"
+done
+
+# --- clean-up: ours on any exit, and what runs that died before their trap left behind -------------
+# Each rank runs under a watcher subshell (watcher_pids) that records the rank's pid, exit status and
+# end time in files; the ranks' pids stay valid while their watchers have not reaped them.
+watcher_pids=()
+remove_ns() {  # kills what still runs inside namespace $1 (processes our runs started), then deletes it
+  local p
+  for p in $(ip netns pids "$1" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+  ip netns del "$1" 2>/dev/null
+}
+kill_ranks() {
+  local k
+  for ((k = 0; k < hosts; k++)); do
+    [ -e "$workdir/rc$k" ] || [ ! -s "$workdir/pid$k" ] || kill -KILL "$(cat "$workdir/pid$k")" 2>/dev/null
+  done
+}
+cleanup() {
+  local k
+  exec 2>/dev/null  # the verdict is out; nothing more to say
+  [ -n "${workdir:-}" ] && kill_ranks
+  for ((k = 0; k < hosts; k++)); do remove_ns "$PFX-h$k"; done
+  remove_ns "$PFX-hub"
+  wait "${watcher_pids[@]}" 2>/dev/null
+  [ -n "${workdir:-}" ] && rm -rf "$workdir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+# A run is alive while its pid is still this script (not a zombie, not a reused pid).
+alive_run() { grep -q netns_run "/proc/$1/cmdline" 2>/dev/null; }
+for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^chrnet-[0-9]*-'); do
+  owner=${ns#chrnet-}; owner=${owner%%-*}
+  alive_run "$owner" || remove_ns "$ns"
+done
+workdir=$(mktemp -d /tmp/chrnet.XXXXXX) || exit 1
+
+# --- the network -----------------------------------------------------------------------------------
+ip netns add "$PFX-hub" 2>"$workdir/err" || skip "cannot create a network namespace: $(cat "$workdir/err")"
+ip -n "$PFX-hub" link add name chrbr type bridge 2>"$workdir/err" || skip "no bridge support: $(cat "$workdir/err")"
+ip -n "$PFX-hub" link set lo up && ip -n "$PFX-hub" link set chrbr up || exit 1
+for ((k = 0; k < hosts; k++)); do
+  ns=$PFX-h$k
+  ip netns add "$ns" || exit 1
+  ip -n "$PFX-hub" link add name "b$k" type veth peer name "$IFACE" netns "$ns" 2>"$workdir/err" ||
+    skip "no veth support: $(cat "$workdir/err")"
+  ip -n "$PFX-hub" link set "b$k" master chrbr up &&
+    ip -n "$ns" addr add "$SUBNET.$((k + 1))/24" dev "$IFACE" &&
+    ip -n "$ns" link set lo up && ip -n "$ns" link set "$IFACE" up || exit 1
+done
+
+# --- the ranks -------------------------------------------------------------------------------------
+# The environment every rank gets: its rank, the root's address, the interface; NCCL_HOSTID is
+# dropped so that the hostname decides (one host per namespace).
+now() { date +%s.%N; }
+later() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }  # true when time $1 >= time $2
+start=$(now)
+for ((k = 0; k < hosts; k++)); do
+  (
+    ip netns exec "$PFX-h$k" unshare --uts sh -c 'hostname "$0" && exec "$@"' "chorus-h$k" \
+      env -u NCCL_HOSTID CHORUS_RANK=$k CHORUS_NRANKS=$hosts NCCL_COMM_ID=$SUBNET.1:$PORT \
+      NCCL_SOCKET_IFNAME="=$IFACE" "${envs[@]}" "$@" >"$workdir/out$k" 2>&1 &
+    echo $! >"$workdir/pid$k"
+    exec 2>/dev/null  # the rank's output has its file; no "Killed" notice from this watcher
+    wait $!
+    rc=$?
+    now >"$workdir/at$k"
+    echo $rc >"$workdir/rc$k"
+  ) >/dev/null 2>&1 &  # not holding ctest's output pipe should this script be killed
+  watcher_pids+=($!)
+done
+
+# Wait for every rank, taking the link down at the cut time and killing what runs at the deadline.
+cut_at="" deadline_hit=0
+deadline=$(awk -v a="$start" -v t="$timeout" 'BEGIN { printf "%.3f", a + t }')
+[ -z "$cut" ] || cut_time=$(awk -v a="$start" -v t="$cut_sec" 'BEGIN { printf "%.3f", a + t }')
+while :; do
+  left=0
+  for ((k = 0; k < hosts; k++)); do [ -e "$workdir/rc$k" ] || left=$((left + 1)); done
+  [ "$left" -gt 0 ] || break
+  t=$(now)
+  if [ -n "$cut" ] && [ -z "$cut_at" ] && later "$t" "$cut_time"; then
+    ip -n "$PFX-hub" link set "b$cut_host" down || { echo "netns_run.sh: could not take b$cut_host down" >&2; exit 1; }
+    cut_at=$(now)
+  fi
+  if [ "$deadline_hit" = 0 ] && later "$t" "$deadline"; then
+    deadline_hit=1
+    kill_ranks
+  fi
+  sleep 0.1
+done
+declare -A status at
+for ((k = 0; k < hosts; k++)); do status[$k]=$(cat "$workdir/rc$k") at[$k]=$(cat "$workdir/at$k"); done
+
+# --- verdict ---------------------------------------------------------------------------------------
+fail=0
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+if [ "$deadline_hit" = 1 ]; then
+  echo "netns_run.sh: deadline of $timeout s passed; ranks were killed" >&2
+  fail=1
+fi
+if [ -z "$cut" ]; then
+  for ((k = 0; k < hosts; k++)); do
+    [ "${status[$k]}" = 0 ] || { echo "netns_run.sh: rank $k (host $PFX-h$k) exited ${status[$k]}" >&2; fail=1; }
+  done
+else
+  if [ -z "$cut_at" ]; then
+    echo "netns_run.sh: the ranks ended before the cut at $cut_sec s" >&2
+    fail=1
+  else
+    summary="link of host $cut_host cut at $(secs "$start" "$cut_at") s;"
+    for ((k = 0; k < hosts; k++)); do
+      after=$(secs "$cut_at" "${at[$k]}")
+      summary="$summary rank $k exit ${status[$k]} after ${after} s;"
+      if [ "${status[$k]}" != 3 ]; then
+        echo "netns_run.sh: rank $k exited ${status[$k]}, not 3 (an error reported, abort returned)" >&2
+        fail=1
+      elif awk -v a="$after" -v w="$fail_within" 'BEGIN { exit !(a > w) }'; then
+        echo "netns_run.sh: rank $k took $after s after the cut to fail (limit $fail_within s)" >&2
+        fail=1
+      fi
+    done
+    echo "netns_run.sh: $summary"
+  fi
+fi
+if [ "$fail" != 0 ]; then
+  for ((k = 0; k < hosts; k++)); do
+    [ -s "$workdir/out$k" ] && sed "s/^/[h$k] /" "$workdir/out$k" | tail -n 40 >&2
+  done
+fi
+exit "$fail"
