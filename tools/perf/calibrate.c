@@ -102,6 +102,22 @@ static int parseTransports(const char* s, calOptions* o) {
   return any ? 0 : -1;
 }
 
+static const char* optName(int c) {
+  switch (c) {
+    case 'N': return "-np";
+    case 'R': return "--reps";
+    case 'X': return "--transports";
+    case 'O': return "--output";
+    case 'b': return "-b";
+    case 'e': return "-e";
+    case 'f': return "-f";
+    case 'n': return "-n";
+    case 'w': return "-w";
+    case 'T': return "-T";
+    default: return "an option";
+  }
+}
+
 /* 0 on success, 1 on a usage error (printed), 2 for --help. */
 static int parseOptions(int argc, char** argv, calOptions* o) {
   *o = (calOptions){.np = 4, .reps = 3, .iters = 20, .warmup = 5, .timeoutSec = 120, .minBytes = 8,
@@ -143,7 +159,7 @@ static int parseOptions(int argc, char** argv, calOptions* o) {
       default: rc = 1; break;
     }
     if (bad) {
-      fprintf(stderr, "%s --calibrate: bad value for %s: %s\n", prog, args[optind - 1], optarg ? optarg : "");
+      fprintf(stderr, "%s --calibrate: bad value for %s: '%s'\n", prog, optName(c), optarg ? optarg : "");
       rc = 1;
     }
   }
