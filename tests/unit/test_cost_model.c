@@ -7,6 +7,8 @@
  *   flip      a size where the defaults choose RING chooses TREE once the section makes the ring slow
  *   invalid   values that are not positive numbers fail communicator init with a message naming them
  *   unknown   an unknown key in [cost_model] is warned about with the closest known name
+ *   docs FILE the compiled-in defaults are the calibration run kept in docs/perf/cost-model.md (its
+ *             section "The run behind the defaults"): each key there once, with the default's text
  */
 #include <math.h>
 
@@ -279,9 +281,43 @@ static void caseUnknown(void) {
          "a misspelt key changed the model");
 }
 
+static void caseDocs(const char* docPath) {
+  char* text = readWholeFile(docPath);
+  EXPECT(text != NULL, "cannot read %s", docPath);
+  if (!text) return;
+  const char* section = strstr(text, "\n## The run behind the defaults\n");
+  EXPECT(section != NULL, "%s has no section '## The run behind the defaults'", docPath);
+  if (section) {
+    const char* end = strstr(section + 1, "\n## ");
+    size_t len = end ? (size_t)(end - section) : strlen(section);
+    for (int t = 0; t < CHR_COST_TRANSPORTS; t++)
+      for (int a = 0; a < CHR_COST_ALGOS; a++)
+        for (int k = 0; k < 2; k++) {
+          char want[160];
+          snprintf(want, sizeof(want), "\n%s = ", keyOf[t][a][k]);
+          int seen = 0;
+          for (const char* p = section; (p = strstr(p, want)) && p < section + len; p++) {
+            seen++;
+            const char* v = p + strlen(want);
+            size_t vlen = strcspn(v, " \n");
+            const char* def = chrParamDefault((chrParamId)chrParamLookup(keyOf[t][a][k]));
+            EXPECT(vlen == strlen(def) && strncmp(v, def, vlen) == 0, "%s: the run says %.*s, params.def %s",
+                   keyOf[t][a][k], (int)vlen, v, def);
+          }
+          EXPECT(seen == 1, "%s appears %d times in the run behind the defaults", keyOf[t][a][k], seen);
+        }
+  }
+  free(text);
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "docs") == 0) {
+    isolateConfig();
+    caseDocs(argv[2]);
+    return finishTest();
+  }
   if (argc != 2) {
-    fprintf(stderr, "usage: %s read|estimate|flip|invalid|unknown\n", argv[0]);
+    fprintf(stderr, "usage: %s read|estimate|flip|invalid|unknown | docs FILE\n", argv[0]);
     return 2;
   }
   isolateConfig();
