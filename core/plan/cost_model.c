@@ -38,6 +38,7 @@ float chrCostEstimate(const struct chrCostModel* model, int transport, int algo,
   if (!model || transport < 0 || transport >= CHR_COST_TRANSPORTS || algo < 0 || algo >= CHR_COST_ALGOS || n < 2)
     return -1.0f;
   const struct chrCostEntry* c = &model->e[transport][algo];
+  if (!(c->busGBs > 0)) return -1.0f; /* a model never read (init reads it): nothing to estimate with */
   double b = (double)bytes / (c->busGBs * 1e3); /* microseconds for the whole buffer at the bus bandwidth */
   if (algo == CHR_COST_TREE) {
     if (func != ncclFuncAllReduce) return -1.0f;
@@ -57,5 +58,6 @@ float chrCostEstimate(const struct chrCostModel* model, int transport, int algo,
 float chrCostTransfer(const struct chrCostModel* model, int transport, size_t bytes) {
   if (!model || transport < 0 || transport >= CHR_COST_TRANSPORTS) return -1.0f;
   const struct chrCostEntry* c = &model->e[transport][CHR_COST_RING];
+  if (!(c->busGBs > 0)) return -1.0f;
   return (float)(c->latencyUs + (double)bytes / (c->busGBs * 1e3));
 }
