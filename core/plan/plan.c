@@ -4,8 +4,8 @@
  *
  * Choice: a cost table float[algorithm][protocol] in microseconds, laid out as NCCL's tuner ABI
  * expects (7 algorithms x 3 protocols, -1 = cannot run), is filled from the cost model of the
- * transport this comm uses (plan/cost_model.h, constants read at init); NCCL_ALGO / NCCL_PROTO remove entries (-1), so a tuner never sees them;
- * the tuner plugin's hook (plan/tuner_hook.c) may rewrite the table and ask for a channel count, and
+ * transport this comm uses (plan/cost_model.h, constants read at init); NCCL_ALGO / NCCL_PROTO
+ * remove entries (-1), so a tuner never sees them; the tuner plugin's hook (plan/tuner_hook.c) may rewrite the table and ask for a channel count, and
  * refuses answers that cannot run; the smallest entry wins, ties to the first. If the settings leave
  * nothing that can run, the call fails with a message naming them. After the choice a v6 tuner may
  * change the step size, which is clamped to what the staging slots hold.

@@ -214,8 +214,9 @@ static void caseFlip(void) {
   /* The net entries were not in the file: still the defaults, untouched by the shm ones. */
   struct chrCostModel m;
   OK(chrCostModelRead(&m));
-  EXPECT(m.e[CHR_COST_NET][CHR_COST_RING].latencyUs == (float)atof(chrParamDefault(CHR_P_COST_NET_RING_SIMPLE_LATENCY_US)),
-         "net ring latency %g", m.e[CHR_COST_NET][CHR_COST_RING].latencyUs);
+  float netRingDefault = (float)atof(chrParamDefault(CHR_P_COST_NET_RING_SIMPLE_LATENCY_US));
+  EXPECT(m.e[CHR_COST_NET][CHR_COST_RING].latencyUs == netRingDefault, "net ring latency %g",
+         m.e[CHR_COST_NET][CHR_COST_RING].latencyUs);
 }
 
 /* A one-rank communicator through the public API: init is where a bad setting must fail. */
@@ -277,8 +278,8 @@ static void caseUnknown(void) {
   OK(chrConfigValidate()); /* a warning, not an error */
   struct chrCostModel m;
   OK(chrCostModelRead(&m));
-  EXPECT(m.e[CHR_COST_SHM][CHR_COST_RING].latencyUs == (float)atof(chrParamDefault(CHR_P_COST_SHM_RING_SIMPLE_LATENCY_US)),
-         "a misspelt key changed the model");
+  float shmRingDefault = (float)atof(chrParamDefault(CHR_P_COST_SHM_RING_SIMPLE_LATENCY_US));
+  EXPECT(m.e[CHR_COST_SHM][CHR_COST_RING].latencyUs == shmRingDefault, "a misspelt key changed the model");
 }
 
 static void caseDocs(const char* docPath) {
