@@ -2,6 +2,7 @@
  * chorus-perf: collective benchmark with nccl-tests' sizes, formulas and columns.
  *
  *   chorus-perf [-np N] [--hosts K] <collective> -b 8 -e 64M -f 2 -n 20 -w 5 -c 1 -d float -o sum ...
+ *   chorus-perf --calibrate [-np N] ...   (the planner's cost model: perf/calibrate.c)
  *
  * With -np, N ranks run as local processes (tools/launch.c); without it, one rank, or the ranks that
  * the environment describes (CHORUS_RANK/CHORUS_NRANKS or mpirun, plus NCCL_COMM_ID). Rank 0 prints.
@@ -393,6 +394,8 @@ fail_destroy_comm:
 }
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--calibrate") == 0) return chrPerfCalibrate(argc, argv);
   chrPerfOptions o;
   int prc = chrPerfParseOptions(argc, argv, &o);
   if (prc == 2) return 0;

@@ -8,10 +8,13 @@ set(CHORUS_PERF_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/colls.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/data.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/report.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf/calibrate.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/numeric.c)
 add_executable(chorus-perf ${CHORUS_PERF_SOURCES})
 target_include_directories(chorus-perf BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE} ${CMAKE_CURRENT_SOURCE_DIR}
   ${CMAKE_CURRENT_SOURCE_DIR}/perf)
+# --calibrate shares the cost model's formulas (core/plan/cost_model.h, inline functions only).
+target_include_directories(chorus-perf PRIVATE ${CMAKE_SOURCE_DIR}/core)
 target_link_libraries(chorus-perf PRIVATE chorus m ${CMAKE_DL_LIBS} Threads::Threads)
 set_target_properties(chorus-perf PROPERTIES
   BUILD_RPATH "${CMAKE_BINARY_DIR}/lib"

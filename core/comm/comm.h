@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "nccl.h"
+#include "plan/cost_model.h"
 #include "plugin/common.h"
 #include "transport/transport.h"
 
@@ -66,6 +67,10 @@ struct ncclComm {
 
   struct chrNet* net;          /* the net plugin chosen for this comm (chrNetOpen) */
   int netDev;
+
+  /* The planner's cost model (plan/cost_model.h), read from the configuration at init so that one
+   * comm plans with one model for its whole life. */
+  struct chrCostModel costModel;
 
   int nChannels;               /* most channels a plan may use (rings computed), links connect lazily */
   int minChannels;

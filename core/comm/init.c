@@ -68,6 +68,7 @@ static ncclResult_t chooseChannels(struct ncclComm* comm) {
 
 static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   CHECK(chrConfigValidate());
+  CHECK(chrCostModelRead(&comm->costModel));
   CHECK(exchangePeerInfo(comm, id));
   CHECK(chrTopoCompute(comm));
   CHECK(chooseChannels(comm));

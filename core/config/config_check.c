@@ -57,6 +57,16 @@ static int checkAlgoProto(int id, const char* value, char* why, size_t cap) {
   return -1;
 }
 
+/* CHORUS_COST_*: the cost model's latencies and bandwidths. Zero or a negative value would let an
+ * algorithm look free (or divide by zero); the upper bound only catches a unit slip (ns for us). */
+#define CHR_COST_VALUE_MAX 1e6
+static int checkCostNumber(const char* value, char* why, size_t cap) {
+  double v;
+  if (chrConfigParseNumber(value, &v) == 0 && v > 0 && v <= CHR_COST_VALUE_MAX) return 0;
+  snprintf(why, cap, "is not valid; accepted: a decimal number above 0 and at most %g", CHR_COST_VALUE_MAX);
+  return -1;
+}
+
 int chrConfigCheckValue(int id, const char* value, int64_t* intValue, char* why, size_t cap) {
   if (chrParamTable[id].isInt) return checkInt(id, value, intValue, why, cap);
   switch (id) {
@@ -64,6 +74,14 @@ int chrConfigCheckValue(int id, const char* value, int64_t* intValue, char* why,
     case CHR_P_PROTO: return checkAlgoProto(id, value, why, cap);
     case CHR_P_TRANSPORT: return checkTransport(value, why, cap);
     case CHR_P_SOCKET_FAMILY: return checkFamily(value, why, cap);
+    case CHR_P_COST_SHM_RING_SIMPLE_LATENCY_US:
+    case CHR_P_COST_SHM_RING_SIMPLE_BANDWIDTH_GBS:
+    case CHR_P_COST_SHM_TREE_SIMPLE_LATENCY_US:
+    case CHR_P_COST_SHM_TREE_SIMPLE_BANDWIDTH_GBS:
+    case CHR_P_COST_NET_RING_SIMPLE_LATENCY_US:
+    case CHR_P_COST_NET_RING_SIMPLE_BANDWIDTH_GBS:
+    case CHR_P_COST_NET_TREE_SIMPLE_LATENCY_US:
+    case CHR_P_COST_NET_TREE_SIMPLE_BANDWIDTH_GBS: return checkCostNumber(value, why, cap);
     /* NCCL_DEBUG and NCCL_DEBUG_SUBSYS are not checked: NCCL ignores what it does not know there, and
      * an init that failed over a log setting could not even log why. The rest are free text. */
     default: return 0;

@@ -19,6 +19,7 @@
 #include <ini.h>
 #endif
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,19 @@ int chrConfigParseInt(const char* s, int64_t* out) {
   while (*end == ' ' || *end == '\t') end++;
   if (*end != '\0') return -1;
   *out = (int64_t)v;
+  return 0;
+}
+
+int chrConfigParseNumber(const char* s, double* out) {
+  while (*s == ' ' || *s == '\t') s++;
+  if (*s == '\0') return -1;
+  errno = 0;
+  char* end;
+  double v = strtod(s, &end);
+  if (errno == ERANGE || end == s || !isfinite(v)) return -1; /* "inf", "nan" and overflow are not numbers here */
+  while (*end == ' ' || *end == '\t') end++;
+  if (*end != '\0') return -1;
+  *out = v;
   return 0;
 }
 

@@ -90,6 +90,9 @@ int chrConfigIsCoreSection(const char* section);
 /* Parse a whole string as an integer (base 0, surrounding blanks allowed). 0 on success, -1 if not a number. */
 int chrConfigParseInt(const char* s, int64_t* out);
 
+/* Parse a whole string as a finite decimal number (strtod, surrounding blanks allowed). 0 on success. */
+int chrConfigParseNumber(const char* s, double* out);
+
 /* Problems, for the loader. An error makes chrConfigValidate fail; a note is an unknown name. */
 void chrConfigAddError(chrConfigStore* store, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void chrConfigAddNote(chrConfigStore* store, const char* name, const char* fmt, ...)

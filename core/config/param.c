@@ -67,6 +67,12 @@ const char* chrParamStr(chrParamId id) {
   return chrConfigCurrent()->params[id].value;
 }
 
+double chrParamNumber(chrParamId id) {
+  double v = 0;
+  if (!validId(id) || chrConfigParseNumber(chrConfigCurrent()->params[id].value, &v) != 0) return 0;
+  return v;
+}
+
 const char* chrParamSource(chrParamId id) {
   if (!validId(id)) return "";
   return chrConfigCurrent()->params[id].source;

@@ -25,6 +25,9 @@ typedef enum {
 /* Values. Thread-safe; load the config on first call. Str never returns NULL ("" when empty). */
 int64_t chrParamInt(chrParamId id);
 const char* chrParamStr(chrParamId id);
+/* A STR parameter that holds a decimal number (its check at load made sure): its value; 0 when it is
+ * not a number (a parameter without such a check). */
+double chrParamNumber(chrParamId id);
 
 /* Where the value came from: "env", "default", or "<file>:<line>". Valid for the life of the process. */
 const char* chrParamSource(chrParamId id);

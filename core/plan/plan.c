@@ -3,9 +3,9 @@
  * large a step, and an estimated time (what ncclGroupSimulateEnd reports).
  *
  * Choice: a cost table float[algorithm][protocol] in microseconds, laid out as NCCL's tuner ABI
- * expects (7 algorithms x 3 protocols, -1 = cannot run), is filled from an alpha-beta model of the
- * transports this comm uses; NCCL_ALGO / NCCL_PROTO remove entries (-1), so a tuner never sees them;
- * the tuner plugin's hook (plan/tuner_hook.c) may rewrite the table and ask for a channel count, and
+ * expects (7 algorithms x 3 protocols, -1 = cannot run), is filled from the cost model of the
+ * transport this comm uses (plan/cost_model.h, constants read at init); NCCL_ALGO / NCCL_PROTO
+ * remove entries (-1), so a tuner never sees them; the tuner plugin's hook (plan/tuner_hook.c) may rewrite the table and ask for a channel count, and
  * refuses answers that cannot run; the smallest entry wins, ties to the first. If the settings leave
  * nothing that can run, the call fails with a message naming them. After the choice a v6 tuner may
  * change the step size, which is clamped to what the staging slots hold.
@@ -18,20 +18,11 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "config/algo_select.h"
+#include "plan/cost_model.h"
 #include "plan/plan.h"
 #include "plugin/tuner.h"
 
 #define TREE_LANES 4 /* two trees, an up and a down lane each (plan/works.c) */
-
-/* Alpha-beta constants per transport, measured with chorus-perf on the 2-core development machine:
- * alpha = time per hop of a small message, beta = link bandwidth in GB/s. tools/calibrate_cost_model.sh
- * measures them (and the tree factor below); docs/perf/cost-model.md has its command and output. */
-struct linkModel {
-  float alphaUs;
-  float bwGBs;
-};
-static const struct linkModel shmModel = {2.0f, 4.0f};
-static const struct linkModel netModel = {10.0f, 1.2f};
 
 static const char* funcName(ncclFunc_t f) {
   static const char* names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",
@@ -46,34 +37,14 @@ static size_t slotBytes(void) {
 }
 
 /* The slowest link decides: a comm spread over hosts pays net costs on its ring. */
-static struct linkModel modelOf(const struct ncclComm* comm) {
-  return comm->nNodes > 1 ? netModel : shmModel;
-}
+static int transportOf(const struct ncclComm* comm) { return comm->nNodes > 1 ? CHR_COST_NET : CHR_COST_SHM; }
 
-/* Estimated microseconds of `algo` for the task, or -1 when Chorus cannot run it. */
+/* Estimated microseconds of `algo` for the task, or -1 when Chorus cannot run it (plan/cost_model.c;
+ * the constants are the comm's, measured by chorus-perf --calibrate, docs/perf/cost-model.md). */
 static float estimate(const struct chrCollTask* t, int algo, size_t bytes) {
-  int n = t->comm->nRanks;
-  struct linkModel m = modelOf(t->comm);
-  float b = (float)bytes / (m.bwGBs * 1e3f); /* microseconds to move `bytes` over one link */
-  if (algo == CHR_ALGO_RING) {
-    switch (t->func) {
-      case ncclFuncAllReduce: return 2.0f * (n - 1) * m.alphaUs + 2.0f * (n - 1) / n * b;
-      case ncclFuncAllGather:
-      case ncclFuncReduceScatter: return (n - 1) * m.alphaUs + (float)(n - 1) / n * b;
-      case ncclFuncBroadcast:
-      case ncclFuncReduce: return (n - 1) * m.alphaUs + b;
-      default: return -1.0f;
-    }
-  }
-  if (algo == CHR_ALGO_TREE && t->func == ncclFuncAllReduce && n > 1) {
-    float depth = ceilf(log2f((float)n));
-    /* Fewer hops than the ring, but the inner nodes receive and reduce two inputs on the one thread
-     * that also drives the links: measured on 2 cores (8 ranks), the tree wins below ~50 KB and the
-     * ring above, which a bandwidth term of 3x the buffer reproduces (tools/calibrate_cost_model.sh
-     * fits this factor from the crossover; docs/perf/cost-model.md). */
-    return 2.0f * depth * m.alphaUs + 3.0f * b;
-  }
-  return -1.0f;
+  int costAlgo = algo == CHR_ALGO_RING ? CHR_COST_RING : algo == CHR_ALGO_TREE ? CHR_COST_TREE : -1;
+  if (costAlgo < 0) return -1.0f;
+  return chrCostEstimate(&t->comm->costModel, transportOf(t->comm), costAlgo, t->func, t->comm->nRanks, bytes);
 }
 
 /* A v6 tuner may change the step size. Steps live in the staging slots, so the size is clamped to
@@ -91,26 +62,29 @@ static ncclResult_t tunerChunk(struct chrCollTask* t, size_t bytes, size_t slot)
 }
 
 /* Chorus's model in the form NCCL's tuner ABI hands to a v5+ plugin's init: the per-hop latency of
- * each link kind for what Chorus can run (RING and TREE with SIMPLE; baseLatencies 0 there), -1 in
- * baseLatencies for pairs it cannot run on this communicator, the link bandwidth as the tree's
- * per-channel bandwidth (one node: shared memory; more: the net), and 0 for the LL/LL128/NVLS
- * bandwidths (Chorus has no such protocols). Edits a plugin makes are not read back. */
+ * each link kind and algorithm for what Chorus can run (RING and TREE with SIMPLE; baseLatencies 0
+ * there; NVLink and PCI both mean shared memory here), -1 in baseLatencies for pairs it cannot run on
+ * this communicator, the tree's bus bandwidth as its per-channel bandwidth (one node: shared memory;
+ * more: the net), and 0 for the LL/LL128/NVLS bandwidths (Chorus has no such protocols). Edits a
+ * plugin makes are not read back. */
 void chrPlanTunerConstants(const struct ncclComm* comm, ncclTunerConstants_v6_t* c) {
   memset(c, 0, sizeof(*c));
   int n = comm->nRanks;
+  const struct chrCostModel* m = &comm->costModel;
   for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
       int runs = n > 1 && p == NCCL_PROTO_SIMPLE && (a == NCCL_ALGO_RING || a == NCCL_ALGO_TREE);
       c->baseLatencies[a][p] = runs ? 0.0 : NCCL_ALGO_PROTO_IGNORE;
       if (!runs) continue;
-      c->hwLatencies[NCCL_HW_NVLINK][a][p] = shmModel.alphaUs;
-      c->hwLatencies[NCCL_HW_PCI][a][p] = shmModel.alphaUs;
-      c->hwLatencies[NCCL_HW_NET][a][p] = netModel.alphaUs;
+      int ca = a == NCCL_ALGO_TREE ? CHR_COST_TREE : CHR_COST_RING;
+      c->hwLatencies[NCCL_HW_NVLINK][a][p] = m->e[CHR_COST_SHM][ca].latencyUs;
+      c->hwLatencies[NCCL_HW_PCI][a][p] = m->e[CHR_COST_SHM][ca].latencyUs;
+      c->hwLatencies[NCCL_HW_NET][a][p] = m->e[CHR_COST_NET][ca].latencyUs;
     }
   for (int cc = 0; cc < NCCL_NUM_COMPCAPS; cc++) {
-    c->perChMaxTreeBws[cc][NCCL_TUNING_SCALE_1NODE] = shmModel.bwGBs;
-    c->perChMaxTreeBws[cc][NCCL_TUNING_SCALE_2NODES] = netModel.bwGBs;
-    c->perChMaxTreeBws[cc][NCCL_TUNING_SCALE_4NODES] = netModel.bwGBs;
+    c->perChMaxTreeBws[cc][NCCL_TUNING_SCALE_1NODE] = m->e[CHR_COST_SHM][CHR_COST_TREE].busGBs;
+    c->perChMaxTreeBws[cc][NCCL_TUNING_SCALE_2NODES] = m->e[CHR_COST_NET][CHR_COST_TREE].busGBs;
+    c->perChMaxTreeBws[cc][NCCL_TUNING_SCALE_4NODES] = m->e[CHR_COST_NET][CHR_COST_TREE].busGBs;
   }
 }
 
@@ -125,11 +99,11 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   if (t->func == ncclFuncAllGather || t->func == ncclFuncReduceScatter) bytes *= (size_t)n;
 
   if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
-    struct linkModel m = t->root == comm->rank ? shmModel : modelOf(comm);
+    int transport = t->root == comm->rank ? CHR_COST_SHM : transportOf(comm);
     t->algo = CHR_ALGO_UNDEF;
     t->proto = CHR_PROTO_SIMPLE;
     t->nChannels = 1;
-    t->estimatedUs = m.alphaUs + (float)bytes / (m.bwGBs * 1e3f);
+    t->estimatedUs = chrCostTransfer(&comm->costModel, transport, bytes);
     return chrPlanWorks(t);
   }
   if (n == 1) {

@@ -363,6 +363,7 @@ static struct ncclComm* fakeComm(int nRanks) {
   for (int r = 0; r < nRanks; r++) comm->ringOrder[r] = r;
   comm->nChannels = 4;
   comm->minChannels = 1;
+  OK(chrCostModelRead(&comm->costModel)); /* as init does */
   for (int c = 0; c < comm->nChannels; c++) {
     comm->channels[c].id = c;
     comm->channels[c].ringNext = 1 % nRanks;

@@ -46,7 +46,7 @@ void chrPerfUsage(FILE* f, const char* prog) {
 }
 
 /* Sizes: a number with an optional K, M or G suffix (powers of 1024). */
-static int parseSize(const char* s, size_t* out) {
+int chrPerfParseSize(const char* s, size_t* out) {
   char* end;
   errno = 0;
   double v = strtod(s, &end);
@@ -171,9 +171,9 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
         bad = parseInt(optarg, 1, &one) != 0 || one != 1;
         if (bad) fprintf(stderr, "%s: -g: only 1 is supported (use -t or -np for more ranks)\n", prog);
         break;
-      case 'b': bad = parseSize(optarg, &o->minBytes); break;
-      case 'e': bad = parseSize(optarg, &o->maxBytes); break;
-      case 'i': bad = parseSize(optarg, &o->stepBytes) || o->stepBytes == 0; stepSet = 1; break;
+      case 'b': bad = chrPerfParseSize(optarg, &o->minBytes); break;
+      case 'e': bad = chrPerfParseSize(optarg, &o->maxBytes); break;
+      case 'i': bad = chrPerfParseSize(optarg, &o->stepBytes) || o->stepBytes == 0; stepSet = 1; break;
       case 'f': o->stepFactor = strtod(optarg, NULL); bad = !(o->stepFactor >= 1); factorSet = 1; break;
       case 'n': bad = parseInt(optarg, 1, &o->iters); break;
       case 'w': bad = parseInt(optarg, 0, &o->warmup); break;

@@ -7,6 +7,7 @@
  *   colls.c     per-collective definitions: counts, in-place offsets, bus factor, launch, expected data
  *   data.c      buffers (host memory, or CUDA with CHORUS_PERF_CUDA), data patterns, result check
  *   report.c    time/bandwidth formatting, the table, footer and JSON file
+ *   calibrate.c --calibrate: runs this binary per transport and algorithm, fits the cost model
  *   ../chorus-perf.c   main: launching ranks, the loop over types, ops, sizes, in/out of place
  */
 #ifndef CHORUS_TOOLS_PERF_H_
@@ -58,6 +59,12 @@ typedef struct {
 /* Returns 0 on success, 1 on a usage error (message printed), 2 for --help (usage printed). */
 int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* opt);
 void chrPerfUsage(FILE* f, const char* prog);
+/* A size: a number with an optional K, M or G suffix (powers of 1024). 0 on success. */
+int chrPerfParseSize(const char* s, size_t* out);
+
+/* chorus-perf --calibrate (calibrate.c): measures the planner's cost model and writes it as an INI
+ * section. Takes the whole command line; returns the exit status. */
+int chrPerfCalibrate(int argc, char** argv);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Collectives */
