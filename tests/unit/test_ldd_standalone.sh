@@ -2,6 +2,9 @@
 # test_ldd_standalone.sh <lib dir> <libchorus.so>: libnccl.so.2 and every plugin beside it must load
 # on a machine that has only the C library (CUDA images have no libinih, no libstdc++, ...), so ldd
 # may list nothing else. libgcc_s would be tolerable only if a compiler builtin needed it; none does.
+# The exceptions are the net plugins built over a provider library, which is their reason to exist:
+# libnccl-net-ofi.so may need libfabric.so.1 and libnccl-net-ib.so libibverbs.so.1 (and what those
+# load), and nothing else of their own (checked on their NEEDED entries instead of ldd's closure).
 set -u
 libdir=$1
 chorus=$2
@@ -14,9 +17,18 @@ for lib in "$chorus" "$libdir"/*.so; do
   case " $seen " in *" $real "*) continue ;; esac # libnccl.so(.2) -> libchorus.so: checked once
   seen="$seen $real"
   checked=$((checked + 1))
-  out=$(ldd "$lib" 2>&1) || { echo "$lib: ldd failed: $out"; fail=1; continue; }
-  extra=$(printf '%s\n' "$out" | awk '{print $1}' | grep -v -E \
-    '^(linux-vdso\.so\.1|linux-gate\.so\.1|/lib(64)?/ld-linux[^ ]*|ld-linux[^ ]*|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|statically)$')
+  provider=
+  case "$(basename "$real")" in
+    libnccl-net-ofi.so) provider='|libfabric\.so\.1' ;;
+    libnccl-net-ib.so) provider='|libibverbs\.so\.1' ;;
+  esac
+  if [ -n "$provider" ]; then
+    out=$(readelf -d "$real" 2>&1 | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  else
+    out=$(ldd "$lib" 2>&1) || { echo "$lib: ldd failed: $out"; fail=1; continue; }
+  fi
+  extra=$(printf '%s\n' "$out" | awk 'NF {print $1}' | grep -v -E \
+    "^(linux-vdso\\.so\\.1|linux-gate\\.so\\.1|/lib(64)?/ld-linux[^ ]*|ld-linux[^ ]*|libc\\.so\\.6|libm\\.so\\.6|libpthread\\.so\\.0|libdl\\.so\\.2|librt\\.so\\.1|statically$provider)\$")
   if [ -n "$extra" ]; then
     echo "$lib needs more than the C library:" $extra
     fail=1

@@ -8,14 +8,17 @@
 # Environment: REPS (default 3: each tool runs REPS times, interleaved, and every cell is the median),
 #   MAXB (largest size, default 64M), IFACE (default lo), OUT (folder for the raw logs, default a new
 #   temporary folder; its name is printed), CHORUS_ENV (extra settings for the Chorus runs, e.g.
-#   "NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2"; empty = the defaults, which the goal is about).
+#   "NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2"; empty = the defaults, which the goal is about),
+#   PLUGINS (default "socket ofi": the net plugins Chorus runs over; ofi only when libnccl-net-ofi.so
+#   was built; it uses the tcp;ofi_rxm provider on IFACE).
 # Needs: BUILD_DIR/bin/chorus-perf and chorus-tcp-stream, BUILD_DIR/lib/libnccl-net-socket.so, python3;
 #   Open MPI (mpicc, mpirun) for the MPI column, else that column says "-".
 #
 # What runs, per rep (the order of the three rotates by rep, so load from elsewhere hits each):
 #   Chorus   chorus-perf -np 2 --hosts 2 {sendrecv,allreduce} -b 8 -e MAXB -f 2: two ranks that are
-#            separate hosts to the library (NCCL_HOSTID), so every byte goes through the socket plugin,
-#            over IFACE (NCCL_SOCKET_IFNAME); default settings otherwise.
+#            separate hosts to the library (NCCL_HOSTID), so every byte goes through the net plugin
+#            (each of PLUGINS in turn), over IFACE (NCCL_SOCKET_IFNAME / CHORUS_OFI_DOMAIN); default
+#            settings otherwise.
 #   raw TCP  chorus-tcp-stream: one stream, send()/recv() calls of each size from 4 MiB up, and the
 #            8-byte ping-pong latency (half a round trip).
 #   Open MPI mpirun -np 2 --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include IFACE
@@ -42,6 +45,11 @@ IFACE=${IFACE:-lo}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/net_compare.XXXXXX")}
 mkdir -p "$OUT" || exit 1
 maxBytes=$(numfmt --from=iec "$MAXB") || exit 1
+PLUGINS=${PLUGINS:-socket ofi}
+case " $PLUGINS " in
+  *" ofi "*) [ -e "$BUILD/lib/libnccl-net-ofi.so" ] || { echo "net_compare.sh: no libnccl-net-ofi.so: ofi left out" >&2
+               PLUGINS=$(echo " $PLUGINS " | sed 's/ ofi / /'); } ;;
+esac
 
 have_mpi=0
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
@@ -54,22 +62,25 @@ fi
   echo "host: $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), kernel $(uname -r)"
   echo "chorus: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null) ($(git -C "$REPO" status --porcelain 2>/dev/null | wc -l) files modified)"
   echo "openmpi: $(mpirun --version 2>/dev/null | head -1)"
-  echo "iface: $IFACE  reps: $REPS  maxbytes: $MAXB  chorus_env: ${CHORUS_ENV:-(defaults)}"
+  echo "iface: $IFACE  reps: $REPS  maxbytes: $MAXB  plugins: $PLUGINS  chorus_env: ${CHORUS_ENV:-(defaults)}"
   echo "loadavg_at_start: $(cat /proc/loadavg)"
 } | tee "$OUT/machine.txt"
 
 # chorus-perf times one span of -n iterations: small sizes get many, so that a span is well above the
 # clock's noise; large ones few, so that a rep stays short.
 run_chorus() {
-  local rep=$1 coll part
-  for coll in sendrecv allreduce; do
-    for part in "s 8 64K 500 50" "l 128K $MAXB 20 3"; do
-      set -- $part
-      # shellcheck disable=SC2086
-      env NCCL_SOCKET_IFNAME="$IFACE" ${CHORUS_ENV:-} timeout 300 "$PERF" -np 2 --hosts 2 -T 250 "$coll" \
-        -b "$2" -e "$3" -f 2 -n "$4" -w "$5" -c 0 -J "$OUT/chorus_${coll}_${rep}_$1.json" \
-        >"$OUT/chorus_${coll}_${rep}_$1.txt" 2>&1 ||
-        echo "net_compare.sh: chorus-perf $coll $2..$3 failed (rep $rep): see $OUT/chorus_${coll}_${rep}_$1.txt" >&2
+  local rep=$1 coll part plugin f
+  for plugin in $PLUGINS; do
+    for coll in sendrecv allreduce; do
+      for part in "s 8 64K 500 50" "l 128K $MAXB 20 3"; do
+        set -- $part
+        f=$OUT/chorus_${plugin}_${coll}_${rep}_$1
+        # shellcheck disable=SC2086
+        env NCCL_NET_PLUGIN="$plugin" NCCL_SOCKET_IFNAME="$IFACE" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN="$IFACE" \
+          ${CHORUS_ENV:-} timeout 300 "$PERF" -np 2 --hosts 2 -T 250 "$coll" \
+          -b "$2" -e "$3" -f 2 -n "$4" -w "$5" -c 0 -J "$f.json" >"$f.txt" 2>&1 ||
+          echo "net_compare.sh: chorus-perf ($plugin) $coll $2..$3 failed (rep $rep): see $f.txt" >&2
+      done
     done
   done
 }
@@ -114,20 +125,21 @@ for ((rep = 1; rep <= REPS; rep++)); do
   done
 done
 
-python3 - "$OUT" "$REPS" <<'EOF' | tee "$OUT/table.md"
+python3 - "$OUT" "$REPS" $PLUGINS <<'EOF' | tee "$OUT/table.md"
 import json, re, statistics, sys
-out, reps = sys.argv[1], int(sys.argv[2])
+out, reps, plugins = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 chorus, mpi, tcp, tcp2, lat = {}, {}, {}, {}, []
 for rep in range(1, reps + 1):
-    for coll in ("sendrecv", "allreduce"):
-        for part in ("s", "l"):
-            try:
-                doc = json.load(open(f"{out}/chorus_{coll}_{rep}_{part}.json"))
-            except (OSError, ValueError):
-                continue
-            for r in doc.get("results", []):
-                o = r["out_of_place"]
-                chorus.setdefault((coll, r["size"]), []).append((o["time"], o["bus_bw"]))
+    for plugin in plugins:
+        for coll in ("sendrecv", "allreduce"):
+            for part in ("s", "l"):
+                try:
+                    doc = json.load(open(f"{out}/chorus_{plugin}_{coll}_{rep}_{part}.json"))
+                except (OSError, ValueError):
+                    continue
+                for r in doc.get("results", []):
+                    o = r["out_of_place"]
+                    chorus.setdefault((plugin, coll, r["size"]), []).append((o["time"], o["bus_bw"]))
     try:
         for line in open(f"{out}/mpi_{rep}.txt"):
             f = line.split()
@@ -160,13 +172,13 @@ def fmt(x, spec):
     return format(x, spec) if x is not None else "-"
 
 BIG, SMALL = 4 << 20, 64 << 10
-print("| coll | size (B) | Chorus us | Chorus busbw GB/s | raw TCP 1 way GB/s | raw TCP both ways GB/s (each) "
+print("| plugin | coll | size (B) | Chorus us | Chorus busbw GB/s | raw TCP 1 way GB/s | raw TCP both ways GB/s (each) "
       "| Chorus / raw 1 way | Chorus / raw both ways | MPI us | MPI busbw GB/s | Chorus time / MPI time |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 misses = {"bw": [], "lat": []}
-for coll in ("sendrecv", "allreduce"):
-    for size in sorted(s for (c, s) in chorus if c == coll):
-        ct, cb = med(chorus[(coll, size)], 0), med(chorus[(coll, size)], 1)
+for plugin, coll in [(p, c) for p in plugins for c in ("sendrecv", "allreduce")]:
+    for size in sorted(s for (p, c, s) in chorus if c == coll and p == plugin):
+        ct, cb = med(chorus[(plugin, coll, size)], 0), med(chorus[(plugin, coll, size)], 1)
         m = mpi.get((coll, size))
         mt, mb = med(m, 0), med(m, 1)
         raw = statistics.median(tcp[size]) if size >= BIG and size in tcp else None
@@ -175,10 +187,10 @@ for coll in ("sendrecv", "allreduce"):
         bw_ratio2 = cb / raw2 if raw2 else None
         lat_ratio = ct / mt if mt and size <= SMALL else None
         if bw_ratio is not None and bw_ratio < 0.9:
-            misses["bw"].append(f"{coll} {size}: {bw_ratio:.2f}")
+            misses["bw"].append(f"{plugin} {coll} {size}: {bw_ratio:.2f}")
         if lat_ratio is not None and lat_ratio > 1.5:
-            misses["lat"].append(f"{coll} {size}: {lat_ratio:.2f}")
-        print(f"| {coll} | {size} | {fmt(ct, '.1f')} | {fmt(cb, '.3f')} | {fmt(raw, '.2f')} | {fmt(raw2, '.2f')} "
+            misses["lat"].append(f"{plugin} {coll} {size}: {lat_ratio:.2f}")
+        print(f"| {plugin} | {coll} | {size} | {fmt(ct, '.1f')} | {fmt(cb, '.3f')} | {fmt(raw, '.2f')} | {fmt(raw2, '.2f')} "
               f"| {fmt(bw_ratio, '.2f')} | {fmt(bw_ratio2, '.2f')} | {fmt(mt, '.1f')} | {fmt(mb, '.3f')} "
               f"| {fmt(lat_ratio, '.2f')} |")
 print()
