@@ -9,7 +9,8 @@ set_property(GLOBAL PROPERTY CHORUS_NET_OFI_TESTS_ADDED TRUE)
 
 add_executable(test_net_ofi ${CMAKE_SOURCE_DIR}/plugins/net_ofi/tests/test_net_ofi.c)
 target_include_directories(test_net_ofi BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/core/include)
-target_link_libraries(test_net_ofi PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+# The harness shared with the other net plugins' test programs (plugins/net_common/tests).
+target_link_libraries(test_net_ofi PRIVATE chorus_net_test_harness Threads::Threads ${CMAKE_DL_LIBS})
 add_dependencies(test_net_ofi nccl-net-ofi)
 
 set(OFI_LIB $<TARGET_FILE:nccl-net-ofi>)

@@ -9,7 +9,8 @@ set_property(GLOBAL PROPERTY CHORUS_NET_SOCKET_TESTS_ADDED TRUE)
 # One executable, one ctest per case and setting; each runs in its own process with a timeout.
 add_executable(test_net_socket ${CMAKE_SOURCE_DIR}/plugins/net_socket/tests/test_net_socket.c)
 target_include_directories(test_net_socket BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/core/include)
-target_link_libraries(test_net_socket PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+# The harness shared with the other net plugins' test programs (plugins/net_common/tests).
+target_link_libraries(test_net_socket PRIVATE chorus_net_test_harness Threads::Threads ${CMAKE_DL_LIBS})
 add_dependencies(test_net_socket nccl-net-socket)
 
 function(ns_add_test name case)

@@ -6,61 +6,23 @@
  * Cases: sizes, fork, inflight, runthenbig, grouped, bigrecv, overflow, kill_sender, kill_receiver, garbage, version (with
  * 8..12), bw (prints bandwidth, not a test). Exit 0 = pass; failures print one line saying what.
  * Settings (NCCL_SOCKET_NTHREADS etc.) come from the environment, set by ctest.
+ * What every net plugin of the tree must pass lives in plugins/net_common/tests/net_test_*.c; this
+ * file holds the socket plugin's own cases (its profiler events, pipelined runs, raw strangers).
  */
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-#include "plugin/net.h"
-
-#define FAIL(...)                                              \
-  do {                                                         \
-    fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);       \
-    fprintf(stderr, __VA_ARGS__);                              \
-    fprintf(stderr, "\n");                                     \
-    exit(1);                                                   \
-  } while (0)
-#define OK(call)                                                        \
-  do {                                                                  \
-    ncclResult_t r_ = (call);                                           \
-    if (r_ != ncclSuccess) FAIL("%s returned %d", #call, (int)r_);      \
-  } while (0)
-
-static void* gLib;
-static int gVer = 12;
-static const ncclNet_v12_t* n12;
-static const ncclNet_v11_t* n11;
-static const ncclNet_v10_t* n10;
-static const ncclNet_v9_t* n9;
-static const ncclNet_v8_t* n8;
-static void* gCtx;
-static atomic_int gWarns;
-
-static void logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
-  if (level == NCCL_LOG_WARN) atomic_fetch_add(&gWarns, 1);
-  if (getenv("TEST_VERBOSE") == NULL) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "[plugin %d %s:%d] ", (int)level, file, line);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-}
+#include "net_test_harness.h"
 
 /* Profiler callback: counts events and checks the socket descriptor (type 1, pluginId SOCK|v1). */
 static atomic_int gProfStarts, gProfStops, gProfBad;
-static int gProfToken;
 static ncclResult_t profCb(void** eHandle, int type, void* pHandle, int64_t pluginId, void* extData) {
   const struct {
     uint8_t type;
@@ -83,396 +45,33 @@ static ncclResult_t profCb(void** eHandle, int type, void* pHandle, int64_t plug
   return ncclSuccess;
 }
 
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* ---------------------------------------------------------------- version-independent wrappers */
-
-static void loadPlugin(const char* path, int ver) {
-  gLib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (gLib == NULL) FAIL("dlopen %s: %s", path, dlerror());
-  char sym[32];
-  snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", ver);
-  void* t = dlsym(gLib, sym);
-  if (t == NULL) FAIL("%s not exported", sym);
-  if (dlsym(gLib, "chrSockProgress") != NULL) FAIL("internal symbol chrSockProgress is exported");
-  gVer = ver;
-  int ndev = 0;
+/* What the socket plugin reports in each version: host memory only, 8 receives per irecv, one device. */
+static void checkProps(int ver, const ntProps* props) {
   switch (ver) {
     case 12: {
-      n12 = t;
-      ncclNetCommConfig_v12_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-      OK(n12->init(&gCtx, 0x1234, &cfg, logger, profCb));
-      OK(n12->devices(&ndev));
-      ncclNetProperties_v12_t p;
-      OK(n12->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 8 || p.vProps.ndevs != 1 || p.railId != -1 ||
-          p.maxP2pBytes != NCCL_MAX_NET_SIZE_BYTES || p.name == NULL || p.speed <= 0 || p.maxMultiRequestSize != 1)
+      const ncclNetProperties_v12_t* p = &props->v12;
+      if (p->ptrSupport != NCCL_PTR_HOST || p->maxRecvs != 8 || p->vProps.ndevs != 1 || p->railId != -1 ||
+          p->maxP2pBytes != NCCL_MAX_NET_SIZE_BYTES || p->name == NULL || p->speed <= 0 || p->maxMultiRequestSize != 1)
         FAIL("unexpected v12 properties");
       break;
     }
     case 11: {
-      n11 = t;
-      ncclNetCommConfig_v11_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-      OK(n11->init(&gCtx, 0x1234, &cfg, logger, profCb));
-      OK(n11->devices(&ndev));
-      ncclNetProperties_v11_t p;
-      OK(n11->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 8 || p.maxMultiRequestSize != 1) FAIL("bad v11 props");
+      const ncclNetProperties_v11_t* p = &props->v11;
+      if (p->ptrSupport != NCCL_PTR_HOST || p->maxRecvs != 8 || p->maxMultiRequestSize != 1) FAIL("bad v11 props");
       break;
     }
-    case 10: {
-      n10 = t;
-      OK(n10->init(logger, profCb));
-      OK(n10->devices(&ndev));
-      ncclNetProperties_v10_t p;
-      OK(n10->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.vProps.ndevs != 1) FAIL("bad v10 props");
+    case 10:
+      if (props->v10.ptrSupport != NCCL_PTR_HOST || props->v10.vProps.ndevs != 1) FAIL("bad v10 props");
       break;
-    }
-    case 9: {
-      n9 = t;
-      OK(n9->init(logger));
-      OK(n9->devices(&ndev));
-      ncclNetProperties_v9_t p;
-      OK(n9->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST) FAIL("bad v9 props");
+    case 9:
+      if (props->v9.ptrSupport != NCCL_PTR_HOST) FAIL("bad v9 props");
       break;
-    }
-    case 8: {
-      n8 = t;
-      OK(n8->init(logger));
-      OK(n8->devices(&ndev));
-      ncclNetProperties_v8_t p;
-      OK(n8->getProperties(0, &p));
-      if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 8) FAIL("bad v8 props");
-      break;
-    }
-    default: FAIL("unknown version %d", ver);
-  }
-  if (ndev < 1) FAIL("no devices");
-}
-
-static ncclResult_t xListen(void* handle, void** lc) {
-  switch (gVer) {
-    case 12: return n12->listen(gCtx, 0, handle, lc);
-    case 11: return n11->listen(gCtx, 0, handle, lc);
-    case 10: return n10->listen(0, handle, lc);
-    case 9: return n9->listen(0, handle, lc);
-    default: return n8->listen(0, handle, lc);
-  }
-}
-static ncclResult_t xConnect(void* handle, void** sc) {
-  ncclNetCommConfig_v10_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-  switch (gVer) {
-    case 12: return n12->connect(gCtx, 0, handle, sc, NULL);
-    case 11: return n11->connect(gCtx, 0, handle, sc, NULL);
-    case 10: return n10->connect(0, &cfg, handle, sc, NULL);
-    case 9: return n9->connect(0, handle, sc, NULL);
-    default: return n8->connect(0, handle, sc, NULL);
-  }
-}
-static ncclResult_t xAccept(void* lc, void** rc) {
-  switch (gVer) {
-    case 12: return n12->accept(lc, rc, NULL);
-    case 11: return n11->accept(lc, rc, NULL);
-    case 10: return n10->accept(lc, rc, NULL);
-    case 9: return n9->accept(lc, rc, NULL);
-    default: return n8->accept(lc, rc, NULL);
-  }
-}
-static ncclResult_t xIsend(void* sc, void* data, size_t size, void* mh, void** req) {
-  switch (gVer) {
-    case 12: return n12->isend(sc, data, size, 0, mh, &gProfToken, req);
-    case 11: return n11->isend(sc, data, size, 0, mh, &gProfToken, req);
-    case 10: return n10->isend(sc, data, size, 0, mh, &gProfToken, req);
-    case 9: return n9->isend(sc, data, size, 0, mh, req);
-    default: return n8->isend(sc, data, (int)size, 0, mh, req);
-  }
-}
-static ncclResult_t xIrecv(void* rc, void* data, size_t size, void* mh, void** req) {
-  int tag = 0;
-  int isize = (int)size;
-  void* ph = &gProfToken;
-  *req = (void*)(uintptr_t)NCCL_NET_OPTIONAL_RECV_COMPLETION; /* the hint NCCL may leave here */
-  switch (gVer) {
-    case 12: return n12->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
-    case 11: return n11->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
-    case 10: return n10->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
-    case 9: return n9->irecv(rc, 1, &data, &size, &tag, &mh, req);
-    default: return n8->irecv(rc, 1, &data, &isize, &tag, &mh, req);
-  }
-}
-static ncclResult_t xTest(void* req, int* done, int* size) {
-  switch (gVer) {
-    case 12: return n12->test(req, done, size);
-    case 11: return n11->test(req, done, size);
-    case 10: return n10->test(req, done, size);
-    case 9: return n9->test(req, done, size);
-    default: return n8->test(req, done, size);
-  }
-}
-static ncclResult_t xRegMr(void* comm, void* data, size_t size, void** mh) {
-  switch (gVer) {
-    case 12: return n12->regMr(comm, data, size, NCCL_PTR_HOST, mh);
-    case 11: return n11->regMr(comm, data, size, NCCL_PTR_HOST, mh);
-    case 10: return n10->regMr(comm, data, size, NCCL_PTR_HOST, mh);
-    case 9: return n9->regMr(comm, data, size, NCCL_PTR_HOST, mh);
-    default: return n8->regMr(comm, data, size, NCCL_PTR_HOST, mh);
-  }
-}
-static ncclResult_t xDeregMr(void* comm, void* mh) {
-  switch (gVer) {
-    case 12: return n12->deregMr(comm, mh);
-    case 11: return n11->deregMr(comm, mh);
-    case 10: return n10->deregMr(comm, mh);
-    case 9: return n9->deregMr(comm, mh);
-    default: return n8->deregMr(comm, mh);
-  }
-}
-static ncclResult_t xClose(int which, void* comm) { /* 0 send, 1 recv, 2 listen */
-  const ncclNet_v12_t* t = n12;
-  if (gVer == 12) return which == 0 ? t->closeSend(comm) : which == 1 ? t->closeRecv(comm) : t->closeListen(comm);
-  if (gVer == 11) return which == 0 ? n11->closeSend(comm) : which == 1 ? n11->closeRecv(comm) : n11->closeListen(comm);
-  if (gVer == 10) return which == 0 ? n10->closeSend(comm) : which == 1 ? n10->closeRecv(comm) : n10->closeListen(comm);
-  if (gVer == 9) return which == 0 ? n9->closeSend(comm) : which == 1 ? n9->closeRecv(comm) : n9->closeListen(comm);
-  return which == 0 ? n8->closeSend(comm) : which == 1 ? n8->closeRecv(comm) : n8->closeListen(comm);
-}
-
-/* Poll a request until done; returns the result of the last test call (error stops early). */
-static ncclResult_t waitReq(void* req, int* size, double timeoutSec) {
-  double end = nowSec() + timeoutSec;
-  int done = 0;
-  while (!done) {
-    ncclResult_t r = xTest(req, &done, size);
-    if (r != ncclSuccess) return r;
-    if (!done && nowSec() > end) FAIL("request %p not done after %.0f s", req, timeoutSec);
-  }
-  return ncclSuccess;
-}
-
-/* ---------------------------------------------------------------- data */
-
-static void fillRandom(unsigned char* buf, size_t n, uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    memcpy(buf + i, &x, 8);
-  }
-  for (; i < n; i++) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    buf[i] = (unsigned char)x;
+    default:
+      if (props->v8.ptrSupport != NCCL_PTR_HOST || props->v8.maxRecvs != 8) FAIL("bad v8 props");
   }
 }
 
-static void checkData(const unsigned char* got, size_t n, uint64_t seed, const char* what) {
-  unsigned char* want = malloc(n ? n : 1);
-  fillRandom(want, n, seed);
-  if (memcmp(got, want, n) != 0) {
-    size_t i = 0;
-    while (got[i] == want[i]) i++;
-    FAIL("%s: %zu bytes differ from byte %zu", what, n, i);
-  }
-  free(want);
-}
-
-/* ---------------------------------------------------------------- connection setup */
-
-typedef struct {
-  char handle[NCCL_NET_HANDLE_MAXSIZE];
-  void* sendComm;
-} connArg;
-
-static void* connectLoop(void* arg) {
-  connArg* a = arg;
-  double end = nowSec() + 20;
-  while (a->sendComm == NULL) {
-    OK(xConnect(a->handle, &a->sendComm));
-    if (nowSec() > end) FAIL("connect did not finish");
-    if (a->sendComm == NULL) usleep(100);
-  }
-  return NULL;
-}
-
-static void* acceptLoop(void* lc) {
-  void* rc = NULL;
-  double end = nowSec() + 20;
-  while (rc == NULL) {
-    OK(xAccept(lc, &rc));
-    if (nowSec() > end) FAIL("accept did not finish");
-    if (rc == NULL) usleep(100);
-  }
-  return rc;
-}
-
-/* Connect in a second thread while this thread accepts. */
-static void connectPair(void** sc, void** rc) {
-  connArg a;
-  memset(&a, 0, sizeof(a));
-  void* lc = NULL;
-  OK(xListen(a.handle, &lc));
-  if (lc == NULL) FAIL("listen returned no comm");
-  pthread_t t;
-  pthread_create(&t, NULL, connectLoop, &a);
-  *rc = acceptLoop(lc);
-  pthread_join(t, NULL);
-  *sc = a.sendComm;
-  OK(xClose(2, lc));
-}
-
-/* ---------------------------------------------------------------- cases */
-
-typedef struct {
-  void* comm;
-  const size_t* sizes;
-  int n;
-  uint64_t seed;
-} xferArg;
-
-static void* sendSeries(void* arg) {
-  xferArg* a = arg;
-  for (int i = 0; i < a->n; i++) {
-    size_t sz = a->sizes[i];
-    unsigned char* buf = malloc(sz ? sz : 1);
-    fillRandom(buf, sz, a->seed + i);
-    void* mh = NULL;
-    OK(xRegMr(a->comm, buf, sz, &mh));
-    void* req = NULL;
-    double end = nowSec() + 20;
-    while (req == NULL) {
-      OK(xIsend(a->comm, buf, sz, mh, &req));
-      if (nowSec() > end) FAIL("isend never accepted");
-    }
-    int got = -1;
-    OK(waitReq(req, &got, 30));
-    OK(xDeregMr(a->comm, mh));
-    free(buf);
-  }
-  return NULL;
-}
-
-static void recvSeries(void* comm, const size_t* sizes, int n, uint64_t seed, size_t extra) {
-  for (int i = 0; i < n; i++) {
-    size_t sz = sizes[i];
-    unsigned char* buf = malloc(sz + extra + 1);
-    memset(buf, 0xAB, sz + extra + 1);
-    void* mh = NULL;
-    OK(xRegMr(comm, buf, sz + extra, &mh));
-    void* req = NULL;
-    while (req == NULL) OK(xIrecv(comm, buf, sz + extra, mh, &req));
-    int got = -1;
-    OK(waitReq(req, &got, 30));
-    if ((size_t)got != sz) FAIL("size %zu: test reported %d bytes", sz, got);
-    char what[64];
-    snprintf(what, sizeof(what), "message %d (%zu bytes)", i, sz);
-    checkData(buf, sz, seed + i, what);
-    for (size_t k = sz; k < sz + extra + 1; k++)
-      if (buf[k] != 0xAB) FAIL("size %zu: byte %zu past the message was written", sz, k);
-    OK(xDeregMr(comm, mh));
-    free(buf);
-  }
-}
-
-static const size_t kSizes[] = {0, 1, 7, 4093, 1 << 20, 64 << 20, 0, 16384, 16385, 65537, 3 << 20};
-#define NSIZES ((int)(sizeof(kSizes) / sizeof(kSizes[0])))
-
-static void caseSizes(size_t extra, const size_t* sizes, int n) {
-  void *sc, *rc;
-  connectPair(&sc, &rc);
-  xferArg a = {sc, sizes, n, 42};
-  pthread_t t;
-  pthread_create(&t, NULL, sendSeries, &a);
-  recvSeries(rc, sizes, n, 42, extra);
-  pthread_join(t, NULL);
-  OK(xClose(0, sc));
-  OK(xClose(1, rc));
-}
-
-static void caseFork(void) {
-  char handle[NCCL_NET_HANDLE_MAXSIZE];
-  void* lc = NULL;
-  OK(xListen(handle, &lc));
-  pid_t pid = fork();
-  if (pid == 0) {
-    connArg a;
-    memset(&a, 0, sizeof(a));
-    memcpy(a.handle, handle, sizeof(handle));
-    connectLoop(&a);
-    xferArg x = {a.sendComm, kSizes, NSIZES, 7};
-    sendSeries(&x);
-    OK(xClose(0, a.sendComm));
-    _exit(0);
-  }
-  void* rc = acceptLoop(lc);
-  recvSeries(rc, kSizes, NSIZES, 7, 0);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) FAIL("sender process failed (status 0x%x)", st);
-  OK(xClose(1, rc));
-  OK(xClose(2, lc));
-}
-
-/* 32 receives and 32 x maxRecvs (256) sends in flight at once on one connection: the ABI's limits,
- * and the request after each limit is refused with a NULL request. */
-static void caseInflight(void) {
-  enum { NR = NCCL_NET_MAX_REQUESTS, NS = NCCL_NET_MAX_REQUESTS * 8 };
-  void *sc, *rc;
-  connectPair(&sc, &rc);
-  unsigned char* sbuf[NS];
-  unsigned char* rbuf[NS];
-  size_t sz[NS];
-  void *sreq[NS], *rreq[NS];
-  for (int i = 0; i < NS; i++) {
-    sz[i] = i < NR ? (i * 7919u) % 200000u + (i % 3 == 0 ? 0 : 1) : (i * 131u) % 5000u;
-    sbuf[i] = malloc(sz[i] + 1);
-    rbuf[i] = malloc(sz[i] + 1);
-    fillRandom(sbuf[i], sz[i], 100 + i);
-  }
-  /* Post the receives first: they must all be accepted. */
-  for (int i = 0; i < NR; i++) {
-    OK(xIrecv(rc, rbuf[i], sz[i], NULL, &rreq[i]));
-    if (rreq[i] == NULL) FAIL("irecv %d of %d refused", i, NR);
-  }
-  void* extra = NULL;
-  OK(xIrecv(rc, rbuf[0], sz[0], NULL, &extra));
-  if (extra != NULL) FAIL("irecv number %d accepted: limit is %d", NR + 1, NR);
-  for (int i = 0; i < NS; i++) {
-    OK(xIsend(sc, sbuf[i], sz[i], NULL, &sreq[i]));
-    if (sreq[i] == NULL) FAIL("isend %d of %d refused", i, NS);
-  }
-  OK(xIsend(sc, sbuf[0], sz[0], NULL, &extra));
-  if (extra != NULL) FAIL("isend number %d accepted: limit is %d", NS + 1, NS);
-  /* Complete them in reverse order: completion must not depend on test order. */
-  for (int i = NR - 1; i >= 0; i--) {
-    int got = -1;
-    OK(waitReq(rreq[i], &got, 30));
-    if ((size_t)got != sz[i]) FAIL("receive %d: %d bytes, expected %zu", i, got, sz[i]);
-  }
-  /* The rest, 32 receives at a time. */
-  for (int base = NR; base < NS; base += NR) {
-    for (int i = base; i < base + NR; i++) {
-      OK(xIrecv(rc, rbuf[i], sz[i], NULL, &rreq[i]));
-      if (rreq[i] == NULL) FAIL("irecv %d refused", i);
-    }
-    for (int i = base + NR - 1; i >= base; i--) {
-      int got = -1;
-      OK(waitReq(rreq[i], &got, 30));
-      if ((size_t)got != sz[i]) FAIL("receive %d: %d bytes, expected %zu", i, got, sz[i]);
-    }
-  }
-  for (int i = NS - 1; i >= 0; i--) OK(waitReq(sreq[i], NULL, 30));
-  for (int i = 0; i < NS; i++) {
-    checkData(rbuf[i], sz[i], 100 + i, "in-flight message");
-    free(sbuf[i]);
-    free(rbuf[i]);
-  }
-  OK(xClose(0, sc));
-  OK(xClose(1, rc));
-}
+/* ---------------------------------------------------------------- the socket plugin's own cases */
 
 /* Pipelined traffic as NCCL's proxy makes it: a long run of eager messages (no data-socket pieces),
  * then large ones that need every socket, 32 in flight each way. Regression: helper threads that
@@ -527,223 +126,31 @@ static void caseRunThenBig(void) {
     free(sbuf[i]);
     free(rbuf[i]);
   }
-  OK(xClose(0, sc));
-  OK(xClose(1, rc));
-}
-
-/* irecv of n buffers with tags, as any version's table takes it (v8: int sizes, v9: no phandles). */
-static ncclResult_t xIrecvN(void* rc, int n, void** data, size_t* sizes, int* tags, void** req) {
-  void* mh[8] = {NULL};
-  int isizes[8];
-  for (int i = 0; i < n; i++) isizes[i] = (int)sizes[i];
-  *req = NULL;
-  switch (gVer) {
-    case 12: return n12->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-    case 11: return n11->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-    case 10: return n10->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-    case 9: return n9->irecv(rc, n, data, sizes, tags, mh, req);
-    default: return n8->irecv(rc, n, data, isizes, tags, mh, req);
-  }
-}
-static ncclResult_t xIsendTag(void* sc, void* data, size_t size, int tag, void** req) {
-  *req = NULL;
-  switch (gVer) {
-    case 12: return n12->isend(sc, data, size, tag, NULL, NULL, req);
-    case 11: return n11->isend(sc, data, size, tag, NULL, NULL, req);
-    case 10: return n10->isend(sc, data, size, tag, NULL, NULL, req);
-    case 9: return n9->isend(sc, data, size, tag, NULL, req);
-    default: return n8->isend(sc, data, (int)size, tag, NULL, req);
-  }
+  OK(xClose(NT_CLOSE_SEND, sc));
+  OK(xClose(NT_CLOSE_RECV, rc));
 }
 
 /* Grouped receives (maxRecvs = 8): each send lands in the buffer posted with its tag, whatever the
- * order of the sends; test() reports one size per buffer; a tag no buffer expects fails the comm. */
+ * order of the sends; a tag no buffer expects fails the comm. */
 static void caseGrouped(void) {
-  enum { NG = 3, MAXB = 8 };
-  static const int groupN[NG] = {4, 8, 1};
-  void *sc, *rc;
-  connectPair(&sc, &rc);
-  unsigned char* rbuf[NG][MAXB];
-  unsigned char* sbuf[NG][MAXB];
-  size_t sent[NG][MAXB], posted[NG][MAXB];
-  int tags[NG][MAXB];
-  void* rreq[NG];
-  for (int g = 0; g < NG; g++) {
-    for (int i = 0; i < groupN[g]; i++) {
-      sent[g][i] = (size_t)((g * 8 + i) * 70001 % 300000) + (i == 2 ? 0 : 1);
-      if (g == 1 && i == 3) sent[g][i] = 0;
-      posted[g][i] = sent[g][i] + (size_t)(i % 2) * 4096;
-      tags[g][i] = 100 + g * 10 + i;
-      rbuf[g][i] = malloc(posted[g][i] + 1);
-      sbuf[g][i] = malloc(sent[g][i] + 1);
-      memset(rbuf[g][i], 0xEE, posted[g][i] + 1);
-      fillRandom(sbuf[g][i], sent[g][i], 1000 + g * 8 + i);
-    }
-    OK(xIrecvN(rc, groupN[g], (void**)rbuf[g], posted[g], tags[g], &rreq[g]));
-    if (rreq[g] == NULL) FAIL("grouped irecv %d (n %d) refused", g, groupN[g]);
-  }
-  /* Sends in a shuffled tag order within each group. */
-  void* sreq[NG * MAXB];
-  int ns = 0;
-  for (int g = 0; g < NG; g++)
-    for (int k = 0; k < groupN[g]; k++) {
-      int i = (k * 5 + 3) % groupN[g];
-      OK(xIsendTag(sc, sbuf[g][i], sent[g][i], tags[g][i], &sreq[ns]));
-      if (sreq[ns++] == NULL) FAIL("isend %d refused", ns - 1);
-    }
-  for (int g = NG - 1; g >= 0; g--) {
-    int sizes[MAXB];
-    for (int i = 0; i < MAXB; i++) sizes[i] = -1;
-    double end = nowSec() + 30;
-    int done = 0;
-    while (!done) {
-      OK(xTest(rreq[g], &done, sizes));
-      if (nowSec() > end) FAIL("grouped receive %d never completed", g);
-    }
-    for (int i = 0; i < groupN[g]; i++) {
-      if ((size_t)sizes[i] != sent[g][i]) FAIL("group %d buffer %d: test reported %d bytes, %zu sent", g, i, sizes[i], sent[g][i]);
-      char what[64];
-      snprintf(what, sizeof(what), "group %d buffer %d (tag %d)", g, i, tags[g][i]);
-      checkData(rbuf[g][i], sent[g][i], 1000 + g * 8 + i, what);
-      if (rbuf[g][i][posted[g][i]] != 0xEE) FAIL("%s: written past the posted buffer", what);
-      free(rbuf[g][i]);
-    }
-  }
-  for (int k = 0; k < ns; k++) OK(waitReq(sreq[k], NULL, 30));
-  for (int g = 0; g < NG; g++)
-    for (int i = 0; i < groupN[g]; i++) free(sbuf[g][i]);
-  OK(xClose(0, sc));
-  OK(xClose(1, rc));
+  static const int groupN[] = {4, 8, 1};
+  caseGroupedRecv(groupN, 3);
 
   /* A send whose tag no buffer of the oldest grouped receive expects is an error, not a guess. */
+  void *sc, *rc;
   connectPair(&sc, &rc);
   char a[16], b[16], c[16];
   void* bufs[2] = {a, b};
   size_t sz2[2] = {sizeof(a), sizeof(b)};
   int tg[2] = {1, 2};
   void *req, *sreq1;
-  OK(xIrecvN(rc, 2, bufs, sz2, tg, &req));
-  OK(xIsendTag(sc, c, sizeof(c), 3, &sreq1));
-  double end = nowSec() + 10;
-  ncclResult_t res = ncclSuccess;
+  OK(xIrecvN(rc, 2, bufs, sz2, tg, NULL, &req));
+  OK(xIsendTag(sc, c, sizeof(c), 3, NULL, &sreq1));
   int done = 0;
-  while (res == ncclSuccess && !done && nowSec() < end) res = xTest(req, &done, NULL);
+  ncclResult_t res = waitError(req, &done, 10);
   if (res == ncclSuccess) FAIL("a send with an unexpected tag was %s", done ? "accepted" : "never reported");
-  xClose(0, sc);
-  xClose(1, rc);
-}
-
-static void caseOverflow(void) {
-  size_t sizes[2] = {100000, 10};
-  for (int k = 0; k < 2; k++) { /* a large (data sockets) and a small (eager) message */
-    void *sc, *rc;
-    connectPair(&sc, &rc);
-    size_t ssz = sizes[k], rsz = sizes[k] - 1;
-    unsigned char* sbuf = calloc(1, ssz);
-    unsigned char* rbuf = calloc(1, ssz);
-    void *sreq = NULL, *rreq = NULL;
-    int before = atomic_load(&gWarns);
-    OK(xIsend(sc, sbuf, ssz, NULL, &sreq));
-    OK(xIrecv(rc, rbuf, rsz, NULL, &rreq));
-    if (sreq == NULL || rreq == NULL) FAIL("requests refused");
-    double end = nowSec() + 10;
-    ncclResult_t r = ncclSuccess;
-    int done = 0;
-    while (r == ncclSuccess && !done && nowSec() < end) r = xTest(rreq, &done, NULL);
-    if (r != ncclSystemError) FAIL("send of %zu into a %zu-byte receive: test returned %d, done %d", ssz, rsz, r, done);
-    if (atomic_load(&gWarns) == before) FAIL("the size error was not logged");
-    /* Later calls keep failing, never crash. */
-    void* again = NULL;
-    if (xIrecv(rc, rbuf, rsz, NULL, &again) == ncclSuccess) FAIL("irecv on a failed comm succeeded");
-    /* The send may still be in flight: close the comms before freeing its buffer. */
-    OK(xClose(0, sc));
-    OK(xClose(1, rc));
-    free(sbuf);
-    free(rbuf);
-  }
-}
-
-/* A process that is killed mid-transfer: the survivor's test() must fail within a few seconds. */
-static void caseKill(int killSender) {
-  const size_t big = 256u << 20;
-  char handle[NCCL_NET_HANDLE_MAXSIZE];
-  void* lc = NULL;
-  OK(xListen(handle, &lc));
-  int pipefd[2];
-  if (pipe(pipefd) != 0) FAIL("pipe");
-  int sendInParent = !killSender;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(pipefd[0]);
-    unsigned char* buf = malloc(big);
-    memset(buf, 1, big);
-    if (sendInParent) { /* child receives, forever */
-      void* rc = acceptLoop(lc);
-      ssize_t w = write(pipefd[1], "x", 1); /* started */
-      (void)w;
-      for (;;) {
-        void* req = NULL;
-        while (req == NULL) OK(xIrecv(rc, buf, big, NULL, &req));
-        int done = 0;
-        while (!done) OK(xTest(req, &done, NULL));
-      }
-    } else { /* child sends */
-      connArg a;
-      memset(&a, 0, sizeof(a));
-      memcpy(a.handle, handle, sizeof(handle));
-      connectLoop(&a);
-      ssize_t w = write(pipefd[1], "x", 1);
-      (void)w;
-      for (;;) {
-        void* req = NULL;
-        while (req == NULL) OK(xIsend(a.sendComm, buf, big, NULL, &req));
-        int done = 0;
-        while (!done) xTest(req, &done, NULL);
-      }
-    }
-    _exit(0);
-  }
-  close(pipefd[1]);
-  unsigned char* buf = malloc(big);
-  memset(buf, 2, big);
-  void* comm = NULL;
-  if (sendInParent) {
-    connArg a;
-    memset(&a, 0, sizeof(a));
-    memcpy(a.handle, handle, sizeof(handle));
-    connectLoop(&a);
-    comm = a.sendComm;
-  } else {
-    comm = acceptLoop(lc);
-  }
-  char c;
-  if (read(pipefd[0], &c, 1) != 1) FAIL("child did not start");
-  /* Keep transfers going; kill the peer after 50 ms; the next error must come within 5 s. */
-  double t0 = nowSec(), tk = 0;
-  int killed = 0;
-  ncclResult_t r = ncclSuccess;
-  while (r == ncclSuccess) {
-    void* req = NULL;
-    while (req == NULL && r == ncclSuccess)
-      r = sendInParent ? xIsend(comm, buf, big, NULL, &req) : xIrecv(comm, buf, big, NULL, &req);
-    int done = 0;
-    while (r == ncclSuccess && !done) {
-      r = xTest(req, &done, NULL);
-      if (!killed && nowSec() - t0 > 0.05) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        killed = 1;
-        tk = nowSec();
-      }
-      if (killed && nowSec() - tk > 10) FAIL("test() still succeeds 10 s after the peer was killed");
-    }
-  }
-  if (!killed) FAIL("transfer failed (%d) before the peer was killed", r);
-  if (r != ncclSystemError && r != ncclRemoteError) FAIL("test() returned %d, expected a system/remote error", r);
-  if (nowSec() - tk > 5) FAIL("error took %.1f s", nowSec() - tk);
-  OK(xClose(sendInParent ? 0 : 1, comm));
-  OK(xClose(2, lc));
-  free(buf);
+  xClose(NT_CLOSE_SEND, sc);
+  xClose(NT_CLOSE_RECV, rc);
 }
 
 /* Stray connections to the listen port before the real one must be ignored. */
@@ -774,81 +181,10 @@ static void caseGarbage(void) {
    * built from what an attacker can see on the wire would need the nonce; use a wrong one. */
   memcpy(hello + 8, junk, 8);
   if (write(fds[5], hello, sizeof(hello)) < 0) FAIL("write");
-  void* rc = NULL;
-  for (int i = 0; i < 20; i++) { /* the stray ones arrive first */
-    OK(xAccept(lc, &rc));
-    if (rc != NULL) FAIL("accept produced a comm from garbage");
-    usleep(1000);
-  }
-  connArg a;
-  memset(&a, 0, sizeof(a));
-  memcpy(a.handle, handle, sizeof(handle));
-  pthread_t t;
-  pthread_create(&t, NULL, connectLoop, &a);
-  rc = acceptLoop(lc);
-  pthread_join(t, NULL);
-  xferArg x = {a.sendComm, kSizes, 6, 9};
-  pthread_create(&t, NULL, sendSeries, &x);
-  recvSeries(rc, kSizes, 6, 9, 0);
-  pthread_join(t, NULL);
+  ntAcceptOnlyRealPeer(lc, handle, 20, "garbage");
   for (int i = 0; i < 6; i++)
     if (fds[i] >= 0) close(fds[i]);
-  OK(xClose(0, a.sendComm));
-  OK(xClose(1, rc));
-  OK(xClose(2, lc));
-}
-
-typedef struct {
-  void* comm;
-  unsigned char* buf;
-  size_t size;
-  int n;
-} bwArg;
-
-static void* bwSender(void* arg) {
-  bwArg* b = arg;
-  void* req[NCCL_NET_MAX_REQUESTS];
-  for (int i = 0; i < b->n; i++) {
-    req[i] = NULL;
-    while (req[i] == NULL) OK(xIsend(b->comm, b->buf, b->size, NULL, &req[i]));
-  }
-  for (int i = 0; i < b->n; i++) OK(waitReq(req[i], NULL, 60));
-  return NULL;
-}
-
-/* Not a test: prints GB/s of n back-to-back 64 MiB messages (all posted at once). */
-static void caseBandwidth(void) {
-  const size_t size = 64u << 20;
-  const int iters = 16;
-  void *sc, *rc;
-  connectPair(&sc, &rc);
-  unsigned char* sbuf = malloc(size);
-  unsigned char* rbuf = malloc(size);
-  memset(sbuf, 3, size);
-  memset(rbuf, 0, size);
-  for (int pass = 0; pass < 2; pass++) {
-    int n = pass == 0 ? 2 : iters;
-    bwArg b = {sc, sbuf, size, n};
-    pthread_t t;
-    double t0 = nowSec();
-    pthread_create(&t, NULL, bwSender, &b);
-    void* req[NCCL_NET_MAX_REQUESTS];
-    for (int i = 0; i < n; i++) {
-      req[i] = NULL;
-      while (req[i] == NULL) OK(xIrecv(rc, rbuf, size, NULL, &req[i]));
-    }
-    for (int i = 0; i < n; i++) OK(waitReq(req[i], NULL, 60));
-    pthread_join(t, NULL);
-    double dt = nowSec() - t0;
-    if (pass == 1)
-      printf("bw: %d x %zu MiB in %.3f s = %.2f GB/s (NCCL_SOCKET_NTHREADS=%s NCCL_NSOCKS_PERTHREAD=%s)\n", n,
-             size >> 20, dt, (double)n * size / dt / 1e9, getenv("NCCL_SOCKET_NTHREADS") ?: "unset",
-             getenv("NCCL_NSOCKS_PERTHREAD") ?: "unset");
-  }
-  free(sbuf);
-  free(rbuf);
-  OK(xClose(0, sc));
-  OK(xClose(1, rc));
+  OK(xClose(NT_CLOSE_LISTEN, lc));
 }
 
 int main(int argc, char** argv) {
@@ -859,32 +195,35 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   const char* c = argv[2];
   int ver = argc > 3 ? atoi(argv[3]) : 12;
-  loadPlugin(argv[1], ver);
-  if (strcmp(c, "sizes") == 0) caseSizes(0, kSizes, NSIZES);
-  else if (strcmp(c, "bigrecv") == 0) caseSizes(12345, kSizes, NSIZES);
+  const ntLoadSpec spec = {.internalSym = "chrSockProgress", .profCb = profCb, .onInit = NULL, .checkProps = checkProps};
+  ntLoad(argv[1], ver, &spec);
+  static const ntKillSpec killSpec = {.bytes = 256u << 20, .killAfter = 0.05, .giveUp = 10, .maxError = 5, .childListens = 0};
+  if (strcmp(c, "sizes") == 0) caseSizes(0, kSizes, NSIZES, NULL);
+  else if (strcmp(c, "bigrecv") == 0) caseSizes(12345, kSizes, NSIZES, NULL);
   else if (strcmp(c, "fork") == 0) caseFork();
   else if (strcmp(c, "inflight") == 0) caseInflight();
   else if (strcmp(c, "runthenbig") == 0) caseRunThenBig();
   else if (strcmp(c, "grouped") == 0) caseGrouped();
-  else if (strcmp(c, "overflow") == 0) caseOverflow();
-  else if (strcmp(c, "kill_sender") == 0) caseKill(1);
-  else if (strcmp(c, "kill_receiver") == 0) caseKill(0);
+  else if (strcmp(c, "overflow") == 0) caseOverflow(100000, NULL); /* large: through the data sockets */
+  else if (strcmp(c, "kill_sender") == 0) caseKill(1, &killSpec);
+  else if (strcmp(c, "kill_receiver") == 0) caseKill(0, &killSpec);
   else if (strcmp(c, "garbage") == 0) caseGarbage();
   else if (strcmp(c, "version") == 0) {
     static const size_t vs[] = {0, 1, 7, 4093, 1 << 20, 5 << 20};
-    caseSizes(0, vs, 6);
-    caseSizes(100, vs, 6);
-  } else if (strcmp(c, "bw") == 0) caseBandwidth();
-  else FAIL("unknown case %s", c);
+    caseSizes(0, vs, 6, NULL);
+    caseSizes(100, vs, 6, NULL);
+  } else if (strcmp(c, "bw") == 0) {
+    char settings[128];
+    snprintf(settings, sizeof(settings), "NCCL_SOCKET_NTHREADS=%s NCCL_NSOCKS_PERTHREAD=%s",
+             getenv("NCCL_SOCKET_NTHREADS") ?: "unset", getenv("NCCL_NSOCKS_PERTHREAD") ?: "unset");
+    caseBandwidth(settings);
+  } else FAIL("unknown case %s", c);
   if (strcmp(c, "sizes") == 0 || strcmp(c, "version") == 0) { /* every request reported one event */
     int starts = atomic_load(&gProfStarts), stops = atomic_load(&gProfStops);
     if (atomic_load(&gProfBad) != 0) FAIL("%d malformed profiler events", atomic_load(&gProfBad));
     if (ver >= 10 && (starts == 0 || starts != stops)) FAIL("profiler: %d starts, %d stops", starts, stops);
     if (ver < 10 && starts != 0) FAIL("profiler events from a v%d table", ver);
   }
-  if (ver >= 11) {
-    if (ver == 12) OK(n12->finalize(gCtx));
-    else OK(n11->finalize(gCtx));
-  }
+  ntFinalize();
   return 0;
 }
