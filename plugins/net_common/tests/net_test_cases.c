@@ -384,6 +384,19 @@ void ntAcceptOnlyRealPeer(void* lc, const char* handle, int polls, const char* s
   OK(xClose(NT_CLOSE_RECV, rc));
 }
 
+int ntRunSharedCase(const char* c) {
+  if (strcmp(c, "sizes") == 0) caseSizes(0, kSizes, NSIZES, NULL);
+  else if (strcmp(c, "bigrecv") == 0) caseSizes(12345, kSizes, NSIZES, NULL);
+  else if (strcmp(c, "fork") == 0) caseFork();
+  else if (strcmp(c, "inflight") == 0) caseInflight();
+  else if (strcmp(c, "version") == 0) { /* what every version's table must carry: small and medium sizes */
+    static const size_t vs[] = {0, 1, 7, 4093, 1 << 20, 5 << 20};
+    caseSizes(0, vs, 6, NULL);
+    caseSizes(100, vs, 6, NULL);
+  } else return 0;
+  return 1;
+}
+
 typedef struct {
   void* comm;
   unsigned char* buf;

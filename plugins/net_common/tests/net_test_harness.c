@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -106,6 +107,17 @@ void ntLoad(const char* path, int ver, const ntLoadSpec* spec) {
   OK(propsBound(0, &p));
   spec->checkProps(ver, &p);
   if (ndev < 1) FAIL("no devices");
+}
+
+const char* ntStart(int argc, char** argv, const ntLoadSpec* spec, int* ver) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s <plugin.so> <case> [version]\n", argv[0]);
+    exit(2);
+  }
+  signal(SIGPIPE, SIG_IGN); /* a peer that is gone is an error return, not a signal */
+  *ver = argc > 3 ? atoi(argv[3]) : 12;
+  ntLoad(argv[1], *ver, spec);
+  return argv[2];
 }
 
 void ntFinalize(void) {

@@ -66,6 +66,9 @@ typedef struct {
 
 /* dlopen the plugin, bind ncclNetPlugin_v<ver>, init it, check devices() >= 1 and device 0's properties. */
 void ntLoad(const char* path, int ver, const ntLoadSpec* spec);
+/* The start of a test program's main: `prog <plugin.so> <case> [version]` (version 12 by default);
+ * ignores SIGPIPE, loads the plugin (ntLoad), sets *ver and returns the case name. Usage errors exit 2. */
+const char* ntStart(int argc, char** argv, const ntLoadSpec* spec, int* ver);
 /* finalize (v11, v12; older versions have none). */
 void ntFinalize(void);
 
@@ -154,6 +157,10 @@ void caseKill(int killSender, const ntKillSpec* spec);
 /* After strays were sent to lc: `polls` accepts (1 ms apart) produce nothing, then a real peer is
  * accepted and carries data. Closes that pair; lc stays open. */
 void ntAcceptOnlyRealPeer(void* lc, const char* handle, int polls, const char* strays);
+
+/* Runs the case named c if it is one every plugin shares with the same arguments (sizes, bigrecv,
+ * fork, inflight, version); returns 0 when c is none of them. */
+int ntRunSharedCase(const char* c);
 
 /* Not a test: prints GB/s of back-to-back 64 MiB messages, with `settings` in the line. */
 void caseBandwidth(const char* settings);

@@ -11,7 +11,6 @@
  * file holds the libfabric plugin's own checks and cases (skips, flush, tags, handles, CUDA).
  */
 #include <dlfcn.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -242,23 +241,17 @@ static void caseCuda(void) {
   OK(xClose(NT_CLOSE_SEND, sc));
   OK(xClose(NT_CLOSE_RECV, rc));
 }
+
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: %s <plugin.so> <case> [version]\n", argv[0]);
-    return 2;
-  }
-  signal(SIGPIPE, SIG_IGN);
-  const char* c = argv[2];
-  int ver = argc > 3 ? atoi(argv[3]) : 12;
   const ntLoadSpec spec = {.internalSym = "ofiProgress", .profCb = NULL, .onInit = skipIfNoProvider, .checkProps = checkProps};
-  ntLoad(argv[1], ver, &spec);
+  int ver;
+  const char* c = ntStart(argc, argv, &spec, &ver);
   gRegisterBuffers = 1; /* the provider may need registered memory (FI_MR_LOCAL) */
   /* The endpoint probes its peers: an error within 10 s of the kill; a forked child opens its own. */
   static const ntKillSpec killSpec = {.bytes = 64u << 20, .killAfter = 0.2, .giveUp = 15, .maxError = 10, .childListens = 1};
   if (strcmp(c, "probe") == 0) return 0; /* the provider opens (else ntLoad exited 77) */
-  else if (strcmp(c, "sizes") == 0) caseSizes(0, kSizes, NSIZES, NULL);
-  else if (strcmp(c, "bigrecv") == 0) caseSizes(12345, kSizes, NSIZES, NULL);
-  else if (strcmp(c, "flush") == 0) {
+  else if (ntRunSharedCase(c)) {
+  } else if (strcmp(c, "flush") == 0) {
     if (ver != 12) FAIL("flush runs on the v12 table");
     if (getenv("CHORUS_OFI_FORCE_FLUSH") && !gForceFlush) {
       fprintf(stderr, "SKIP: the provider offers no FI_RMA, so there is no read-back flush to test\n");
@@ -268,20 +261,14 @@ int main(int argc, char** argv) {
   } else if (strcmp(c, "cuda") == 0) {
     if (ver != 12) FAIL("cuda runs on the v12 table");
     caseCuda();
-  } else if (strcmp(c, "fork") == 0) caseFork();
-  else if (strcmp(c, "inflight") == 0) caseInflight();
-  else if (strcmp(c, "grouped") == 0) caseGrouped();
+  } else if (strcmp(c, "grouped") == 0) caseGrouped();
   else if (strcmp(c, "badtag") == 0) caseBadTag();
   else if (strcmp(c, "overflow") == 0) caseOverflow(1000000, "longer than the posted receive"); /* large: rendezvous */
   else if (strcmp(c, "kill_sender") == 0) caseKill(1, &killSpec);
   else if (strcmp(c, "kill_receiver") == 0) caseKill(0, &killSpec);
   else if (strcmp(c, "strangers") == 0) caseStrangers();
   else if (strcmp(c, "badhandle") == 0) caseBadHandle();
-  else if (strcmp(c, "version") == 0) {
-    static const size_t vs[] = {0, 1, 7, 4093, 1 << 20, 5 << 20};
-    caseSizes(0, vs, 6, NULL);
-    caseSizes(100, vs, 6, NULL);
-  } else if (strcmp(c, "bw") == 0) {
+  else if (strcmp(c, "bw") == 0) {
     char settings[128];
     snprintf(settings, sizeof(settings), "FI_PROVIDER=%s", getenv("FI_PROVIDER") ?: "unset");
     caseBandwidth(settings);

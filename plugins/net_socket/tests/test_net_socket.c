@@ -12,7 +12,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,31 +187,18 @@ static void caseGarbage(void) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: %s <plugin.so> <case> [version]\n", argv[0]);
-    return 2;
-  }
-  signal(SIGPIPE, SIG_IGN);
-  const char* c = argv[2];
-  int ver = argc > 3 ? atoi(argv[3]) : 12;
   const ntLoadSpec spec = {.internalSym = "chrSockProgress", .profCb = profCb, .onInit = NULL, .checkProps = checkProps};
-  ntLoad(argv[1], ver, &spec);
+  int ver;
+  const char* c = ntStart(argc, argv, &spec, &ver);
   static const ntKillSpec killSpec = {.bytes = 256u << 20, .killAfter = 0.05, .giveUp = 10, .maxError = 5, .childListens = 0};
-  if (strcmp(c, "sizes") == 0) caseSizes(0, kSizes, NSIZES, NULL);
-  else if (strcmp(c, "bigrecv") == 0) caseSizes(12345, kSizes, NSIZES, NULL);
-  else if (strcmp(c, "fork") == 0) caseFork();
-  else if (strcmp(c, "inflight") == 0) caseInflight();
-  else if (strcmp(c, "runthenbig") == 0) caseRunThenBig();
+  if (ntRunSharedCase(c)) {
+  } else if (strcmp(c, "runthenbig") == 0) caseRunThenBig();
   else if (strcmp(c, "grouped") == 0) caseGrouped();
   else if (strcmp(c, "overflow") == 0) caseOverflow(100000, NULL); /* large: through the data sockets */
   else if (strcmp(c, "kill_sender") == 0) caseKill(1, &killSpec);
   else if (strcmp(c, "kill_receiver") == 0) caseKill(0, &killSpec);
   else if (strcmp(c, "garbage") == 0) caseGarbage();
-  else if (strcmp(c, "version") == 0) {
-    static const size_t vs[] = {0, 1, 7, 4093, 1 << 20, 5 << 20};
-    caseSizes(0, vs, 6, NULL);
-    caseSizes(100, vs, 6, NULL);
-  } else if (strcmp(c, "bw") == 0) {
+  else if (strcmp(c, "bw") == 0) {
     char settings[128];
     snprintf(settings, sizeof(settings), "NCCL_SOCKET_NTHREADS=%s NCCL_NSOCKS_PERTHREAD=%s",
              getenv("NCCL_SOCKET_NTHREADS") ?: "unset", getenv("NCCL_NSOCKS_PERTHREAD") ?: "unset");
