@@ -155,52 +155,45 @@ ncclResult_t xAccept(void* lc, void** rc) {
     default: return n8->accept(lc, rc, NULL);
   }
 }
-ncclResult_t xIsend(void* sc, void* data, size_t size, void* mh, void** req) {
+/* isend and irecv of any version; ph: the profiler handle(s), which v8 and v9 do not take. */
+static ncclResult_t isendAny(void* sc, void* data, size_t size, int tag, void* mh, void* ph, void** req) {
   switch (gVer) {
-    case 12: return n12->isend(sc, data, size, 0, mh, &gProfToken, req);
-    case 11: return n11->isend(sc, data, size, 0, mh, &gProfToken, req);
-    case 10: return n10->isend(sc, data, size, 0, mh, &gProfToken, req);
-    case 9: return n9->isend(sc, data, size, 0, mh, req);
-    default: return n8->isend(sc, data, (int)size, 0, mh, req);
+    case 12: return n12->isend(sc, data, size, tag, mh, ph, req);
+    case 11: return n11->isend(sc, data, size, tag, mh, ph, req);
+    case 10: return n10->isend(sc, data, size, tag, mh, ph, req);
+    case 9: return n9->isend(sc, data, size, tag, mh, req);
+    default: return n8->isend(sc, data, (int)size, tag, mh, req);
   }
 }
-ncclResult_t xIrecv(void* rc, void* data, size_t size, void* mh, void** req) {
-  int tag = 0;
-  int isize = (int)size;
-  void* ph = &gProfToken;
-  *req = (void*)(uintptr_t)NCCL_NET_OPTIONAL_RECV_COMPLETION;
-  switch (gVer) {
-    case 12: return n12->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
-    case 11: return n11->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
-    case 10: return n10->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
-    case 9: return n9->irecv(rc, 1, &data, &size, &tag, &mh, req);
-    default: return n8->irecv(rc, 1, &data, &isize, &tag, &mh, req);
-  }
-}
-ncclResult_t xIrecvN(void* rc, int n, void** data, size_t* sizes, int* tags, void** mh, void** req) {
-  void* noMh[8] = {NULL};
+static ncclResult_t irecvAny(void* rc, int n, void** data, size_t* sizes, int* tags, void** mh, void** ph, void** req) {
   int isizes[8];
-  if (n < 1 || n > 8) FAIL("xIrecvN of %d buffers: 1 to 8", n);
+  if (n < 1 || n > 8) FAIL("irecv of %d buffers: 1 to 8", n);
   for (int i = 0; i < n; i++) isizes[i] = (int)sizes[i];
-  if (mh == NULL) mh = noMh;
-  *req = NULL;
   switch (gVer) {
-    case 12: return n12->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-    case 11: return n11->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-    case 10: return n10->irecv(rc, n, data, sizes, tags, mh, NULL, req);
+    case 12: return n12->irecv(rc, n, data, sizes, tags, mh, ph, req);
+    case 11: return n11->irecv(rc, n, data, sizes, tags, mh, ph, req);
+    case 10: return n10->irecv(rc, n, data, sizes, tags, mh, ph, req);
     case 9: return n9->irecv(rc, n, data, sizes, tags, mh, req);
     default: return n8->irecv(rc, n, data, isizes, tags, mh, req);
   }
 }
+ncclResult_t xIsend(void* sc, void* data, size_t size, void* mh, void** req) {
+  return isendAny(sc, data, size, 0, mh, &gProfToken, req);
+}
+ncclResult_t xIrecv(void* rc, void* data, size_t size, void* mh, void** req) {
+  int tag = 0;
+  void* ph = &gProfToken;
+  *req = (void*)(uintptr_t)NCCL_NET_OPTIONAL_RECV_COMPLETION;
+  return irecvAny(rc, 1, &data, &size, &tag, &mh, &ph, req);
+}
+ncclResult_t xIrecvN(void* rc, int n, void** data, size_t* sizes, int* tags, void** mh, void** req) {
+  void* noMh[8] = {NULL};
+  *req = NULL;
+  return irecvAny(rc, n, data, sizes, tags, mh ? mh : noMh, NULL, req);
+}
 ncclResult_t xIsendTag(void* sc, void* data, size_t size, int tag, void* mh, void** req) {
   *req = NULL;
-  switch (gVer) {
-    case 12: return n12->isend(sc, data, size, tag, mh, NULL, req);
-    case 11: return n11->isend(sc, data, size, tag, mh, NULL, req);
-    case 10: return n10->isend(sc, data, size, tag, mh, NULL, req);
-    case 9: return n9->isend(sc, data, size, tag, mh, req);
-    default: return n8->isend(sc, data, (int)size, tag, mh, req);
-  }
+  return isendAny(sc, data, size, tag, mh, NULL, req);
 }
 ncclResult_t xTest(void* req, int* done, int* size) {
   switch (gVer) {
