@@ -60,10 +60,10 @@ static ncclResult_t recordV6(struct chrProfLib* lib, void* handle, ncclProfilerE
 static ncclResult_t finalizeV6(struct chrProfLib* lib, void* ctx) { return NATIVE(lib)->finalize(ctx); }
 
 ncclResult_t chrProfBindV6(struct chrProfLib* lib, const ncclProfiler_v6_t* t) {
-  lib->version = 6;
+  lib->rec.version = 6;
   CHR_PROF_REQUIRE_SLOTS(lib, t);
   lib->native = t;
-  lib->name = t->name;
+  lib->rec.name = t->name;
   lib->supported = 0x7fff;
   lib->init = initV6;
   lib->startEvent = startV6;
@@ -78,9 +78,9 @@ ncclResult_t chrProfBindV6(struct chrProfLib* lib, const ncclProfiler_v6_t* t) {
 static void probeTable(struct chrProfLib* lib) {
   static const char* const symbols[] = {"ncclProfiler_v6", "ncclProfiler_v5", "ncclProfiler_v4",
                                         "ncclProfiler_v3", "ncclProfiler_v2", "ncclProfiler_v1"};
-  for (int i = 0; i < 6; i++) {
-    const void* t = chrPluginSymbol(&lib->dl, symbols[i]);
-    if (t == NULL) continue;
+  const void* t = NULL;
+  const int i = chrPluginRecordFind(&lib->rec, symbols, 6, &t);
+  if (i >= 0) {
     ncclResult_t res;
     switch (6 - i) {
       case 6: res = chrProfBindV6(lib, t); break;
@@ -90,10 +90,10 @@ static void probeTable(struct chrProfLib* lib) {
       case 2: res = chrProfAdaptV2(lib, t); break;
       default: res = chrProfAdaptV1(lib, t); break;
     }
-    lib->usable = (res == ncclSuccess);
+    lib->rec.usable = (res == ncclSuccess);
     return;
   }
-  snprintf(lib->failReason, sizeof(lib->failReason), "no ncclProfiler_v6..v1 symbol");
+  snprintf(lib->rec.failReason, sizeof(lib->rec.failReason), "no ncclProfiler_v6..v1 symbol");
 }
 
 static void profSetting(char* value, size_t cap) {
@@ -105,48 +105,26 @@ static struct chrProfLib* ensurePrimary(const char* value) {
   if (primary != NULL) return primary;
   struct chrProfLib* lib = calloc(1, sizeof(*lib));
   if (lib == NULL) return NULL;
-  snprintf(lib->label, sizeof(lib->label), "%s", value[0] ? value : PROF_PREFIX ".so");
-  if (chrPluginOpen(PROF_PREFIX, value, &lib->dl) != 0) {
-    snprintf(lib->failReason, sizeof(lib->failReason), "cannot open: %s", lib->dl.reason);
-  } else {
-    probeTable(lib);
-  }
+  if (chrPluginRecordOpen(&lib->rec, PROF_PREFIX, value)) probeTable(lib);
   primary = lib;
   return lib;
 }
 
 static struct chrProfLib* ensureFromNet(const struct chrNet* net) {
-  const struct chrNetLib* netLib = net->lib;
   for (int i = 0; i < nFromNet; i++)
-    if (fromNet[i]->netKey == netLib) return fromNet[i];
+    if (fromNet[i]->rec.netKey == net->lib) return fromNet[i];
   if (nFromNet == PROF_MAX_NET_LIBS) return NULL;
   struct chrProfLib* lib = calloc(1, sizeof(*lib));
   if (lib == NULL) return NULL;
-  snprintf(lib->label, sizeof(lib->label), "net plugin %s", net->name);
-  lib->dl = netLib->dl; /* the net loader's handle, borrowed: it stays loaded for the process */
-  lib->borrowed = 1;
-  lib->netKey = netLib;
+  chrPluginRecordBorrow(&lib->rec, net);
   probeTable(lib);
   fromNet[nFromNet++] = lib;
   return lib;
 }
 
-static void describeWhere(const struct chrProfLib* lib, char* where, size_t cap) {
-  chrPluginDescribe(&lib->dl, lib->label, lib->usable, lib->name, lib->version, where, cap);
-}
 
 static ncclResult_t profFailed(struct chrProfLib* lib, const char* reason, int strict) {
-  char where[CHR_PLUGIN_PATH_MAX + 128];
-  describeWhere(lib, where, sizeof(where));
-  if (strict)
-    return chrFail(ncclInvalidUsage, "PROFILER/Plugin: cannot use profiler plugin '%s'%s: %s; failing because "
-                   "CHORUS_PLUGIN_STRICT=1", lib->label, where, reason);
-  if (strcmp(lib->lastWarn, reason) != 0) {
-    snprintf(lib->lastWarn, sizeof(lib->lastWarn), "%s", reason);
-    WARN("PROFILER/Plugin: cannot use profiler plugin '%s'%s: %s; running without a profiler", lib->label, where,
-         reason);
-  }
-  return ncclSuccess;
+  return chrPluginRecordFailed(&lib->rec, "PROFILER", "profiler", "running without a profiler", reason, strict);
 }
 
 static void noProfiler(const char* fmt, const char* a, const char* b) {
@@ -161,7 +139,7 @@ static ncclResult_t initForComm(struct chrProfLib* lib, const struct chrProfComm
                                 char* reason, size_t reasonCap) {
   char section[64 + 10] = "profiler.";
   size_t len = strlen(section);
-  for (const char* c = lib->name; *c && len + 1 < sizeof(section); c++) section[len++] = (char)tolower((unsigned char)*c);
+  for (const char* c = lib->rec.name; *c && len + 1 < sizeof(section); c++) section[len++] = (char)tolower((unsigned char)*c);
   section[len] = '\0';
   chrConfigExportSection(section); /* plugins written for NCCL read their settings from the environment */
 
@@ -180,12 +158,12 @@ static ncclResult_t initForComm(struct chrProfLib* lib, const struct chrProfComm
   }
   prof->lib = lib;
   prof->ctx = ctx;
-  prof->version = lib->version;
+  prof->version = lib->rec.version;
   prof->supported = lib->supported & CHR_PROF_ALL_EVENTS;
-  prof->name = lib->name;
+  prof->name = lib->rec.name;
   prof->commHash = info->commHash;
   prof->rank = info->rank;
-  lib->refs++;
+  lib->rec.refs++;
   *out = prof;
   return ncclSuccess;
 }
@@ -203,14 +181,14 @@ static ncclResult_t openLocked(const struct chrProfCommInfo* info, struct chrPro
   struct chrProfLib* lib = ensurePrimary(value);
   if (lib == NULL) return chrFail(ncclSystemError, "PROFILER/Plugin: out of memory loading the profiler plugin");
 
-  if (!lib->usable) {
-    if (value[0] != '\0') return profFailed(lib, lib->failReason, strict);
-    if (lib->dl.handle != NULL && strcmp(lib->lastWarn, lib->failReason) != 0) {
-      snprintf(lib->lastWarn, sizeof(lib->lastWarn), "%s", lib->failReason);
-      WARN("PROFILER/Plugin: %s (%s) is not a usable profiler plugin: %s; ignoring it", lib->label, lib->dl.path,
-           lib->failReason);
+  if (!lib->rec.usable) {
+    if (value[0] != '\0') return profFailed(lib, lib->rec.failReason, strict);
+    if (lib->rec.dl.handle != NULL && strcmp(lib->rec.lastWarn, lib->rec.failReason) != 0) {
+      snprintf(lib->rec.lastWarn, sizeof(lib->rec.lastWarn), "%s", lib->rec.failReason);
+      WARN("PROFILER/Plugin: %s (%s) is not a usable profiler plugin: %s; ignoring it", lib->rec.label, lib->rec.dl.path,
+           lib->rec.failReason);
     }
-    const char* why = lib->dl.handle != NULL ? "not usable" : "not found";
+    const char* why = lib->rec.dl.handle != NULL ? "not usable" : "not found";
     if (info->net == NULL) {
       noProfiler("no profiler plugin (" PROF_PREFIX ".so %s; NCCL_PROFILER_PLUGIN unset; %s)", why,
                  "this communicator has no net plugin library to search");
@@ -219,22 +197,22 @@ static ncclResult_t openLocked(const struct chrProfCommInfo* info, struct chrPro
     lib = ensureFromNet(info->net);
     if (lib == NULL)
       return chrFail(ncclSystemError, "PROFILER/Plugin: cannot search net plugin %s for a profiler", info->net->name);
-    if (!lib->usable) {
+    if (!lib->rec.usable) {
       char text[CHR_PLUGIN_PATH_MAX + CHR_PLUGIN_REASON_MAX + 128];
-      snprintf(text, sizeof(text), "net plugin library %s has %s", lib->dl.path, lib->failReason);
+      snprintf(text, sizeof(text), "net plugin library %s has %s", lib->rec.dl.path, lib->rec.failReason);
       noProfiler("no profiler plugin (" PROF_PREFIX ".so %s; NCCL_PROFILER_PLUGIN unset; %s)", why, text);
       return ncclSuccess;
     }
   }
-  if (!lib->announced) {
-    lib->announced = 1;
-    INFO(NCCL_INIT | NCCL_PROFILE, "PROFILER/Plugin: loaded profiler plugin '%s' from %s%s (ABI v%d)", lib->name,
-         lib->dl.path, lib->borrowed ? " (the net plugin's library)" : "", lib->version);
+  if (!lib->rec.announced) {
+    lib->rec.announced = 1;
+    INFO(NCCL_INIT | NCCL_PROFILE, "PROFILER/Plugin: loaded profiler plugin '%s' from %s%s (ABI v%d)", lib->rec.name,
+         lib->rec.dl.path, lib->rec.borrowed ? " (the net plugin's library)" : "", lib->rec.version);
   }
   char reason[512];
   if (initForComm(lib, info, out, reason, sizeof(reason)) != ncclSuccess) return profFailed(lib, reason, strict);
   INFO(NCCL_INIT | NCCL_PROFILE, "PROFILER/Plugin: comm 0x%llx rank %d uses profiler plugin %s (ABI v%d), event mask 0x%x",
-       (unsigned long long)info->commHash, info->rank, lib->name, lib->version,
+       (unsigned long long)info->commHash, info->rank, lib->rec.name, lib->rec.version,
        __atomic_load_n(&chrProfMask, __ATOMIC_RELAXED));
   return ncclSuccess;
 }
@@ -255,7 +233,7 @@ ncclResult_t chrProfilerClose(struct chrProfiler* prof) {
     res = chrFail(res, "profiler plugin %s (ABI v%d): finalize returned %d for comm 0x%llx", prof->name, prof->version,
                   (int)res, (unsigned long long)prof->commHash);
   pthread_mutex_lock(&profLock);
-  prof->lib->refs--;
+  prof->lib->rec.refs--;
   pthread_mutex_unlock(&profLock);
   TRACE(NCCL_PROFILE, "profiler %s: finalized ctx %p of comm 0x%llx", prof->name, prof->ctx,
         (unsigned long long)prof->commHash);
@@ -276,14 +254,14 @@ void chrProfilerDescribe(FILE* out) {
     struct chrProfLib* lib = ensurePrimary(value);
     if (lib == NULL)
       fprintf(out, "  out of memory\n");
-    else if (lib->usable)
-      fprintf(out, "  %s: %s: name %s, ABI v%d\n", lib->label, lib->dl.path, lib->name, lib->version);
-    else if (value[0] == '\0' && lib->dl.handle == NULL)
+    else if (lib->rec.usable)
+      fprintf(out, "  %s: %s: name %s, ABI v%d\n", lib->rec.label, lib->rec.dl.path, lib->rec.name, lib->rec.version);
+    else if (value[0] == '\0' && lib->rec.dl.handle == NULL)
       fprintf(out, "  no %s (tried %s); each communicator's net plugin library is searched for a profiler\n",
-              lib->label, lib->dl.tried);
+              lib->rec.label, lib->rec.dl.tried);
     else
-      fprintf(out, "  %s: not usable%s%s%s: %s%s\n", lib->label, lib->dl.path[0] ? " (" : "", lib->dl.path,
-              lib->dl.path[0] ? ")" : "", lib->failReason,
+      fprintf(out, "  %s: not usable%s%s%s: %s%s\n", lib->rec.label, lib->rec.dl.path[0] ? " (" : "", lib->rec.dl.path,
+              lib->rec.dl.path[0] ? ")" : "", lib->rec.failReason,
               value[0] ? "" : "; each communicator's net plugin library is searched instead");
   }
   pthread_mutex_unlock(&profLock);

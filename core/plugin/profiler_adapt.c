@@ -13,7 +13,7 @@
 #include "plugin/profiler_adapter.h"
 
 ncclResult_t chrProfMissingSlot(struct chrProfLib* lib, const char* slotName) {
-  snprintf(lib->failReason, sizeof(lib->failReason), "its ncclProfiler_v%d table has a NULL %s slot", lib->version,
+  snprintf(lib->rec.failReason, sizeof(lib->rec.failReason), "its ncclProfiler_v%d table has a NULL %s slot", lib->rec.version,
            slotName);
   return ncclInvalidUsage;
 }

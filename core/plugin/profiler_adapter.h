@@ -19,22 +19,13 @@
 #define CHORUS_PROFILER_ADAPTER_H_
 
 #include "plugin/plugin_open.h"
+#include "plugin/plugin_record.h"
 #include "plugin/profiler_plugin.h"
 
 struct chrProfLib {
-  char label[CHR_PLUGIN_PATH_MAX]; /* what the user asked for, or the default name, for messages */
-  chrPluginLib dl;
-  int borrowed;                    /* dl.handle belongs to the net loader: never closed here */
-  const void* netKey;              /* the net library this record searched (NULL: not from a net library) */
-  int usable;
-  char failReason[CHR_PLUGIN_REASON_MAX + 64];
-  int version;                     /* 1..6 */
-  const char* name;
+  struct chrPluginRecord rec; /* label, handle, usable or why not, version, name, refs (plugin_record.h) */
   const void* native;              /* the plugin's own ncclProfiler_vN_t */
   int supported;                   /* event bits the version knows */
-  int announced;
-  int refs;                        /* communicators holding a context (guarded by the loader's lock) */
-  char lastWarn[CHR_PLUGIN_REASON_MAX + 64];
 
   /* The v6 interface, with the library first. */
   ncclResult_t (*init)(struct chrProfLib* lib, void** ctx, uint64_t commId, int* mask, const char* commName,

@@ -77,10 +77,10 @@ static ncclResult_t recordV1(struct chrProfLib* lib, void* handle, ncclProfilerE
 }
 
 ncclResult_t chrProfAdaptV1(struct chrProfLib* lib, const ncclProfiler_v1_t* t) {
-  lib->version = 1;
+  lib->rec.version = 1;
   CHR_PROF_REQUIRE_SLOTS(lib, t);
   lib->native = t;
-  lib->name = t->name;
+  lib->rec.name = t->name;
   lib->supported = 0x003f; /* Group .. ProxyCtrl */
   chrProfAdaptBindOld(lib, t->init, t->finalize);
   lib->startEvent = startV1;

@@ -74,10 +74,10 @@ static ncclResult_t recordV2(struct chrProfLib* lib, void* handle, ncclProfilerE
 }
 
 ncclResult_t chrProfAdaptV2(struct chrProfLib* lib, const ncclProfiler_v2_t* t) {
-  lib->version = 2;
+  lib->rec.version = 2;
   CHR_PROF_REQUIRE_SLOTS(lib, t);
   lib->native = t;
-  lib->name = t->name;
+  lib->rec.name = t->name;
   lib->supported = 0x003f; /* Group .. ProxyCtrl */
   chrProfAdaptBindOld(lib, t->init, t->finalize);
   lib->startEvent = startV2;

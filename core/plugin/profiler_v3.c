@@ -80,10 +80,10 @@ static ncclResult_t recordV3(struct chrProfLib* lib, void* handle, ncclProfilerE
 }
 
 ncclResult_t chrProfAdaptV3(struct chrProfLib* lib, const ncclProfiler_v3_t* t) {
-  lib->version = 3;
+  lib->rec.version = 3;
   CHR_PROF_REQUIRE_SLOTS(lib, t);
   lib->native = t;
-  lib->name = t->name;
+  lib->rec.name = t->name;
   lib->supported = 0x00ff; /* Group .. NetPlugin */
   chrProfAdaptBindOld(lib, t->init, t->finalize);
   lib->startEvent = startV3;

@@ -84,10 +84,10 @@ static ncclResult_t recordV4(struct chrProfLib* lib, void* handle, ncclProfilerE
 static ncclResult_t finalizeV4(struct chrProfLib* lib, void* ctx) { return OLD(lib)->finalize(ctx); }
 
 ncclResult_t chrProfAdaptV4(struct chrProfLib* lib, const ncclProfiler_v4_t* t) {
-  lib->version = 4;
+  lib->rec.version = 4;
   CHR_PROF_REQUIRE_SLOTS(lib, t);
   lib->native = t;
-  lib->name = t->name;
+  lib->rec.name = t->name;
   lib->supported = 0x00ff; /* Group .. NetPlugin */
   lib->init = initV4;
   lib->startEvent = startV4;

@@ -29,10 +29,10 @@ static ncclResult_t recordV5(struct chrProfLib* lib, void* handle, ncclProfilerE
 static ncclResult_t finalizeV5(struct chrProfLib* lib, void* ctx) { return OLD(lib)->finalize(ctx); }
 
 ncclResult_t chrProfAdaptV5(struct chrProfLib* lib, const ncclProfiler_v5_t* t) {
-  lib->version = 5;
+  lib->rec.version = 5;
   CHR_PROF_REQUIRE_SLOTS(lib, t);
   lib->native = t;
-  lib->name = t->name;
+  lib->rec.name = t->name;
   lib->supported = 0x0fff; /* Group .. KernelLaunch */
   lib->init = initV5;
   lib->startEvent = startV5;

@@ -11,7 +11,7 @@
  * adapter). The library is loaded the first time a communicator needs it and stays loaded; the
  * outcome, usable or not and why, is kept in its struct chrTunerLib, so a failure is not retried and
  * is WARNed once per distinct reason. Each communicator gets its own context from the plugin's init
- * and holds a reference (lib->refs) until chrTunerClose. Every record is guarded by tunerLock.
+ * and holds a reference (lib->rec.refs) until chrTunerClose. Every record is guarded by tunerLock.
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -50,7 +50,7 @@ static ncclResult_t initV6(struct chrTunerLib* lib, void** ctx, uint64_t commId,
 
 /* A v6 plugin is called directly: its table is copied as is (getChunkSize may be NULL). */
 ncclResult_t chrTunerBindV6(struct chrTunerLib* lib, const ncclTuner_v6_t* t) {
-  lib->version = 6;
+  lib->rec.version = 6;
   CHR_TUNER_REQUIRE(lib, t, name);
   CHR_TUNER_REQUIRE(lib, t, init);
   CHR_TUNER_REQUIRE(lib, t, getCollInfo);
@@ -58,7 +58,7 @@ ncclResult_t chrTunerBindV6(struct chrTunerLib* lib, const ncclTuner_v6_t* t) {
   lib->table = *t;
   lib->table.init = NULL; /* every version goes through lib->init */
   lib->native = t;
-  lib->name = t->name;
+  lib->rec.name = t->name;
   lib->init = initV6;
   return ncclSuccess;
 }
@@ -69,9 +69,9 @@ ncclResult_t chrTunerBindV6(struct chrTunerLib* lib, const ncclTuner_v6_t* t) {
 static void probeTable(struct chrTunerLib* lib) {
   static const char* const symbols[] = {"ncclTunerPlugin_v6", "ncclTunerPlugin_v5", "ncclTunerPlugin_v4",
                                         "ncclTunerPlugin_v3", "ncclTunerPlugin_v2"};
-  for (int i = 0; i < 5; i++) {
-    const void* t = chrPluginSymbol(&lib->dl, symbols[i]);
-    if (t == NULL) continue;
+  const void* t = NULL;
+  const int i = chrPluginRecordFind(&lib->rec, symbols, 5, &t);
+  if (i >= 0) {
     ncclResult_t res;
     switch (6 - i) {
       case 6: res = chrTunerBindV6(lib, t); break;
@@ -80,14 +80,14 @@ static void probeTable(struct chrTunerLib* lib) {
       case 3: res = chrTunerAdaptV3(lib, t); break;
       default: res = chrTunerAdaptV2(lib, t); break;
     }
-    lib->usable = (res == ncclSuccess);
+    lib->rec.usable = (res == ncclSuccess);
     return;
   }
-  if (chrPluginSymbol(&lib->dl, "ncclTunerPlugin_v1") != NULL)
-    snprintf(lib->failReason, sizeof(lib->failReason),
+  if (chrPluginSymbol(&lib->rec.dl, "ncclTunerPlugin_v1") != NULL)
+    snprintf(lib->rec.failReason, sizeof(lib->rec.failReason),
              "no ncclTunerPlugin_v6..v2 symbol (it exports ncclTunerPlugin_v1, an ABI older than Chorus supports)");
   else
-    snprintf(lib->failReason, sizeof(lib->failReason), "no ncclTunerPlugin_v6..v2 symbol");
+    snprintf(lib->rec.failReason, sizeof(lib->rec.failReason), "no ncclTunerPlugin_v6..v2 symbol");
 }
 
 /* The NCCL_TUNER_PLUGIN value, trimmed ("" when unset). */
@@ -101,12 +101,7 @@ static struct chrTunerLib* ensurePrimary(const char* value) {
   if (primary != NULL) return primary;
   struct chrTunerLib* lib = calloc(1, sizeof(*lib));
   if (lib == NULL) return NULL;
-  snprintf(lib->label, sizeof(lib->label), "%s", value[0] ? value : TUNER_PREFIX ".so");
-  if (chrPluginOpen(TUNER_PREFIX, value, &lib->dl) != 0) {
-    snprintf(lib->failReason, sizeof(lib->failReason), "cannot open: %s", lib->dl.reason);
-  } else {
-    probeTable(lib);
-  }
+  if (chrPluginRecordOpen(&lib->rec, TUNER_PREFIX, value)) probeTable(lib);
   primary = lib;
   return lib;
 }
@@ -114,39 +109,21 @@ static struct chrTunerLib* ensurePrimary(const char* value) {
 /* The record of the net plugin library `net` uses, searched on first use. NULL: out of memory or
  * too many net libraries. */
 static struct chrTunerLib* ensureFromNet(const struct chrNet* net) {
-  const struct chrNetLib* netLib = net->lib;
   for (int i = 0; i < nFromNet; i++)
-    if (fromNet[i]->netKey == netLib) return fromNet[i];
+    if (fromNet[i]->rec.netKey == net->lib) return fromNet[i];
   if (nFromNet == TUNER_MAX_NET_LIBS) return NULL;
   struct chrTunerLib* lib = calloc(1, sizeof(*lib));
   if (lib == NULL) return NULL;
-  snprintf(lib->label, sizeof(lib->label), "net plugin %s", net->name);
-  lib->dl = netLib->dl; /* the net loader's handle, borrowed: it stays loaded for the process */
-  lib->borrowed = 1;
-  lib->netKey = netLib;
+  chrPluginRecordBorrow(&lib->rec, net);
   probeTable(lib);
   fromNet[nFromNet++] = lib;
   return lib;
 }
 
-static void describeWhere(const struct chrTunerLib* lib, char* where, size_t cap) {
-  chrPluginDescribe(&lib->dl, lib->label, lib->usable, lib->name, lib->version, where, cap);
-}
-
 /* A tuner that was found or asked for cannot be used: WARN once per distinct reason and go on
  * without a tuner, or (strict) fail. */
 static ncclResult_t tunerFailed(struct chrTunerLib* lib, const char* reason, int strict) {
-  char where[CHR_PLUGIN_PATH_MAX + 128];
-  describeWhere(lib, where, sizeof(where));
-  if (strict)
-    return chrFail(ncclInvalidUsage, "TUNER/Plugin: cannot use tuner plugin '%s'%s: %s; failing because "
-                   "CHORUS_PLUGIN_STRICT=1", lib->label, where, reason);
-  if (strcmp(lib->lastWarn, reason) != 0) {
-    snprintf(lib->lastWarn, sizeof(lib->lastWarn), "%s", reason);
-    WARN("TUNER/Plugin: cannot use tuner plugin '%s'%s: %s; planning with the core's own cost model", lib->label,
-         where, reason);
-  }
-  return ncclSuccess;
+  return chrPluginRecordFailed(&lib->rec, "TUNER", "tuner", "planning with the core's own cost model", reason, strict);
 }
 
 /* Nothing provides a tuner and nothing was asked for: one INFO line per distinct situation. */
@@ -163,7 +140,7 @@ static ncclResult_t initForComm(struct chrTunerLib* lib, struct chrTunerCommInfo
                                 char* reason, size_t reasonCap) {
   char section[64 + 8] = "tuner.";
   size_t len = strlen(section);
-  for (const char* c = lib->name; *c && len + 1 < sizeof(section); c++) section[len++] = (char)tolower((unsigned char)*c);
+  for (const char* c = lib->rec.name; *c && len + 1 < sizeof(section); c++) section[len++] = (char)tolower((unsigned char)*c);
   section[len] = '\0';
   chrConfigExportSection(section); /* plugins written for NCCL read their settings from the environment */
 
@@ -182,12 +159,12 @@ static ncclResult_t initForComm(struct chrTunerLib* lib, struct chrTunerCommInfo
   }
   tuner->table = &lib->table;
   tuner->ctx = ctx;
-  tuner->version = lib->version;
-  tuner->name = lib->name;
-  tuner->path = lib->dl.path;
+  tuner->version = lib->rec.version;
+  tuner->name = lib->rec.name;
+  tuner->path = lib->rec.dl.path;
   tuner->commHash = info->commHash;
   tuner->lib = lib;
-  lib->refs++;
+  lib->rec.refs++;
   *out = tuner;
   return ncclSuccess;
 }
@@ -204,17 +181,17 @@ static ncclResult_t openLocked(struct chrTunerCommInfo* info, struct chrTuner** 
   struct chrTunerLib* lib = ensurePrimary(value);
   if (lib == NULL) return chrFail(ncclSystemError, "TUNER/Plugin: out of memory loading the tuner plugin");
 
-  if (!lib->usable) {
+  if (!lib->rec.usable) {
     /* Asked for by name or path: that is the tuner, and it cannot be used. */
-    if (value[0] != '\0') return tunerFailed(lib, lib->failReason, strict);
+    if (value[0] != '\0') return tunerFailed(lib, lib->rec.failReason, strict);
     /* libnccl-tuner.so, not asked for: a library that opens but is not a tuner is worth a WARN
      * (not an error, even strict); one that is absent is the normal case. Then the net library. */
-    if (lib->dl.handle != NULL && strcmp(lib->lastWarn, lib->failReason) != 0) {
-      snprintf(lib->lastWarn, sizeof(lib->lastWarn), "%s", lib->failReason);
-      WARN("TUNER/Plugin: %s (%s) is not a usable tuner plugin: %s; ignoring it", lib->label, lib->dl.path,
-           lib->failReason);
+    if (lib->rec.dl.handle != NULL && strcmp(lib->rec.lastWarn, lib->rec.failReason) != 0) {
+      snprintf(lib->rec.lastWarn, sizeof(lib->rec.lastWarn), "%s", lib->rec.failReason);
+      WARN("TUNER/Plugin: %s (%s) is not a usable tuner plugin: %s; ignoring it", lib->rec.label, lib->rec.dl.path,
+           lib->rec.failReason);
     }
-    const char* why = lib->dl.handle != NULL ? "not usable" : "not found";
+    const char* why = lib->rec.dl.handle != NULL ? "not usable" : "not found";
     if (info->net == NULL) {
       noTuner("no tuner plugin (" TUNER_PREFIX ".so %s; NCCL_TUNER_PLUGIN unset; %s)", why,
               "this communicator has no net plugin library to search");
@@ -223,24 +200,24 @@ static ncclResult_t openLocked(struct chrTunerCommInfo* info, struct chrTuner** 
     lib = ensureFromNet(info->net);
     if (lib == NULL) return chrFail(ncclSystemError, "TUNER/Plugin: cannot search net plugin %s for a tuner",
                                     info->net->name);
-    if (!lib->usable) {
+    if (!lib->rec.usable) {
       char text[CHR_PLUGIN_PATH_MAX + CHR_PLUGIN_REASON_MAX + 128];
-      snprintf(text, sizeof(text), "net plugin library %s has %s", lib->dl.path,
-               strstr(lib->failReason, "no ncclTunerPlugin") == lib->failReason ? "no ncclTunerPlugin_v6..v2 symbol"
-                                                                                 : lib->failReason);
+      snprintf(text, sizeof(text), "net plugin library %s has %s", lib->rec.dl.path,
+               strstr(lib->rec.failReason, "no ncclTunerPlugin") == lib->rec.failReason ? "no ncclTunerPlugin_v6..v2 symbol"
+                                                                                 : lib->rec.failReason);
       noTuner("no tuner plugin (" TUNER_PREFIX ".so %s; NCCL_TUNER_PLUGIN unset; %s)", why, text);
       return ncclSuccess;
     }
   }
-  if (!lib->announced) {
-    lib->announced = 1;
-    INFO(NCCL_INIT | NCCL_TUNING, "TUNER/Plugin: loaded tuner plugin '%s' from %s%s (ABI v%d)", lib->name,
-         lib->dl.path, lib->borrowed ? " (the net plugin's library)" : "", lib->version);
+  if (!lib->rec.announced) {
+    lib->rec.announced = 1;
+    INFO(NCCL_INIT | NCCL_TUNING, "TUNER/Plugin: loaded tuner plugin '%s' from %s%s (ABI v%d)", lib->rec.name,
+         lib->rec.dl.path, lib->rec.borrowed ? " (the net plugin's library)" : "", lib->rec.version);
   }
   char reason[512];
   if (initForComm(lib, info, out, reason, sizeof(reason)) != ncclSuccess) return tunerFailed(lib, reason, strict);
   INFO(NCCL_INIT | NCCL_TUNING, "TUNER/Plugin: comm 0x%llx uses tuner plugin %s (ABI v%d)",
-       (unsigned long long)info->commHash, lib->name, lib->version);
+       (unsigned long long)info->commHash, lib->rec.name, lib->rec.version);
   return ncclSuccess;
 }
 
@@ -260,7 +237,7 @@ ncclResult_t chrTunerClose(struct chrTuner* tuner) {
     res = chrFail(res, "tuner plugin %s (ABI v%d): finalize returned %d for comm 0x%llx", tuner->name, tuner->version,
                   (int)res, (unsigned long long)tuner->commHash);
   pthread_mutex_lock(&tunerLock);
-  tuner->lib->refs--;
+  tuner->lib->rec.refs--;
   pthread_mutex_unlock(&tunerLock);
   TRACE(NCCL_TUNING, "tuner %s: finalized ctx %p of comm 0x%llx", tuner->name, tuner->ctx,
         (unsigned long long)tuner->commHash);
@@ -271,7 +248,7 @@ ncclResult_t chrTunerClose(struct chrTuner* tuner) {
 int chrTunerLibRefs(const struct chrTuner* tuner) {
   if (tuner == NULL) return 0;
   pthread_mutex_lock(&tunerLock);
-  int refs = tuner->lib->refs;
+  int refs = tuner->lib->rec.refs;
   pthread_mutex_unlock(&tunerLock);
   return refs;
 }
@@ -289,14 +266,14 @@ void chrTunerDescribe(FILE* out) {
     struct chrTunerLib* lib = ensurePrimary(value);
     if (lib == NULL)
       fprintf(out, "  out of memory\n");
-    else if (lib->usable)
-      fprintf(out, "  %s: %s: name %s, ABI v%d\n", lib->label, lib->dl.path, lib->name, lib->version);
-    else if (value[0] == '\0' && lib->dl.handle == NULL) /* the usual case: nothing asked for, none there */
+    else if (lib->rec.usable)
+      fprintf(out, "  %s: %s: name %s, ABI v%d\n", lib->rec.label, lib->rec.dl.path, lib->rec.name, lib->rec.version);
+    else if (value[0] == '\0' && lib->rec.dl.handle == NULL) /* the usual case: nothing asked for, none there */
       fprintf(out, "  no %s (tried %s); each communicator's net plugin library is searched for a tuner, and "
-              "without one the planner's cost model decides\n", lib->label, lib->dl.tried);
+              "without one the planner's cost model decides\n", lib->rec.label, lib->rec.dl.tried);
     else
-      fprintf(out, "  %s: not usable%s%s%s: %s%s\n", lib->label, lib->dl.path[0] ? " (" : "", lib->dl.path,
-              lib->dl.path[0] ? ")" : "", lib->failReason,
+      fprintf(out, "  %s: not usable%s%s%s: %s%s\n", lib->rec.label, lib->rec.dl.path[0] ? " (" : "", lib->rec.dl.path,
+              lib->rec.dl.path[0] ? ")" : "", lib->rec.failReason,
               value[0] ? "" : "; each communicator's net plugin library is searched instead");
   }
   pthread_mutex_unlock(&tunerLock);

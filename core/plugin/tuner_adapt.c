@@ -23,7 +23,7 @@ int chrTunerAdaptTakeReported(void) {
 }
 
 ncclResult_t chrTunerMissingSlot(struct chrTunerLib* lib, const char* slotName) {
-  snprintf(lib->failReason, sizeof(lib->failReason), "its ncclTunerPlugin_v%d table has a NULL %s slot", lib->version,
+  snprintf(lib->rec.failReason, sizeof(lib->rec.failReason), "its ncclTunerPlugin_v%d table has a NULL %s slot", lib->rec.version,
            slotName);
   return ncclInvalidUsage;
 }
@@ -62,7 +62,7 @@ void chrTunerAdaptBindOld(struct chrTunerLib* lib, const void* native, const cha
                           ncclResult_t (*oldInit)(size_t, size_t, ncclDebugLogger_t, void**),
                           ncclResult_t (*oldDestroy)(void*)) {
   lib->native = native;
-  lib->name = name;
+  lib->rec.name = name;
   lib->oldInit = oldInit;
   lib->oldDestroy = oldDestroy;
   lib->init = adaptInit;

@@ -18,26 +18,17 @@
 #define CHORUS_TUNER_ADAPTER_H_
 
 #include "plugin/plugin_open.h"
+#include "plugin/plugin_record.h"
 #include "plugin/tuner.h"
 
 struct chrTunerLib {
-  char label[CHR_PLUGIN_PATH_MAX]; /* what the user asked for, or the default name, for messages */
-  chrPluginLib dl;              /* handle, path opened, names tried, dlerror texts */
-  int borrowed;                 /* dl.handle belongs to the net loader: never closed here */
-  const void* netKey;           /* the net library this record searched (NULL: not from a net library) */
-  int usable;                   /* 1: a table was found and bound */
-  char failReason[CHR_PLUGIN_REASON_MAX + 64]; /* why not usable (open or probe) */
-  int version;                  /* 2..6 */
-  const char* name;             /* the table's name */
+  struct chrPluginRecord rec; /* label, handle, usable or why not, version, name, refs (plugin_record.h) */
   const void* native;           /* the plugin's own ncclTuner_vN_t */
-  int announced;                /* the INFO load line was written */
 
   ncclTuner_v6_t table;         /* what the wrappers call (init slot NULL: use lib->init) */
   ncclResult_t (*init)(struct chrTunerLib* lib, void** ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                        ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v6_t* nvlDomainInfo,
                        ncclTunerConstants_v6_t* constants);
-  int refs;                     /* communicators holding a context (guarded by the loader's lock) */
-  char lastWarn[CHR_PLUGIN_REASON_MAX + 64]; /* last failure WARNed, so repeats stay quiet */
 
   /* v2..v4: the old init and destroy, called by the shared forwarders of tuner_adapt.c. */
   ncclResult_t (*oldInit)(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context);

@@ -44,7 +44,7 @@ static ncclResult_t refuse(struct chrTunerAdaptCtx* c, ncclFunc_t collType, int 
   if (c->refusedWarned & bit) return ncclSuccess;
   c->refusedWarned |= bit;
   WARN("TUNER/Plugin: tuner plugin %s (ABI v2) chose algorithm %d (%s) protocol %d (%s) for collective %d, %s; "
-       "using Chorus's own choice (said once per communicator and collective)", c->lib->name, algo, algoName(algo),
+       "using Chorus's own choice (said once per communicator and collective)", c->lib->rec.name, algo, algoName(algo),
        proto, protoName(proto), (int)collType, why);
   return ncclSuccess;
 }
@@ -73,7 +73,7 @@ static ncclResult_t getCollInfoV2(void* ctx, ncclFunc_t collType, size_t nBytes,
 }
 
 ncclResult_t chrTunerAdaptV2(struct chrTunerLib* lib, const ncclTuner_v2_t* t) {
-  lib->version = 2;
+  lib->rec.version = 2;
   CHR_TUNER_REQUIRE(lib, t, name);
   CHR_TUNER_REQUIRE(lib, t, init);
   CHR_TUNER_REQUIRE(lib, t, getCollInfo);

@@ -18,7 +18,7 @@ static ncclResult_t getCollInfoV3(void* ctx, ncclFunc_t collType, size_t nBytes,
 }
 
 ncclResult_t chrTunerAdaptV3(struct chrTunerLib* lib, const ncclTuner_v3_t* t) {
-  lib->version = 3;
+  lib->rec.version = 3;
   CHR_TUNER_REQUIRE(lib, t, name);
   CHR_TUNER_REQUIRE(lib, t, init);
   CHR_TUNER_REQUIRE(lib, t, getCollInfo);

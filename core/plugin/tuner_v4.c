@@ -18,7 +18,7 @@ static ncclResult_t getCollInfoV4(void* ctx, ncclFunc_t collType, size_t nBytes,
 }
 
 ncclResult_t chrTunerAdaptV4(struct chrTunerLib* lib, const ncclTuner_v4_t* t) {
-  lib->version = 4;
+  lib->rec.version = 4;
   CHR_TUNER_REQUIRE(lib, t, name);
   CHR_TUNER_REQUIRE(lib, t, init);
   CHR_TUNER_REQUIRE(lib, t, getCollInfo);

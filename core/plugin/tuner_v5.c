@@ -16,13 +16,13 @@ static ncclResult_t initV5(struct chrTunerLib* lib, void** ctx, uint64_t commId,
 }
 
 ncclResult_t chrTunerAdaptV5(struct chrTunerLib* lib, const ncclTuner_v5_t* t) {
-  lib->version = 5;
+  lib->rec.version = 5;
   CHR_TUNER_REQUIRE(lib, t, name);
   CHR_TUNER_REQUIRE(lib, t, init);
   CHR_TUNER_REQUIRE(lib, t, getCollInfo);
   CHR_TUNER_REQUIRE(lib, t, finalize);
   lib->native = t;
-  lib->name = t->name;
+  lib->rec.name = t->name;
   lib->init = initV5;
   lib->table.name = t->name;
   lib->table.init = NULL; /* needs the library: lib->init */
