@@ -1,0 +1,1 @@
+# test_bootstrap_bad's tests are registered by test_bootstrap.cmake (same environment, shared harness).
