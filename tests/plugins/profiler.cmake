@@ -34,7 +34,7 @@ target_compile_options(testnet_withprof PRIVATE -fvisibility=hidden)
 set_target_properties(testnet_withprof PROPERTIES PREFIX "lib" OUTPUT_NAME nccl-net-withprof
                       LIBRARY_OUTPUT_DIRECTORY ${TESTPROF_DIR})
 
-add_executable(test_profiler_loader ${CMAKE_CURRENT_SOURCE_DIR}/test_profiler_loader.c)
+add_executable(test_profiler_loader ${CMAKE_CURRENT_SOURCE_DIR}/test_profiler_loader.c ${CMAKE_CURRENT_SOURCE_DIR}/loader_check.c)
 target_link_libraries(test_profiler_loader PRIVATE chorus_static)
 add_dependencies(test_profiler_loader testprof_v1 testprof_v2 testprof_v3 testprof_v4 testprof_v5 testprof_v6
                  testprof_initfail testprof_default testnet_withprof testnet_v12 testnet_nosym)

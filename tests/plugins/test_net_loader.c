@@ -25,56 +25,8 @@
 
 #include "log/log.h"
 #include "plugin/net_plugin.h"
+#include "loader_check.h"
 #include "testnet_stats.h"
-
-#define EXPECT(cond, ...)                                               \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);   \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fprintf(stderr, "\n");                                            \
-      exit(1);                                                          \
-    }                                                                   \
-  } while (0)
-
-#define OK(call)                                                                                  \
-  do {                                                                                            \
-    ncclResult_t r_ = (call);                                                                     \
-    EXPECT(r_ == ncclSuccess, "%s returned %d (last error: %s)", #call, (int)r_, chrThreadLastError()); \
-  } while (0)
-
-/* ---- log file ----------------------------------------------------------------------------------- */
-
-static char* readLog(void) {
-  const char* path = getenv("NCCL_DEBUG_FILE");
-  EXPECT(path != NULL && path[0] != '\0', "the test needs NCCL_DEBUG_FILE");
-  FILE* f = fopen(path, "r");
-  if (f == NULL) return strdup("");
-  char* buf = NULL;
-  size_t cap = 0;
-  FILE* mem = open_memstream(&buf, &cap);
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) fwrite(chunk, 1, n, mem);
-  fclose(f);
-  fclose(mem);
-  return buf;
-}
-
-static int countLines(const char* text, const char* a, const char* b) {
-  int count = 0;
-  const char* line = text;
-  while (*line) {
-    const char* end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    char* copy = strndup(line, len);
-    if (strstr(copy, a) && (b == NULL || strstr(copy, b))) count++;
-    free(copy);
-    if (!end) break;
-    line = end + 1;
-  }
-  return count;
-}
 
 /* ---- abi round trip ----------------------------------------------------------------------------- */
 
@@ -299,11 +251,6 @@ static int runAbi(int v) {
 }
 
 /* ---- open scenarios ----------------------------------------------------------------------------- */
-
-static const char* argValue(const char* arg, const char* key) {
-  size_t n = strlen(key);
-  return strncmp(arg, key, n) == 0 && arg[n] == '=' ? arg + n + 1 : NULL;
-}
 
 static int runOpen(int argc, char** argv) {
   int wantRc = 0, wantNull = 0, again = 0, warns = -1, version = -1;

@@ -39,7 +39,7 @@ target_compile_options(testnet_withtuner PRIVATE -fvisibility=hidden)
 set_target_properties(testnet_withtuner PROPERTIES PREFIX "lib" OUTPUT_NAME nccl-net-withtuner
                       LIBRARY_OUTPUT_DIRECTORY ${TESTTUNER_DIR})
 
-add_executable(test_tuner_loader ${CMAKE_CURRENT_SOURCE_DIR}/test_tuner_loader.c)
+add_executable(test_tuner_loader ${CMAKE_CURRENT_SOURCE_DIR}/test_tuner_loader.c ${CMAKE_CURRENT_SOURCE_DIR}/loader_check.c)
 target_link_libraries(test_tuner_loader PRIVATE chorus_static)
 target_include_directories(test_tuner_loader PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_dependencies(test_tuner_loader testtuner_v2 testtuner_v3 testtuner_v4 testtuner_v5 testtuner_v6 testtuner_initfail
