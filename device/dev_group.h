@@ -32,7 +32,8 @@ struct chrDevRank {
   int next, prev;                 /* ring neighbours */
   uint64_t ringHash;              /* of the ring order, so peers can check they agree */
   int nConns;                     /* connection indices: nChannels ring + p2pConns * nRanks point-to-point */
-  size_t connBytes;               /* one received connection: control block, SIMPLE and LL slots */
+  size_t ringConnBytes;           /* one received ring connection: control block, SIMPLE and LL slots */
+  size_t p2pConnBytes;            /* one received point-to-point connection (cfg.p2pStepBytes slots) */
   size_t recvBase;                /* arena offset of the first received connection */
   size_t arenaBytes;
   char* arena;                    /* device, zeroed: heads of sent, FIFOs and tails of received connections */

@@ -28,6 +28,7 @@ static struct chrDevRankConfig rankConfig(const struct chrDevGroupConfig* cfg, i
   rc.llLines = cfg->llLines;
   rc.ringOrder = cfg->ringOrder;
   rc.cudaDev = cfg->cudaDev;
+  rc.p2pStepBytes = cfg->p2pStepBytes;
   return rc;
 }
 

@@ -65,6 +65,9 @@ struct chrDevRankConfig {
   int llLines;          /* LL slot: lines of 8 payload bytes (0: no LL buffers) */
   const int* ringOrder; /* nRanks entries: the user rank at each ring position (a permutation) */
   int cudaDev;          /* this rank's GPU */
+  size_t p2pStepBytes;  /* SIMPLE slot of the point-to-point connections (a positive multiple of 16;
+                           0: stepBytes). A large send runs over several connection indices at once,
+                           so each needs less in flight than a ring channel's */
 };
 
 /* What a rank tells its peers: plain bytes (no pointers to follow), checked by chrDevRankConnect. */
@@ -118,6 +121,7 @@ struct chrDevGroupConfig {
   int llLines;          /* LL slot: lines of 8 payload bytes (0: no LL buffers) */
   const int* ringOrder; /* nRanks entries: the user rank at each ring position (a permutation) */
   int cudaDev;          /* the GPU every rank uses */
+  size_t p2pStepBytes;  /* SIMPLE slot of the point-to-point connections (0: stepBytes) */
 };
 
 /* Rank r of a group (owned by the group), for the rank API's launches, aborts and errors. */

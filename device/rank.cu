@@ -11,7 +11,8 @@
  * polls its own tail and writes the head into the sender's memory (NCCL's write mode).
  *
  * Arena: [head words, 128 bytes each][received blocks: 256-byte control (tail at +0), SIMPLE slots,
- * LL slots], all zero at the start: positions, heads and tails 0, LL flags 0 (no step's flag, step + 1,
+ * LL slots; the ring blocks first, then the point-to-point ones, whose SIMPLE slots are p2pStepBytes
+ * (a large send runs over several p2p indices at once, so each needs less in flight)], all zero at the start: positions, heads and tails 0, LL flags 0 (no step's flag, step + 1,
  * is 0).
  *
  * Same process or not is decided by the blob's process id AND a random token of the process (two
@@ -27,12 +28,12 @@
 #include "device/dev_group.h"
 
 #define CHR_DEV_BLOB_MAGIC 0x42444843u /* "CHDB" */
-#define CHR_DEV_BLOB_VERSION 1
+#define CHR_DEV_BLOB_VERSION 2
 
 struct chrDevBlobData {
   uint32_t magic, version;
   int32_t rank, nRanks, nChannels, p2pConns, llLines, cudaDev;
-  uint64_t stepBytes, arenaBytes, ringHash;
+  uint64_t stepBytes, p2pStepBytes, arenaBytes, ringHash;
   uint64_t pid, procToken;
   uint64_t base; /* the arena's address in the exporting process */
   uint32_t hasIpc; /* 0: CUDA IPC unavailable there (ranks of that process can still connect) */
@@ -76,6 +77,9 @@ ncclResult_t chrDevCheckRankConfig(const struct chrDevRankConfig* cfg) {
     return chrDevFail(ncclInvalidArgument, "%d point-to-point connection indices (0..%d)", cfg->p2pConns, CHR_DEV_P2P_CONNS);
   if (cfg->stepBytes == 0 || cfg->stepBytes % 16 || cfg->stepBytes > ((size_t)1 << 30))
     return chrDevFail(ncclInvalidArgument, "SIMPLE slot of %zu bytes (a multiple of 16, at most 1 GiB)", cfg->stepBytes);
+  if (cfg->p2pStepBytes % 16 || cfg->p2pStepBytes > ((size_t)1 << 30))
+    return chrDevFail(ncclInvalidArgument, "point-to-point SIMPLE slot of %zu bytes (0, or a multiple of 16, at most 1 GiB)",
+                      cfg->p2pStepBytes);
   if (cfg->llLines < 0 || cfg->llLines > (1 << 20))
     return chrDevFail(ncclInvalidArgument, "LL slot of %d lines (0..%d)", cfg->llLines, 1 << 20);
   if (cfg->cudaDev < 0) return chrDevFail(ncclInvalidArgument, "CUDA device %d", cfg->cudaDev);
@@ -97,19 +101,34 @@ ncclResult_t chrDevCheckRankConfig(const struct chrDevRankConfig* cfg) {
 
 static int p2pIndex(const struct chrDevRank* rk, int k, int peer) { return rk->cfg.nChannels + k * rk->cfg.nRanks + peer; }
 
+/* A received connection's block: ring blocks, then point-to-point blocks (of another size). */
+static size_t slotBytesOf(const struct chrDevRank* rk, int idx) {
+  return idx < rk->cfg.nChannels ? rk->cfg.stepBytes : rk->cfg.p2pStepBytes;
+}
+static size_t blockOffset(const struct chrDevRank* rk, int idx) {
+  const size_t nRing = (size_t)rk->cfg.nChannels;
+  if ((size_t)idx < nRing) return rk->recvBase + (size_t)idx * rk->ringConnBytes;
+  return rk->recvBase + nRing * rk->ringConnBytes + ((size_t)idx - nRing) * rk->p2pConnBytes;
+}
+static size_t blockBytes(const struct chrDevRankConfig* cfg, size_t slotBytes) {
+  return CHR_DEV_CTRL_BYTES + CHR_DEV_ALIGN(CHR_DEV_STEPS * slotBytes) +
+         CHR_DEV_ALIGN((size_t)CHR_DEV_STEPS * (size_t)cfg->llLines * sizeof(union chrDevLLLine));
+}
+
 /* A connection end: FIFO and tail in recvArena's block recvIdx, head in sendArena's word sendIdx. */
 static struct chrDevConn makeEnd(const struct chrDevRank* rk, char* recvArena, int recvIdx, char* sendArena, int sendIdx,
                                  int peer) {
-  char* blk = recvArena + rk->recvBase + (size_t)recvIdx * rk->connBytes;
+  char* blk = recvArena + blockOffset(rk, recvIdx);
+  const size_t slotBytes = slotBytesOf(rk, recvIdx);
   struct chrDevConn c;
   memset(&c, 0, sizeof c);
   c.tail = (uint64_t*)blk;
   c.head = (uint64_t*)(sendArena + (size_t)sendIdx * CHR_DEV_HEAD_BYTES);
   c.buff = blk + CHR_DEV_CTRL_BYTES;
   c.ll = rk->cfg.llLines > 0
-             ? (union chrDevLLLine*)(blk + CHR_DEV_CTRL_BYTES + CHR_DEV_ALIGN(CHR_DEV_STEPS * rk->cfg.stepBytes))
+             ? (union chrDevLLLine*)(blk + CHR_DEV_CTRL_BYTES + CHR_DEV_ALIGN(CHR_DEV_STEPS * slotBytes))
              : NULL;
-  c.stepBytes = rk->cfg.stepBytes;
+  c.stepBytes = slotBytes;
   c.llLines = (uint32_t)rk->cfg.llLines;
   c.peer = peer;
   return c;
@@ -184,6 +203,7 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   struct chrDevRank* rk = (struct chrDevRank*)calloc(1, sizeof *rk);
   if (rk == NULL) return chrDevFail(ncclSystemError, "out of memory");
   rk->cfg = *cfg;
+  if (rk->cfg.p2pStepBytes == 0) rk->cfg.p2pStepBytes = cfg->stepBytes;
   rk->ringOrder = (int*)malloc((size_t)n * sizeof(int));
   rk->ringPos = (int*)malloc((size_t)n * sizeof(int));
   rk->peerBase = (char**)calloc((size_t)n, sizeof(char*));
@@ -202,10 +222,10 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   }
   rk->ringHash = hashInts(rk->ringOrder, n);
   rk->nConns = cfg->nChannels + cfg->p2pConns * n;
-  rk->connBytes = CHR_DEV_CTRL_BYTES + CHR_DEV_ALIGN(CHR_DEV_STEPS * cfg->stepBytes) +
-                  CHR_DEV_ALIGN((size_t)CHR_DEV_STEPS * (size_t)cfg->llLines * sizeof(union chrDevLLLine));
+  rk->ringConnBytes = blockBytes(cfg, rk->cfg.stepBytes);
+  rk->p2pConnBytes = blockBytes(cfg, rk->cfg.p2pStepBytes);
   rk->recvBase = CHR_DEV_ALIGN((size_t)rk->nConns * CHR_DEV_HEAD_BYTES);
-  rk->arenaBytes = rk->recvBase + (size_t)rk->nConns * rk->connBytes;
+  rk->arenaBytes = blockOffset(rk, rk->nConns);
   rk->offChannels = CHR_DEV_ALIGN(sizeof(struct chrDevComm));
   rk->offP2p = rk->offChannels + CHR_DEV_ALIGN((size_t)cfg->nChannels * sizeof(struct chrDevChannel));
   rk->offOrder = rk->offP2p + CHR_DEV_ALIGN((size_t)cfg->p2pConns * (size_t)n * 2 * sizeof(struct chrDevConn));
@@ -261,6 +281,7 @@ extern "C" ncclResult_t chrDevRankExport(struct chrDevRank* rk, struct chrDevRan
   d.llLines = rk->cfg.llLines;
   d.cudaDev = rk->cfg.cudaDev;
   d.stepBytes = rk->cfg.stepBytes;
+  d.p2pStepBytes = rk->cfg.p2pStepBytes;
   d.arenaBytes = rk->arenaBytes;
   d.ringHash = rk->ringHash;
   d.pid = (uint64_t)getpid();
@@ -300,12 +321,13 @@ static ncclResult_t checkBlob(const struct chrDevRank* rk, int peer, const struc
     return chrDevFail(ncclRemoteError, "rank %d: the device blob for rank %d says rank %d of %d (expected of %d)", me, peer,
                       d->rank, d->nRanks, rk->cfg.nRanks);
   if (d->nChannels != rk->cfg.nChannels || d->p2pConns != rk->cfg.p2pConns || d->llLines != rk->cfg.llLines ||
-      d->stepBytes != (uint64_t)rk->cfg.stepBytes)
+      d->stepBytes != (uint64_t)rk->cfg.stepBytes || d->p2pStepBytes != (uint64_t)rk->cfg.p2pStepBytes)
     return chrDevFail(ncclInvalidUsage,
                       "rank %d: rank %d's GPU connections have another shape (%d channels, %d p2p indices, %llu-byte "
-                      "SIMPLE and %d-line LL slots; here %d, %d, %zu, %d): the ranks' settings differ", me, peer,
-                      d->nChannels, d->p2pConns, (unsigned long long)d->stepBytes, d->llLines, rk->cfg.nChannels,
-                      rk->cfg.p2pConns, rk->cfg.stepBytes, rk->cfg.llLines);
+                      "SIMPLE (%llu p2p) and %d-line LL slots; here %d, %d, %zu (%zu), %d): the ranks' settings differ",
+                      me, peer, d->nChannels, d->p2pConns, (unsigned long long)d->stepBytes,
+                      (unsigned long long)d->p2pStepBytes, d->llLines, rk->cfg.nChannels, rk->cfg.p2pConns,
+                      rk->cfg.stepBytes, rk->cfg.p2pStepBytes, rk->cfg.llLines);
   if (d->ringHash != rk->ringHash)
     return chrDevFail(ncclInvalidUsage, "rank %d: rank %d has another ring order", me, peer);
   if (d->arenaBytes != (uint64_t)rk->arenaBytes || d->base == 0 || d->base % 256 != 0)

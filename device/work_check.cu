@@ -119,7 +119,9 @@ ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const str
     default: break;
   }
   if (w->len > 0 && w->nLinks > 0) {
-    const uint64_t cap = w->proto == CHR_PROTO_LL ? (uint64_t)rk->cfg.llLines * CHR_DEV_LL_LINE_DATA : rk->cfg.stepBytes;
+    /* checkLinks made every link of a work p2p or every one ring; p2p slots have their own size */
+    const uint64_t simple = w->links[0].p2p ? rk->cfg.p2pStepBytes : rk->cfg.stepBytes;
+    const uint64_t cap = w->proto == CHR_PROTO_LL ? (uint64_t)rk->cfg.llLines * CHR_DEV_LL_LINE_DATA : simple;
     if (w->chunkElems == 0 || w->chunkElems > cap / (uint64_t)w->typeSize)
       return chrDevFail(ncclInvalidArgument, "rank %d channel %d: steps of %llu elements of %d bytes, %s slots hold %llu bytes",
                         rank, channel, (unsigned long long)w->chunkElems, w->typeSize,

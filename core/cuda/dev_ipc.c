@@ -54,7 +54,8 @@ ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, 
   cfg.rank = me;
   cfg.nRanks = n;
   cfg.nChannels = st->shape.nChannels;
-  cfg.p2pConns = 1;
+  cfg.p2pConns = st->shape.p2pLanes;
+  cfg.p2pStepBytes = st->shape.p2pStepBytes;
   cfg.stepBytes = st->shape.stepBytes;
   cfg.llLines = st->shape.llLines;
   cfg.ringOrder = comm->ringOrder;

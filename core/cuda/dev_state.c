@@ -13,6 +13,7 @@
 #include "cuda/dev_ipc.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
+#include "device/dev_comm.h"
 #include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -74,6 +75,17 @@ static int defaultChannels(const struct ncclComm* comm) {
   return ch;
 }
 
+/* Point-to-point lanes. One CTA moves a send through its slots at a few tens of GB/s, so a large
+ * send splits over lanes, each its own connection index and pair of CTAs. The CTAs stay within the
+ * ring channels' budget (2 per lane), and the memory too: every rank receives nRanks * lanes
+ * connections, so fewer lanes as the rank count grows (about 32 connections). */
+static int p2pLanes(int nRanks, int nChannels) {
+  int lanes = CHR_DEV_P2P_CONNS;
+  if (lanes > nChannels / 2) lanes = nChannels / 2;
+  if (nRanks > 0 && lanes > 32 / nRanks) lanes = 32 / nRanks;
+  return lanes < 1 ? 1 : lanes;
+}
+
 void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   if (comm->dev) {
     *shape = comm->dev->shape;
@@ -84,6 +96,8 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   shape->stepBytes = ((size_t)buff / CHR_STEPS) & ~(size_t)4095;
   shape->llLines = DEV_LL_LINES;
   shape->nChannels = defaultChannels(comm);
+  shape->p2pLanes = p2pLanes(comm->nRanks, shape->nChannels);
+  shape->p2pStepBytes = shape->stepBytes / 4 < 4096 ? 4096 : (shape->stepBytes / 4) & ~(size_t)4095;
 }
 
 static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevShared** out) {
@@ -97,7 +111,8 @@ static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* 
   memset(&cfg, 0, sizeof(cfg));
   cfg.nRanks = comm->nRanks;
   cfg.nChannels = s->shape.nChannels;
-  cfg.p2pConns = 1;
+  cfg.p2pConns = s->shape.p2pLanes;
+  cfg.p2pStepBytes = s->shape.p2pStepBytes;
   cfg.stepBytes = s->shape.stepBytes;
   cfg.llLines = s->shape.llLines;
   cfg.ringOrder = comm->ringOrder;

@@ -29,9 +29,12 @@ struct chrWork;
 
 /* The device state's shape, a function of the communicator alone (so every rank agrees). */
 struct chrDevShape {
-  int nChannels;    /* ring channels; sends use channel 0 and receives channel 1 whatever this is */
-  size_t stepBytes; /* SIMPLE slot: NCCL_BUFFSIZE / 8 in whole pages (the host's slot size) */
-  int llLines;      /* LL slot: lines of 8 payload bytes */
+  int nChannels;       /* ring channels */
+  size_t stepBytes;    /* SIMPLE slot: NCCL_BUFFSIZE / 8 in whole pages (the host's slot size) */
+  int llLines;         /* LL slot: lines of 8 payload bytes */
+  int p2pLanes;        /* point-to-point connection indices to every peer: a large send splits over
+                          them, lane k sending on launch channel 2k and receiving on 2k + 1 */
+  size_t p2pStepBytes; /* SIMPLE slot of a point-to-point lane */
 };
 
 struct chrDevShared;

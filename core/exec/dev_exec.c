@@ -75,14 +75,19 @@ ncclResult_t chrDevPartition(struct chrCollTask** list, struct chrCollTask** dev
   return ncclSuccess;
 }
 
+/* A point-to-point work in a launch: its channel (lane k: sends on 2k, receives on 2k + 1), round
+ * (the ring distance to the peer, counted in the direction of the transfer) and call order. */
 struct p2pEntry {
-  int delta, order;
+  int channel, delta, order;
   const struct chrWork* work;
 };
 
-static int byRound(const void* a, const void* b) {
+/* Channel by channel, and within a channel by round: in round d every rank sends to rank + d and
+ * receives from rank - d, so the ends of every connection meet in the same order on both sides. */
+static int byChannelRound(const void* a, const void* b) {
   const struct p2pEntry* x = a;
   const struct p2pEntry* y = b;
+  if (x->channel != y->channel) return x->channel < y->channel ? -1 : 1;
   if (x->delta != y->delta) return x->delta < y->delta ? -1 : 1;
   return x->order < y->order ? -1 : x->order > y->order;
 }
@@ -91,56 +96,62 @@ static int byRound(const void* a, const void* b) {
  * rank leaves out the same ones). */
 static int workRuns(const struct chrWork* w) { return w->pattern != CHR_PAT_NONE && w->len > 0; }
 
+static int isP2pTask(const struct chrCollTask* t) { return t->func == ncclFuncSend || t->func == ncclFuncRecv; }
+
 ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, struct chrDevLaunchPlan* p) {
-  int n = comm->nRanks, nSend = 0, nRecv = 0, total = 0;
+  int n = comm->nRanks, nP2p = 0, total = 0;
   memset(p, 0, sizeof(*p));
   for (struct chrCollTask* t = list; t; t = t->next) {
     if (t->comm != comm || t->noop) continue;
-    if (t->func == ncclFuncSend) { nSend++; continue; }
-    if (t->func == ncclFuncRecv) { nRecv++; continue; }
     for (int c = 0; c < t->nChannels; c++) {
-      int ch = t->chanBase + c;
       if (!workRuns(&t->works[c])) continue;
+      int ch = chrDevTaskChannel(t, c);
       if (ch >= CHR_DEV_MAX_CHANNELS)
         return chrFail(ncclInternalError, "comm %p: a work on channel %d (at most %d)", (void*)comm, ch, CHR_DEV_MAX_CHANNELS);
+      if (isP2pTask(t)) {
+        p->nP2p[ch]++;
+        nP2p++;
+        if (ch + 1 > p->p2pChannels) p->p2pChannels = ch + 1;
+        continue;
+      }
       p->nColl[ch]++;
       total++;
       if (ch + 1 > p->collChannels) p->collChannels = ch + 1;
     }
   }
   p->coll = total ? malloc(sizeof(struct chrWork) * (size_t)total) : NULL;
-  p->p2p = nSend + nRecv ? malloc(sizeof(struct chrWork) * (size_t)(nSend + nRecv)) : NULL;
-  struct p2pEntry* order = nSend + nRecv ? malloc(sizeof(struct p2pEntry) * (size_t)(nSend + nRecv)) : NULL;
-  if ((total && !p->coll) || (nSend + nRecv && (!p->p2p || !order))) {
+  p->p2p = nP2p ? malloc(sizeof(struct chrWork) * (size_t)nP2p) : NULL;
+  struct p2pEntry* order = nP2p ? malloc(sizeof(struct p2pEntry) * (size_t)nP2p) : NULL;
+  if ((total && !p->coll) || (nP2p && (!p->p2p || !order))) {
     free(order);
     chrDevFreeLaunch(p);
-    return chrFail(ncclSystemError, "out of memory launching %d works", total + nSend + nRecv);
+    return chrFail(ncclSystemError, "out of memory launching %d works", total + nP2p);
   }
   int at[CHR_DEV_MAX_CHANNELS];
   for (int c = 0, sum = 0; c < CHR_DEV_MAX_CHANNELS; c++) {
     at[c] = sum;
     sum += p->nColl[c];
   }
-  int ks = 0, kr = nSend, seq = 0;
+  int k = 0, seq = 0;
   for (struct chrCollTask* t = list; t; t = t->next, seq++) {
     if (t->comm != comm || t->noop) continue;
-    if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
+    for (int c = 0; c < t->nChannels; c++) {
+      if (!workRuns(&t->works[c])) continue;
+      if (!isP2pTask(t)) {
+        p->coll[at[t->chanBase + c]++] = t->works[c];
+        continue;
+      }
       int isSend = t->func == ncclFuncSend;
-      struct p2pEntry* e = &order[isSend ? ks++ : kr++];
+      struct p2pEntry* e = &order[k++];
+      e->channel = chrDevTaskChannel(t, c);
       e->delta = isSend ? (t->root - comm->rank + n) % n : (comm->rank - t->root + n) % n;
       e->order = seq;
-      e->work = &t->works[0];
-      continue;
+      e->work = &t->works[c];
     }
-    for (int c = 0; c < t->nChannels; c++)
-      if (workRuns(&t->works[c])) p->coll[at[t->chanBase + c]++] = t->works[c];
   }
-  if (nSend) qsort(order, (size_t)nSend, sizeof(*order), byRound);
-  if (nRecv) qsort(order + nSend, (size_t)nRecv, sizeof(*order), byRound);
-  for (int i = 0; i < nSend + nRecv; i++) p->p2p[i] = *order[i].work;
+  if (nP2p) qsort(order, (size_t)nP2p, sizeof(*order), byChannelRound);
+  for (int i = 0; i < nP2p; i++) p->p2p[i] = *order[i].work;
   free(order);
-  p->nP2p[0] = nSend;
-  p->nP2p[1] = nRecv;
   return ncclSuccess;
 }
 
@@ -159,7 +170,8 @@ static ncclResult_t connectPeers(struct ncclComm* comm, const struct chrDevLaunc
   if (need == NULL) return chrFail(ncclSystemError, "out of memory for %d ranks", comm->nRanks);
   int nColl = 0;
   for (int c = 0; c < CHR_DEV_MAX_CHANNELS; c++) nColl += plan->nColl[c];
-  const int nP2p = plan->nP2p[0] + plan->nP2p[1];
+  int nP2p = 0;
+  for (int c = 0; c < CHR_DEV_MAX_CHANNELS; c++) nP2p += plan->nP2p[c];
   for (int i = 0; i < nColl + nP2p; i++) {
     const struct chrWork* w = i < nColl ? &plan->coll[i] : &plan->p2p[i - nColl];
     for (int l = 0; l < w->nLinks && l < CHR_WORK_MAX_LINKS; l++)
@@ -214,9 +226,9 @@ static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) 
     what = "launching collectives";
     res = chrDevCommLaunch(comm, plan.coll, plan.nColl, plan.collChannels, s0);
   }
-  if (res == ncclSuccess && plan.nP2p[0] + plan.nP2p[1] > 0) {
+  if (res == ncclSuccess && plan.p2pChannels > 0) {
     what = "launching sends and receives";
-    res = chrDevCommLaunch(comm, plan.p2p, plan.nP2p, 2, s0);
+    res = chrDevCommLaunch(comm, plan.p2p, plan.nP2p, plan.p2pChannels, s0);
   }
   if (res == ncclSuccess && nStreams > 1) {
     what = "joining the group's streams after the launch";

@@ -15,14 +15,16 @@
 ncclResult_t chrDevPartition(struct chrCollTask** list, struct chrCollTask** devTasks);
 
 /* One comm's launches for a list of planned device tasks: the collectives' works channel after
- * channel (nColl[c] on channel c), then the sends (p2p[0 .. nP2p[0])) and receives (the rest), each
- * in round order (dev_exec.c). Exposed for the CPU test that runs them through the simulation. */
+ * channel (nColl[c] on channel c), then the point-to-point works channel after channel (nP2p[c] on
+ * channel c: lane k's sends on 2k, its receives on 2k + 1), each channel's in round order
+ * (dev_exec.c). Exposed for the CPU test that runs them through the simulation. */
 struct chrDevLaunchPlan {
   struct chrWork* coll;
   int nColl[CHR_DEV_MAX_CHANNELS];
   int collChannels;
   struct chrWork* p2p;
-  int nP2p[2];
+  int nP2p[CHR_DEV_MAX_CHANNELS];
+  int p2pChannels;
 };
 ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, struct chrDevLaunchPlan* plan);
 void chrDevFreeLaunch(struct chrDevLaunchPlan* plan);

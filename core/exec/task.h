@@ -33,7 +33,8 @@ struct chrCollTask {
    * tasks in this group, so it is dropped (the host executor never sees it). */
   int onDevice, noop;
   cudaStream_t stream;
-  int chanBase;          /* device: works[c] runs on channel chanBase + c (receives on channel 1) */
+  int chanBase;          /* device collectives: works[c] runs on channel chanBase + c (a send or receive:
+                            lane c, on channel 2c or 2c + 1, dev_exec.c) */
   /* Plan (plan/plan.c). */
   int algo, proto;       /* CHR_ALGO_*, CHR_PROTO_* (config/algo_select.h) */
   int nChannels;
@@ -45,5 +46,12 @@ struct chrCollTask {
   void* profApi;
   void* profColl;
 };
+
+/* The launch channel of a device task's work c. */
+static inline int chrDevTaskChannel(const struct chrCollTask* t, int c) {
+  if (t->func == ncclFuncSend) return 2 * c;
+  if (t->func == ncclFuncRecv) return 2 * c + 1;
+  return t->chanBase + c;
+}
 
 #endif /* CHORUS_TASK_H_ */

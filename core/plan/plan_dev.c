@@ -7,8 +7,11 @@
  * - LL for small operations (up to DEV_LL_MAX_BYTES, when NCCL_PROTO allows it), SIMPLE otherwise,
  *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: NCCL_BUFFSIZE / 8);
  * - as many channels as the data fills, one per DEV_*_BYTES_PER_CHANNEL, up to the group's count;
- * - sends on channel 0 and receives on channel 1: a device channel runs its works strictly in
- *   order, so a receive queued behind a send that waits for its peer would never run.
+ * - a send or receive over as many lanes as it fills (one per DEV_P2P_BYTES_PER_LANE, up to the
+ *   shape's p2pLanes; the count alone decides, so both ends agree): lane k is p2p connection index k
+ *   and carries share k of the elements; the launch runs lane k's sends on channel 2k and its
+ *   receives on 2k + 1 (dev_exec.c): a device channel runs its works strictly in order, so a receive
+ *   queued behind a send that waits for its peer would never run.
  * A tuner plugin is not consulted for device tasks yet.
  */
 #include "comm/comm.h"
@@ -23,6 +26,7 @@
 #define DEV_LL_BYTES_PER_CHANNEL (16u << 10)
 #define DEV_SIMPLE_BYTES_PER_CHANNEL (256u << 10)
 #define DEV_P2P_LL_MAX_BYTES (64u << 10)
+#define DEV_P2P_BYTES_PER_LANE (64u << 10)
 
 /* A rough estimate for ncclGroupSimulateEnd: 10 us per hop, 100 GB/s. */
 static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops + (float)bytes / 1e5f; }
@@ -44,16 +48,19 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
                    chrParamStr(CHR_P_PROTO));
   size_t llMax = isP2p ? DEV_P2P_LL_MAX_BYTES : DEV_LL_MAX_BYTES;
   t->proto = ll && (!simple || bytes <= llMax) ? CHR_PROTO_LL : CHR_PROTO_SIMPLE;
-  size_t stepBytes = t->proto == CHR_PROTO_LL ? (size_t)shape.llLines * 8 : shape.stepBytes;
+  size_t simpleStep = isP2p ? shape.p2pStepBytes : shape.stepBytes;
+  size_t stepBytes = t->proto == CHR_PROTO_LL ? (size_t)shape.llLines * 8 : simpleStep;
   t->chunkElems = stepBytes / t->typeSize;
   if (t->chunkElems == 0) t->chunkElems = 1;
   t->chanBase = 0;
 
   if (isP2p) {
     t->algo = CHR_ALGO_UNDEF;
-    t->nChannels = 1;
-    t->chanBase = t->func == ncclFuncRecv ? 1 : 0;
+    size_t lanes = t->proto == CHR_PROTO_LL ? 1 : (bytes + DEV_P2P_BYTES_PER_LANE - 1) / DEV_P2P_BYTES_PER_LANE;
+    t->nChannels = lanes < 1 ? 1 : lanes > (size_t)shape.p2pLanes ? shape.p2pLanes : (int)lanes;
     t->estimatedUs = devEstimateUs(1, bytes);
+    comm->lastAlgo = "P2P";
+    comm->lastProto = chrProtoName(t->proto);
     return chrPlanWorks(t);
   }
   if (n == 1) {

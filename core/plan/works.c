@@ -150,9 +150,8 @@ ncclResult_t chrPlanWorks(struct chrCollTask* t) {
     if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
       int isSend = t->func == ncclFuncSend;
       w->pattern = isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV;
-      addLink(w, t->root, isSend, 1, 0);
-      w->start = 0;
-      w->len = t->count;
+      addLink(w, t->root, isSend, 1, c); /* lane c: p2p connection index c, share c of the elements */
+      chrChannelRange(t->count, t->nChannels, c, chrAlignElems(t->typeSize), &w->start, &w->len);
     } else if (comm->nRanks == 1) {
       w->pattern = c == 0 ? CHR_PAT_LOCAL : CHR_PAT_NONE;
       w->start = 0;

@@ -107,7 +107,7 @@ void* chrProfKernelBegin(struct ncclComm* comm, struct chrCollTask* list) {
     for (int c = 0; c < t->nChannels; c++) {
       struct chrProfDescr d;
       memset(&d, 0, sizeof(d));
-      d.d.kernelCh.channelId = (uint8_t)(t->chanBase + c);
+      d.d.kernelCh.channelId = (uint8_t)chrDevTaskChannel(t, c);
       d.d.kernelCh.pTimer = now;
       chrProfilerStart(ev->prof, ncclProfileKernelCh, t->profColl, &d, &ev->handle[ev->n++]);
     }

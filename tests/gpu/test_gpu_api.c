@@ -30,8 +30,10 @@ static void checkConfigs(void) {
   expectFail("0 channels", chrDevGroupCreate(&c, &g));
   c = base, c.nChannels = CHR_DEV_MAX_CHANNELS + 1;
   expectFail("too many channels", chrDevGroupCreate(&c, &g));
-  c = base, c.p2pConns = 3;
-  expectFail("3 p2p indices", chrDevGroupCreate(&c, &g));
+  c = base, c.p2pConns = CHR_DEV_P2P_CONNS + 1;
+  expectFail("too many p2p indices", chrDevGroupCreate(&c, &g));
+  c = base, c.p2pStepBytes = 1000;
+  expectFail("p2p slot not a multiple of 16", chrDevGroupCreate(&c, &g));
   c = base, c.stepBytes = 1000;
   expectFail("slot not a multiple of 16", chrDevGroupCreate(&c, &g));
   c = base, c.llLines = -1;

@@ -146,7 +146,7 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
   struct chrSimRank colls[MAX_RANKS], p2p[MAX_RANKS];
   for (int r = 0; r < n; r++) {
     colls[r] = (struct chrSimRank){plans[r].coll, plans[r].nColl, plans[r].collChannels};
-    p2p[r] = (struct chrSimRank){plans[r].p2p, plans[r].nP2p, 2};
+    p2p[r] = (struct chrSimRank){plans[r].p2p, plans[r].nP2p, plans[r].p2pChannels};
   }
   char err[512];
   int bad = 0;

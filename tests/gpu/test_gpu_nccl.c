@@ -10,8 +10,10 @@
  *                             several calls per group on one and two streams), plus the refusals
  *   test_gpu_nccl threads N   one thread per rank, ncclCommInitRank after cudaSetDevice(0): a
  *                             shorter list, each thread checking its own outputs
- *   test_gpu_nccl graph N     an all-reduce captured into a CUDA graph on each rank's stream, replayed
- *                             5 times with new data
+ *   test_gpu_nccl graph N     an all-reduce and an all-to-all (large enough that its sends and
+ *                             receives overflow the kernel arguments: the launch is cut by lanes)
+ *                             captured into a CUDA graph on each rank's stream, replayed 5 times
+ *                             with new data
  *   test_gpu_nccl abort       ncclCommAbort of a rank whose all-reduce waits for a peer that never
  *                             joins: returns within a bounded time, the peer's comm reports the error
  * Exits 77 (SKIP) without a CUDA device. Every wait has a deadline: a hang fails with the case named.
@@ -352,7 +354,7 @@ static int runThreads(int n) {
   return failures ? 1 : 0;
 }
 
-/* ---- graph: capture an all-reduce per rank, replay with new data ---- */
+/* ---- graph: capture an all-reduce and an all-to-all per rank, replay with new data ---- */
 
 static int runGraph(int n) {
   static struct rankCtx R[MAX_RANKS];
@@ -360,12 +362,16 @@ static int runGraph(int n) {
   int devs[MAX_RANKS] = {0};
   NCCL_OK(ncclCommInitAll(comms, n, devs));
   struct ncCase c;
-  struct ncOp o;
-  memset(&o, 0, sizeof(o));
-  o.func = F_ALLREDUCE;
-  o.type = ncclFloat32;
-  o.op = OP_SUM;
-  o.count = 300007; /* SIMPLE, several channels */
+  struct ncOp o[2];
+  memset(o, 0, sizeof(o));
+  o[0].func = F_ALLREDUCE;
+  o[0].type = ncclFloat32;
+  o[0].op = OP_SUM;
+  o[0].count = 300007; /* SIMPLE, several channels */
+  o[1].func = F_ALLTOALL;
+  o[1].type = ncclFloat32;
+  o[1].op = OP_SUM;
+  o[1].count = 1 << 19; /* 2 MB per peer: every lane, more works than the kernel arguments hold */
   for (int r = 0; r < n; r++) {
     setupRank(&R[r], r, n);
     R[r].comm = comms[r];
@@ -374,25 +380,26 @@ static int runGraph(int n) {
   int failures = 0;
   /* Warm up outside capture: the first device call makes the communicators' GPU state (allocations
    * are not allowed while a stream is captured). */
-  o.seed = 1;
-  ncMakeCase(&c, &o, 1, n);
+  o[0].seed = 1;
+  o[1].seed = 2;
+  ncMakeCase(&c, o, 2, n);
   for (int r = 0; r < n; r++) prepare(&R[r], &c, redops[r]);
   NCCL_OK(ncclGroupStart());
-  for (int r = 0; r < n; r++) issue(&R[r], &c.ops[0], redops[r][0], "graph warm-up");
+  for (int r = 0; r < n; r++)
+    for (int k = 0; k < 2; k++) issue(&R[r], &c.ops[k], redops[r][k], "graph warm-up");
   NCCL_OK(ncclGroupEnd());
   for (int r = 0; r < n; r++) failures += finish(&R[r], &c, redops[r]);
 
   cudaGraphExec_t exec[MAX_RANKS];
   for (int r = 0; r < n; r++) {
-    struct ncLayout l;
-    ncLayoutOf(&c.ops[0], n, r, &l);
     cudaGraph_t graph;
     CUDA_OK(cudaStreamBeginCapture(R[r].s[0], cudaStreamCaptureModeGlobal));
-    ncclResult_t res = ncclAllReduce(R[r].send + l.inOff, R[r].recv + l.outOff, o.count, ncclFloat32, ncclSum,
-                                     comms[r], R[r].s[0]);
+    NCCL_OK(ncclGroupStart());
+    for (int k = 0; k < 2; k++) issue(&R[r], &c.ops[k], redops[r][k], "graph capture"); /* exits on failure */
+    ncclResult_t res = ncclGroupEnd();
     cudaError_t e = cudaStreamEndCapture(R[r].s[0], &graph);
     if (res != ncclSuccess || e != cudaSuccess) {
-      fprintf(stderr, "FAIL graph capture, rank %d: ncclAllReduce %s (%s), cudaStreamEndCapture %s\n", r,
+      fprintf(stderr, "FAIL graph capture, rank %d: ncclGroupEnd %s (%s), cudaStreamEndCapture %s\n", r,
               ncclGetErrorString(res), ncclGetLastError(comms[r]), cudaGetErrorString(e));
       return 1;
     }
@@ -400,8 +407,9 @@ static int runGraph(int n) {
     CUDA_OK(cudaGraphDestroy(graph));
   }
   for (int rep = 0; rep < 5; rep++) {
-    o.seed = 100 + (uint64_t)rep; /* new data, same buffers */
-    ncMakeCase(&c, &o, 1, n);
+    o[0].seed = 100 + (uint64_t)rep; /* new data, same buffers */
+    o[1].seed = 200 + (uint64_t)rep;
+    ncMakeCase(&c, o, 2, n);
     snprintf(c.name, sizeof(c.name), "graph replay %d", rep);
     for (int r = 0; r < n; r++) prepare(&R[r], &c, redops[r]);
     for (int r = 0; r < n; r++) CUDA_OK(cudaGraphLaunch(exec[r], R[r].s[0]));
@@ -410,7 +418,7 @@ static int runGraph(int n) {
   for (int r = 0; r < n; r++) CUDA_OK(cudaGraphExecDestroy(exec[r]));
   for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(comms[r]));
   for (int r = 0; r < n; r++) freeRank(&R[r]);
-  printf("gpu.nccl graph n=%d: captured all-reduce replayed 5 times, %d failures\n", n, failures);
+  printf("gpu.nccl graph n=%d: captured all-reduce + all-to-all replayed 5 times, %d failures\n", n, failures);
   return failures ? 1 : 0;
 }
 
