@@ -356,7 +356,7 @@ static int runThreads(int n) {
 
 /* ---- graph: capture an all-reduce and an all-to-all per rank, replay with new data ---- */
 
-static int runGraph(int n) {
+static int runGraph(int n, size_t a2aCount) {
   static struct rankCtx R[MAX_RANKS];
   ncclComm_t comms[MAX_RANKS];
   int devs[MAX_RANKS] = {0};
@@ -371,7 +371,7 @@ static int runGraph(int n) {
   o[1].func = F_ALLTOALL;
   o[1].type = ncclFloat32;
   o[1].op = OP_SUM;
-  o[1].count = 1 << 19; /* 2 MB per peer: every lane, more works than the kernel arguments hold */
+  o[1].count = a2aCount; /* default 2 MB per peer: every lane, more works than the kernel arguments hold */
   for (int r = 0; r < n; r++) {
     setupRank(&R[r], r, n);
     R[r].comm = comms[r];
@@ -389,6 +389,7 @@ static int runGraph(int n) {
     for (int k = 0; k < 2; k++) issue(&R[r], &c.ops[k], redops[r][k], "graph warm-up");
   NCCL_OK(ncclGroupEnd());
   for (int r = 0; r < n; r++) failures += finish(&R[r], &c, redops[r]);
+  fprintf(stderr, "graph n=%d: warm-up done (%d failures)\n", n, failures);
 
   cudaGraphExec_t exec[MAX_RANKS];
   for (int r = 0; r < n; r++) {
@@ -414,6 +415,7 @@ static int runGraph(int n) {
     for (int r = 0; r < n; r++) prepare(&R[r], &c, redops[r]);
     for (int r = 0; r < n; r++) CUDA_OK(cudaGraphLaunch(exec[r], R[r].s[0]));
     for (int r = 0; r < n; r++) failures += finish(&R[r], &c, redops[r]);
+    fprintf(stderr, "graph n=%d: replay %d done (%d failures)\n", n, rep, failures);
   }
   for (int r = 0; r < n; r++) CUDA_OK(cudaGraphExecDestroy(exec[r]));
   for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(comms[r]));
@@ -474,7 +476,7 @@ int main(int argc, char** argv) {
   requireGpu(argv[0]);
   if (!strcmp(mode, "initall")) return runInitAll(n);
   if (!strcmp(mode, "threads")) return runThreads(n);
-  if (!strcmp(mode, "graph")) return runGraph(n);
+  if (!strcmp(mode, "graph")) return runGraph(n, argc > 3 ? (size_t)atol(argv[3]) : (size_t)1 << 19);
   if (!strcmp(mode, "abort")) return abortCase(0) || abortCase(1);
   fprintf(stderr, "usage: %s initall|threads|graph N | abort\n", argv[0]);
   return 2;
