@@ -384,10 +384,12 @@ static int runGraph(int n, size_t a2aCount) {
   o[1].seed = 2;
   ncMakeCase(&c, o, 2, n);
   for (int r = 0; r < n; r++) prepare(&R[r], &c, redops[r]);
+  fprintf(stderr, "graph n=%d: warm-up prepared\n", n);
   NCCL_OK(ncclGroupStart());
   for (int r = 0; r < n; r++)
     for (int k = 0; k < 2; k++) issue(&R[r], &c.ops[k], redops[r][k], "graph warm-up");
   NCCL_OK(ncclGroupEnd());
+  fprintf(stderr, "graph n=%d: warm-up launched\n", n);
   for (int r = 0; r < n; r++) failures += finish(&R[r], &c, redops[r]);
   fprintf(stderr, "graph n=%d: warm-up done (%d failures)\n", n, failures);
 
