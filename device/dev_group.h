@@ -63,4 +63,10 @@ struct chrDevGroup {
 /* Checks a rank configuration; no CUDA call (the group's checks run without a GPU). */
 ncclResult_t chrDevCheckRankConfig(const struct chrDevRankConfig* cfg);
 
+/* Loads every kernel on the current device, once per device (launch.cu). Under CUDA's lazy module
+ * loading (the default) the first launch of a kernel loads it, and loading waits for the kernels
+ * already running on the device: a rank's first launch of another kernel, queued while its earlier
+ * kernel waits for a peer whose launch this same thread has not issued yet, would never return. */
+ncclResult_t chrDevLoadKernels(void);
+
 #endif /* CHORUS_DEVICE_DEV_GROUP_H_ */

@@ -62,6 +62,32 @@ static void fillKernelTable(void) {
     for (int o = 0; o < 3; o++) kernelTable[twins[t][0]][shared[o]] = kernelTable[twins[t][1]][shared[o]];
 }
 
+static pthread_mutex_t loadLock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t loadedDevices; /* bit d: device d's kernels are loaded (devices 64 and up: every time) */
+
+ncclResult_t chrDevLoadKernels(void) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return chrDevFail(ncclUnhandledCudaError, "cudaGetDevice: %s", cudaGetErrorString(e));
+  pthread_once(&kernelTableOnce, fillKernelTable);
+  const uint64_t bit = dev < 64 ? 1ull << dev : 0;
+  pthread_mutex_lock(&loadLock);
+  ncclResult_t res = ncclSuccess;
+  if (bit == 0 || !(loadedDevices & bit)) {
+    for (int t = 0; t < CHR_DEV_NUM_TYPES && res == ncclSuccess; t++)
+      for (int o = 0; o <= CHR_DEV_NUM_OPS && res == ncclSuccess; o++) {
+        if (kernelTable[t][o] == NULL) continue;
+        cudaFuncAttributes attr;
+        e = cudaFuncGetAttributes(&attr, kernelTable[t][o]); /* loads the kernel's module on this device */
+        if (e != cudaSuccess)
+          res = chrDevFail(ncclUnhandledCudaError, "loading the kernels on GPU %d: %s", dev, cudaGetErrorString(e));
+      }
+    if (res == ncclSuccess) loadedDevices |= bit;
+  }
+  pthread_mutex_unlock(&loadLock);
+  return res;
+}
+
 /* Which kernel a work needs: -1 any (it copies), else type * (ops + 1) + op. */
 static int kernelKey(const struct chrWork* w) {
   return chrDevWorkIsCopy(w) ? -1 : (int)w->type * (CHR_DEV_NUM_OPS + 1) + (int)w->op;
