@@ -2,8 +2,8 @@
  * dev_exec.c: launching device tasks (dev_exec.h).
  *
  * Per comm and group: the collectives' works, channel by channel in call order, go to one
- * chrDevLaunch; the sends and receives go to a second one, after them, sends on channel 0 and
- * receives on channel 1. The device library cuts a launch into several kernels where the reduction
+ * chrDevLaunch; the sends and receives go to a second one, after them, lane k's sends on
+ * channel 2k and its receives on channel 2k + 1 (plan_dev.c splits a large one over lanes). The device library cuts a launch into several kernels where the reduction
  * changes, and every rank cuts the collectives at the same places (they are the same calls in the
  * same order); point-to-point works only copy, so keeping them in a launch of their own means a
  * rank's sends and receives always run in the same kernel, whatever other ranks' groups hold.

@@ -2,8 +2,8 @@
  * plan_dev.c: planning a task whose buffers are GPU memory (the device path, cuda/dev_state.h).
  *
  * The works are the host's (plan/works.c, the same step programs), with the device group's shape:
- * - ring algorithms only (the device group connects rings and one point-to-point index; the double
- *   binary tree would need a second index and its lanes would share p2p ends with send/recv);
+ * - ring algorithms only (the device group connects rings and the point-to-point lanes; the double
+ *   binary tree would need p2p indices of its own, or its lanes would share p2p ends with send/recv);
  * - LL for small operations (up to DEV_LL_MAX_BYTES, when NCCL_PROTO allows it), SIMPLE otherwise,
  *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: NCCL_BUFFSIZE / 8);
  * - as many channels as the data fills, one per DEV_*_BYTES_PER_CHANNEL, up to the group's count;

@@ -2,8 +2,8 @@
  * test_gpu_apiplan.c (gpu.apiplan.n<N>, runs anywhere): the core's side of the GPU path without a GPU.
  * For every case of the public-API GPU test (nccl_cases.c), each rank's calls become tasks as the API
  * layer makes them (device buffers), the device planner plans them (plan/plan_dev.c), the launch
- * builder orders them (exec/dev_exec.c: collectives by channel, sends on channel 0 and receives on
- * channel 1 in round order), and the plans of all ranks run through the reference simulation
+ * builder orders them (exec/dev_exec.c: collectives by channel; a send or receive over lanes, lane k's
+ * sends on channel 2k and receives on 2k + 1, in round order), and the plans of all ranks run through the reference simulation
  * (gpu_sim.c: 8-slot connections, channels strictly in order, deadlocks detected) on host memory;
  * the outputs must match the test's reference. Also: the partition of a group's tasks into host and
  * device tasks.
