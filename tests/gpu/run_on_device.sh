@@ -27,63 +27,7 @@
 # The last lines printed (and $OUT/summary.txt) say what passed. Exit status: 0 when the build and
 # every gpu test passed.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$PWD/gpu-run-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT"
-SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
-BUILD=$(mktemp -d /tmp/chorus-gpu-build.XXXXXX)
-JOBS=$(nproc 2>/dev/null || echo 4)
-export NCCL_NVLS_ENABLE=0 # nothing here uses NVLink multicast; keep it that way for anything loaded
-
-note() { echo "$*" | tee -a "$SUMMARY"; }
-section() { echo; echo "==== $* ===="; }
-
-section "environment"
-{
-  date -u
-  uname -a
-  nvidia-smi || echo "nvidia-smi failed"
-  NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  "$NVCC" --version || echo "no nvcc at $NVCC"
-  cmake --version | head -1
-  gcc --version | head -1
-  echo "cores: $JOBS"
-  git -C "$ROOT" log --oneline -1 2>/dev/null || echo "(not a git checkout)"
-} 2>&1 | tee "$OUT/env.txt"
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-GEN=()
-command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
-
-section "configure ($BUILD)"
-MODE=full
-CONF=(-S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_COMPILER="$NVCC"
-      -DCMAKE_CUDA_ARCHITECTURES=90 -DCHORUS_CUDA_ARCH=90)
-if ! timeout 300 cmake "${CONF[@]}" >"$OUT/configure.log" 2>&1; then
-  echo "full configure failed (tail below); configuring the device side alone"
-  tail -5 "$OUT/configure.log"
-  rm -rf "$BUILD" && mkdir -p "$BUILD"
-  MODE=device-only
-  if ! timeout 300 cmake "${CONF[@]}" -DCHORUS_DEVICE_ONLY=ON >>"$OUT/configure.log" 2>&1; then
-    tail -30 "$OUT/configure.log"
-    note "RESULT: configure FAILED (see configure.log)"
-    exit 1
-  fi
-fi
-note "configure: $MODE build in $BUILD"
-[ "$MODE" = full ] || note "gpu.nccl.*: NOT BUILT (the public-API tests need the full build; see configure.log)"
-
-section "build (-j$JOBS)"
-T0=$(date +%s.%N)
-if ! timeout 900 cmake --build "$BUILD" -j "$JOBS" >"$OUT/build.log" 2>&1; then
-  grep -E "error|Error" "$OUT/build.log" | head -40
-  tail -20 "$OUT/build.log"
-  note "RESULT: build FAILED (see build.log)"
-  exit 1
-fi
-T1=$(date +%s.%N)
-note "build: $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.1f", b - a }') s wall with $JOBS jobs"
-grep -iE "warning|spill" "$OUT/build.log" | grep -v "^--" | head -20
+source "$(dirname "$0")/device_build.sh"
 
 STEPS=${STEPS:-tests bw sanitizer torch perf}
 want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }

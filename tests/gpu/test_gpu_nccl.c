@@ -16,6 +16,8 @@
  *                             with new data
  *   test_gpu_nccl abort       ncclCommAbort of a rank whose all-reduce waits for a peer that never
  *                             joins: returns within a bounded time, the peer's comm reports the error
+ * CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (2 GPUs of one process: peer access over
+ * NVLink); exits 77 (SKIP) when fewer than G GPUs are present.
  * Exits 77 (SKIP) without a CUDA device. Every wait has a deadline: a hang fails with the case named.
  */
 #include <cuda_runtime_api.h>
@@ -69,8 +71,12 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int nGpus = 1; /* CHORUS_TEST_GPUS */
+
+static int gpuOf(int rank) { return rank % nGpus; }
+
 struct rankCtx {
-  int rank, n;
+  int rank, n, dev;
   ncclComm_t comm;
   cudaStream_t s[2];
   char* send;             /* device arenas */
@@ -107,6 +113,8 @@ static void setupRank(struct rankCtx* R, int rank, int n) {
   memset(R, 0, sizeof(*R));
   R->rank = rank;
   R->n = n;
+  R->dev = gpuOf(rank);
+  CUDA_OK(cudaSetDevice(R->dev));
   for (int i = 0; i < 2; i++) CUDA_OK(cudaStreamCreateWithFlags(&R->s[i], cudaStreamNonBlocking));
   CUDA_OK(cudaMalloc((void**)&R->send, NC_ARENA));
   CUDA_OK(cudaMalloc((void**)&R->recv, NC_ARENA));
@@ -117,6 +125,7 @@ static void setupRank(struct rankCtx* R, int rank, int n) {
 }
 
 static void freeRank(struct rankCtx* R) {
+  CUDA_OK(cudaSetDevice(R->dev));
   for (int i = 0; i < 2; i++) CUDA_OK(cudaStreamDestroy(R->s[i]));
   CUDA_OK(cudaFree(R->send));
   CUDA_OK(cudaFree(R->recv));
@@ -127,6 +136,7 @@ static void freeRank(struct rankCtx* R) {
 
 /* Before the group: poison outputs, upload inputs and scalars, make the PreMulSum ops. */
 static void prepare(struct rankCtx* R, const struct ncCase* c, ncclRedOp_t* redops) {
+  CUDA_OK(cudaSetDevice(R->dev)); /* one thread may drive ranks on several GPUs */
   for (int k = 0; k < c->nOps; k++) {
     const struct ncOp* o = &c->ops[k];
     struct ncLayout l;
@@ -158,6 +168,7 @@ static void prepare(struct rankCtx* R, const struct ncCase* c, ncclRedOp_t* redo
 }
 
 static void issue(struct rankCtx* R, const struct ncOp* o, ncclRedOp_t redop, const char* name) {
+  CUDA_OK(cudaSetDevice(R->dev));
   struct ncLayout l;
   ncLayoutOf(o, R->n, R->rank, &l);
   const int n = R->n, r = R->rank;
@@ -199,6 +210,7 @@ static void issue(struct rankCtx* R, const struct ncOp* o, ncclRedOp_t redop, co
 
 /* After the group: wait, download, check, free the PreMulSum ops. Returns failures. */
 static int finish(struct rankCtx* R, const struct ncCase* c, ncclRedOp_t* redops) {
+  CUDA_OK(cudaSetDevice(R->dev));
   waitRank(R, c->name);
   for (int k = 0; k < c->nOps; k++) {
     struct ncLayout l;
@@ -232,6 +244,16 @@ static void requireGpu(const char* prog) {
     printf("%s: SKIP: no CUDA device (%s)\n", prog, e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     exit(77);
   }
+  const char* g = getenv("CHORUS_TEST_GPUS");
+  nGpus = g && *g ? atoi(g) : 1;
+  if (nGpus < 1 || nGpus > MAX_RANKS) {
+    fprintf(stderr, "%s: CHORUS_TEST_GPUS=%s (1..%d)\n", prog, g, MAX_RANKS);
+    exit(2);
+  }
+  if (nGpus > n) {
+    printf("%s: SKIP: CHORUS_TEST_GPUS=%d but %d CUDA device(s)\n", prog, nGpus, n);
+    exit(77);
+  }
   CUDA_OK(cudaSetDevice(0));
 }
 
@@ -254,7 +276,7 @@ static void refusals(struct rankCtx* R, int n) {
   EXPECT(ncclCommGetAsyncError(*comm, &async) == ncclSuccess && async == ncclSuccess);
   for (int r = 0; r < n; r++) {
     int dev = -1;
-    EXPECT(ncclCommCuDevice(R[r].comm, &dev) == ncclSuccess && dev == 0);
+    EXPECT(ncclCommCuDevice(R[r].comm, &dev) == ncclSuccess && dev == R[r].dev);
   }
   free(host);
 }
@@ -263,6 +285,7 @@ static int runInitAll(int n) {
   static struct rankCtx R[MAX_RANKS];
   ncclComm_t comms[MAX_RANKS];
   int devs[MAX_RANKS] = {0};
+  for (int r = 0; r < n && r < MAX_RANKS; r++) devs[r] = gpuOf(r);
   NCCL_OK(ncclCommInitAll(comms, n, devs));
   for (int r = 0; r < n; r++) {
     setupRank(&R[r], r, n);
@@ -305,11 +328,10 @@ struct threadArg {
 static void* rankThread(void* p) {
   struct threadArg* a = p;
   struct rankCtx R;
-  CUDA_OK(cudaSetDevice(0));
-  setupRank(&R, a->rank, a->n);
+  setupRank(&R, a->rank, a->n); /* sets the rank's GPU for this thread */
   NCCL_OK(ncclCommInitRank(&R.comm, a->n, a->id, a->rank));
   int dev = -1;
-  EXPECT(ncclCommCuDevice(R.comm, &dev) == ncclSuccess && dev == 0);
+  EXPECT(ncclCommCuDevice(R.comm, &dev) == ncclSuccess && dev == R.dev);
   /* Every allocation is made: from here no thread calls anything that waits for the whole device
    * (cudaMalloc, cudaFree), which would wait for kernels that wait for this thread. */
   pthread_barrier_wait(a->barrier);
@@ -360,6 +382,7 @@ static int runGraph(int n, size_t a2aCount) {
   static struct rankCtx R[MAX_RANKS];
   ncclComm_t comms[MAX_RANKS];
   int devs[MAX_RANKS] = {0};
+  for (int r = 0; r < n && r < MAX_RANKS; r++) devs[r] = gpuOf(r);
   NCCL_OK(ncclCommInitAll(comms, n, devs));
   struct ncCase c;
   struct ncOp o[2];
@@ -396,6 +419,7 @@ static int runGraph(int n, size_t a2aCount) {
   cudaGraphExec_t exec[MAX_RANKS];
   for (int r = 0; r < n; r++) {
     cudaGraph_t graph;
+    CUDA_OK(cudaSetDevice(R[r].dev));
     CUDA_OK(cudaStreamBeginCapture(R[r].s[0], cudaStreamCaptureModeGlobal));
     NCCL_OK(ncclGroupStart());
     for (int k = 0; k < 2; k++) issue(&R[r], &c.ops[k], redops[r][k], "graph capture"); /* exits on failure */
@@ -415,7 +439,10 @@ static int runGraph(int n, size_t a2aCount) {
     ncMakeCase(&c, o, 2, n);
     snprintf(c.name, sizeof(c.name), "graph replay %d", rep);
     for (int r = 0; r < n; r++) prepare(&R[r], &c, redops[r]);
-    for (int r = 0; r < n; r++) CUDA_OK(cudaGraphLaunch(exec[r], R[r].s[0]));
+    for (int r = 0; r < n; r++) {
+      CUDA_OK(cudaSetDevice(R[r].dev));
+      CUDA_OK(cudaGraphLaunch(exec[r], R[r].s[0]));
+    }
     for (int r = 0; r < n; r++) failures += finish(&R[r], &c, redops[r]);
     fprintf(stderr, "graph n=%d: replay %d done (%d failures)\n", n, rep, failures);
   }
@@ -432,7 +459,7 @@ static int abortCase(int warmFirst) {
   const int n = 2;
   static struct rankCtx R[2];
   ncclComm_t comms[2];
-  int devs[2] = {0, 0};
+  int devs[2] = {gpuOf(0), gpuOf(1)};
   NCCL_OK(ncclCommInitAll(comms, n, devs));
   for (int r = 0; r < n; r++) {
     setupRank(&R[r], r, n);
@@ -445,6 +472,7 @@ static int abortCase(int warmFirst) {
     NCCL_OK(ncclGroupEnd());
     for (int r = 0; r < n; r++) waitRank(&R[r], "abort warm-up");
   }
+  CUDA_OK(cudaSetDevice(R[0].dev));
   NCCL_OK(ncclAllReduce(R[0].send, R[0].recv, count, ncclFloat32, ncclSum, comms[0], R[0].s[0]));
   usleep(200 * 1000);
   int waiting = cudaStreamQuery(R[0].s[0]) == cudaErrorNotReady;

@@ -12,7 +12,8 @@
  *                            an error (ncclCommGetAsyncError) within a deadline, its stream must drain,
  *                            its next call must fail, and ncclCommAbort must return promptly
  * Processes on one GPU are time-sliced by the driver (milliseconds per flag round trip), so the case
- * list is short. Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
+ * list is short. CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (exits 77 when fewer are
+ * present). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
  * initialises CUDA before forking). Every wait has a deadline: a hang fails, naming the case.
  */
 #include <cuda_runtime_api.h>
@@ -28,6 +29,13 @@
 
 #define MAX_RANKS 8
 #define WAIT_S 60.0
+
+/* CHORUS_TEST_GPUS (checked in main): the GPUs the ranks spread over. */
+static int gpuOf(int rank) {
+  const char* g = getenv("CHORUS_TEST_GPUS");
+  int n = g && *g ? atoi(g) : 1;
+  return rank % (n < 1 ? 1 : n);
+}
 #define SKIP 77
 
 #define CUDA_OK(call)                                                                                 \
@@ -79,7 +87,7 @@ static int waitStream(cudaStream_t s, double seconds) {
 static int setup(struct rankBufs* B, int rank, int n, const ncclUniqueId* id) {
   myRank = rank;
   memset(B, 0, sizeof(*B));
-  CUDA_OK(cudaSetDevice(0));
+  CUDA_OK(cudaSetDevice(gpuOf(rank)));
   CUDA_OK(cudaStreamCreateWithFlags(&B->s, cudaStreamNonBlocking));
   CUDA_OK(cudaMalloc((void**)&B->send, NC_ARENA));
   CUDA_OK(cudaMalloc((void**)&B->recv, NC_ARENA));
@@ -89,8 +97,8 @@ static int setup(struct rankBufs* B, int rank, int n, const ncclUniqueId* id) {
   NCCL_OK(ncclCommInitRank(&B->comm, n, *id, rank));
   int dev = -1;
   NCCL_OK(ncclCommCuDevice(B->comm, &dev));
-  if (dev != 0) {
-    fprintf(stderr, "FAIL rank %d: comm on device %d, expected 0\n", rank, dev);
+  if (dev != gpuOf(rank)) {
+    fprintf(stderr, "FAIL rank %d: comm on device %d, expected %d\n", rank, dev, gpuOf(rank));
     return 1;
   }
   return 0;
@@ -347,14 +355,15 @@ static int runKill(int n) {
   return bad;
 }
 
-/* Is there a GPU? Asked in a child: this process must not initialise CUDA before it forks the ranks. */
-static int haveGpu(void) {
+/* Are there the GPUs CHORUS_TEST_GPUS asks for (default 1)? Asked in a child: this process must not
+ * initialise CUDA before it forks the ranks. */
+static int haveGpus(int want) {
   pid_t pid = fork();
   if (pid < 0) return 0;
   if (pid == 0) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    _exit(e == cudaSuccess && n > 0 ? 0 : SKIP);
+    _exit(e == cudaSuccess && n >= want ? 0 : SKIP);
   }
   int st = 0;
   if (waitpid(pid, &st, 0) != pid) return 0;
@@ -368,8 +377,14 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s colls|kill N (2..%d)\n", argv[0], MAX_RANKS);
     return 2;
   }
-  if (!haveGpu()) {
-    printf("%s: SKIP: no CUDA device\n", argv[0]);
+  const char* g = getenv("CHORUS_TEST_GPUS");
+  const int want = g && *g ? atoi(g) : 1;
+  if (want < 1 || want > MAX_RANKS) {
+    fprintf(stderr, "%s: CHORUS_TEST_GPUS=%s (1..%d)\n", argv[0], g, MAX_RANKS);
+    return 2;
+  }
+  if (!haveGpus(want)) {
+    printf("%s: SKIP: fewer than %d CUDA device(s)\n", argv[0], want);
     return SKIP;
   }
   if (!strcmp(mode, "kill")) return runKill(n);

@@ -4,7 +4,13 @@
 than float rounding.
 
   LD_PRELOAD=<build>/lib/libchorus.so python3 tests/gpu/torch_ddp.py
+
+CHORUS_TEST_GPUS=2: rank r on GPU r % 2 (the 2-GPU machine). CHORUS_TORCH_LABEL names the "nccl"
+library in the table (default "chorus"; "nvidia" when run without the preload), and
+CHORUS_TORCH_JSON=<file> also writes the trajectories as JSON, so runs on Chorus and on NVIDIA's
+library can be put side by side.
 """
+import json
 import os
 import sys
 
@@ -20,15 +26,16 @@ def train(rank, world, backend, nonblocking, port, out):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     os.environ["TORCH_NCCL_USE_COMM_NONBLOCKING"] = "1" if nonblocking else "0"
-    torch.cuda.set_device(0)
-    dev = torch.device("cuda", 0)
+    gpu = rank % int(os.environ.get("CHORUS_TEST_GPUS", "1"))
+    torch.cuda.set_device(gpu)
+    dev = torch.device("cuda", gpu)
     if backend == "nccl":
         dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
     else:
         dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(1234)
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)).to(dev)
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[0])
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[gpu])
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     g = torch.Generator().manual_seed(100 + rank)  # each rank its own data, as DDP is used
     losses = []
@@ -60,7 +67,8 @@ if __name__ == "__main__":
     configs = [("gloo", False), ("nccl", False), ("nccl", True)]
     for i, (backend, nb) in enumerate(configs):
         run(backend, nb, 29600 + i, out)
-    names = ["gloo", "chorus blocking", "chorus non-blocking"]
+    label = os.environ.get("CHORUS_TORCH_LABEL", "chorus")
+    names = ["gloo", f"{label} blocking", f"{label} non-blocking"]
     series = [out.get((b, nb, 0)) for b, nb in configs]
     print("step " + " ".join(f"{n:>22}" for n in names))
     for s in range(STEPS):
@@ -71,5 +79,8 @@ if __name__ == "__main__":
         worst = max(abs(a - b) for v in series[1:] for a, b in zip(ref, v))
         ok = worst < 1e-4
         print(f"largest difference from gloo: {worst:.2e}")
+    if os.environ.get("CHORUS_TORCH_JSON"):
+        with open(os.environ["CHORUS_TORCH_JSON"], "w") as f:
+            json.dump({n: v for n, v in zip(names, series)}, f, indent=1)
     print("torch_ddp:", "PASS" if ok else "FAIL")
     sys.exit(0 if ok else 1)

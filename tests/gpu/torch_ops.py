@@ -135,8 +135,9 @@ def run(rank, world, port, nonblocking, results):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     os.environ["TORCH_NCCL_USE_COMM_NONBLOCKING"] = "1" if nonblocking else "0"
-    torch.cuda.set_device(0)
-    dev = torch.device("cuda", 0)
+    gpu = rank % int(os.environ.get("CHORUS_TEST_GPUS", "1"))  # 2 on the 2-GPU machine
+    torch.cuda.set_device(gpu)
+    dev = torch.device("cuda", gpu)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
     ok = []
     try:

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# run_x2.sh: the runs that need two GPUs of one host (the nvidia-h200-x2 machine), in as few device
+# calls as will do. Build as run_on_device.sh does (device_build.sh), then the steps STEPS names
+# (default all four; each has its own time limit, and a call's 10 minutes hold about two of them):
+#
+#   tests    ctest -R '^gpu\.': the one-GPU tests on GPU 0, and gpu.x2.*: the public-API cases with
+#            ranks alternating between the two GPUs, in one process (peer access) and one process
+#            per rank (CUDA IPC), graph capture, abort, a killed peer; then test_gpu_nccl_nvabi
+#            (compiled against NVIDIA's nccl.h) run on NVIDIA's own library on the two GPUs, which
+#            shows the cases are NCCL's semantics and not Chorus's
+#   torch    tests/gpu/torch_ops.py and torch_ddp.py, 2 ranks on 2 GPUs, both communicator modes,
+#            once on Chorus (preloaded) and once on the image's NVIDIA NCCL; ddp-*.json hold the
+#            loss trajectories, ddp-side.md puts them side by side
+#   side     chorus-perf built once, run on Chorus and on NVIDIA's libnccl.so.2 (LD_LIBRARY_PATH)
+#            in the same command: PERF_COLLS (default all seven), float, 8 B .. PERF_MAX (8G),
+#            one process with 2 GPUs (-t 2) and 2 processes (-np 2); side.md via
+#            tools/bench/gpu_side.py. Checked up to 64 MB; larger sizes are timed only
+#   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
+#            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
+#            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (when built); then our tuner
+#            forcing NCCL's algorithm and our profiler recording its collectives (plugins.txt)
+#
+#   STEPS="tests torch" OUT=$OUT/a tests/gpu/run_x2.sh     (from anywhere)
+# NCCL_NVLS_ENABLE=0 everywhere (NVLink multicast can take the shared host's GPUs out of service).
+set -uo pipefail
+source "$(dirname "$0")/device_build.sh"
+export NCCL_NVLS_ENABLE=0
+
+STEPS=${STEPS:-tests torch side plugins}
+want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
+note "GPUs: $NGPU"
+[ "$NGPU" -ge 2 ] || note "WARNING: fewer than 2 GPUs; the gpu.x2.* tests will skip and the rest run on one"
+nvidia-smi topo -m >"$OUT/topo.txt" 2>&1 || true
+
+# NVIDIA's library: the Python wheel's folder (the system folder holds the same version).
+NVDIR=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
+[ -n "$NVDIR" ] && [ -e "$NVDIR/libnccl.so.2" ] || NVDIR=$(dirname "$(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}')")
+note "NVIDIA NCCL: $NVDIR/libnccl.so.2"
+PERF=$BUILD/bin/chorus-perf
+# Which libnccl.so.2 a program binds, with the environment it will run with.
+bound() { env "$@" ldd "$PERF" | awk '/libnccl.so.2/{print $3}'; }
+CH_LIB=$(bound)
+NV_LIB=$(bound LD_LIBRARY_PATH="$NVDIR")
+note "chorus-perf binds $CH_LIB (Chorus) and, with LD_LIBRARY_PATH=$NVDIR, $NV_LIB (NVIDIA)"
+case "$CH_LIB" in "$BUILD"/*) ;; *) note "ERROR: chorus-perf does not bind Chorus's library"; exit 1 ;; esac
+case "$NV_LIB" in "$NVDIR"/*) ;; *) note "ERROR: LD_LIBRARY_PATH does not make chorus-perf bind NVIDIA's library"; exit 1 ;; esac
+RC=0
+
+section "tests (2 GPUs)"
+if want tests; then
+  (cd "$BUILD" && timeout 420 ctest -R '^gpu\.' -V --timeout 150) >"$OUT/ctest.log" 2>&1
+  rc=$?
+  grep -E "tests passed|tests failed|\*\*\*Skipped|\*\*\*Failed|\*\*\*Timeout|gpu.colls n=|gpu.nccl |gpu.procs |after the abort" \
+    "$OUT/ctest.log" | head -60 | tee -a "$SUMMARY"
+  note "gpu tests: exit $rc"
+  [ $rc = 0 ] || RC=1
+  NVABI=$BUILD/bin/test_gpu_nccl_nvabi
+  if [ -x "$NVABI" ]; then
+    for mode in initall threads; do
+      LD_LIBRARY_PATH=$NVDIR CHORUS_TEST_GPUS=2 NCCL_DEBUG=VERSION timeout 150 "$NVABI" $mode 2 >"$OUT/nvabi-nvidia-$mode.txt" 2>&1
+      note "cases on NVIDIA's NCCL, $mode, 2 GPUs: exit $? ($(grep -E "NCCL version|gpu.nccl" "$OUT/nvabi-nvidia-$mode.txt" | tr '\n' ' '))"
+    done
+  fi
+fi
+
+section "PyTorch: Chorus and NVIDIA's NCCL, 2 GPUs"
+if want torch && python3 -c "import torch" 2>/dev/null; then
+  for lib in chorus nvidia; do
+    pre=()
+    [ $lib = chorus ] && pre=(LD_PRELOAD="$BUILD/lib/libchorus.so")
+    for script in torch_ops torch_ddp; do
+      env "${pre[@]}" CHORUS_TEST_GPUS=2 CHORUS_TORCH_LABEL=$lib CHORUS_TORCH_JSON="$OUT/ddp-$lib.json" \
+        NCCL_DEBUG=VERSION timeout 280 python3 "$ROOT/tests/gpu/$script.py" >"$OUT/$script-$lib.txt" 2>&1
+      rc=$?
+      note "$script on $lib: exit $rc ($(tail -1 "$OUT/$script-$lib.txt")); library: $(grep -m1 -iE "chorus|NCCL version" "$OUT/$script-$lib.txt" | cut -c1-120)"
+      [ $rc = 0 ] || RC=1
+    done
+  done
+  python3 - "$OUT" >"$OUT/ddp-side.md" <<'EOF'
+import json, sys, os
+out = sys.argv[1]
+cols = {}
+for lib in ("chorus", "nvidia"):
+    try:
+        cols.update(json.load(open(os.path.join(out, f"ddp-{lib}.json"))))
+    except (OSError, ValueError):
+        pass
+names = ["gloo"] + [n for n in cols if n != "gloo"]
+print("| step | " + " | ".join(names) + " |")
+print("|---:|" + "---:|" * len(names))
+steps = max((len(v) for v in cols.values() if v), default=0)
+for s in range(steps):
+    print(f"| {s} | " + " | ".join(f"{cols[n][s]:.6f}" if cols.get(n) else "-" for n in names) + " |")
+EOF
+  note "DDP trajectories side by side: $OUT/ddp-side.md"
+elif want torch; then
+  note "torch: python3 cannot import torch here"
+fi
+
+section "side by side: chorus-perf on Chorus and on NVIDIA's NCCL"
+if want side; then
+  PERF_MAX=${PERF_MAX:-8G}
+  for coll in ${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}; do
+    for mode in thr proc; do
+      ranks=(-t 2)
+      [ $mode = proc ] && ranks=(-np 2 -T 240)
+      for lib in chorus nvidia; do
+        libenv=()
+        [ $lib = nvidia ] && libenv=(LD_LIBRARY_PATH="$NVDIR")
+        for sweep in "small 8 64M 20 3 1" "mid 128M 1G 5 1 0" "big 2G $PERF_MAX 3 1 0"; do
+          set -- $sweep
+          f=$OUT/side-$lib-$mode-$coll-$1
+          env "${libenv[@]}" timeout 250 "$PERF" "${ranks[@]}" -M cuda "$coll" -b "$2" -e "$3" -f 2 -n "$4" -w "$5" \
+            -c "$6" -q -J "$f.json" >"$f.txt" 2>&1 || note "side $lib $mode $coll $1: FAILED ($(tail -1 "$f.txt"))"
+          grep -h "Out of bounds" "$f.txt" | sed "s/^/$lib $mode $coll $1: /" >>"$SUMMARY"
+        done
+      done
+    done
+  done
+  python3 "$ROOT/tools/bench/gpu_side.py" "$OUT" >"$OUT/side.md" 2>&1
+  note "side-by-side tables: $OUT/side.md"
+fi
+
+section "our plugins inside NVIDIA's NCCL"
+if want plugins; then
+  P=$OUT/plugins.txt
+  : >"$P"
+  nv() { # label, then the environment; all-reduce 1 MB .. 256 MB over the net, checked
+    local label=$1
+    shift
+    echo "== $label" >>"$P"
+    env LD_LIBRARY_PATH="$NVDIR" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING \
+      "$@" timeout 120 "$PERF" -np 2 -T 110 -M cuda allreduce -b 1M -e 256M -f 4 -n 10 -w 2 -c 1 >"$OUT/pl.tmp" 2>&1
+    echo "exit $?" >>"$P"
+    grep -E "NET/|Using network|net plugin|Tuner|TUNER|tuner|Profiler|PROFILER|Out of bounds|^ +[0-9]+ " "$OUT/pl.tmp" |
+      grep -vE "NCCL INFO (cudaDriverVersion|Bootstrap)" | head -40 >>"$P"
+  }
+  for nt in "1 1" "2 2" "4 4" "8 2"; do
+    set -- $nt
+    nv "NCCL built-in socket, NTHREADS=$1 NSOCKS_PERTHREAD=$2" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=$1 NCCL_NSOCKS_PERTHREAD=$2
+    nv "Chorus socket plugin, NTHREADS=$1 NSOCKS_PERTHREAD=$2" NCCL_NET_PLUGIN="$BUILD/lib/libnccl-net-socket.so" \
+      NCCL_SOCKET_NTHREADS=$1 NCCL_NSOCKS_PERTHREAD=$2
+  done
+  if [ -e "$BUILD/lib/libnccl-net-ofi.so" ]; then
+    nv "Chorus ofi plugin, tcp;ofi_rxm" NCCL_NET_PLUGIN="$BUILD/lib/libnccl-net-ofi.so" FI_PROVIDER="tcp;ofi_rxm"
+  else
+    echo "== Chorus ofi plugin: not built here (no libfabric headers at configure time)" >>"$P"
+  fi
+  nv "Chorus tuner: all-reduce forced to TREE" NCCL_TUNER_PLUGIN="$BUILD/lib/libnccl-tuner-chorus.so" \
+    TUNER_RULE_1="allreduce * -> tree simple"
+  nv "Chorus tuner: all-reduce forced to RING" NCCL_TUNER_PLUGIN="$BUILD/lib/libnccl-tuner-chorus.so" \
+    TUNER_RULE_1="allreduce * -> ring simple"
+  mkdir -p "$OUT/profiler"
+  nv "Chorus profiler" NCCL_PROFILER_PLUGIN="$BUILD/lib/libnccl-profiler-chorus.so" CHORUS_PROFILER_DIR="$OUT/profiler"
+  ls -la "$OUT/profiler" >>"$P" 2>&1
+  rm -f "$OUT/pl.tmp"
+  note "plugins: $P ($(grep -c "^exit 0" "$P") of $(grep -c "^exit" "$P") runs exit 0)"
+fi
+
+section "summary"
+cat "$SUMMARY"
+echo "logs: $OUT"
+exit $RC
