@@ -6,28 +6,8 @@
  * own current device per thread.
  */
 #include "device/dev_error.h"
+#include "device/dev_scope.h"
 #include "device/launch.h"
-
-namespace {
-/* Makes cudaDev current for the scope; restores the previous device. */
-struct DeviceScope {
-  int prev = -1;
-  cudaError_t err = cudaSuccess;
-  explicit DeviceScope(int dev) {
-    err = cudaGetDevice(&prev);
-    if (err == cudaSuccess && prev != dev) err = cudaSetDevice(dev);
-  }
-  ~DeviceScope() {
-    int now = -1;
-    if (prev >= 0 && cudaGetDevice(&now) == cudaSuccess && now != prev) cudaSetDevice(prev);
-  }
-};
-}  // namespace
-
-#define CHR_DEV_SCOPE(dev)                                                                                        \
-  DeviceScope scope_(dev);                                                                                        \
-  if (scope_.err != cudaSuccess)                                                                                  \
-    return chrDevFail(ncclUnhandledCudaError, "cannot make device %d current: %s", (dev), cudaGetErrorString(scope_.err))
 
 extern "C" ncclResult_t chrDevEventCreate(int cudaDev, void** event) {
   if (event == NULL) return chrDevFail(ncclInvalidArgument, "chrDevEventCreate: NULL event");

@@ -45,8 +45,9 @@
 extern "C" {
 #endif
 
-/* 3: per-rank states (chrDevRank*) with CUDA IPC, for ranks in several processes. */
-#define CHR_DEV_API_VERSION 3
+/* 3: per-rank states (chrDevRank*) with CUDA IPC, for ranks in several processes. 4: point-to-point
+ * lanes (p2pStepBytes in the configurations), chrDevMemAlloc / chrDevMemFree. */
+#define CHR_DEV_API_VERSION 4
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -152,8 +153,9 @@ CHR_DEV_API uint32_t chrDevKernelError(struct chrDevGroup* group, int rank);
 
 /* Most works one launch can take (kernel arguments or the host-mapped area). While the stream is
  * being captured into a CUDA graph, a launch's works must fit in the kernel arguments (the
- * host-mapped slots are reused, so a graph replayed later would read other works): larger plans are
- * refused with ncclInvalidUsage. */
+ * host-mapped slots are reused, so a graph replayed later would read other works): the last launch
+ * of a plan is then cut into several by point-to-point lanes (launch.cu), and a plan whose
+ * collectives, or one lane's sends and receives, do not fit is refused with ncclInvalidUsage. */
 CHR_DEV_API int chrDevMaxWorks(void);
 
 /* The calling thread's last error message ("" when none). */
@@ -170,6 +172,11 @@ CHR_DEV_API ncclResult_t chrDevEventRecord(int cudaDev, void* event, cudaStream_
 CHR_DEV_API ncclResult_t chrDevStreamWaitEvent(int cudaDev, cudaStream_t stream, void* event);
 CHR_DEV_API ncclResult_t chrDevEventQuery(int cudaDev, void* event);
 CHR_DEV_API ncclResult_t chrDevStreamCapturing(int cudaDev, cudaStream_t stream, int* capturing);
+
+/* GPU memory for ncclMemAlloc / ncclMemFree: `size` bytes on device `cudaDev` (cudaMalloc), and
+ * its release (the pointer's own device is made current for the call). */
+CHR_DEV_API ncclResult_t chrDevMemAlloc(int cudaDev, void** ptr, size_t size);
+CHR_DEV_API ncclResult_t chrDevMemFree(void* ptr);
 
 #ifdef __cplusplus
 }

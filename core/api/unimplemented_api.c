@@ -8,8 +8,6 @@
 
 #define NOT_YET(name) chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (see README: not yet implemented)", name)
 
-NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) { return NOT_YET("ncclMemAlloc"); }
-NCCL_API(ncclResult_t, ncclMemFree, void* ptr) { return NOT_YET("ncclMemFree"); }
 NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   return NOT_YET("ncclCommShrink");

@@ -82,7 +82,8 @@ static void loadDevLib(void) {
       !BIND(maxWorks, "chrDevMaxWorks") || !BIND(lastError, "chrDevLastError") ||
       !BIND(eventCreate, "chrDevEventCreate") || !BIND(eventDestroy, "chrDevEventDestroy") ||
       !BIND(eventRecord, "chrDevEventRecord") || !BIND(streamWaitEvent, "chrDevStreamWaitEvent") ||
-      !BIND(eventQuery, "chrDevEventQuery") || !BIND(streamCapturing, "chrDevStreamCapturing"))
+      !BIND(eventQuery, "chrDevEventQuery") || !BIND(streamCapturing, "chrDevStreamCapturing") ||
+      !BIND(memAlloc, "chrDevMemAlloc") || !BIND(memFree, "chrDevMemFree"))
     goto fail_close;
   /* Stays loaded for the process: its CUDA runtime may hold threads and exit handlers. */
   INFO(NCCL_INIT, "device library %s loaded (API version %d)", devLib.path, version);

@@ -38,6 +38,8 @@ struct chrDevLib {
   ncclResult_t (*streamWaitEvent)(int cudaDev, cudaStream_t stream, void* event);
   ncclResult_t (*eventQuery)(int cudaDev, void* event);
   ncclResult_t (*streamCapturing)(int cudaDev, cudaStream_t stream, int* capturing);
+  ncclResult_t (*memAlloc)(int cudaDev, void** ptr, size_t size);
+  ncclResult_t (*memFree)(void* ptr);
 };
 
 /* The loaded library, or NULL when there is no GPU path (loaded once per process, thread-safe; the

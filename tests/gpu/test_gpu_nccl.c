@@ -257,6 +257,34 @@ static void requireGpu(const char* prog) {
   CUDA_OK(cudaSetDevice(0));
 }
 
+/* ncclMemAlloc buffers as the operands of an all-reduce, then ncclMemFree (a second time: refused). */
+static void memAllocCase(struct rankCtx* R, int n) {
+  enum { COUNT = 1 << 18 };
+  float* send[MAX_RANKS];
+  float* recv[MAX_RANKS];
+  float* host = malloc(COUNT * sizeof(float));
+  EXPECT(host != NULL);
+  for (int r = 0; r < n; r++) {
+    CUDA_OK(cudaSetDevice(R[r].dev));
+    NCCL_OK(ncclMemAlloc((void**)&send[r], COUNT * sizeof(float)));
+    NCCL_OK(ncclMemAlloc((void**)&recv[r], COUNT * sizeof(float)));
+    for (int i = 0; i < COUNT; i++) host[i] = (float)(r + 1) + (float)(i % 7);
+    CUDA_OK(cudaMemcpy(send[r], host, COUNT * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) NCCL_OK(ncclAllReduce(send[r], recv[r], COUNT, ncclFloat32, ncclSum, R[r].comm, R[r].s[0]));
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < n; r++) {
+    waitRank(&R[r], "ncclMemAlloc buffers");
+    CUDA_OK(cudaMemcpy(host, recv[r], COUNT * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < COUNT; i++) EXPECT(host[i] == (float)(n * (n + 1) / 2) + (float)(n * (i % 7)));
+    NCCL_OK(ncclMemFree(send[r]));
+    NCCL_OK(ncclMemFree(recv[r]));
+    EXPECT(ncclMemFree(recv[r]) != ncclSuccess); /* freed already (Chorus: ncclInvalidArgument) */
+  }
+  free(host);
+}
+
 /* ---- initall: one thread, every rank in each group ---- */
 
 static void refusals(struct rankCtx* R, int n) {
@@ -305,6 +333,7 @@ static int runInitAll(int n) {
     for (int r = 0; r < n; r++) failures += finish(&R[r], c, redops[r]);
   }
   refusals(R, n);
+  memAllocCase(R, n);
   for (int r = 0; r < n; r++) {
     ncclResult_t async = ncclInProgress;
     NCCL_OK(ncclCommGetAsyncError(comms[r], &async));
