@@ -130,7 +130,8 @@ if want plugins; then
     local label=$1
     shift
     echo "== $label" >>"$P"
-    env LD_LIBRARY_PATH="$NVDIR" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING \
+    env LD_LIBRARY_PATH="$NVDIR" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO \
+      NCCL_DEBUG_SUBSYS=INIT,NET,TUNING \
       "$@" timeout 120 "$PERF" -np 2 -T 110 -M cuda allreduce -b 1M -e 256M -f 4 -n 10 -w 2 -c 1 >"$OUT/pl.tmp" 2>&1
     echo "exit $?" >>"$P"
     grep -E "NET/|Using network|net plugin|Tuner|TUNER|tuner|Profiler|PROFILER|Out of bounds|^ +[0-9]+ " "$OUT/pl.tmp" |
