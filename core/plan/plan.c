@@ -22,7 +22,6 @@
 #include "plan/plan.h"
 #include "plugin/tuner.h"
 
-#define TREE_LANES 4 /* two trees, an up and a down lane each (plan/works.c) */
 
 static const char* funcName(ncclFunc_t f) {
   static const char* names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",
@@ -145,7 +144,7 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   t->proto = bestP;
   if (bestA == CHR_ALGO_TREE) {
     /* The double binary tree always has its four lanes (plan/works.c); a tuner's count does not apply. */
-    t->nChannels = TREE_LANES;
+    t->nChannels = CHR_TREE_LANES;
     if (nChannels > 0) TRACE(NCCL_TUNING, "tree: the tuner's %d channels do not apply (4 lanes)", nChannels);
   } else {
     /* Host buffers: one thread drives every channel, so more channels add connections, not

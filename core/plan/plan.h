@@ -10,6 +10,10 @@
 
 struct ncclComm;
 
+/* The double binary tree's works: two trees, an up and a down lane each (plan/works.c); tree t's
+ * links use point-to-point connection index t. */
+#define CHR_TREE_LANES 4
+
 /* Choose algorithm, protocol, channels and step size, then write the task's works (chrPlanWorks). */
 ncclResult_t chrPlanTask(struct chrCollTask* task);
 /* The same for a task on GPU buffers (plan/plan_dev.c): the device group's slots and channels. */

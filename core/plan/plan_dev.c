@@ -2,8 +2,10 @@
  * plan_dev.c: planning a task whose buffers are GPU memory (the device path, cuda/dev_state.h).
  *
  * The works are the host's (plan/works.c, the same step programs), with the device group's shape:
- * - ring algorithms only (the device group connects rings and the point-to-point lanes; the double
- *   binary tree would need p2p indices of its own, or its lanes would share p2p ends with send/recv);
+ * - the ring, or, for an all-reduce when NCCL_ALGO leaves out RING, the double binary tree: its
+ *   lanes use p2p connection indices 0 and 1 (the first two point-to-point lanes, so their slot
+ *   size; collectives and sends launch as separate kernels, and every rank uses a connection in the
+ *   same order, so the two kinds of use never interleave); four CTAs, for latency, not bandwidth;
  * - LL for small operations (up to DEV_LL_MAX_BYTES, when NCCL_PROTO allows it), SIMPLE otherwise,
  *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: NCCL_BUFFSIZE / 8);
  * - as many channels as the data fills, one per DEV_*_BYTES_PER_CHANNEL, up to the group's count;
@@ -72,9 +74,23 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
   }
   unsigned algos = 0;
   CHECK(chrAllowedAlgos(t->func, &algos));
-  if (!(algos & (1u << CHR_ALGO_RING)))
-    return chrFail(ncclInvalidUsage, "NCCL_ALGO=\"%s\" excludes RING, the one algorithm GPU buffers run on (%d ranks)",
-                   chrParamStr(CHR_P_ALGO), n);
+  const int tree = t->func == ncclFuncAllReduce && (algos & (1u << CHR_ALGO_TREE)) && shape.p2pLanes >= 2;
+  if (!(algos & (1u << CHR_ALGO_RING)) && !tree)
+    return chrFail(ncclInvalidUsage, "NCCL_ALGO=\"%s\" excludes RING, which GPU buffers run on (and TREE, for an "
+                   "all-reduce on at most 16 ranks) (%d ranks)", chrParamStr(CHR_P_ALGO), n);
+  if (!(algos & (1u << CHR_ALGO_RING))) {
+    t->algo = CHR_ALGO_TREE;
+    t->nChannels = CHR_TREE_LANES;
+    if (t->proto == CHR_PROTO_SIMPLE) t->chunkElems = shape.p2pStepBytes / t->typeSize;
+    int depth = 0;
+    while ((1 << depth) < n) depth++;
+    t->estimatedUs = devEstimateUs(2 * depth, bytes);
+    comm->lastAlgo = chrAlgoName(t->algo);
+    comm->lastProto = chrProtoName(t->proto);
+    TRACE(NCCL_COLL | NCCL_TUNING, "GPU all-reduce count %zu type %d -> TREE/%s, chunk %zu elems", t->count,
+          (int)t->type, chrProtoName(t->proto), t->chunkElems);
+    return chrPlanWorks(t);
+  }
   t->algo = CHR_ALGO_RING;
   size_t perChannel = t->proto == CHR_PROTO_LL ? DEV_LL_BYTES_PER_CHANNEL : DEV_SIMPLE_BYTES_PER_CHANNEL;
   size_t want = (bytes + perChannel - 1) / perChannel;

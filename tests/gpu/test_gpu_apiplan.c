@@ -24,6 +24,7 @@
 
 static struct chrCollTask tasks[MAX_RANKS][MAX_TASKS];
 static int nTasks[MAX_RANKS];
+static long treeWorks, lanedWorks; /* works of the double binary tree; of sends/receives past lane 0 */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -127,6 +128,8 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
       const struct chrCollTask* t = &tasks[r][i];
       for (int w = 0; t->count > 0 && w < t->nChannels; w++) {
         const struct chrWork* wk = &t->works[w];
+        treeWorks += wk->pattern == CHR_PAT_TREE_ROOT || wk->pattern == CHR_PAT_TREE_UP || wk->pattern == CHR_PAT_TREE_DOWN;
+        lanedWorks += (wk->pattern == CHR_PAT_P2P_SEND || wk->pattern == CHR_PAT_P2P_RECV) && wk->links[0].conn > 0;
         size_t cap = wk->proto == 0 ? 4096 * 8 : 512 * 1024;
         if (wk->len > 0 && wk->nLinks > 0 && (wk->chunkElems == 0 || wk->chunkElems * wk->typeSize > cap)) {
           fprintf(stderr, "FAIL %s: rank %d: steps of %llu elements do not fit the slot\n", c->name, r,
@@ -244,6 +247,19 @@ int main(int argc, char** argv) {
     free(sendA[r]);
     free(recvA[r]);
   }
-  if (failures == 0) printf("gpu.apiplan n=%d: %d cases planned, launched and simulated\n", n, count);
+  /* The paths this test is run for must have been taken: sends over several lanes (the cases hold
+   * sends of MBs), and the tree when NCCL_ALGO leaves the all-reduce only the tree. */
+  const char* algo = getenv("NCCL_ALGO");
+  if (lanedWorks == 0) {
+    fprintf(stderr, "FAIL: no send or receive was planned over more than one lane\n");
+    failures++;
+  }
+  if (algo && strstr(algo, "tree") && treeWorks == 0) {
+    fprintf(stderr, "FAIL: NCCL_ALGO=%s but no all-reduce was planned on the tree\n", algo);
+    failures++;
+  }
+  if (failures == 0)
+    printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, %ld works on p2p lanes > 0)\n", n,
+           count, treeWorks, lanedWorks);
   return failures ? 1 : 0;
 }
