@@ -1,4 +1,4 @@
-# device_build.sh: sourced by the GPU machine's scripts (run_on_device.sh: one GPU; run_x2.sh: two
+# device_build.sh: sourced by the GPU machine's scripts (run_on_device.sh: one GPU; run_gpus.sh: several
 # GPUs). Prints the environment, configures a fresh build directory ($BUILD, CUDA arch 90) and builds
 # it, timed; sets ROOT, OUT (default ./gpu-run-<date>), SUMMARY, BUILD, JOBS, MODE (full or
 # device-only) and the helpers note (a line to the summary) and section (a heading). Exits the

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """gpu_side.py: the side-by-side table of docs/perf/gpu.md from chorus-perf JSON files of the same
-runs on two libraries (Chorus and NVIDIA's NCCL, chorus-perf built once; tests/gpu/run_x2.sh).
+runs on two libraries (Chorus and NVIDIA's NCCL, chorus-perf built once; tests/gpu/run_gpus.sh).
 
-  gpu_side.py DIR          reads DIR/side-<lib>-<mode>-<coll>-<sweep>.json, lib "chorus" or "nvidia"
+  gpu_side.py DIR          reads DIR/side-<lib>-<mode>-<coll>-<sweep>.json, lib "chorus" or "nvidia",
+                           mode "thr" or "proc", with ".ring" / ".tree" when NCCL_ALGO was forced
 
 One table per (mode, collective): per size, each library's time (µs, out of place) and bus
 bandwidth, and the ratio Chorus / NVIDIA of bus bandwidth (> 1: Chorus faster). A size one library
@@ -42,7 +43,7 @@ def load(folder):
             continue
         cell = runs.setdefault((mode, coll), {}).setdefault(lib, {})
         for r in d.get("results", []):
-            cell[r["size"]] = r["out_of_place"]
+            cell[r["size"]] = dict(r["out_of_place"], nranks=d.get("nranks"))
     return runs
 
 
@@ -51,10 +52,12 @@ def main():
         print(__doc__)
         return 2
     runs = load(sys.argv[1])
-    names = {"thr": "one process, 2 GPUs (-t 2)", "proc": "2 processes, 1 GPU each (-np 2)"}
     for (mode, coll), libs in sorted(runs.items()):
         ours, theirs = libs.get("chorus", {}), libs.get("nvidia", {})
-        print(f"### {coll}, {names.get(mode, mode)}\n")
+        n = next(iter(ours.values() or theirs.values()), {}).get("nranks", "?")
+        base, _, algo = mode.partition(".")
+        where = f"one process, {n} GPUs (-t)" if base == "thr" else f"{n} processes, one GPU each (-np)"
+        print(f"### {coll}, {where}{', NCCL_ALGO=' + algo.upper() if algo else ''}\n")
         print("| size | Chorus µs | NCCL µs | Chorus busbw | NCCL busbw | Chorus / NCCL | wrong (C/N) |")
         print("|---:|---:|---:|---:|---:|---:|---:|")
         for size in sorted(set(ours) | set(theirs)):

@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
-# run_x2.sh: the runs that need two GPUs of one host (the nvidia-h200-x2 machine), in as few device
-# calls as will do. Build as run_on_device.sh does (device_build.sh), then the steps STEPS names
-# (default all four; each has its own time limit, and a call's 10 minutes hold about two of them):
+# run_gpus.sh: the runs that need several GPUs of one host (nvidia-h200-x2 for the 2-GPU issue,
+# -x4 / -x8 for the scaling run), in as few device calls as will do. Build as run_on_device.sh does
+# (device_build.sh), then the steps STEPS names (default all four; each has its own time limit, and
+# a call's 10 minutes hold about two of them). RANKS (default: the GPUs present, at least 2): one
+# rank per GPU. ALGOS (default "default"): also "RING" and "TREE", NCCL_ALGO forced on both
+# libraries in the side-by-side runs.
 #
 #   tests    ctest -R '^gpu\.': the one-GPU tests on GPU 0, and gpu.x2.*: the public-API cases with
-#            ranks alternating between the two GPUs, in one process (peer access) and one process
-#            per rank (CUDA IPC), graph capture, abort, a killed peer; then test_gpu_nccl_nvabi
-#            (compiled against NVIDIA's nccl.h) run on NVIDIA's own library on the two GPUs, which
-#            shows the cases are NCCL's semantics and not Chorus's
-#   torch    tests/gpu/torch_ops.py and torch_ddp.py, 2 ranks on 2 GPUs, both communicator modes,
+#            ranks alternating between two GPUs, in one process (peer access) and one process per
+#            rank (CUDA IPC), graph capture, abort, a killed peer; with RANKS > 2 the same programs
+#            on RANKS GPUs (one process, one thread per rank, one process per rank); then
+#            test_gpu_nccl_nvabi (compiled against NVIDIA's nccl.h) run on NVIDIA's own library
+#            on the GPUs, which shows the cases are NCCL's semantics and not Chorus's
+#   torch    tests/gpu/torch_ops.py and torch_ddp.py, 2 ranks on 2 GPUs (whatever RANKS), both communicator modes,
 #            once on Chorus (preloaded) and once on the image's NVIDIA NCCL; ddp-*.json hold the
 #            loss trajectories, ddp-side.md puts them side by side
 #   side     chorus-perf built once, run on Chorus and on NVIDIA's libnccl.so.2 (LD_LIBRARY_PATH)
 #            in the same command: PERF_COLLS (default all seven), float, 8 B .. PERF_MAX (8G),
-#            one process with 2 GPUs (-t 2) and 2 processes (-np 2); side.md via
-#            tools/bench/gpu_side.py. Checked up to 64 MB; larger sizes are timed only
+#            one process with RANKS GPUs (-t) and RANKS processes (-np), for each of ALGOS; side.md
+#            via tools/bench/gpu_side.py. Checked up to 64 MB; larger sizes are timed only
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (when built); then our tuner
 #            forcing NCCL's algorithm and our profiler recording its collectives (plugins.txt)
 #
-#   STEPS="tests torch" OUT=$OUT/a tests/gpu/run_x2.sh     (from anywhere)
+#   STEPS="tests torch" OUT=$OUT/a tests/gpu/run_gpus.sh     (from anywhere; tar $OUT afterwards:
+#   the device tool brings back few files)
+#   RANKS=8 ALGOS="default RING TREE" STEPS=side PERF_COLLS="allreduce alltoall" tests/gpu/run_gpus.sh
 # NCCL_NVLS_ENABLE=0 everywhere (NVLink multicast can take the shared host's GPUs out of service).
 set -uo pipefail
 source "$(dirname "$0")/device_build.sh"
@@ -29,7 +35,9 @@ export NCCL_NVLS_ENABLE=0
 STEPS=${STEPS:-tests torch side plugins}
 want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
-note "GPUs: $NGPU"
+RANKS=${RANKS:-$([ "$NGPU" -ge 2 ] && echo "$NGPU" || echo 2)}
+ALGOS=${ALGOS:-default}
+note "GPUs: $NGPU; ranks: $RANKS; algorithms: $ALGOS"
 [ "$NGPU" -ge 2 ] || note "WARNING: fewer than 2 GPUs; the gpu.x2.* tests will skip and the rest run on one"
 nvidia-smi topo -m >"$OUT/topo.txt" 2>&1 || true
 
@@ -55,11 +63,21 @@ if want tests; then
     "$OUT/ctest.log" | head -60 | tee -a "$SUMMARY"
   note "gpu tests: exit $rc"
   [ $rc = 0 ] || RC=1
+  if [ "$RANKS" -gt 2 ]; then # one rank per GPU on all of them
+    for t in "test_gpu_nccl initall" "test_gpu_nccl threads" "test_gpu_procs colls" "test_gpu_procs kill"; do
+      set -- $t
+      CHORUS_TEST_GPUS=$RANKS timeout 200 "$BUILD/bin/$1" "$2" "$RANKS" >"$OUT/$1-$2-$RANKS.txt" 2>&1
+      rc=$?
+      note "$1 $2 $RANKS on $RANKS GPUs: exit $rc ($(tail -1 "$OUT/$1-$2-$RANKS.txt" | cut -c1-150))"
+      [ $rc = 0 ] || RC=1
+    done
+  fi
   NVABI=$BUILD/bin/test_gpu_nccl_nvabi
   if [ -x "$NVABI" ]; then
     for mode in initall threads; do
-      LD_LIBRARY_PATH=$NVDIR CHORUS_TEST_GPUS=2 NCCL_DEBUG=VERSION timeout 150 "$NVABI" $mode 2 >"$OUT/nvabi-nvidia-$mode.txt" 2>&1
-      note "cases on NVIDIA's NCCL, $mode, 2 GPUs: exit $? ($(grep -E "NCCL version|gpu.nccl" "$OUT/nvabi-nvidia-$mode.txt" | tr '\n' ' '))"
+      LD_LIBRARY_PATH=$NVDIR CHORUS_TEST_GPUS=$RANKS NCCL_DEBUG=VERSION timeout 150 "$NVABI" $mode "$RANKS" \
+        >"$OUT/nvabi-nvidia-$mode.txt" 2>&1
+      note "cases on NVIDIA's NCCL, $mode, $RANKS GPUs: exit $? ($(grep -E "NCCL version|gpu.nccl" "$OUT/nvabi-nvidia-$mode.txt" | tr '\n' ' '))"
     done
   fi
 fi
@@ -101,19 +119,24 @@ fi
 section "side by side: chorus-perf on Chorus and on NVIDIA's NCCL"
 if want side; then
   PERF_MAX=${PERF_MAX:-8G}
-  for coll in ${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}; do
-    for mode in thr proc; do
-      ranks=(-t 2)
-      [ $mode = proc ] && ranks=(-np 2 -T 240)
-      for lib in chorus nvidia; do
-        libenv=()
-        [ $lib = nvidia ] && libenv=(LD_LIBRARY_PATH="$NVDIR")
-        for sweep in "small 8 64M 20 3 1" "mid 128M 1G 5 1 0" "big 2G $PERF_MAX 3 1 0"; do
-          set -- $sweep
-          f=$OUT/side-$lib-$mode-$coll-$1
-          env "${libenv[@]}" timeout 250 "$PERF" "${ranks[@]}" -M cuda "$coll" -b "$2" -e "$3" -f 2 -n "$4" -w "$5" \
-            -c "$6" -q -J "$f.json" >"$f.txt" 2>&1 || note "side $lib $mode $coll $1: FAILED ($(tail -1 "$f.txt"))"
-          grep -h "Out of bounds" "$f.txt" | sed "s/^/$lib $mode $coll $1: /" >>"$SUMMARY"
+  for algo in $ALGOS; do
+    algoenv=()
+    tag=
+    [ "$algo" = default ] || { algoenv=(NCCL_ALGO="$algo"); tag=.$(echo "$algo" | tr 'A-Z' 'a-z'); }
+    for coll in ${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}; do
+      for mode in thr proc; do
+        ranks=(-t "$RANKS")
+        [ $mode = proc ] && ranks=(-np "$RANKS" -T 240)
+        for lib in chorus nvidia; do
+          libenv=()
+          [ $lib = nvidia ] && libenv=(LD_LIBRARY_PATH="$NVDIR")
+          for sweep in "small 8 64M 20 3 1" "mid 128M 1G 5 1 0" "big 2G $PERF_MAX 3 1 0"; do
+            set -- $sweep
+            f=$OUT/side-$lib-$mode$tag-$coll-$1
+            env "${libenv[@]}" "${algoenv[@]}" timeout 250 "$PERF" "${ranks[@]}" -M cuda "$coll" -b "$2" -e "$3" -f 2 \
+              -n "$4" -w "$5" -c "$6" -q -J "$f.json" >"$f.txt" 2>&1 || note "side $lib $mode$tag $coll $1: FAILED ($(tail -1 "$f.txt"))"
+            grep -h "Out of bounds" "$f.txt" | sed "s/^/$lib $mode$tag $coll $1: /" >>"$SUMMARY"
+          done
         done
       done
     done
