@@ -13,17 +13,52 @@ static struct chrDevLib devLib;  /* filled once by loadDevLib */
 static int devLibUsable;         /* written once, before pthread_once returns */
 static pthread_once_t devLibOnce = PTHREAD_ONCE_INIT;
 
-static int bind(void* lib, const char* file, const char* name, void* fnPtr, size_t fnSize) {
+static int bind(void* lib, const char* name, void* fnPtr, size_t fnSize, char* why, size_t whyLen) {
   void* sym = dlsym(lib, name);
   if (sym == NULL) {
-    INFO(NCCL_INIT, "device library %s has no %s: no GPU path", file, name);
+    snprintf(why, whyLen, "it has no %s", name);
     return 0;
   }
   memcpy(fnPtr, &sym, fnSize);
   return 1;
 }
 
-#define BIND(field, name) bind(lib, devLib.path, name, &devLib.field, sizeof(devLib.field))
+#define BIND(field, name) bind(lib, name, &d->field, sizeof(d->field), why, whyLen)
+
+/* Checks the version of an opened library and fills every entry of d; 0 with the reason in why. */
+static int bindAll(void* lib, struct chrDevLib* d, char* why, size_t whyLen) {
+  if (!BIND(apiVersion, "chrDevApiVersion")) return 0;
+  int version = d->apiVersion();
+  if (version != CHR_DEV_API_VERSION) {
+    snprintf(why, whyLen, "it has API version %d, this libchorus needs %d", version, CHR_DEV_API_VERSION);
+    return 0;
+  }
+  return BIND(groupCreate, "chrDevGroupCreate") && BIND(groupDestroy, "chrDevGroupDestroy") &&
+         BIND(groupRank, "chrDevGroupRank") && BIND(setAbort, "chrDevSetAbort") &&
+         BIND(rankCreate, "chrDevRankCreate") && BIND(rankExport, "chrDevRankExport") &&
+         BIND(rankConnect, "chrDevRankConnect") && BIND(rankLaunch, "chrDevRankLaunch") &&
+         BIND(rankSetAbort, "chrDevRankSetAbort") && BIND(rankKernelError, "chrDevRankKernelError") &&
+         BIND(rankDestroy, "chrDevRankDestroy") && BIND(maxWorks, "chrDevMaxWorks") &&
+         BIND(lastError, "chrDevLastError") && BIND(eventCreate, "chrDevEventCreate") &&
+         BIND(eventDestroy, "chrDevEventDestroy") && BIND(eventRecord, "chrDevEventRecord") &&
+         BIND(streamWaitEvent, "chrDevStreamWaitEvent") && BIND(eventQuery, "chrDevEventQuery") &&
+         BIND(streamCapturing, "chrDevStreamCapturing") && BIND(memAlloc, "chrDevMemAlloc") &&
+         BIND(memFree, "chrDevMemFree");
+}
+
+int chrDevLibCheckFile(const char* path, char* why, size_t whyLen) {
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) {
+    const char* e = dlerror();
+    snprintf(why, whyLen, "dlopen: %s", e ? e : "unknown reason");
+    return 0;
+  }
+  struct chrDevLib d;
+  memset(&d, 0, sizeof(d));
+  int ok = bindAll(lib, &d, why, whyLen);
+  dlclose(lib);
+  return ok;
+}
 
 /* The folder of the library (or program) this code was linked into, with a trailing '/'; "" if unknown. */
 static void ownFolder(char* out, size_t cap) {
@@ -66,31 +101,15 @@ static void loadDevLib(void) {
   }
   void* lib = openLib();
   if (lib == NULL) return;
-  if (!BIND(apiVersion, "chrDevApiVersion")) goto fail_close;
-  int version = devLib.apiVersion();
-  if (version != CHR_DEV_API_VERSION) {
-    INFO(NCCL_INIT, "device library %s has API version %d, this libchorus needs %d: no GPU path", devLib.path, version,
-         CHR_DEV_API_VERSION);
-    goto fail_close;
+  char why[256];
+  if (!bindAll(lib, &devLib, why, sizeof(why))) {
+    INFO(NCCL_INIT, "device library %s: %s: no GPU path", devLib.path, why);
+    dlclose(lib);
+    return;
   }
-  if (!BIND(groupCreate, "chrDevGroupCreate") || !BIND(groupDestroy, "chrDevGroupDestroy") ||
-      !BIND(groupRank, "chrDevGroupRank") || !BIND(setAbort, "chrDevSetAbort") ||
-      !BIND(rankCreate, "chrDevRankCreate") || !BIND(rankExport, "chrDevRankExport") ||
-      !BIND(rankConnect, "chrDevRankConnect") || !BIND(rankLaunch, "chrDevRankLaunch") ||
-      !BIND(rankSetAbort, "chrDevRankSetAbort") || !BIND(rankKernelError, "chrDevRankKernelError") ||
-      !BIND(rankDestroy, "chrDevRankDestroy") ||
-      !BIND(maxWorks, "chrDevMaxWorks") || !BIND(lastError, "chrDevLastError") ||
-      !BIND(eventCreate, "chrDevEventCreate") || !BIND(eventDestroy, "chrDevEventDestroy") ||
-      !BIND(eventRecord, "chrDevEventRecord") || !BIND(streamWaitEvent, "chrDevStreamWaitEvent") ||
-      !BIND(eventQuery, "chrDevEventQuery") || !BIND(streamCapturing, "chrDevStreamCapturing") ||
-      !BIND(memAlloc, "chrDevMemAlloc") || !BIND(memFree, "chrDevMemFree"))
-    goto fail_close;
   /* Stays loaded for the process: its CUDA runtime may hold threads and exit handlers. */
-  INFO(NCCL_INIT, "device library %s loaded (API version %d)", devLib.path, version);
+  INFO(NCCL_INIT, "device library %s loaded (API version %d)", devLib.path, CHR_DEV_API_VERSION);
   devLibUsable = 1;
-  return;
-fail_close:
-  dlclose(lib);
 }
 
 const struct chrDevLib* chrDevLibGet(void) {

@@ -46,4 +46,9 @@ struct chrDevLib {
  * reason is logged once at INFO). Needs the CUDA driver too: without one, NULL without looking. */
 const struct chrDevLib* chrDevLibGet(void);
 
+/* Opens the file, checks its API version and that it has every function the core binds, and closes
+ * it; needs no GPU or driver (a CPU test checks the built library this way). 1, or 0 with the reason
+ * in why. */
+int chrDevLibCheckFile(const char* path, char* why, size_t whyLen);
+
 #endif /* CHORUS_CUDA_DEVICE_LIB_H_ */

@@ -14,6 +14,7 @@
  *                             receives overflow the kernel arguments: the launch is cut by lanes)
  *                             captured into a CUDA graph on each rank's stream, replayed 5 times
  *                             with new data
+ *   test_gpu_nccl memalloc N  ncclMemAlloc'd buffers as an all-reduce's operands, then ncclMemFree
  *   test_gpu_nccl abort       ncclCommAbort of a rank whose all-reduce waits for a peer that never
  *                             joins: returns within a bounded time, the peer's comm reports the error
  * CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (2 GPUs of one process: peer access over
@@ -339,7 +340,6 @@ static int runInitAll(int n) {
   }
   if (libraryIsChorus()) refusals(R, n);
   else printf("gpu.nccl initall n=%d: not Chorus: the refusals (Chorus's error texts) left out\n", n);
-  memAllocCase(R, n);
   for (int r = 0; r < n; r++) {
     ncclResult_t async = ncclInProgress;
     NCCL_OK(ncclCommGetAsyncError(comms[r], &async));
@@ -349,6 +349,25 @@ static int runInitAll(int n) {
   for (int r = 0; r < n; r++) freeRank(&R[r]);
   printf("gpu.nccl initall n=%d: %d cases, %d failures, %.2f s\n", n, count, failures, now() - t0);
   return failures ? 1 : 0;
+}
+
+/* ---- memalloc: ncclMemAlloc buffers in an all-reduce ---- */
+
+static int runMemAlloc(int n) {
+  static struct rankCtx R[MAX_RANKS];
+  ncclComm_t comms[MAX_RANKS];
+  int devs[MAX_RANKS] = {0};
+  for (int r = 0; r < n && r < MAX_RANKS; r++) devs[r] = gpuOf(r);
+  NCCL_OK(ncclCommInitAll(comms, n, devs));
+  for (int r = 0; r < n; r++) {
+    setupRank(&R[r], r, n);
+    R[r].comm = comms[r];
+  }
+  memAllocCase(R, n);
+  for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(comms[r]));
+  for (int r = 0; r < n; r++) freeRank(&R[r]);
+  printf("gpu.nccl memalloc n=%d: all-reduce on ncclMemAlloc buffers correct, freed\n", n);
+  return 0;
 }
 
 /* ---- threads: one thread per rank ---- */
@@ -535,14 +554,15 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   int n = argc > 2 ? atoi(argv[2]) : 2;
   if (n < 1 || n > MAX_RANKS) {
-    fprintf(stderr, "usage: %s initall|threads|graph N (1..%d) | abort\n", argv[0], MAX_RANKS);
+    fprintf(stderr, "usage: %s initall|threads|graph|memalloc N (1..%d) | abort\n", argv[0], MAX_RANKS);
     return 2;
   }
   requireGpu(argv[0]);
   if (!strcmp(mode, "initall")) return runInitAll(n);
   if (!strcmp(mode, "threads")) return runThreads(n);
+  if (!strcmp(mode, "memalloc")) return runMemAlloc(n);
   if (!strcmp(mode, "graph")) return runGraph(n, argc > 3 ? (size_t)atol(argv[3]) : (size_t)1 << 19);
   if (!strcmp(mode, "abort")) return abortCase(0) || abortCase(1);
-  fprintf(stderr, "usage: %s initall|threads|graph N | abort\n", argv[0]);
+  fprintf(stderr, "usage: %s initall|threads|graph|memalloc N | abort\n", argv[0]);
   return 2;
 }
