@@ -33,6 +33,33 @@
 /* A rough estimate for ncclGroupSimulateEnd: 10 us per hop, 100 GB/s. */
 static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops + (float)bytes / 1e5f; }
 
+/* A send or receive: as many lanes as the count fills (both ends compute the same). */
+static ncclResult_t planP2p(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
+  t->algo = CHR_ALGO_UNDEF;
+  size_t lanes = t->proto == CHR_PROTO_LL ? 1 : (bytes + DEV_P2P_BYTES_PER_LANE - 1) / DEV_P2P_BYTES_PER_LANE;
+  t->nChannels = lanes < 1 ? 1 : lanes > (size_t)shape->p2pLanes ? shape->p2pLanes : (int)lanes;
+  t->estimatedUs = devEstimateUs(1, bytes);
+  t->comm->lastAlgo = "P2P";
+  t->comm->lastProto = chrProtoName(t->proto);
+  return chrPlanWorks(t);
+}
+
+/* An all-reduce on the double binary tree: its four lanes over p2p connection indices 0 and 1. */
+static ncclResult_t planTree(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
+  const int n = t->comm->nRanks;
+  t->algo = CHR_ALGO_TREE;
+  t->nChannels = CHR_TREE_LANES;
+  if (t->proto == CHR_PROTO_SIMPLE) t->chunkElems = shape->p2pStepBytes / t->typeSize;
+  int depth = 0;
+  while ((1 << depth) < n) depth++;
+  t->estimatedUs = devEstimateUs(2 * depth, bytes);
+  t->comm->lastAlgo = chrAlgoName(t->algo);
+  t->comm->lastProto = chrProtoName(t->proto);
+  TRACE(NCCL_COLL | NCCL_TUNING, "GPU all-reduce count %zu type %d -> TREE/%s, chunk %zu elems", t->count, (int)t->type,
+        chrProtoName(t->proto), t->chunkElems);
+  return chrPlanWorks(t);
+}
+
 ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
   struct ncclComm* comm = t->comm;
   int n = comm->nRanks;
@@ -56,15 +83,7 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
   if (t->chunkElems == 0) t->chunkElems = 1;
   t->chanBase = 0;
 
-  if (isP2p) {
-    t->algo = CHR_ALGO_UNDEF;
-    size_t lanes = t->proto == CHR_PROTO_LL ? 1 : (bytes + DEV_P2P_BYTES_PER_LANE - 1) / DEV_P2P_BYTES_PER_LANE;
-    t->nChannels = lanes < 1 ? 1 : lanes > (size_t)shape.p2pLanes ? shape.p2pLanes : (int)lanes;
-    t->estimatedUs = devEstimateUs(1, bytes);
-    comm->lastAlgo = "P2P";
-    comm->lastProto = chrProtoName(t->proto);
-    return chrPlanWorks(t);
-  }
+  if (isP2p) return planP2p(t, &shape, bytes);
   if (n == 1) {
     t->algo = CHR_ALGO_UNDEF;
     t->proto = CHR_PROTO_SIMPLE;
@@ -78,19 +97,7 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
   if (!(algos & (1u << CHR_ALGO_RING)) && !tree)
     return chrFail(ncclInvalidUsage, "NCCL_ALGO=\"%s\" excludes RING, which GPU buffers run on (and TREE, for an "
                    "all-reduce on at most 16 ranks) (%d ranks)", chrParamStr(CHR_P_ALGO), n);
-  if (!(algos & (1u << CHR_ALGO_RING))) {
-    t->algo = CHR_ALGO_TREE;
-    t->nChannels = CHR_TREE_LANES;
-    if (t->proto == CHR_PROTO_SIMPLE) t->chunkElems = shape.p2pStepBytes / t->typeSize;
-    int depth = 0;
-    while ((1 << depth) < n) depth++;
-    t->estimatedUs = devEstimateUs(2 * depth, bytes);
-    comm->lastAlgo = chrAlgoName(t->algo);
-    comm->lastProto = chrProtoName(t->proto);
-    TRACE(NCCL_COLL | NCCL_TUNING, "GPU all-reduce count %zu type %d -> TREE/%s, chunk %zu elems", t->count,
-          (int)t->type, chrProtoName(t->proto), t->chunkElems);
-    return chrPlanWorks(t);
-  }
+  if (!(algos & (1u << CHR_ALGO_RING))) return planTree(t, &shape, bytes);
   t->algo = CHR_ALGO_RING;
   size_t perChannel = t->proto == CHR_PROTO_LL ? DEV_LL_BYTES_PER_CHANNEL : DEV_SIMPLE_BYTES_PER_CHANNEL;
   size_t want = (bytes + perChannel - 1) / perChannel;
