@@ -4,7 +4,8 @@
 #
 #   tests/gpu/run_on_device.sh            (from anywhere; logs go to $OUT, or ./gpu-run-<date>)
 #
-# Steps, each with its own time limit so that one stuck step cannot eat the others:
+# Steps, each with its own time limit so that one stuck step cannot eat the others (1-3 are
+# device_build.sh, shared with run_gpus.sh, the runs that need several GPUs):
 #   1. environment: nvidia-smi, nvcc --version, cmake/gcc versions, cores
 #   2. configure a fresh build directory (-DCMAKE_CUDA_ARCHITECTURES=90); without libinih the library
 #      uses its own minimal INI reader; if the full project still cannot be configured there,
@@ -22,7 +23,7 @@
 #   7. PyTorch (when python3 imports torch): tests/gpu/torch_ops.py and torch_ddp.py, Chorus preloaded
 #   8. the docs/perf/gpu.md table: chorus-gpu-ceiling (copy rate, launch floor), then chorus-perf
 #      -t 2 -M cuda for every collective, 8 B .. PERF_MAX (default 8G; checked up to 1 GB), table.md via
-#      tools/bench/gpu_table.py
+#      tools/bench/gpu_table.py (about 3 minutes per collective: two or three per device call)
 # STEPS (default "tests bw sanitizer torch perf") picks steps 4-8; PERF_COLLS the collectives.
 # The last lines printed (and $OUT/summary.txt) say what passed. Exit status: 0 when the build and
 # every gpu test passed.
