@@ -130,7 +130,7 @@ if want side; then
         for lib in chorus nvidia; do
           libenv=()
           [ $lib = nvidia ] && libenv=(LD_LIBRARY_PATH="$NVDIR")
-          for sweep in "small 8 64M 20 3 1" "mid 128M 1G 5 1 0" "big 2G $PERF_MAX 3 1 0"; do
+          for sweep in "small 8 64M 20 3 1" "large 128M $PERF_MAX 5 1 0"; do
             set -- $sweep
             f=$OUT/side-$lib-$mode$tag-$coll-$1
             env "${libenv[@]}" "${algoenv[@]}" timeout 250 "$PERF" "${ranks[@]}" -M cuda "$coll" -b "$2" -e "$3" -f 2 \
