@@ -28,6 +28,9 @@
 # The last lines printed (and $OUT/summary.txt) say what passed. Exit status: 0 when the build and
 # every gpu test passed.
 set -uo pipefail
+# One GPU: the tables measure one GPU's memory system, and chorus-perf -t 2 would put rank 1 on a
+# second GPU where there is one. On a machine with several, GPU 0 unless CUDA_VISIBLE_DEVICES says.
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 source "$(dirname "$0")/device_build.sh"
 
 STEPS=${STEPS:-tests bw sanitizer torch perf}
