@@ -96,6 +96,9 @@ section "perf table"
 if want perf && [ -x "$BUILD/bin/chorus-gpu-ceiling" ]; then
   "$BUILD/bin/chorus-gpu-ceiling" 2>&1 | tee "$OUT/ceiling.txt"
   PERF_MAX=${PERF_MAX:-8G}
+  # Warm-up, not recorded: the first collective of a run measured slow small sizes that fell along
+  # the sweep (broadcast, 2026-11-23 run 3), which looks like clocks or the host settling.
+  timeout 60 "$BUILD/bin/chorus-perf" -t 2 -M cuda allreduce -b 8 -e 1M -f 4 -n 300 -w 20 -c 0 -q >/dev/null 2>&1
   for coll in ${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}; do
     # Small sizes: many iterations, checked; 128 MB .. 1 GB: few iterations, checked once; from 2 GB:
     # timed only (the host-side fill and check of gigabytes per element would take the run's time;
