@@ -1,4 +1,5 @@
-/* idle.c: see idle.h. The thresholds were chosen by measuring 2 and 8 local ranks on 2 cores. */
+/* idle.c: see idle.h. The thresholds were chosen by measuring 2, 4 and 8 local ranks on 2 cores
+ * (docs/perf/host.md, "8 ranks"). */
 #include <sched.h>
 #include <time.h>
 #include "util/idle.h"
@@ -18,10 +19,15 @@ void chrIdleWait(uint64_t idleNs) {
 #endif
     return;
   }
-  if (idleNs < 20000) {
+  if (idleNs < 2000000) {
+    /* Hand the core to whoever is runnable (with more ranks than cores, the peer we wait for) and
+     * come back at once. A sleep here, even of 10 us, costs ~60 us (the kernel's timer slack) per
+     * ring or tree hop: 8 ranks on 2 cores took 270-300 us for an 8-byte all-reduce, 43-56 us
+     * yielding. */
     sched_yield();
     return;
   }
-  struct timespec ts = {0, idleNs < 2000000 ? 10000 : 100000};
+  /* Nothing for 2 ms: a slow peer, or an idle communicator; stop burning the core. */
+  struct timespec ts = {0, 100000};
   nanosleep(&ts, NULL);
 }

@@ -3,8 +3,9 @@
  *
  * The host executor polls its transports. When ranks outnumber cores (8 ranks on a 2-core machine),
  * spinning steals the core from exactly the rank we are waiting for, and every ring hop then costs a
- * scheduler time slice. So: spin for the first 3 microseconds of idleness (the common, fast case),
- * yield until 20 microseconds, then sleep, longer the longer nothing happens.
+ * scheduler time slice; sleeping costs the timer's slack (tens of microseconds) per hop. So: spin
+ * for the first 3 microseconds of idleness (the common, fast case), yield until 2 milliseconds,
+ * then sleep 100 microseconds at a time.
  */
 #ifndef CHORUS_IDLE_H_
 #define CHORUS_IDLE_H_
