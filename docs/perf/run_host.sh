@@ -58,7 +58,7 @@ if [ -n "$(ls -A "$RAW" 2>/dev/null)" ] && [ ! -f "$RAW/machine.txt" ]; then
   echo "run_host.sh: $RAW holds files that are not logs of an earlier run; not emptying it" >&2; exit 1
 fi
 mkdir -p "$MPIDIR" "$RAW"
-rm -rf "${RAW:?}"/*
+find "${RAW:?}" -maxdepth 1 -type f -delete # its own logs; the folders beside them (other runs) stay
 mpicc -O2 -Wall -o "$MPIDIR/mpi_colls" "$SRC_MPI" || exit 1
 MPIB=$MPIDIR/mpi_colls
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
