@@ -4,7 +4,7 @@
  * it. (NCCL itself refuses several ranks on one GPU; Chorus runs them, which is how one GPU tests
  * every rank count.)
  *
- *   test_gpu_nccl initall N   ncclCommInitAll(devlist all 0), ONE thread drives every rank in groups:
+ *   test_gpu_nccl initall N   ncclCommInitAll (devlist: GPU 0), ONE thread drives every rank in groups:
  *                             the case list of nccl_cases.c (every type and op, in and out of place,
  *                             sizes 0, 1, odd and a few MB, every root, send/recv, all-to-all,
  *                             several calls per group on one and two streams), plus the refusals
@@ -315,9 +315,8 @@ static void refusals(struct rankCtx* R, int n) {
   free(host);
 }
 
-static int runInitAll(int n) {
-  static struct rankCtx R[MAX_RANKS];
-  ncclComm_t comms[MAX_RANKS];
+/* ncclCommInitAll over ranks 0..n-1 (rank r on GPU gpuOf(r)), each with its streams and arenas. */
+static void initAllRanks(struct rankCtx* R, ncclComm_t* comms, int n) {
   int devs[MAX_RANKS] = {0};
   for (int r = 0; r < n && r < MAX_RANKS; r++) devs[r] = gpuOf(r);
   NCCL_OK(ncclCommInitAll(comms, n, devs));
@@ -325,6 +324,12 @@ static int runInitAll(int n) {
     setupRank(&R[r], r, n);
     R[r].comm = comms[r];
   }
+}
+
+static int runInitAll(int n) {
+  static struct rankCtx R[MAX_RANKS];
+  ncclComm_t comms[MAX_RANKS];
+  initAllRanks(R, comms, n);
   int count = 0, failures = 0;
   const struct ncCase* cases = ncCases(n, 0, &count);
   const double t0 = now();
@@ -356,13 +361,7 @@ static int runInitAll(int n) {
 static int runMemAlloc(int n) {
   static struct rankCtx R[MAX_RANKS];
   ncclComm_t comms[MAX_RANKS];
-  int devs[MAX_RANKS] = {0};
-  for (int r = 0; r < n && r < MAX_RANKS; r++) devs[r] = gpuOf(r);
-  NCCL_OK(ncclCommInitAll(comms, n, devs));
-  for (int r = 0; r < n; r++) {
-    setupRank(&R[r], r, n);
-    R[r].comm = comms[r];
-  }
+  initAllRanks(R, comms, n);
   memAllocCase(R, n);
   for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(comms[r]));
   for (int r = 0; r < n; r++) freeRank(&R[r]);
@@ -435,9 +434,7 @@ static int runThreads(int n) {
 static int runGraph(int n, size_t a2aCount) {
   static struct rankCtx R[MAX_RANKS];
   ncclComm_t comms[MAX_RANKS];
-  int devs[MAX_RANKS] = {0};
-  for (int r = 0; r < n && r < MAX_RANKS; r++) devs[r] = gpuOf(r);
-  NCCL_OK(ncclCommInitAll(comms, n, devs));
+  initAllRanks(R, comms, n);
   struct ncCase c;
   struct ncOp o[2];
   memset(o, 0, sizeof(o));
@@ -449,10 +446,6 @@ static int runGraph(int n, size_t a2aCount) {
   o[1].type = ncclFloat32;
   o[1].op = OP_SUM;
   o[1].count = a2aCount; /* default 2 MB per peer: every lane, more works than the kernel arguments hold */
-  for (int r = 0; r < n; r++) {
-    setupRank(&R[r], r, n);
-    R[r].comm = comms[r];
-  }
   ncclRedOp_t redops[MAX_RANKS][NC_MAX_OPS];
   int failures = 0;
   /* Warm up outside capture: the first device call makes the communicators' GPU state (allocations
@@ -513,12 +506,7 @@ static int abortCase(int warmFirst) {
   const int n = 2;
   static struct rankCtx R[2];
   ncclComm_t comms[2];
-  int devs[2] = {gpuOf(0), gpuOf(1)};
-  NCCL_OK(ncclCommInitAll(comms, n, devs));
-  for (int r = 0; r < n; r++) {
-    setupRank(&R[r], r, n);
-    R[r].comm = comms[r];
-  }
+  initAllRanks(R, comms, n);
   const size_t count = 4u << 20; /* 16 MB: more than the connection holds, whatever the protocol */
   if (warmFirst) { /* both ranks have GPU state, rank 1 idle */
     NCCL_OK(ncclGroupStart());
