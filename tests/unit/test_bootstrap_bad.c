@@ -39,6 +39,22 @@ static int rawConnect(const ncclUniqueId* id) {
   return fd;
 }
 
+/* A hello a real rank would send (magic, version, the id's secret and root address). */
+static struct chrBsHello wellFormedHello(const ncclUniqueId* id, int rank, int nranks, uint32_t infoSize) {
+  struct chrBsId bid;
+  memcpy(&bid, id->internal, sizeof(bid));
+  struct chrBsHello h;
+  memset(&h, 0, sizeof(h));
+  h.magic = CHR_BS_HELLO_MAGIC;
+  h.version = CHR_BS_WIRE_VERSION;
+  h.secret = bid.secret;
+  h.rank = rank;
+  h.nranks = nranks;
+  h.infoSize = infoSize;
+  h.listenAddr = bid.root;
+  return h;
+}
+
 static void* exitLater(void* p) {
   usleep((useconds_t)scaled(500000)); /* the other ranks are in by then */
   _exit(OK);
@@ -131,17 +147,7 @@ static void badChild(int idx, void* p) {
     }
     case K_HUGE_INFO: {
       int fd = rawConnect(&a->id);
-      struct chrBsId bid;
-      memcpy(&bid, a->id.internal, sizeof(bid));
-      struct chrBsHello h;
-      memset(&h, 0, sizeof(h));
-      h.magic = CHR_BS_HELLO_MAGIC;
-      h.version = CHR_BS_WIRE_VERSION;
-      h.secret = bid.secret;
-      h.rank = 0;
-      h.nranks = a->nranks;
-      h.infoSize = 1u << 30;
-      h.listenAddr = bid.root;
+      struct chrBsHello h = wellFormedHello(&a->id, 0, a->nranks, 1u << 30);
       chrSockSendAll(fd, &h, sizeof(h), testDeadline(2), NULL, NULL);
       struct chrBsReply rep;
       if (chrSockRecvAll(fd, &rep, sizeof(rep), testDeadline(3), NULL, NULL) != ncclSuccess ||
@@ -301,17 +307,7 @@ static void outOfRangeChild(int idx, void* p) {
   struct chrBootstrap* bs = NULL;
   if (chrBootstrapInit(&a->id, 5, 2, NULL, 0, NULL, NULL, &bs) != ncclInvalidArgument) CFAIL(E_INIT, "api range");
   int fd = rawConnect(&a->id);
-  struct chrBsId bid;
-  memcpy(&bid, a->id.internal, sizeof(bid));
-  struct chrBsHello h;
-  memset(&h, 0, sizeof(h));
-  h.magic = CHR_BS_HELLO_MAGIC;
-  h.version = CHR_BS_WIRE_VERSION;
-  h.secret = bid.secret;
-  h.rank = 5;
-  h.nranks = 2;
-  h.infoSize = INFO_SIZE;
-  h.listenAddr = bid.root;
+  struct chrBsHello h = wellFormedHello(&a->id, 5, 2, INFO_SIZE);
   chrSockSendAll(fd, &h, sizeof(h), testDeadline(2), NULL, NULL);
   struct chrBsReply rep;
   if (chrSockRecvAll(fd, &rep, sizeof(rep), testDeadline(3), NULL, NULL) != ncclSuccess ||

@@ -201,12 +201,17 @@ static ncclResult_t irecvV(void* comm, void* data, size_t size, int tag, void* m
   return t12->irecv(comm, 1, &data, &size, &tag, &mh, &ph, req);
 }
 
-static void casePair(void) {
+/* The plugin initialised, or the test skipped when there is no RDMA device. */
+static void initOrSkip(void) {
   if (initVersion() != ncclSuccess) FAIL("init");
   if (devicesOf() == 0) {
     printf("no RDMA device: skipped\n");
     exit(SKIP);
   }
+}
+
+static void casePair(void) {
+  initOrSkip();
   void *sc, *rc, *lc;
   connectPair(&sc, &rc, &lc);
   enum { NMSG = 200, SLOT = 8 << 20 };
@@ -285,11 +290,7 @@ static void casePair(void) {
 }
 
 static void caseDeadPeer(void) {
-  if (initVersion() != ncclSuccess) FAIL("init");
-  if (devicesOf() == 0) {
-    printf("no RDMA device: skipped\n");
-    exit(SKIP);
-  }
+  initOrSkip();
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   void* lc = NULL;
   if (t12->listen(ctx, 0, handle, &lc) != ncclSuccess) FAIL("listen");
@@ -329,11 +330,7 @@ static void caseDeadPeer(void) {
 /* The receiving process dies while a send waits for its FIFO entry (the receiver never posted): no
  * RDMA operation is outstanding, so only the setup socket can tell; isend must fail, not wait forever. */
 static void caseDeadReceiver(void) {
-  if (initVersion() != ncclSuccess) FAIL("init");
-  if (devicesOf() == 0) {
-    printf("no RDMA device: skipped\n");
-    exit(SKIP);
-  }
+  initOrSkip();
   int fds[2];
   if (pipe(fds) != 0) FAIL("pipe");
   pid_t child = fork();
@@ -376,11 +373,7 @@ static void caseDeadReceiver(void) {
  * well-formed info with the wrong nonce, one closes at once. accept drops each (WARN) and still
  * completes with the real sender, whose transfer then works. */
 static void caseGarbage(void) {
-  if (initVersion() != ncclSuccess) FAIL("init");
-  if (devicesOf() == 0) {
-    printf("no RDMA device: skipped\n");
-    exit(SKIP);
-  }
+  initOrSkip();
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   void* lc = NULL;
   if (t12->listen(ctx, 0, handle, &lc) != ncclSuccess) FAIL("listen");
