@@ -16,12 +16,7 @@ import json
 import os
 import sys
 
-
-def human(b):
-    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if b >= div and b % div == 0:
-            return f"{b // div} {unit}"
-    return str(b)
+from gpu_table import human  # the size labels of the one-GPU tables (same folder)
 
 
 def load(folder):
