@@ -86,6 +86,11 @@ static void treeLane(const struct chrCollTask* t, int lane, int ringPos, struct 
     return;
   }
   w->pattern = down ? CHR_PAT_TREE_DOWN : CHR_PAT_TREE_UP;
+  if (down) { /* the down pass copies the root's result: Sum, no scalar (the launcher checks) */
+    w->op = chrRedSum;
+    w->flags &= (uint8_t)~CHR_WORK_SCALAR_PTR;
+    w->opArg = 0;
+  }
   for (int i = 0; i < nc; i++) addLink(w, child[i], down, 1, tree);
   addLink(w, rank[0], !down, 1, tree);
 }

@@ -17,8 +17,9 @@
 #            loss trajectories, ddp-side.md puts them side by side
 #   side     chorus-perf built once, run on Chorus and on NVIDIA's libnccl.so.2 (LD_LIBRARY_PATH)
 #            in the same command: PERF_COLLS (default all seven), float, 8 B .. PERF_MAX (8G),
-#            one process with RANKS GPUs (-t) and RANKS processes (-np), for each of ALGOS; side.md
-#            via tools/bench/gpu_side.py. Checked up to 64 MB; larger sizes are timed only
+#            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
+#            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
+#            sizes are timed only
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (when built); then our tuner
@@ -124,7 +125,7 @@ if want side; then
     tag=
     [ "$algo" = default ] || { algoenv=(NCCL_ALGO="$algo"); tag=.$(echo "$algo" | tr 'A-Z' 'a-z'); }
     for coll in ${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}; do
-      for mode in thr proc; do
+      for mode in ${SIDE_MODES:-thr proc}; do
         ranks=(-t "$RANKS")
         [ $mode = proc ] && ranks=(-np "$RANKS" -T 240)
         for lib in chorus nvidia; do

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
+#include "device/dev_work.h"
 #include "exec/dev_exec.h"
 #include "exec/reduce.h"
 #include "gpu_sim.h"
@@ -130,6 +131,10 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
         const struct chrWork* wk = &t->works[w];
         treeWorks += wk->pattern == CHR_PAT_TREE_ROOT || wk->pattern == CHR_PAT_TREE_UP || wk->pattern == CHR_PAT_TREE_DOWN;
         lanedWorks += (wk->pattern == CHR_PAT_P2P_SEND || wk->pattern == CHR_PAT_P2P_RECV) && wk->links[0].conn > 0;
+        if (chrDevWorkIsCopy(wk) && wk->pattern != CHR_PAT_LOCAL && (wk->op != CHR_DEV_SUM || wk->opArg != 0)) {
+          fprintf(stderr, "FAIL %s: rank %d: pattern %d only copies but carries op %d\n", c->name, r, wk->pattern, wk->op);
+          return 1;
+        }
         size_t cap = wk->proto == 0 ? 4096 * 8 : 512 * 1024;
         if (wk->len > 0 && wk->nLinks > 0 && (wk->chunkElems == 0 || wk->chunkElems * wk->typeSize > cap)) {
           fprintf(stderr, "FAIL %s: rank %d: steps of %llu elements do not fit the slot\n", c->name, r,

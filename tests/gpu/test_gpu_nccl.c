@@ -502,6 +502,29 @@ static int runGraph(int n, size_t a2aCount) {
 
 /* ---- abort: a rank waits for a peer that never joins ---- */
 
+/* The watchdog, as PyTorch's: after a while it looks at the rank's stream and aborts the comm,
+ * whatever the rank's own thread is doing (with ranks on one GPU the call has returned and its kernel
+ * waits; with a peer on another GPU the call itself waits to connect to that peer's GPU memory). */
+struct abortWatch {
+  ncclComm_t comm;
+  cudaStream_t stream;
+  int dev;
+  int streamBusy;
+  double at, took;
+  ncclResult_t res;
+};
+
+static void* abortLater(void* arg) {
+  struct abortWatch* a = arg;
+  usleep(200 * 1000);
+  cudaSetDevice(a->dev);
+  a->streamBusy = cudaStreamQuery(a->stream) == cudaErrorNotReady;
+  a->at = now();
+  a->res = ncclCommAbort(a->comm);
+  a->took = now() - a->at;
+  return NULL;
+}
+
 static int abortCase(int warmFirst) {
   const int n = 2;
   static struct rankCtx R[2];
@@ -515,24 +538,39 @@ static int abortCase(int warmFirst) {
     for (int r = 0; r < n; r++) waitRank(&R[r], "abort warm-up");
   }
   CUDA_OK(cudaSetDevice(R[0].dev));
-  NCCL_OK(ncclAllReduce(R[0].send, R[0].recv, count, ncclFloat32, ncclSum, comms[0], R[0].s[0]));
-  usleep(200 * 1000);
-  int waiting = cudaStreamQuery(R[0].s[0]) == cudaErrorNotReady;
-  const double t0 = now();
-  NCCL_OK(ncclCommAbort(comms[0]));
-  const double took = now() - t0;
+  struct abortWatch watch = {comms[0], R[0].s[0], R[0].dev, 0, 0, 0, ncclSuccess};
+  pthread_t th;
+  EXPECT(pthread_create(&th, NULL, abortLater, &watch) == 0);
+  ncclResult_t call = ncclAllReduce(R[0].send, R[0].recv, count, ncclFloat32, ncclSum, comms[0], R[0].s[0]);
+  const double returned = now();
+  pthread_join(th, NULL);
+  EXPECT(watch.res == ncclSuccess);
+  /* Either the call had returned and its kernel waited, or the call itself waited and the abort made
+   * it return an error; within the same bound either way. */
+  const int callWaited = returned > watch.at;
+  EXPECT(callWaited ? call != ncclSuccess : call == ncclSuccess);
+  const int waiting = watch.streamBusy || callWaited;
+  const double took = callWaited && returned - watch.at > watch.took ? returned - watch.at : watch.took;
   /* The kernel returned: its stream drains without an error. */
   const double t1 = now();
   cudaError_t e;
   while ((e = cudaStreamQuery(R[0].s[0])) == cudaErrorNotReady && now() - t1 < 10.0) usleep(100);
   EXPECT(e == cudaSuccess);
+  /* The peer learns of it as PyTorch's watchdog would: by polling (at once with both ranks on one
+   * GPU; through its IPC watch otherwise). */
   ncclResult_t async = ncclSuccess;
-  NCCL_OK(ncclCommGetAsyncError(comms[1], &async));
+  const double t2 = now();
+  do {
+    NCCL_OK(ncclCommGetAsyncError(comms[1], &async));
+    if (async == ncclSuccess && warmFirst) usleep(1000);
+  } while (warmFirst && async == ncclSuccess && now() - t2 < 10.0);
   if (warmFirst) EXPECT(async == ncclRemoteError); /* its connections are out of step now */
   NCCL_OK(ncclCommDestroy(comms[1]));
   for (int r = 0; r < n; r++) freeRank(&R[r]);
-  printf("gpu.nccl abort (%s): kernel %s waiting, ncclCommAbort took %.3f s\n",
-         warmFirst ? "peer idle" : "peer never used the GPU", waiting ? "was" : "was NOT", took);
+  printf("gpu.nccl abort (%s): %s waiting, ncclCommAbort took %.3f s%s\n",
+         warmFirst ? "peer idle" : "peer never used the GPU",
+         watch.streamBusy ? "kernel was" : callWaited ? "call was (connecting)" : "NOTHING was", took,
+         callWaited ? " until the call returned" : "");
   EXPECT(waiting);
   EXPECT(took < 5.0);
   return 0;
