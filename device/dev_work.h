@@ -30,4 +30,37 @@ CHR_HD int chrDevWorkIsCopy(const struct chrWork* w) {
   }
 }
 
+/* Which kernel a work needs: -1 any (it copies), else type * (ops + 1) + op. */
+CHR_HD int chrDevKernelKey(const struct chrWork* w) {
+  return chrDevWorkIsCopy(w) ? -1 : (int)w->type * (CHR_DEV_NUM_OPS + 1) + (int)w->op;
+}
+
+/* Where the next launch of a plan's collective works stops. Each kernel reduces one type with one
+ * op, so a group of calls that reduce differently runs as several launches, one after the other on
+ * the rank's stream. Each launch holds WHOLE calls, on every channel: a call's works wait for each
+ * other across channels (the tree's down pass waits for its up pass, which runs on another channel),
+ * so a channel that ran ahead into a later call's copy-only works would wait in this launch for works
+ * the next launch holds, and never finish. Channel c's works not yet launched are works[base[c] ..
+ * collEnd[c]), in call order. Returns the first call the launch leaves out (INT32_MAX: all of them);
+ * *key is the launch's kernel: that of the earliest call that reduces (-1 if none does). */
+CHR_HD int32_t chrDevLaunchCut(const struct chrWork* works, const int* base, const int* collEnd, int nChannels,
+                               int* key) {
+  int32_t keyCall = INT32_MAX, cut = INT32_MAX;
+  *key = -1;
+  for (int c = 0; c < nChannels; c++)
+    for (int i = base[c]; i < collEnd[c]; i++) {
+      const int k = chrDevKernelKey(&works[i]);
+      if (k >= 0 && works[i].call < keyCall) {
+        keyCall = works[i].call;
+        *key = k;
+      }
+    }
+  for (int c = 0; c < nChannels; c++)
+    for (int i = base[c]; i < collEnd[c]; i++) {
+      const int k = chrDevKernelKey(&works[i]);
+      if (k >= 0 && k != *key && works[i].call < cut) cut = works[i].call;
+    }
+  return cut;
+}
+
 #endif /* CHORUS_DEVICE_DEV_WORK_H_ */

@@ -88,11 +88,6 @@ ncclResult_t chrDevLoadKernels(void) {
   return res;
 }
 
-/* Which kernel a work needs: -1 any (it copies), else type * (ops + 1) + op. */
-static int kernelKey(const struct chrWork* w) {
-  return chrDevWorkIsCopy(w) ? -1 : (int)w->type * (CHR_DEV_NUM_OPS + 1) + (int)w->op;
-}
-
 static const void* kernelOf(int key) {
   if (key < 0) return kernelTable[ncclUint8][CHR_DEV_COPY];
   return kernelTable[key / (CHR_DEV_NUM_OPS + 1)][key % (CHR_DEV_NUM_OPS + 1)];
@@ -286,16 +281,11 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
   }
   for (;;) {
     int key = -1;
-    for (int c = 0; c < nChannels && key < 0; c++)
-      for (int i = base[c]; i < collEnd[c] && key < 0; i++) key = kernelKey(&sorted[i]);
+    const int32_t cut = chrDevLaunchCut(sorted, base, collEnd, nChannels, &key);
     int any = 0, collLeft = 0;
     for (int c = 0; c < nChannels; c++) {
       take[c] = 0;
-      while (base[c] + take[c] < collEnd[c]) {
-        const int k = kernelKey(&sorted[base[c] + take[c]]);
-        if (k >= 0 && k != key) break;
-        take[c]++;
-      }
+      while (base[c] + take[c] < collEnd[c] && sorted[base[c] + take[c]].call < cut) take[c]++;
       collLeft |= base[c] + take[c] < collEnd[c];
     }
     /* The last launch also carries every point-to-point work. */

@@ -132,15 +132,21 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
     at[c] = sum;
     sum += p->nColl[c];
   }
-  int k = 0, seq = 0;
+  int k = 0, seq = 0, call = 0;
   for (struct chrCollTask* t = list; t; t = t->next, seq++) {
     if (t->comm != comm || t->noop) continue;
+    if (!isP2pTask(t)) { /* the launcher cuts between calls, never inside one */
+      for (int c = 0; c < t->nChannels; c++) {
+        if (!workRuns(&t->works[c])) continue;
+        struct chrWork* w = &p->coll[at[t->chanBase + c]++];
+        *w = t->works[c];
+        w->call = call;
+      }
+      call++;
+      continue;
+    }
     for (int c = 0; c < t->nChannels; c++) {
       if (!workRuns(&t->works[c])) continue;
-      if (!isP2pTask(t)) {
-        p->coll[at[t->chanBase + c]++] = t->works[c];
-        continue;
-      }
       int isSend = t->func == ncclFuncSend;
       struct p2pEntry* e = &order[k++];
       e->channel = chrDevTaskChannel(t, c);

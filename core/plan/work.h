@@ -77,7 +77,8 @@ struct chrWork {
   int32_t ringPos;     /* this rank's position in the ring */
   int32_t dist;        /* broadcast: ring distance from the root; reduce: distance from the root's
                           successor (the chain ends at the root) */
-  int32_t pad0;
+  int32_t call;        /* the collective's index among its rank's collectives in one launch plan, in
+                          call order (core/exec/dev_exec.c): launches are cut between calls */
   uint64_t count;      /* elements of the whole operation, as the API defines them for func */
   uint64_t start;      /* this work's elements: [start, start + len) of a block */
   uint64_t len;

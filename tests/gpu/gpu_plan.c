@@ -62,6 +62,7 @@ static struct chrWork* newWork(struct chrTestPlan* plan, int channel) {
   if (channel >= CT_MAX_CHANNELS || plan->nWorks[channel] >= CT_MAX_WORKS) return NULL;
   struct chrWork* w = &plan->works[channel][plan->nWorks[channel]++];
   memset(w, 0, sizeof *w);
+  w->call = plan->nCalls; /* the launcher cuts between calls */
   if (channel + 1 > plan->nChannels) plan->nChannels = channel + 1;
   return w;
 }
@@ -188,8 +189,8 @@ static int addAlltoall(struct chrTestPlan* plan, const struct chrTestCall* call,
   return 0;
 }
 
-int chrTestAddCall(struct chrTestPlan* plan, const struct chrTestCall* call, int nRanks, const int* ringOrder, int rank,
-                   uint64_t sendbuff, uint64_t recvbuff) {
+static int addCallWorks(struct chrTestPlan* plan, const struct chrTestCall* call, int nRanks, const int* ringOrder,
+                        int rank, uint64_t sendbuff, uint64_t recvbuff) {
   switch (call->func) {
     case CT_AR_RING:
     case CT_REDUCESCATTER:
@@ -208,6 +209,13 @@ int chrTestAddCall(struct chrTestPlan* plan, const struct chrTestCall* call, int
     }
     default: return -1;
   }
+}
+
+int chrTestAddCall(struct chrTestPlan* plan, const struct chrTestCall* call, int nRanks, const int* ringOrder, int rank,
+                   uint64_t sendbuff, uint64_t recvbuff) {
+  const int res = addCallWorks(plan, call, nRanks, ringOrder, rank, sendbuff, recvbuff);
+  plan->nCalls++;
+  return res;
 }
 
 int chrTestFlatten(const struct chrTestPlan* plan, struct chrWork* out, int* nWorks) {

@@ -42,6 +42,7 @@ struct chrTestCall {
 
 struct chrTestPlan {
   int nChannels; /* channels used (max over works + 1) */
+  int nCalls;    /* calls added: each work carries its call's index (chrWork.call) */
   int nWorks[CT_MAX_CHANNELS];
   struct chrWork works[CT_MAX_CHANNELS][CT_MAX_WORKS];
 };

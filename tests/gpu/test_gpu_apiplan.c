@@ -26,6 +26,7 @@
 static struct chrCollTask tasks[MAX_RANKS][MAX_TASKS];
 static int nTasks[MAX_RANKS];
 static long treeWorks, lanedWorks; /* works of the double binary tree; of sends/receives past lane 0 */
+static long splitPlans;            /* rank plans the launcher cuts into several launches */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -48,6 +49,46 @@ static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, v
 }
 
 static int failures;
+
+/* The launcher's cuts (device/dev_work.h chrDevLaunchCut, as device/launch.cu walks them): every
+ * launch holds whole calls, and every call that reduces runs in the kernel of its type and op. A
+ * call split over two launches can deadlock on the GPU (its tree down pass in the first launch waits
+ * for its up pass in the second), which the simulation, running the plan as one, cannot see. */
+static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunchPlan* p, int* launches) {
+  int base[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], launchOf[NC_MAX_OPS * 4];
+  for (int i = 0; i < NC_MAX_OPS * 4; i++) launchOf[i] = -1;
+  for (int c = 0, sum = 0; c < p->collChannels; c++) {
+    base[c] = sum;
+    sum += p->nColl[c];
+    end[c] = sum;
+  }
+  for (int launch = 0;; launch++) {
+    int key = -1, took = 0;
+    const int32_t cut = chrDevLaunchCut(p->coll, base, end, p->collChannels, &key);
+    for (int c = 0; c < p->collChannels; c++)
+      for (; base[c] < end[c] && p->coll[base[c]].call < cut; base[c]++, took++) {
+        const struct chrWork* w = &p->coll[base[c]];
+        const int k = chrDevKernelKey(w);
+        if (w->call < 0 || w->call >= NC_MAX_OPS * 4 || (k >= 0 && k != key) ||
+            (launchOf[w->call] >= 0 && launchOf[w->call] != launch)) {
+          fprintf(stderr, "FAIL %s: rank %d: call %d (kernel %d) in launch %d (kernel %d), earlier works of it in launch %d\n",
+                  name, rank, w->call, k, launch, key, w->call >= 0 && w->call < NC_MAX_OPS * 4 ? launchOf[w->call] : -2);
+          return 1;
+        }
+        launchOf[w->call] = launch;
+      }
+    if (took == 0) {
+      *launches = launch;
+      break;
+    }
+  }
+  for (int c = 0; c < p->collChannels; c++)
+    if (base[c] < end[c]) {
+      fprintf(stderr, "FAIL %s: rank %d: channel %d has works no launch takes\n", name, rank, c);
+      return 1;
+    }
+  return 0;
+}
 
 static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_t* scalars, const struct ncCase* c) {
   struct chrDevLaunchPlan plans[MAX_RANKS];
@@ -124,6 +165,9 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
       fprintf(stderr, "FAIL %s: rank %d: launch: %s\n", c->name, r, ncclGetLastError(NULL));
       return 1;
     }
+    int launches = 0;
+    if (checkLaunchCuts(c->name, r, &plans[r], &launches)) return 1;
+    if (launches > 1) splitPlans++;
     /* What the launcher checks: ring works within the group's channels, steps within the slots. */
     for (int i = 0; i < nTasks[r]; i++) {
       const struct chrCollTask* t = &tasks[r][i];
@@ -263,8 +307,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: NCCL_ALGO=%s but no all-reduce was planned on the tree\n", algo);
     failures++;
   }
+  if (splitPlans == 0) {
+    fprintf(stderr, "FAIL: no plan needed several launches (the cases mix reductions in one group)\n");
+    failures++;
+  }
   if (failures == 0)
-    printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, %ld works on p2p lanes > 0)\n", n,
-           count, treeWorks, lanedWorks);
+    printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, %ld works on p2p lanes > 0, %ld "
+           "rank plans in several launches)\n", n, count, treeWorks, lanedWorks, splitPlans);
   return failures ? 1 : 0;
 }
