@@ -6,10 +6,12 @@
  * Transports connect later, when a plan first needs them. With config.blocking = 0 the steps run on
  * a thread and the caller polls ncclCommGetAsyncError until it stops saying ncclInProgress.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
+#include "chorus.h"
 #include "comm/comm.h"
 #include "comm/topo.h"
 #include "config/param.h"
@@ -66,8 +68,19 @@ static ncclResult_t chooseChannels(struct ncclComm* comm) {
   return ncclSuccess;
 }
 
+/* NCCL_DEBUG=VERSION (and up): the library identifies itself once per process, at its first
+ * communicator, on the line NCCL uses ("NCCL version ..."), so that logs and scripts that look for
+ * that line also tell which library a program bound. */
+static void showVersionOnce(void) {
+  static atomic_flag shown = ATOMIC_FLAG_INIT;
+  if (atomic_flag_test_and_set(&shown)) return;
+  chrLog(NCCL_LOG_VERSION, NCCL_INIT, __FILE__, __LINE__, "NCCL version %d.%d.%d (Chorus %d.%d.%d, NCCL's API and ABI)",
+         NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, CHORUS_VERSION_MAJOR, CHORUS_VERSION_MINOR, CHORUS_VERSION_PATCH);
+}
+
 static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   CHECK(chrConfigValidate());
+  showVersionOnce();
   CHECK(chrCostModelRead(&comm->costModel));
   CHECK(exchangePeerInfo(comm, id));
   CHECK(chrTopoCompute(comm));

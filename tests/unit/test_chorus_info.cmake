@@ -5,3 +5,10 @@ if(TARGET chorus-info)
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_chorus_info.sh $<TARGET_FILE:chorus-info>)
   set_tests_properties(unit.chorus_info PROPERTIES TIMEOUT 30)
 endif()
+
+# NCCL_DEBUG=VERSION: the version line, once per process, naming Chorus.
+if(TARGET chorus-perf)
+  add_test(NAME unit.version_banner
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_version_banner.sh $<TARGET_FILE:chorus-perf>)
+  set_tests_properties(unit.version_banner PROPERTIES TIMEOUT 30)
+endif()
