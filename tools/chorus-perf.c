@@ -215,8 +215,7 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
   chrPerfPattern pat;
   ncclResult_t res;
 
-  chrPerfPatternInit(&pat, type, c->usesOp ? op : -1, pr->nranks, seedOf(type, op, sizeIdx, inPlace, 0));
-  if (chrPerfFillInputs(&pr->buf, s, &pat, pr->rank, (void*)send, recv) != 0) return 1;
+  if (chrPerfFillTimed(&pr->buf, s, ts, (void*)send) != 0) return 1; /* the check runs refill */
   if (barrier(pr)) return 1;
   for (int w = 0; w < o->warmup; w++)
     if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess)

@@ -191,6 +191,22 @@ int chrPerfFillInputs(chrPerfBuffers* b, const chrPerfShape* s, const chrPerfPat
 #endif
 }
 
+#define PERF_TIMED_BYTE 0x3C
+
+int chrPerfFillTimed(chrPerfBuffers* b, const chrPerfShape* s, int typeSize, void* send) {
+  const size_t bytes = s->sendElems * (size_t)typeSize;
+  if (b->mem == PERF_MEM_HOST) {
+    if (bytes) memset(send, PERF_TIMED_BYTE, bytes);
+    return 0;
+  }
+#ifdef CHORUS_PERF_CUDA
+  if (bytes && cudaMemsetAsync(send, PERF_TIMED_BYTE, bytes, cudaStreamPerThread) != cudaSuccess) return 1;
+  return cudaStreamSynchronize(cudaStreamPerThread) == cudaSuccess ? 0 : 1;
+#else
+  return 1;
+#endif
+}
+
 /* --- check -------------------------------------------------------------------------------------- */
 
 /* avg on a float type: the library may compute sum(x * (1/n)): 1/n rounds (u), each product rounds

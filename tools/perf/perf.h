@@ -144,6 +144,11 @@ int chrPerfMulsumScalar(int rank);
  * regions overlap, and the send data wins). */
 int chrPerfFillInputs(chrPerfBuffers* b, const chrPerfShape* s, const chrPerfPattern* p, int rank, void* send,
                       void* recv);
+/* Writes the inputs of a timed run, whose results nobody checks: every byte of the send region
+ * 0x3C, a finite normal number in every float type (1.5 in e4m3, 1.0 in e5m2, about 1.06 in half),
+ * written by the device itself for device buffers. Generating the check pattern on the host and
+ * copying it over took minutes per sweep at gigabytes per rank. */
+int chrPerfFillTimed(chrPerfBuffers* b, const chrPerfShape* s, int typeSize, void* send);
 /* Counts output elements that differ from the expected values (tolerance 0, except avg on floats). */
 int64_t chrPerfCheckOutputs(chrPerfBuffers* b, const chrPerfColl* c, const chrPerfShape* s, const chrPerfPattern* p,
                             int rank, int root, const void* recv);
