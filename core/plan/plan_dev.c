@@ -6,9 +6,10 @@
  *   lanes use p2p connection indices 0 and 1 (the first two point-to-point lanes, so their slot
  *   size; collectives and sends launch as separate kernels, and every rank uses a connection in the
  *   same order, so the two kinds of use never interleave); four CTAs, for latency, not bandwidth;
- * - LL for small operations (up to DEV_LL_MAX_BYTES, when NCCL_PROTO allows it), SIMPLE otherwise,
+ * - LL for small operations (up to CHORUS_GPU_LL_MAX_BYTES, when NCCL_PROTO allows it), SIMPLE otherwise,
  *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: NCCL_BUFFSIZE / 8);
- * - as many channels as the data fills, one per DEV_*_BYTES_PER_CHANNEL, up to the group's count;
+ * - as many channels as the data fills (LL: one per DEV_LL_BYTES_PER_CHANNEL; SIMPLE: one per
+ *   CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL), up to the group's count;
  * - a send or receive over as many lanes as it fills (one per DEV_P2P_BYTES_PER_LANE, up to the
  *   shape's p2pLanes; the count alone decides, so both ends agree): lane k is p2p connection index k
  *   and carries share k of the elements; the launch runs lane k's sends on channel 2k and its
@@ -24,9 +25,10 @@
 #include "config/algo_select.h"
 #include "plan/plan.h"
 
-#define DEV_LL_MAX_BYTES (256u << 10)
+/* The LL threshold and SIMPLE's bytes per channel: CHORUS_GPU_LL_MAX_BYTES and
+ * CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL (256 KB each by default; on 2 H100s over NVLink, 512 KB - 1 MB
+ * ran on 2-4 channels at 25 us, docs/perf/gpu-2gpu.md, so these are the first to sweep). */
 #define DEV_LL_BYTES_PER_CHANNEL (16u << 10)
-#define DEV_SIMPLE_BYTES_PER_CHANNEL (256u << 10)
 #define DEV_P2P_LL_MAX_BYTES (64u << 10)
 #define DEV_P2P_BYTES_PER_LANE (64u << 10)
 
@@ -75,7 +77,7 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
   if (!ll && !simple)
     return chrFail(ncclInvalidUsage, "NCCL_PROTO=\"%s\" leaves no protocol for GPU buffers (they run LL or SIMPLE)",
                    chrParamStr(CHR_P_PROTO));
-  size_t llMax = isP2p ? DEV_P2P_LL_MAX_BYTES : DEV_LL_MAX_BYTES;
+  size_t llMax = isP2p ? DEV_P2P_LL_MAX_BYTES : (size_t)chrParamInt(CHR_P_GPU_LL_MAX_BYTES);
   t->proto = ll && (!simple || bytes <= llMax) ? CHR_PROTO_LL : CHR_PROTO_SIMPLE;
   size_t simpleStep = isP2p ? shape.p2pStepBytes : shape.stepBytes;
   size_t stepBytes = t->proto == CHR_PROTO_LL ? (size_t)shape.llLines * 8 : simpleStep;
@@ -99,7 +101,8 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
                    "all-reduce on at most 16 ranks) (%d ranks)", chrParamStr(CHR_P_ALGO), n);
   if (!(algos & (1u << CHR_ALGO_RING))) return planTree(t, &shape, bytes);
   t->algo = CHR_ALGO_RING;
-  size_t perChannel = t->proto == CHR_PROTO_LL ? DEV_LL_BYTES_PER_CHANNEL : DEV_SIMPLE_BYTES_PER_CHANNEL;
+  size_t perChannel = t->proto == CHR_PROTO_LL ? DEV_LL_BYTES_PER_CHANNEL
+                                               : (size_t)chrParamInt(CHR_P_GPU_SIMPLE_BYTES_PER_CHANNEL);
   size_t want = (bytes + perChannel - 1) / perChannel;
   t->nChannels = want < 1 ? 1 : want > (size_t)shape.nChannels ? shape.nChannels : (int)want;
   t->estimatedUs = devEstimateUs(t->func == ncclFuncAllReduce ? 2 * (n - 1) : n - 1, bytes);
