@@ -222,17 +222,25 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
       return launchFailed(pr, c->ncclFunction, res);
   if (chrPerfSync(&pr->buf) || barrier(pr)) return 1;
 
+  /* Besides the wall clock, the time spent inside the library's calls: with device buffers the
+   * calls only enqueue, so the two together say whether the host or the GPU sets the pace. */
+  double inCalls = 0;
   double t0 = nowSec();
-  for (int it = 0; it < o->iters; it++)
+  for (int it = 0; it < o->iters; it++) {
+    const double c0 = nowSec();
     if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess)
       return launchFailed(pr, c->ncclFunction, res);
+    inCalls += nowSec() - c0;
+  }
   if (chrPerfSync(&pr->buf)) return 1;
   double sec = (nowSec() - t0) / ((double)o->iters * o->agg);
+  double hostSec = inCalls / ((double)o->iters * o->agg);
   /* Ask now, before the small all-reduce that combines the times is planned. */
   if (!inPlace) describePlan(pr->comm, row->plan, sizeof(row->plan));
-  if (combineTime(pr, &sec)) return 1;
+  if (combineTime(pr, &sec) || combineTime(pr, &hostSec)) return 1;
 
   row->timeUs[inPlace] = sec * 1e6;
+  row->hostUs[inPlace] = hostSec * 1e6;
   row->algBw[inPlace] = sec > 0 ? (double)s->algBytes / 1e9 / sec : 0;
   row->busBw[inPlace] = row->algBw[inPlace] * c->busFactor(pr->nranks);
   row->wrong[inPlace] = -1;

@@ -5,8 +5,9 @@ runs on two libraries (Chorus and NVIDIA's NCCL, chorus-perf built once; tests/g
   gpu_side.py DIR          reads DIR/side-<lib>-<mode>-<coll>-<sweep>.json, lib "chorus" or "nvidia",
                            mode "thr" or "proc", with ".ring" / ".tree" when NCCL_ALGO was forced
 
-One table per (mode, collective): per size, each library's time (µs, out of place) and bus
-bandwidth, and the ratio Chorus / NVIDIA of bus bandwidth (> 1: Chorus faster). A size one library
+One table per (mode, collective): per size, each library's time (µs, out of place), the part of it
+spent inside the library's calls ("in calls": enqueueing; files from before chorus-perf measured it
+show "-"), bus bandwidth, and the ratio Chorus / NVIDIA of bus bandwidth (> 1: Chorus faster). A size one library
 lacks (a sweep that failed or timed out) shows "-". The JSON's "library" field says which library
 actually ran; a file whose library does not match its name is reported and left out, so a table can
 never compare a library with itself.
@@ -53,8 +54,9 @@ def main():
         base, _, algo = mode.partition(".")
         where = f"one process, {n} GPUs (-t)" if base == "thr" else f"{n} processes, one GPU each (-np)"
         print(f"### {coll}, {where}{', NCCL_ALGO=' + algo.upper() if algo else ''}\n")
-        print("| size | Chorus µs | NCCL µs | Chorus busbw | NCCL busbw | Chorus / NCCL | wrong (C/N) |")
-        print("|---:|---:|---:|---:|---:|---:|---:|")
+        print("| size | Chorus µs | NCCL µs | Chorus in calls | NCCL in calls | Chorus busbw | NCCL busbw | "
+              "Chorus / NCCL | wrong (C/N) |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for size in sorted(set(ours) | set(theirs)):
             a, b = ours.get(size), theirs.get(size)
             ratio = "-"
@@ -64,12 +66,13 @@ def main():
                 ratio = f"{b['time'] / a['time']:.2f} (time)"
 
             def cellv(h, key, fmt):
-                return "-" if h is None else fmt.format(h[key])
+                return "-" if h is None or h.get(key) is None else fmt.format(h[key])
 
             def wrong(h):
                 return "-" if h is None else ("N/A" if h["nwrong"] is None else str(h["nwrong"]))
 
             print(f"| {human(size)} | {cellv(a, 'time', '{:.1f}')} | {cellv(b, 'time', '{:.1f}')} | "
+                  f"{cellv(a, 'host_time', '{:.1f}')} | {cellv(b, 'host_time', '{:.1f}')} | "
                   f"{cellv(a, 'bus_bw', '{:.2f}')} | {cellv(b, 'bus_bw', '{:.2f}')} | {ratio} | {wrong(a)}/{wrong(b)} |")
         print()
     return 0

@@ -162,6 +162,7 @@ typedef struct {
   const char* redop;
   int root;
   double timeUs[2], algBw[2], busBw[2]; /* [0] out of place, [1] in place */
+  double hostUs[2];                     /* per operation, inside the library's calls (enqueue cost) */
   int64_t wrong[2];                     /* -1: not checked */
   char plan[32];                        /* "RING/SIMPLE": the library's choice, "" when it cannot say */
 } chrPerfRow;

@@ -108,8 +108,8 @@ int chrPerfPrintFooter(FILE* f, const chrPerfReport* r, const chrPerfColl* c) {
 }
 
 static void jsonHalf(FILE* f, const chrPerfRow* row, int h) {
-  fprintf(f, "{\"time\": %.6g, \"alg_bw\": %.6g, \"bus_bw\": %.6g, \"nwrong\": ", row->timeUs[h], row->algBw[h],
-          row->busBw[h]);
+  fprintf(f, "{\"time\": %.6g, \"host_time\": %.6g, \"alg_bw\": %.6g, \"bus_bw\": %.6g, \"nwrong\": ", row->timeUs[h],
+          row->hostUs[h], row->algBw[h], row->busBw[h]);
   if (row->wrong[h] < 0) fprintf(f, "null}");
   else fprintf(f, "%lld}", (long long)row->wrong[h]);
 }
