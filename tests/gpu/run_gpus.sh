@@ -20,6 +20,9 @@
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
 #            sizes are timed only
+#   knobs    Chorus alone, all-reduce 64 KB .. 64 MB in one process (-t RANKS), checked, for each
+#            KNOBS setting (default: CHORUS_GPU_LL_MAX_BYTES x CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL,
+#            256K/1M x 256K/64K/16K): knobs.md, time per size and setting, for choosing the defaults
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (when built); then our tuner
@@ -144,6 +147,36 @@ if want side; then
   done
   python3 "$ROOT/tools/bench/gpu_side.py" "$OUT" >"$OUT/side.md" 2>&1
   note "side-by-side tables: $OUT/side.md"
+fi
+
+section "planner knobs (Chorus)"
+if want knobs; then
+  KNOBS=${KNOBS:-"262144:262144 262144:65536 262144:16384 1048576:262144 1048576:65536 1048576:16384"}
+  for k in $KNOBS; do
+    ll=${k%%:*} spc=${k##*:}
+    CHORUS_GPU_LL_MAX_BYTES=$ll CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL=$spc timeout 120 "$PERF" -t "$RANKS" -M cuda \
+      allreduce -b 64K -e 64M -f 2 -n 20 -w 3 -c 1 -q -J "$OUT/knobs-$ll-$spc.json" >"$OUT/knobs-$ll-$spc.txt" 2>&1 ||
+      note "knobs $k: FAILED ($(tail -1 "$OUT/knobs-$ll-$spc.txt"))"
+    grep -h "Out of bounds" "$OUT/knobs-$ll-$spc.txt" | sed "s/^/knobs $k: /" >>"$SUMMARY"
+  done
+  python3 - "$OUT" >"$OUT/knobs.md" <<'EOF2'
+import glob, json, os, sys
+runs = {}
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "knobs-*.json"))):
+    ll, spc = os.path.basename(path)[len("knobs-"):-len(".json")].split("-")
+    try:
+        d = json.load(open(path))
+    except (OSError, ValueError):
+        continue
+    runs[f"LL<={int(ll) >> 10}K, {int(spc) >> 10}K/ch"] = {r["size"]: r["out_of_place"]["time"] for r in d["results"]}
+names = list(runs)
+print("all-reduce time (µs, out of place) per planner setting\n")
+print("| size | " + " | ".join(names) + " |")
+print("|---:|" + "---:|" * len(names))
+for size in sorted({s for v in runs.values() for s in v}):
+    print(f"| {size >> 10} K | " + " | ".join(f"{runs[n][size]:.1f}" if size in runs[n] else "-" for n in names) + " |")
+EOF2
+  note "planner knobs: $OUT/knobs.md"
 fi
 
 section "our plugins inside NVIDIA's NCCL"
