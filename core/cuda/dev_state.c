@@ -20,9 +20,9 @@
 #include "transport/transport.h"
 
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
-/* Per rank. Also: one all-reduce's works (one per channel) must fit in the kernel arguments while a
- * CUDA graph is captured (31 works, device/dev_args.h); 24 leaves room for a few more calls per
- * captured group. */
+/* Per rank. Every figure so far was measured with 24 (docs/perf/gpu.md, gpu-2gpu.md); a captured
+ * launch no longer bounds it (works that do not fit in the kernel arguments go to graph-owned
+ * storage), so up to CHR_DEV_MAX_CHANNELS (32) is the next setting to measure on 2 GPUs. */
 #define DEV_MAX_CHANNELS 24
 #define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
 
