@@ -20,10 +20,10 @@
 #include "transport/transport.h"
 
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
-/* Per rank. Every figure so far was measured with 24 (docs/perf/gpu.md, gpu-2gpu.md); a captured
- * launch no longer bounds it (works that do not fit in the kernel arguments go to graph-owned
- * storage), so up to CHR_DEV_MAX_CHANNELS (32) is the next setting to measure on 2 GPUs. */
-#define DEV_MAX_CHANNELS 24
+/* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 24, with which every figure so far
+ * was measured (docs/perf/gpu.md, gpu-2gpu.md). A captured launch no longer bounds it (works that
+ * do not fit in the kernel arguments go to graph-owned storage), so up to CHR_DEV_MAX_CHANNELS (32)
+ * is the next setting to measure on 2 GPUs. */
 #define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
 
 struct chrDevShared {
@@ -50,7 +50,7 @@ static struct chrDevShared* findShared(uint64_t commHash, int nRanks) {
  * once (they wait for each other inside their kernels): with one 512-thread CTA per channel, which
  * takes a whole SM's registers, the ranks on one GPU times the channels stay within HALF its SM
  * count, so that the user's own kernels running beside a collective cannot keep one of its CTAs
- * out (2 ranks on an H100: 33, capped at DEV_MAX_CHANNELS). Ranks of other processes are
+ * out (2 ranks on an H100: 33, capped at CHORUS_GPU_MAX_CHANNELS). Ranks of other processes are
  * time-sliced by the driver, but counting them too keeps one formula for both modes, and every rank
  * computes the same number from the peer infos (the fewest SMs, the most ranks on one GPU). */
 static int defaultChannels(const struct ncclComm* comm) {
@@ -69,7 +69,8 @@ static int defaultChannels(const struct ncclComm* comm) {
     perGpu = comm->nRanks;
   }
   int ch = sms > 0 ? sms / (2 * perGpu) : 8;
-  if (ch > DEV_MAX_CHANNELS) ch = DEV_MAX_CHANNELS;
+  const int cap = (int)chrParamInt(CHR_P_GPU_MAX_CHANNELS);
+  if (ch > cap) ch = cap;
   if (comm->config.maxCTAs > 0 && ch > comm->config.maxCTAs) ch = comm->config.maxCTAs;
   if (ch < 1) ch = 1;
   return ch;

@@ -22,7 +22,8 @@
 #            sizes are timed only
 #   knobs    Chorus alone, all-reduce 64 KB .. 64 MB in one process (-t RANKS), checked, for each
 #            KNOBS setting (default: CHORUS_GPU_LL_MAX_BYTES x CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL,
-#            256K/1M x 256K/64K/16K): knobs.md, time per size and setting, for choosing the defaults
+#            256K/1M x 256K/64K/16K), then 32 MB .. 1 GB timed for each CHORUS_GPU_MAX_CHANNELS in
+#            KNOB_CHANNELS (default "24 32"): knobs.md, time per size and setting, for the defaults
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (when built); then our tuner
@@ -159,16 +160,25 @@ if want knobs; then
       note "knobs $k: FAILED ($(tail -1 "$OUT/knobs-$ll-$spc.txt"))"
     grep -h "Out of bounds" "$OUT/knobs-$ll-$spc.txt" | sed "s/^/knobs $k: /" >>"$SUMMARY"
   done
+  for ch in ${KNOB_CHANNELS:-24 32}; do
+    CHORUS_GPU_MAX_CHANNELS=$ch timeout 150 "$PERF" -t "$RANKS" -M cuda allreduce -b 32M -e 1G -f 2 -n 10 -w 2 -c 0 -q \
+      -J "$OUT/knobs-ch$ch.json" >"$OUT/knobs-ch$ch.txt" 2>&1 || note "knobs channels $ch: FAILED ($(tail -1 "$OUT/knobs-ch$ch.txt"))"
+  done
   python3 - "$OUT" >"$OUT/knobs.md" <<'EOF2'
 import glob, json, os, sys
 runs = {}
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "knobs-*.json"))):
-    ll, spc = os.path.basename(path)[len("knobs-"):-len(".json")].split("-")
+    tag = os.path.basename(path)[len("knobs-"):-len(".json")]
     try:
         d = json.load(open(path))
     except (OSError, ValueError):
         continue
-    runs[f"LL<={int(ll) >> 10}K, {int(spc) >> 10}K/ch"] = {r["size"]: r["out_of_place"]["time"] for r in d["results"]}
+    if tag.startswith("ch"):
+        name = f"{tag[2:]} channels"
+    else:
+        ll, spc = tag.split("-")
+        name = f"LL<={int(ll) >> 10}K, {int(spc) >> 10}K/ch"
+    runs[name] = {r["size"]: r["out_of_place"]["time"] for r in d["results"]}
 names = list(runs)
 print("all-reduce time (µs, out of place) per planner setting\n")
 print("| size | " + " | ".join(names) + " |")
