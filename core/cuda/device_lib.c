@@ -46,8 +46,13 @@ static int bindAll(void* lib, struct chrDevLib* d, char* why, size_t whyLen) {
          BIND(memFree, "chrDevMemFree");
 }
 
+/* Every dlopen of the device library is RTLD_NODELETE: once loaded, its CUDA runtime and the C++
+ * runtime it pulls in may have registered exit handlers and allocated for the process, and unloading
+ * them would leave those dangling (LeakSanitizer saw libstdc++'s pool lost after a check). */
+#define DEV_LIB_OPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
+
 int chrDevLibCheckFile(const char* path, char* why, size_t whyLen) {
-  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  void* lib = dlopen(path, DEV_LIB_OPEN_FLAGS);
   if (lib == NULL) {
     const char* e = dlerror();
     snprintf(why, whyLen, "dlopen: %s", e ? e : "unknown reason");
@@ -78,12 +83,12 @@ static void* openLib(void) {
   ownFolder(folder, sizeof(folder));
   if (folder[0]) {
     snprintf(devLib.path, sizeof(devLib.path), "%s%s", folder, CHR_DEVICE_LIB_NAME);
-    void* lib = dlopen(devLib.path, RTLD_NOW | RTLD_LOCAL);
+    void* lib = dlopen(devLib.path, DEV_LIB_OPEN_FLAGS);
     if (lib) return lib;
     TRACE(NCCL_INIT, "device library: %s: %s", devLib.path, dlerror());
   }
   snprintf(devLib.path, sizeof(devLib.path), "%s", CHR_DEVICE_LIB_NAME);
-  void* lib = dlopen(CHR_DEVICE_LIB_NAME, RTLD_NOW | RTLD_LOCAL);
+  void* lib = dlopen(CHR_DEVICE_LIB_NAME, DEV_LIB_OPEN_FLAGS);
   if (lib == NULL) {
     const char* why = dlerror();
     INFO(NCCL_INIT, "device library %s not found next to libchorus (%s) nor on the search path (%s): no GPU path",
