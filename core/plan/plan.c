@@ -48,7 +48,7 @@ static float estimate(const struct chrCollTask* t, int algo, size_t bytes) {
 
 /* A v6 tuner may change the step size. Steps live in the staging slots, so the size is clamped to
  * [one page (or the slot, if smaller), the slot] and rounded down to whole elements. */
-static ncclResult_t tunerChunk(struct chrCollTask* t, size_t bytes, size_t slot) {
+ncclResult_t chrPlanTunerChunk(struct chrCollTask* t, size_t bytes, size_t slot) {
   size_t chunk = t->chunkElems * t->typeSize;
   CHECK(t->comm->tunerChunkHook(t->comm, t->func, bytes, t->algo, t->proto, t->nChannels, &chunk));
   size_t floor = slot < 4096 ? slot : 4096;
@@ -153,7 +153,7 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
     t->nChannels = nChannels > 0 ? nChannels : comm->minChannels;
     if (t->nChannels > comm->nChannels) t->nChannels = comm->nChannels;
   }
-  if (comm->tunerChunkHook) CHECK(tunerChunk(t, bytes, slot));
+  if (comm->tunerChunkHook) CHECK(chrPlanTunerChunk(t, bytes, slot));
   t->estimatedUs = model[bestA][bestP];
   comm->lastAlgo = chrAlgoName(bestA);
   comm->lastProto = chrProtoName(bestP);

@@ -18,6 +18,9 @@ struct ncclComm;
 ncclResult_t chrPlanTask(struct chrCollTask* task);
 /* The same for a task on GPU buffers (plan/plan_dev.c): the device group's slots and channels. */
 ncclResult_t chrPlanDevTask(struct chrCollTask* task);
+/* A v6 tuner's step size for the planned task (comm->tunerChunkHook), clamped to [one page (or the
+ * slot, if smaller), the slot] and rounded down to whole elements: t->chunkElems. */
+ncclResult_t chrPlanTunerChunk(struct chrCollTask* task, size_t bytes, size_t slot);
 /* The task's works, one per channel (plan/works.c); replaces any it had. */
 ncclResult_t chrPlanWorks(struct chrCollTask* task);
 /* Binary tree over positions 0..n-1 rooted at 0 (the double binary tree's shape; -1: none). */

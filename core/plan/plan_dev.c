@@ -2,7 +2,7 @@
  * plan_dev.c: planning a task whose buffers are GPU memory (the device path, cuda/dev_state.h).
  *
  * The works are the host's (plan/works.c, the same step programs), with the device group's shape:
- * - the ring, or, for an all-reduce when NCCL_ALGO leaves out RING, the double binary tree: its
+ * - the ring, or, for an all-reduce when NCCL_ALGO leaves out RING (or a tuner picks it), the double binary tree: its
  *   lanes use p2p connection indices 0 and 1 (the first two point-to-point lanes, so their slot
  *   size; collectives and sends launch as separate kernels, and every rank uses a connection in the
  *   same order, so the two kinds of use never interleave); four CTAs, for latency, not bandwidth;
@@ -15,8 +15,11 @@
  *   and carries share k of the elements; the launch runs lane k's sends on channel 2k and its
  *   receives on 2k + 1 (dev_exec.c): a device channel runs its works strictly in order, so a receive
  *   queued behind a send that waits for its peer would never run.
- * A tuner plugin is not consulted for device tasks yet.
+ * - a tuner plugin, when one is loaded, sees the collectives' cost table (devCostTable) and may pick
+ *   the algorithm and protocol, the ring's channel count and (v6) the step size, as for host buffers
+ *   (plan/tuner_hook.c refuses what cannot run). Sends and receives are not tuned, as in NCCL.
  */
+#include <string.h>
 #include "comm/comm.h"
 #include "config/param.h"
 #include "cuda/dev_state.h"
@@ -46,19 +49,105 @@ static ncclResult_t planP2p(struct chrCollTask* t, const struct chrDevShape* sha
   return chrPlanWorks(t);
 }
 
-/* An all-reduce on the double binary tree: its four lanes over p2p connection indices 0 and 1. */
-static ncclResult_t planTree(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
+/* Hops of a call's critical path: the ring's (2(n-1) for an all-reduce, n-1 otherwise), or twice
+ * the depth of the double binary tree. */
+static int devHops(ncclFunc_t func, int algo, int n) {
+  if (algo == CHR_ALGO_TREE) {
+    int depth = 0;
+    while ((1 << depth) < n) depth++;
+    return 2 * depth;
+  }
+  return func == ncclFuncAllReduce ? 2 * (n - 1) : n - 1;
+}
+
+/* The step a protocol moves through the connection slots the algorithm uses: LL lines, or a
+ * SIMPLE slot (the tree's lanes are point-to-point connections, whose slots are smaller). */
+static size_t devSlotBytes(const struct chrDevShape* shape, int algo, int proto) {
+  if (proto == CHR_PROTO_LL) return (size_t)shape->llLines * 8;
+  return algo == CHR_ALGO_TREE ? shape->p2pStepBytes : shape->stepBytes;
+}
+
+/* The cost table a tuner plugin sees, in its ABI's layout: -1 for what GPU buffers cannot run
+ * (algorithms other than the ring and, for an all-reduce with two point-to-point lanes, the tree;
+ * protocols other than LL and SIMPLE) and for what NCCL_ALGO / NCCL_PROTO remove. Chorus's own
+ * choice is a rule, not a model: the ring (the tree when NCCL_ALGO leaves an all-reduce no ring), LL
+ * up to CHORUS_GPU_LL_MAX_BYTES. It gets the rough estimate; the other runnable pairs, which the rule
+ * turned down, twice theirs. So without a tuner the rule decides, and a tuner that prefers another
+ * pair marks it cheaper (NCCL's example tuner writes 0). */
+static ncclResult_t devCostTable(const struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes,
+                                 float table[CHR_NUM_ALGOS][CHR_NUM_PROTOS]) {
   const int n = t->comm->nRanks;
-  t->algo = CHR_ALGO_TREE;
-  t->nChannels = CHR_TREE_LANES;
-  if (t->proto == CHR_PROTO_SIMPLE) t->chunkElems = shape->p2pStepBytes / t->typeSize;
-  int depth = 0;
-  while ((1 << depth) < n) depth++;
-  t->estimatedUs = devEstimateUs(2 * depth, bytes);
-  t->comm->lastAlgo = chrAlgoName(t->algo);
-  t->comm->lastProto = chrProtoName(t->proto);
-  TRACE(NCCL_COLL | NCCL_TUNING, "GPU all-reduce count %zu type %d -> TREE/%s, chunk %zu elems", t->count, (int)t->type,
-        chrProtoName(t->proto), t->chunkElems);
+  unsigned algos = 0, protos = 0;
+  CHECK(chrAllowedAlgos(t->func, &algos));
+  CHECK(chrAllowedProtos(t->func, &protos));
+  const int ll = (protos & (1u << CHR_PROTO_LL)) != 0, simple = (protos & (1u << CHR_PROTO_SIMPLE)) != 0;
+  if (!ll && !simple)
+    return chrFail(ncclInvalidUsage, "NCCL_PROTO=\"%s\" leaves no protocol for GPU buffers (they run LL or SIMPLE)",
+                   chrParamStr(CHR_P_PROTO));
+  const int treeRuns = t->func == ncclFuncAllReduce && shape->p2pLanes >= 2;
+  const int ring = (algos & (1u << CHR_ALGO_RING)) != 0, tree = treeRuns && (algos & (1u << CHR_ALGO_TREE));
+  if (!ring && !tree)
+    return chrFail(ncclInvalidUsage, "NCCL_ALGO=\"%s\" excludes RING, which GPU buffers run on (and TREE, for an "
+                   "all-reduce on at most 16 ranks) (%d ranks)", chrParamStr(CHR_P_ALGO), n);
+  const int ruleA = ring ? CHR_ALGO_RING : CHR_ALGO_TREE;
+  const int ruleP = ll && (!simple || bytes <= (size_t)chrParamInt(CHR_P_GPU_LL_MAX_BYTES)) ? CHR_PROTO_LL
+                                                                                            : CHR_PROTO_SIMPLE;
+  for (int a = 0; a < CHR_NUM_ALGOS; a++)
+    for (int p = 0; p < CHR_NUM_PROTOS; p++) {
+      const int runs = (a == CHR_ALGO_RING && ring) || (a == CHR_ALGO_TREE && tree);
+      const int proto = (p == CHR_PROTO_LL && ll) || (p == CHR_PROTO_SIMPLE && simple);
+      float us = devEstimateUs(devHops(t->func, a, n), bytes);
+      table[a][p] = !runs || !proto ? -1.0f : a == ruleA && p == ruleP ? us : 2.0f * us;
+    }
+  return ncclSuccess;
+}
+
+/* A collective on 2+ ranks: the cost table through the tuner (if one is loaded), the cheapest pair;
+ * the tuner's channel count for the ring (the tree always has its four lanes) and its step size
+ * (v6), within the slots. */
+static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
+  struct ncclComm* comm = t->comm;
+  float table[CHR_NUM_ALGOS][CHR_NUM_PROTOS];
+  CHECK(devCostTable(t, shape, bytes, table));
+  float model[CHR_NUM_ALGOS][CHR_NUM_PROTOS];
+  memcpy(model, table, sizeof(model));
+  int tunerChannels = 0;
+  if (comm->tunerHook)
+    CHECK(comm->tunerHook(comm, t->func, bytes, &table[0][0], CHR_NUM_ALGOS, CHR_NUM_PROTOS, &tunerChannels));
+  int bestA = -1, bestP = -1;
+  for (int a = 0; a < CHR_NUM_ALGOS; a++)
+    for (int p = 0; p < CHR_NUM_PROTOS; p++)
+      if (table[a][p] >= 0.0f && (bestA < 0 || table[a][p] < table[bestA][bestP])) {
+        bestA = a;
+        bestP = p;
+      }
+  if (bestA < 0) return chrFail(ncclInternalError, "GPU planner: no runnable algorithm left after the tuner");
+  t->algo = bestA;
+  t->proto = bestP;
+  t->chunkElems = devSlotBytes(shape, bestA, bestP) / t->typeSize;
+  if (t->chunkElems == 0) t->chunkElems = 1;
+  if (bestA == CHR_ALGO_TREE) {
+    t->nChannels = CHR_TREE_LANES;
+    if (tunerChannels > 0) TRACE(NCCL_TUNING, "tree: the tuner's %d channels do not apply (4 lanes)", tunerChannels);
+  } else if (tunerChannels > 0) {
+    t->nChannels = tunerChannels > shape->nChannels ? shape->nChannels : tunerChannels;
+  } else {
+    size_t perChannel = bestP == CHR_PROTO_LL ? DEV_LL_BYTES_PER_CHANNEL
+                                              : (size_t)chrParamInt(CHR_P_GPU_SIMPLE_BYTES_PER_CHANNEL);
+    size_t want = (bytes + perChannel - 1) / perChannel;
+    t->nChannels = want < 1 ? 1 : want > (size_t)shape->nChannels ? shape->nChannels : (int)want;
+  }
+  if (comm->tunerChunkHook) {
+    CHECK(chrPlanTunerChunk(t, bytes, devSlotBytes(shape, bestA, bestP)));
+    /* Whole 64-byte units where the step allows: the kernels' 16-byte packs stay aligned. */
+    size_t chunk = t->chunkElems * t->typeSize;
+    if (chunk >= CHR_ALIGN_BYTES && chunk % CHR_ALIGN_BYTES) t->chunkElems = (chunk / CHR_ALIGN_BYTES * CHR_ALIGN_BYTES) / t->typeSize;
+  }
+  t->estimatedUs = model[bestA][bestP] >= 0.0f ? model[bestA][bestP] : devEstimateUs(devHops(t->func, bestA, comm->nRanks), bytes);
+  comm->lastAlgo = chrAlgoName(bestA);
+  comm->lastProto = chrProtoName(bestP);
+  TRACE(NCCL_COLL | NCCL_TUNING, "GPU func %d count %zu type %d -> %s/%s, %d channels, chunk %zu elems",
+        (int)t->func, t->count, (int)t->type, chrAlgoName(bestA), chrProtoName(bestP), t->nChannels, t->chunkElems);
   return chrPlanWorks(t);
 }
 
@@ -93,22 +182,5 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
     t->estimatedUs = devEstimateUs(0, bytes);
     return chrPlanWorks(t);
   }
-  unsigned algos = 0;
-  CHECK(chrAllowedAlgos(t->func, &algos));
-  const int tree = t->func == ncclFuncAllReduce && (algos & (1u << CHR_ALGO_TREE)) && shape.p2pLanes >= 2;
-  if (!(algos & (1u << CHR_ALGO_RING)) && !tree)
-    return chrFail(ncclInvalidUsage, "NCCL_ALGO=\"%s\" excludes RING, which GPU buffers run on (and TREE, for an "
-                   "all-reduce on at most 16 ranks) (%d ranks)", chrParamStr(CHR_P_ALGO), n);
-  if (!(algos & (1u << CHR_ALGO_RING))) return planTree(t, &shape, bytes);
-  t->algo = CHR_ALGO_RING;
-  size_t perChannel = t->proto == CHR_PROTO_LL ? DEV_LL_BYTES_PER_CHANNEL
-                                               : (size_t)chrParamInt(CHR_P_GPU_SIMPLE_BYTES_PER_CHANNEL);
-  size_t want = (bytes + perChannel - 1) / perChannel;
-  t->nChannels = want < 1 ? 1 : want > (size_t)shape.nChannels ? shape.nChannels : (int)want;
-  t->estimatedUs = devEstimateUs(t->func == ncclFuncAllReduce ? 2 * (n - 1) : n - 1, bytes);
-  comm->lastAlgo = chrAlgoName(t->algo);
-  comm->lastProto = chrProtoName(t->proto);
-  TRACE(NCCL_COLL | NCCL_TUNING, "GPU func %d count %zu type %d -> RING/%s, %d channels, chunk %zu elems",
-        (int)t->func, t->count, (int)t->type, chrProtoName(t->proto), t->nChannels, t->chunkElems);
-  return chrPlanWorks(t);
+  return planColl(t, &shape, bytes);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
+#include "config/algo_select.h"
 #include "device/dev_work.h"
 #include "exec/dev_exec.h"
 #include "exec/reduce.h"
@@ -49,6 +50,34 @@ static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, v
 }
 
 static int failures;
+
+/* With a tuner plugin loaded (gpu.apiplan.tuner.*), what its rule asked for, as the test's
+ * environment states it: CHORUS_TEST_EXPECT_ALGO (RING or TREE: every all-reduce),
+ * CHORUS_TEST_EXPECT_PROTO (LL or SIMPLE: every collective), CHORUS_TEST_EXPECT_CHANNELS (every ring
+ * collective), CHORUS_TEST_EXPECT_CHUNK (bytes per step: every collective). */
+static long tunedTasks;
+
+static int checkTuned(const char* name, int rank, const struct chrCollTask* t) {
+  if (t->func == ncclFuncSend || t->func == ncclFuncRecv || t->comm->nRanks == 1) return 0;
+  const char* algo = getenv("CHORUS_TEST_EXPECT_ALGO");
+  const char* proto = getenv("CHORUS_TEST_EXPECT_PROTO");
+  const char* channels = getenv("CHORUS_TEST_EXPECT_CHANNELS");
+  const char* chunk = getenv("CHORUS_TEST_EXPECT_CHUNK");
+  int bad = 0;
+  if (algo && t->func == ncclFuncAllReduce && strcmp(chrAlgoName(t->algo), algo) != 0) bad = 1;
+  if (proto && strcmp(chrProtoName(t->proto), proto) != 0) bad = 1;
+  if (channels && t->algo == CHR_ALGO_RING && t->nChannels != atoi(channels)) bad = 1;
+  if (chunk && t->chunkElems * t->typeSize != (size_t)atol(chunk)) bad = 1;
+  if (bad) {
+    fprintf(stderr, "FAIL %s: rank %d: func %d planned %s/%s, %d channels, %zu-byte steps; the tuner asked for %s/%s, "
+            "%s channels, %s-byte steps\n", name, rank, (int)t->func, chrAlgoName(t->algo), chrProtoName(t->proto),
+            t->nChannels, t->chunkElems * t->typeSize, algo ? algo : "*", proto ? proto : "*", channels ? channels : "*",
+            chunk ? chunk : "*");
+    return 1;
+  }
+  tunedTasks += algo || proto || channels || chunk;
+  return 0;
+}
 
 /* The launcher's cuts (device/dev_work.h chrDevLaunchCut, as device/launch.cu walks them): every
  * launch holds whole calls, and every call that reduces runs in the kernel of its type and op. A
@@ -159,6 +188,8 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
     for (struct chrCollTask* t = head; t; t = t->next)
       if (chrPlanTask(t) != ncclSuccess) {
         fprintf(stderr, "FAIL %s: rank %d: planning: %s\n", c->name, r, ncclGetLastError(NULL));
+        return 1;
+      } else if (checkTuned(c->name, r, t)) {
         return 1;
       }
     if (chrDevBuildLaunch(comms[r], head, &plans[r]) != ncclSuccess) {
@@ -305,6 +336,12 @@ int main(int argc, char** argv) {
   }
   if (algo && strstr(algo, "tree") && treeWorks == 0) {
     fprintf(stderr, "FAIL: NCCL_ALGO=%s but no all-reduce was planned on the tree\n", algo);
+    failures++;
+  }
+  const int expectsTuning = getenv("CHORUS_TEST_EXPECT_ALGO") || getenv("CHORUS_TEST_EXPECT_PROTO") ||
+                            getenv("CHORUS_TEST_EXPECT_CHANNELS") || getenv("CHORUS_TEST_EXPECT_CHUNK");
+  if (expectsTuning && tunedTasks == 0) {
+    fprintf(stderr, "FAIL: a tuner's choice was expected, but no collective was checked against it\n");
     failures++;
   }
   if (splitPlans == 0) {
