@@ -8,10 +8,6 @@
 
 #define NOT_YET(name) chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (see README: not yet implemented)", name)
 
-NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  return NOT_YET("ncclCommShrink");
-}
 NCCL_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId) {
   return NOT_YET("ncclCommGetUniqueId");
 }

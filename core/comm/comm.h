@@ -123,6 +123,7 @@ struct ncclComm {
   uint64_t lastErrorSeq;       /* chrThreadLastErrorSeq() of the text in lastError */
   uint64_t collCount;          /* collectives executed, for logs */
   uint32_t splitCount;         /* ncclCommSplit calls on this comm, to match the ranks' exchanges (comm/split.c) */
+  uint32_t shrinkCount;        /* ncclCommShrink calls on this comm (comm/shrink.c): the remaining ranks count alike */
 };
 
 /* Validate a comm handle given by the user: NULL, destroyed and garbage handles are rejected. */
@@ -171,6 +172,14 @@ ncclResult_t chrConfigFromUser(const ncclConfig_t* user, ncclConfig_t* out);
 ncclResult_t chrSplitConfig(const struct ncclComm* parent, const ncclConfig_t* user, ncclConfig_t* out);
 ncclResult_t chrSplitExchange(struct ncclComm* parent, int color, int key, uint32_t seq, int* nranks, int* rank,
                               ncclUniqueId* id);
+
+/* ncclCommShrink (comm/shrink.c): the exchange among the ranks that stay, over the parent's bootstrap
+ * (the excluded ranks take no part: they may be gone). exclude holds `count` distinct parent ranks,
+ * not this one (the caller checks). The ranks that stay keep their parent order; the lowest of them
+ * makes the child's unique id and sends it to the others with the shrink's seq and a digest of the
+ * exclude list, which each checks against its own. On return *nranks, *rank and *id as for a split. */
+ncclResult_t chrShrinkExchange(struct ncclComm* parent, const int* exclude, int count, uint32_t seq, int* nranks,
+                               int* rank, ncclUniqueId* id);
 
 /* A split made inside a group: recorded at the call (seq = the parent's split number then), run at the
  * outermost ncclGroupEnd by chrSplitRunJobs: the exchanges of each parent in call order on a thread of

@@ -18,6 +18,9 @@
  *                             config.netName in a buffer the caller overwrites right after the call
  *   test_comm eager 2 H       once links exist, ncclSend then ncclRecv outside any group on both ranks
  *                             (sends that fit in the connection's buffer complete before the receive)
+ *   test_comm shrink N H      ncclCommShrink without the last rank (and rank 1 from 4 ranks): the others
+ *                             make a child in parent order and all-reduce on it; the refusals first
+ *   test_comm shrinkgone N H  the same, the excluded ranks gone right after init (NCCL_SHRINK_ABORT)
  * H: hosts acted out (1: every rank on one host, shm; N: every rank its own host, net).
  */
 #include <pthread.h>
@@ -324,9 +327,88 @@ static int slowRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+/* ncclCommShrink. The last rank (and rank 1 from 4 ranks on) are excluded; the ranks that stay make a
+ * child, numbered in parent order, and all-reduce on it. gone == NULL: the excluded ranks stay alive
+ * and idle (they abort their parent once the others are done, told by files in the test's folder),
+ * and rank 0 first checks the refusals; otherwise the excluded ranks exit right after init and the
+ * others shrink with NCCL_SHRINK_ABORT, which also leaves the parent failed. */
+static void shrinkDoneFile(int rank, char* path, size_t cap) {
+  snprintf(path, cap, "%s/chorus-shrink-%d-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getppid(), rank);
+}
+
+static int shrinkRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  const int gone = arg != NULL;
+  ncclComm_t parent = NULL, child = NULL;
+  EXPECT(ncclCommInitRank(&parent, nranks, *id, rank) == ncclSuccess);
+  EXPECT(checkAllReduce(parent, rank, nranks, 1000) == 0);
+  int exclude[2], nEx = 0, out = 0;
+  exclude[nEx++] = nranks - 1;
+  if (nranks >= 4) exclude[nEx++] = 1;
+  for (int i = 0; i < nEx; i++) out |= exclude[i] == rank;
+  char path[512];
+  if (out) {
+    if (gone) _exit(0); /* without a word */
+    for (int r = 0; r < nranks; r++) { /* idle until every rank that stays is done */
+      int stays = 1;
+      for (int i = 0; i < nEx; i++) stays &= exclude[i] != r;
+      if (!stays) continue;
+      shrinkDoneFile(r, path, sizeof(path));
+      double t0 = chrLaunchNowSec();
+      while (access(path, F_OK) != 0 && chrLaunchNowSec() - t0 < 50.0) usleep(10000);
+      EXPECT(access(path, F_OK) == 0);
+    }
+    EXPECT(ncclCommAbort(parent) == ncclSuccess);
+    return 0;
+  }
+  if (rank == 0 && !gone) { /* refused before anything is exchanged */
+    int bad[2] = {nranks, 0}, twice[2] = {nranks - 1, nranks - 1}, self[1] = {0};
+    EXPECT(ncclCommShrink(parent, exclude, nEx, NULL, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+    EXPECT(ncclCommShrink(parent, exclude, nEx, &child, NULL, 7) == ncclInvalidArgument && child == NULL);
+    EXPECT(ncclCommShrink(parent, exclude, -1, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+    EXPECT(ncclCommShrink(parent, exclude, nranks, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+    EXPECT(ncclCommShrink(parent, NULL, 1, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+    EXPECT(ncclCommShrink(parent, bad, 1, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+    EXPECT(ncclCommShrink(parent, twice, 2, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+    EXPECT(ncclCommShrink(parent, self, 1, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidUsage);
+    EXPECT(strstr(ncclGetLastError(parent), "own exclude list") != NULL);
+    EXPECT(ncclGroupStart() == ncclSuccess);
+    EXPECT(ncclCommShrink(parent, exclude, nEx, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidUsage);
+    EXPECT(ncclGroupEnd() == ncclSuccess);
+    EXPECT(child == NULL);
+  }
+  EXPECT(ncclCommShrink(parent, exclude, nEx, &child, NULL, gone ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT) ==
+         ncclSuccess);
+  int want = 0, childRank = -1, childCount = 0;
+  for (int r = 0; r < rank; r++) want += r != exclude[0] && (nEx < 2 || r != exclude[1]);
+  EXPECT(ncclCommUserRank(child, &childRank) == ncclSuccess && childRank == want);
+  EXPECT(ncclCommCount(child, &childCount) == ncclSuccess && childCount == nranks - nEx);
+  EXPECT(checkAllReduce(child, childRank, childCount, 100003) == 0);
+  ncclResult_t state = ncclSuccess;
+  EXPECT(ncclCommGetAsyncError(parent, &state) == ncclSuccess);
+  EXPECT(gone ? state == ncclRemoteError : state == ncclSuccess); /* NCCL_SHRINK_ABORT leaves it failed */
+  EXPECT(ncclCommAbort(parent) == ncclSuccess);
+  EXPECT(ncclCommDestroy(child) == ncclSuccess);
+  shrinkDoneFile(rank, path, sizeof(path));
+  FILE* done = fopen(path, "w");
+  EXPECT(done != NULL);
+  fclose(done);
+  return 0;
+}
+
+/* The launcher removes the files once every rank has ended (the ranks name them by its pid). */
+static int shrinkRun(int n, int hosts, int* gone) {
+  int rc = chrLaunchRanks(n, hosts, 60, shrinkRank, gone);
+  for (int r = 0; r < n; r++) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/chorus-shrink-%d-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), r);
+    unlink(path);
+  }
+  return rc;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: test_comm nonblocking|initall|errors|peerdeath|deadafterinit|slowinit|slowcoll|scalable [N [H]]\n");
+    fprintf(stderr, "usage: test_comm nonblocking|initall|errors|peerdeath|deadafterinit|slowinit|slowcoll|scalable|shrink|shrinkgone [N [H]]\n");
     return 2;
   }
   int n = argc > 2 ? atoi(argv[2]) : 2;
@@ -343,6 +425,8 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "eager") == 0) return chrLaunchRanks(2, hosts, 60, eagerRank, NULL);
   if (strcmp(argv[1], "onehost") == 0) return chrLaunchRanks(n, 1, 60, oneHostRank, NULL);
   if (strcmp(argv[1], "nonet") == 0) return chrLaunchRanks(n, n, 60, noNetRank, NULL);
+  if (strcmp(argv[1], "shrink") == 0) return shrinkRun(n, hosts, NULL);
+  if (strcmp(argv[1], "shrinkgone") == 0) return shrinkRun(n, hosts, &yes);
   if (strcmp(argv[1], "slowinit") == 0) return chrLaunchRanks(n, 1, 3 * LATE_SEC, slowRank, &yes);
   if (strcmp(argv[1], "slowcoll") == 0) return chrLaunchRanks(n, hosts, 3 * LATE_SEC, slowRank, NULL);
   fprintf(stderr, "unknown scenario %s\n", argv[1]);

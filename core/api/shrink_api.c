@@ -1,0 +1,95 @@
+/*
+ * shrink_api.c: ncclCommShrink.
+ *
+ * Called by every parent rank that stays, never by the excluded ones (after a failure they may be
+ * gone). The child holds the ranks that stay, in parent order. config NULL: the child inherits the
+ * parent's effective config, as for ncclCommSplit. shrinkFlags:
+ *   NCCL_SHRINK_DEFAULT  the parent is healthy (a failed parent is refused with its error);
+ *   NCCL_SHRINK_ABORT    for recovery: the parent's GPU work is aborted first (its kernels return
+ *                        within milliseconds) and the parent is marked failed (ncclRemoteError):
+ *                        the program then aborts or destroys it. A parent that has already failed
+ *                        (a peer died) is accepted.
+ * The exchange (comm/shrink.c) goes between the ranks that stay, over the parent's bootstrap; then
+ * the child's init runs as ncclCommInitRankConfig's would (on a thread for a non-blocking config:
+ * ncclInProgress, poll the child). Every rank that stays must pass the same exclude list (checked
+ * against the lowest rank that stays; a rank that picks another leader waits for it, as NCCL would).
+ * Not inside a group yet (ncclInvalidUsage).
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include "api/api.h"
+#include "comm/comm.h"
+#include "cuda/dev_state.h"
+#include "group/group.h"
+#include "log/check.h"
+#include "log/log.h"
+
+/* Arguments and the parent's state. */
+static ncclResult_t checkShrink(ncclComm_t comm, const int* exclude, int count, int flags) {
+  if (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT)
+    return chrFail(ncclInvalidArgument, "ncclCommShrink: shrinkFlags = %d (NCCL_SHRINK_DEFAULT %d or NCCL_SHRINK_ABORT %d)",
+                   flags, NCCL_SHRINK_DEFAULT, NCCL_SHRINK_ABORT);
+  int state = atomic_load(&comm->asyncError);
+  if (state == ncclInProgress)
+    return chrFail(ncclInvalidUsage, "ncclCommShrink: communicator is still initializing (poll ncclCommGetAsyncError)");
+  if (comm->abortFlag) return chrFail(ncclInvalidUsage, "ncclCommShrink: communicator was aborted");
+  if (comm->finalized) return chrFail(ncclInvalidUsage, "ncclCommShrink: communicator was finalized");
+  if (state != ncclSuccess && flags != NCCL_SHRINK_ABORT) return chrCommFailedError(comm, "ncclCommShrink");
+  const int n = comm->nRanks;
+  if (count < 0 || count >= n)
+    return chrFail(ncclInvalidArgument, "ncclCommShrink: excludeRanksCount = %d, must be 0 .. %d (nranks - 1)", count,
+                   n - 1);
+  if (count > 0 && exclude == NULL)
+    return chrFail(ncclInvalidArgument, "ncclCommShrink: excludeRanksList is NULL with excludeRanksCount = %d", count);
+  unsigned char* seen = calloc((size_t)n, 1);
+  if (seen == NULL) return chrFail(ncclSystemError, "ncclCommShrink: out of memory for %d ranks", n);
+  ncclResult_t res = ncclSuccess;
+  for (int i = 0; i < count && res == ncclSuccess; i++) {
+    const int r = exclude[i];
+    if (r < 0 || r >= n)
+      res = chrFail(ncclInvalidArgument, "ncclCommShrink: excludeRanksList[%d] = %d, not a rank of %d", i, r, n);
+    else if (seen[r])
+      res = chrFail(ncclInvalidArgument, "ncclCommShrink: rank %d is in excludeRanksList twice", r);
+    else if (r == comm->rank)
+      res = chrFail(ncclInvalidUsage, "ncclCommShrink: rank %d is in its own exclude list (excluded ranks do not call "
+                    "ncclCommShrink)", r);
+    else
+      seen[r] = 1;
+  }
+  free(seen);
+  return res;
+}
+
+static ncclResult_t shrink(ncclComm_t comm, const int* exclude, int count, ncclComm_t* newcomm, const ncclConfig_t* config,
+                           int flags) {
+  if (chrGroupDepth() > 0)
+    return chrFail(ncclInvalidUsage, "ncclCommShrink inside a group is not supported yet: call it outside "
+                   "ncclGroupStart/ncclGroupEnd");
+  CHECK(checkShrink(comm, exclude, count, flags));
+  ncclConfig_t childConfig;
+  CHECK(chrSplitConfig(comm, config, &childConfig));
+  if (flags == NCCL_SHRINK_ABORT) {
+    chrDevCommAbort(comm); /* its kernels (and its peers' in this process) stop waiting */
+    chrSetLastError("ncclCommShrink(NCCL_SHRINK_ABORT): communicator %p was aborted for the shrink", (void*)comm);
+    chrCommSetAsyncError(comm, ncclRemoteError);
+  }
+  int nranks = 0, rank = -1;
+  ncclUniqueId id;
+  CHECK(chrShrinkExchange(comm, exclude, count, comm->shrinkCount++, &nranks, &rank, &id));
+  ncclResult_t res = chrCommInitStart(newcomm, nranks, &id, rank, &childConfig, 0);
+  if (*newcomm != NULL) (*newcomm)->cudaDev = comm->cudaDev; /* the device stays, as for a split */
+  return res;
+}
+
+NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  if (newcomm == NULL) return chrFail(ncclInvalidArgument, "ncclCommShrink: newcomm is NULL");
+  *newcomm = NULL;
+  ncclResult_t valid = chrCommCheck(comm, "ncclCommShrink");
+  if (valid != ncclSuccess) return valid;
+  atomic_fetch_add(&comm->busy, 1); /* a destroy from another thread must wait for the exchange */
+  ncclResult_t res = shrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  atomic_fetch_sub(&comm->busy, 1);
+  if (CHR_IS_ERROR(res)) chrCommNoteError(comm);
+  return res;
+}
