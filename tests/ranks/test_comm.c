@@ -376,8 +376,17 @@ static int shrinkRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
     EXPECT(ncclGroupEnd() == ncclSuccess);
     EXPECT(child == NULL);
   }
-  EXPECT(ncclCommShrink(parent, exclude, nEx, &child, NULL, gone ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT) ==
-         ncclSuccess);
+  /* Gone: a non-blocking child (its init on a thread, polled as a watchdog would). */
+  ncclConfig_t nonblocking = NCCL_CONFIG_INITIALIZER;
+  nonblocking.blocking = 0;
+  ncclResult_t made = ncclCommShrink(parent, exclude, nEx, &child, gone ? &nonblocking : NULL,
+                                     gone ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT);
+  EXPECT(gone ? made == ncclSuccess || made == ncclInProgress : made == ncclSuccess);
+  EXPECT(child != NULL);
+  ncclResult_t ready = ncclInProgress;
+  for (double t0 = chrLaunchNowSec(); ready == ncclInProgress && chrLaunchNowSec() - t0 < 30.0; usleep(1000))
+    EXPECT(ncclCommGetAsyncError(child, &ready) == ncclSuccess);
+  EXPECT(ready == ncclSuccess);
   int want = 0, childRank = -1, childCount = 0;
   for (int r = 0; r < rank; r++) want += r != exclude[0] && (nEx < 2 || r != exclude[1]);
   EXPECT(ncclCommUserRank(child, &childRank) == ncclSuccess && childRank == want);
