@@ -76,6 +76,7 @@ int chrTestCaseSimulate(struct chrTestCase* tc, char* err, size_t errLen) {
     ranks[r].works = tc->flat[r];
     ranks[r].nWorks = tc->nWorks[r];
     ranks[r].nChannels = tc->plans[r].nChannels;
+    ranks[r].launch = NULL; /* as one kernel: these plans keep sends in call order, not last */
   }
   regions[nr++] = (struct chrSimRegion){tc->devScalar, (char*)&tc->scalarBits, sizeof tc->scalarBits};
   return chrSimRun(tc->nRanks, tc->ringOrder, ranks, regions, nr, err, errLen);

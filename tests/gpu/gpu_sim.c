@@ -180,12 +180,25 @@ int chrSimRun(int nRanks, const int* ringOrder, const struct chrSimRank* ranks, 
       firstWork[r * (maxChannels + 1) + c + 1] = firstWork[r * (maxChannels + 1) + c] + ranks[r].nWorks[c];
   for (;;) {
     int progress = 0, busy = 0;
-    for (int r = 0; r < nRanks; r++)
+    for (int r = 0; r < nRanks; r++) {
+      /* The rank's running kernel: the earliest launch any of its channels still has work in. */
+      int running = 0;
+      if (ranks[r].launch) {
+        running = -1;
+        for (int c = 0; c < ranks[r].nChannels; c++) {
+          const struct simCursor* k = &cur[r * maxChannels + c];
+          if (k->work >= ranks[r].nWorks[c]) continue;
+          const int l = ranks[r].launch[firstWork[r * (maxChannels + 1) + c] + k->work];
+          if (running < 0 || l < running) running = l;
+        }
+      }
       for (int c = 0; c < ranks[r].nChannels; c++) {
         struct simCursor* k = &cur[r * maxChannels + c];
         for (;;) {
           if (k->work >= ranks[r].nWorks[c]) break;
-          const struct chrWork* w = &ranks[r].works[firstWork[r * (maxChannels + 1) + c] + k->work];
+          const int at = firstWork[r * (maxChannels + 1) + c] + k->work;
+          if (ranks[r].launch && ranks[r].launch[at] != running) break; /* a later kernel */
+          const struct chrWork* w = &ranks[r].works[at];
           if (!k->started) {
             uint64_t nRecvs[CHR_WORK_MAX_LINKS];
             chrWorkCounts(w, &k->nSteps, nRecvs);
@@ -209,6 +222,7 @@ int chrSimRun(int nRanks, const int* ringOrder, const struct chrSimRank* ranks, 
         }
         if (k->work < ranks[r].nWorks[c]) busy = 1;
       }
+    }
     if (!busy) break;
     if (!progress) {
       res = fail(&s, "the plans deadlock (no rank can take a step)");

@@ -22,6 +22,10 @@ struct chrSimRank {
   const struct chrWork* works; /* channel after channel */
   const int* nWorks;           /* per channel */
   int nChannels;
+  /* The kernel each work runs in (as works), in launch order; NULL: one kernel. A rank's kernels run
+   * one after the other on its stream: no channel starts a work of launch k + 1 before every
+   * channel of the rank has finished launch k. */
+  const int* launch;
 };
 
 /* Runs every rank's plan to completion. Returns 0, or -1 with a message in err (a deadlock, a size

@@ -83,7 +83,7 @@ static int checkTuned(const char* name, int rank, const struct chrCollTask* t) {
  * launch holds whole calls, and every call that reduces runs in the kernel of its type and op. A
  * call split over two launches can deadlock on the GPU (its tree down pass in the first launch waits
  * for its up pass in the second), which the simulation, running the plan as one, cannot see. */
-static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunchPlan* p, int* launches) {
+static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunchPlan* p, int* launches, int* workLaunch) {
   int base[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], launchOf[NC_MAX_OPS * 4];
   for (int i = 0; i < NC_MAX_OPS * 4; i++) launchOf[i] = -1;
   for (int c = 0, sum = 0; c < p->collChannels; c++) {
@@ -105,6 +105,7 @@ static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunch
           return 1;
         }
         launchOf[w->call] = launch;
+        workLaunch[base[c]] = launch;
       }
     if (took == 0) {
       *launches = launch;
@@ -118,6 +119,8 @@ static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunch
     }
   return 0;
 }
+
+static int* collLaunch[MAX_RANKS]; /* per rank: the kernel each collective work runs in */
 
 static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_t* scalars, const struct ncCase* c) {
   struct chrDevLaunchPlan plans[MAX_RANKS];
@@ -196,8 +199,12 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
       fprintf(stderr, "FAIL %s: rank %d: launch: %s\n", c->name, r, ncclGetLastError(NULL));
       return 1;
     }
-    int launches = 0;
-    if (checkLaunchCuts(c->name, r, &plans[r], &launches)) return 1;
+    int launches = 0, total = 0;
+    for (int ch = 0; ch < plans[r].collChannels; ch++) total += plans[r].nColl[ch];
+    free(collLaunch[r]);
+    collLaunch[r] = calloc((size_t)(total ? total : 1), sizeof(int));
+    if (collLaunch[r] == NULL) return 1;
+    if (checkLaunchCuts(c->name, r, &plans[r], &launches, collLaunch[r])) return 1;
     if (launches > 1) splitPlans++;
     /* What the launcher checks: ring works within the group's channels, steps within the slots. */
     for (int i = 0; i < nTasks[r]; i++) {
@@ -228,8 +235,9 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
   }
   struct chrSimRank colls[MAX_RANKS], p2p[MAX_RANKS];
   for (int r = 0; r < n; r++) {
-    colls[r] = (struct chrSimRank){plans[r].coll, plans[r].nColl, plans[r].collChannels};
-    p2p[r] = (struct chrSimRank){plans[r].p2p, plans[r].nP2p, plans[r].p2pChannels};
+    /* The collectives as the launcher runs them: kernel after kernel, cut between calls. */
+    colls[r] = (struct chrSimRank){plans[r].coll, plans[r].nColl, plans[r].collChannels, collLaunch[r]};
+    p2p[r] = (struct chrSimRank){plans[r].p2p, plans[r].nP2p, plans[r].p2pChannels, NULL};
   }
   char err[512];
   int bad = 0;
@@ -325,6 +333,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < n; r++) {
     ncclCommDestroy(comms[r]);
     free(sendA[r]);
+    free(collLaunch[r]);
     free(recvA[r]);
   }
   /* The paths this test is run for must have been taken: sends over several lanes (the cases hold
