@@ -76,7 +76,7 @@ ncclResult_t ibListen(void* ctx, int dev, void* handle, void** listenComm) {
   }
   lc->dev = dev;
   lc->fd = -1;
-  lc->prof = ibCtxProfiler(ctx);
+  lc->prof = chrNetCtxProfiler(ctx);
   chrSockAddr bindAddr = ibConf.ifAddr;
   chrSockAddrSetPort(&bindAddr, 0);
   chrSockErr err = {{0}, 0};
@@ -142,7 +142,7 @@ static ncclResult_t connectStart(void* ctx, int dev, const uint8_t* handle, ibPe
   p->ctx = ctx;
   memcpy(p->handle, handle, IB_HANDLE_BYTES);
   p->comm = c;
-  c->prof = ibCtxProfiler(ctx);
+  c->prof = chrNetCtxProfiler(ctx);
   p->deadline = chrSockDeadlineMs(ibConf.connectTimeoutMs);
   chrSockErr serr = {{0}, 0};
   ncclResult_t res = chrSockConnect(&h.addr, p->deadline, NULL, &c->fd, &serr);

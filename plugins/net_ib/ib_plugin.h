@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "net_setup.h"
 #include "ib_logic.h"
 #include "plugin/net_v12.h"
 #include "plugin/profiler_common.h"
@@ -133,7 +134,6 @@ typedef struct {
 /* ---- shared functions ---- */
 /* init.c */
 void ibRandom(void* buf, size_t len);
-ncclProfilerCallback_t ibCtxProfiler(void* ctx); /* the profiler callback given to the init of ctx */
 /* qp.c: queue pairs and the comm's verbs objects */
 ncclResult_t ibCommCreateVerbs(ibComm* c, int nQps, ibConnInfo* local);
 ncclResult_t ibCommConnectQps(ibComm* c, const ibConnInfo* local, const ibConnInfo* remote);

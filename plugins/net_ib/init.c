@@ -24,13 +24,6 @@ ibDev ibDevs[IB_MAX_DEVS];
 int ibNDevs;
 ibSettings ibConf;
 
-static pthread_mutex_t initLock = PTHREAD_MUTEX_INITIALIZER;
-static int discovered; /* discovery ran (successfully) */
-
-typedef struct {
-  uint64_t commId;
-  ncclProfilerCallback_t prof;
-} ibCtx;
 
 void ibRandom(void* buf, size_t len) {
   size_t got = 0;
@@ -292,35 +285,24 @@ static ncclResult_t discover(void) {
   return ncclSuccess;
 }
 
-ncclResult_t ibInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config, ncclDebugLogger_t logFunction,
-                    ncclProfilerCallback_t profFunction) {
-  (void)config; /* traffic classes: NCCL_IB_TC applies to every connection */
-  if (ctx == NULL) return ncclInternalError;
-  *ctx = NULL;
-  ncclResult_t res = ncclSuccess;
-  pthread_mutex_lock(&initLock);
-  if (logFunction != NULL) {
-    ibLogger = logFunction;
-    chrSockSetLogger(logFunction);
-  }
-  if (!discovered) {
-    res = discover();
-    if (res == ncclSuccess) discovered = 1;
-  }
-  pthread_mutex_unlock(&initLock);
-  if (res != ncclSuccess) return res;
-  ibCtx* c = calloc(1, sizeof(*c));
-  if (c == NULL) {
-    IB_WARN("out of memory allocating the init context");
-    return ncclSystemError;
-  }
-  c->commId = commId;
-  c->prof = profFunction;
-  *ctx = c;
-  return ncclSuccess;
+static void takeLogger(ncclDebugLogger_t logFunction) {
+  ibLogger = logFunction;
+  chrSockSetLogger(logFunction);
 }
 
-ncclProfilerCallback_t ibCtxProfiler(void* ctx) { return ctx ? ((ibCtx*)ctx)->prof : NULL; }
+static chrNetSetup setup = CHR_NET_SETUP_INITIALIZER(takeLogger, discover);
+
+/* Traffic classes: NCCL_IB_TC applies to every connection, whatever the communicator's config. */
+ncclResult_t ibInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config, ncclDebugLogger_t logFunction,
+                    ncclProfilerCallback_t profFunction) {
+  if (ctx == NULL) return ncclInternalError;
+  *ctx = NULL;
+  ncclResult_t res = chrNetSetupOnce(&setup, logFunction);
+  if (res != ncclSuccess) return res;
+  res = chrNetCtxNew(ctx, commId, config, profFunction);
+  if (res != ncclSuccess) IB_WARN("out of memory allocating the init context");
+  return res;
+}
 
 ncclResult_t ibFinalize(void* ctx) {
   ibConnectForget(ctx);

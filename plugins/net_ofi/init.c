@@ -24,8 +24,6 @@ ofiDev ofiDevs[OFI_MAX_DEVS];
 int ofiNDevs = 0;
 ofiSettings ofiConf;
 
-static pthread_mutex_t ofiInitLock = PTHREAD_MUTEX_INITIALIZER;
-static int ofiDevicesFound = 0;
 
 int64_t ofiNowNs(void) {
   struct timespec ts;
@@ -268,35 +266,24 @@ static ncclResult_t findDevices(void) {
   return ncclSuccess;
 }
 
-static ncclResult_t globalInit(ncclDebugLogger_t logFunction) {
-  ncclResult_t res = ncclSuccess;
-  pthread_mutex_lock(&ofiInitLock);
-  if (logFunction != NULL) ofiLogger = logFunction;
-  if (!ofiDevicesFound) {
-    readSettings();
-    res = findDevices();
-    if (res == ncclSuccess) ofiDevicesFound = 1;
-  }
-  pthread_mutex_unlock(&ofiInitLock);
-  return res;
+static void takeLogger(ncclDebugLogger_t logFunction) { ofiLogger = logFunction; }
+
+static ncclResult_t discover(void) {
+  readSettings();
+  return findDevices();
 }
+
+static chrNetSetup setup = CHR_NET_SETUP_INITIALIZER(takeLogger, discover);
 
 ncclResult_t ofiInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config, ncclDebugLogger_t logFunction,
                      ncclProfilerCallback_t profFunction) {
   if (ctx == NULL) return ncclInternalError;
   *ctx = NULL;
-  ncclResult_t res = globalInit(logFunction);
+  ncclResult_t res = chrNetSetupOnce(&setup, logFunction);
   if (res != ncclSuccess) return res;
-  ofiCtx* c = calloc(1, sizeof(*c));
-  if (c == NULL) {
-    OFI_WARN("out of memory allocating the init context");
-    return ncclSystemError;
-  }
-  c->prof = profFunction;
-  c->commId = commId;
-  c->trafficClass = config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
-  *ctx = c;
-  return ncclSuccess;
+  res = chrNetCtxNew(ctx, commId, config, profFunction);
+  if (res != ncclSuccess) OFI_WARN("out of memory allocating the init context");
+  return res;
 }
 
 ncclResult_t ofiFinalize(void* ctx) {

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "net_setup.h"
 #include "plugin/net_v12.h"
 
 #define OFI_LIBFABRIC_VERSION FI_VERSION(1, 17)
@@ -157,11 +158,7 @@ extern ofiDev ofiDevs[OFI_MAX_DEVS];
 extern int ofiNDevs;
 
 /* Per init() context (v11+: one per communicator). */
-typedef struct {
-  ncclProfilerCallback_t prof;
-  uint64_t commId;
-  int trafficClass;
-} ofiCtx;
+typedef chrNetCtx ofiCtx; /* per init() context: net_common's (net_setup.h) */
 
 /* ---- wire formats ---- */
 

@@ -21,8 +21,6 @@ nsDev nsDevs[NS_MAX_DEVS];
 int nsNDevs = 0;
 nsSettings nsConf;
 
-static pthread_mutex_t nsInitLock = PTHREAD_MUTEX_INITIALIZER;
-static int nsDevicesFound = 0;
 void nsRandom(void* buf, size_t len) {
   size_t got = 0;
   while (got < len) {
@@ -159,39 +157,27 @@ static ncclResult_t findDevices(void) {
   return ncclSuccess;
 }
 
-/* First-time setup shared by every init version: logger, settings, devices. */
-static ncclResult_t globalInit(ncclDebugLogger_t logFunction) {
-  ncclResult_t res = ncclSuccess;
-  pthread_mutex_lock(&nsInitLock);
-  if (logFunction != NULL) {
-    nsLogger = logFunction;
-    chrSockSetLogger(logFunction);
-  }
-  if (!nsDevicesFound) {
-    readSettings();
-    res = findDevices();
-    if (res == ncclSuccess) nsDevicesFound = 1;
-  }
-  pthread_mutex_unlock(&nsInitLock);
-  return res;
+static void takeLogger(ncclDebugLogger_t logFunction) {
+  nsLogger = logFunction;
+  chrSockSetLogger(logFunction);
 }
+
+static ncclResult_t discover(void) {
+  readSettings();
+  return findDevices();
+}
+
+static chrNetSetup setup = CHR_NET_SETUP_INITIALIZER(takeLogger, discover);
 
 ncclResult_t nsInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config, ncclDebugLogger_t logFunction,
                     ncclProfilerCallback_t profFunction) {
   if (ctx == NULL) return ncclInternalError;
   *ctx = NULL;
-  ncclResult_t res = globalInit(logFunction);
+  ncclResult_t res = chrNetSetupOnce(&setup, logFunction);
   if (res != ncclSuccess) return res;
-  nsCtx* c = calloc(1, sizeof(*c));
-  if (c == NULL) {
-    NS_WARN("out of memory allocating the init context");
-    return ncclSystemError;
-  }
-  c->prof = profFunction;
-  c->commId = commId;
-  c->trafficClass = config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
-  *ctx = c;
-  return ncclSuccess;
+  res = chrNetCtxNew(ctx, commId, config, profFunction);
+  if (res != ncclSuccess) NS_WARN("out of memory allocating the init context");
+  return res;
 }
 
 ncclResult_t nsFinalize(void* ctx) {

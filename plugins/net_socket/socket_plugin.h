@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "net_setup.h"
 #include "plugin/net_v12.h"
 #include "socket/socket.h"
 
@@ -66,12 +67,8 @@ extern nsDev nsDevs[NS_MAX_DEVS];
 extern int nsNDevs;
 extern nsSettings nsConf;
 
-/* Per init() context: what connections made through it need. */
-typedef struct nsCtx {
-  ncclProfilerCallback_t prof;
-  uint64_t commId;
-  int trafficClass;
-} nsCtx;
+/* Per init() context: net_common's (net_setup.h). */
+typedef chrNetCtx nsCtx;
 
 /* ---- wire formats ---- */
 
