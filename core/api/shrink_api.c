@@ -13,13 +13,12 @@
  * the child's init runs as ncclCommInitRankConfig's would (on a thread for a non-blocking config:
  * ncclInProgress, poll the child). Every rank that stays must pass the same exclude list (checked
  * against the lowest rank that stays; a rank that picks another leader waits for it, as NCCL would).
- * Not inside a group yet (ncclInvalidUsage).
+ * Inside a group it runs at the outermost ncclGroupEnd, as a split does (below).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "api/api.h"
 #include "comm/comm.h"
-#include "cuda/dev_state.h"
 #include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -60,19 +59,35 @@ static ncclResult_t checkShrink(ncclComm_t comm, const int* exclude, int count, 
   return res;
 }
 
+/* Inside a group the call records the shrink (a copy of the list; the child's handle is made now,
+ * still initializing) and the exchange runs at the outermost ncclGroupEnd, as a split's does: one
+ * thread can shrink several ranks of one job (comms from ncclCommInitAll). */
+static ncclResult_t deferShrink(ncclComm_t comm, const int* exclude, int count, const ncclConfig_t* childConfig,
+                                int flags, ncclComm_t* newcomm) {
+  struct chrSplitJob job = {comm, NCCL_SPLIT_NOCOLOR, 0, comm->shrinkCount, NULL, 1, count, flags, NULL};
+  job.exclude = malloc(sizeof(int) * (size_t)(count > 0 ? count : 1));
+  if (job.exclude == NULL) return chrFail(ncclSystemError, "ncclCommShrink: out of memory queueing a shrink in a group");
+  for (int i = 0; i < count; i++) job.exclude[i] = exclude[i];
+  ncclResult_t res = chrCommAllocPending(childConfig, &job.child);
+  if (res == ncclSuccess) res = chrGroupDeferSplit(&job);
+  if (res != ncclSuccess) {
+    if (job.child) chrCommFree(job.child);
+    free(job.exclude);
+    return res;
+  }
+  comm->shrinkCount++;
+  *newcomm = job.child;
+  /* Inside a group a blocking init completes at ncclGroupEnd. */
+  return job.child->config.blocking ? ncclSuccess : ncclInProgress;
+}
+
 static ncclResult_t shrink(ncclComm_t comm, const int* exclude, int count, ncclComm_t* newcomm, const ncclConfig_t* config,
                            int flags) {
-  if (chrGroupDepth() > 0)
-    return chrFail(ncclInvalidUsage, "ncclCommShrink inside a group is not supported yet: call it outside "
-                   "ncclGroupStart/ncclGroupEnd");
   CHECK(checkShrink(comm, exclude, count, flags));
   ncclConfig_t childConfig;
   CHECK(chrSplitConfig(comm, config, &childConfig));
-  if (flags == NCCL_SHRINK_ABORT) {
-    chrDevCommAbort(comm); /* its kernels (and its peers' in this process) stop waiting */
-    chrSetLastError("ncclCommShrink(NCCL_SHRINK_ABORT): communicator %p was aborted for the shrink", (void*)comm);
-    chrCommSetAsyncError(comm, ncclRemoteError);
-  }
+  if (chrGroupDepth() > 0) return deferShrink(comm, exclude, count, &childConfig, flags, newcomm);
+  if (flags == NCCL_SHRINK_ABORT) chrShrinkAbortParent(comm);
   int nranks = 0, rank = -1;
   ncclUniqueId id;
   CHECK(chrShrinkExchange(comm, exclude, count, comm->shrinkCount++, &nranks, &rank, &id));
@@ -90,6 +105,9 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, i
   atomic_fetch_add(&comm->busy, 1); /* a destroy from another thread must wait for the exchange */
   ncclResult_t res = shrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   atomic_fetch_sub(&comm->busy, 1);
-  if (CHR_IS_ERROR(res)) chrCommNoteError(comm);
+  if (CHR_IS_ERROR(res)) {
+    chrCommNoteError(comm);
+    chrGroupNoteError(res);
+  }
   return res;
 }

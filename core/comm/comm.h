@@ -180,8 +180,11 @@ ncclResult_t chrSplitExchange(struct ncclComm* parent, int color, int key, uint3
  * exclude list, which each checks against its own. On return *nranks, *rank and *id as for a split. */
 ncclResult_t chrShrinkExchange(struct ncclComm* parent, const int* exclude, int count, uint32_t seq, int* nranks,
                                int* rank, ncclUniqueId* id);
+/* NCCL_SHRINK_ABORT, before the exchange: the parent's GPU work stops (its kernels return within
+ * milliseconds) and the parent is marked failed (ncclRemoteError); its bootstrap stays usable. */
+void chrShrinkAbortParent(struct ncclComm* parent);
 
-/* A split made inside a group: recorded at the call (seq = the parent's split number then), run at the
+/* A split (or shrink) made inside a group: recorded at the call (seq = the parent's split number then), run at the
  * outermost ncclGroupEnd by chrSplitRunJobs: the exchanges of each parent in call order on a thread of
  * their own (one thread may drive several parents, whose exchanges wait for each other), then each
  * child's init starts on its own thread. child is NULL for NCCL_SPLIT_NOCOLOR; otherwise it was made by
@@ -192,6 +195,10 @@ struct chrSplitJob {
   int color, key;
   uint32_t seq;
   struct ncclComm* child;
+  /* A shrink instead of a split (ncclCommShrink in a group): the excluded ranks (the job owns the
+   * copy; the group frees it), the flags; seq is then the parent's shrink number. */
+  int isShrink, nExclude, shrinkFlags;
+  int* exclude;
 };
 ncclResult_t chrSplitRunJobs(struct chrSplitJob* jobs, int n);
 

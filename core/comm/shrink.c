@@ -9,6 +9,7 @@
 #include <string.h>
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
+#include "cuda/dev_state.h"
 #include "log/check.h"
 #include "log/log.h"
 
@@ -81,4 +82,10 @@ ncclResult_t chrShrinkExchange(struct ncclComm* parent, const int* exclude, int 
   INFO(NCCL_INIT, "comm %p rank %d shrink #%u: %d rank(s) excluded -> rank %d of %d", (void*)parent, parent->rank, seq,
        count, mine, size);
   return ncclSuccess;
+}
+
+void chrShrinkAbortParent(struct ncclComm* parent) {
+  chrDevCommAbort(parent); /* its kernels, and its peers' in this process, stop waiting */
+  chrSetLastError("ncclCommShrink(NCCL_SHRINK_ABORT): communicator %p was aborted for the shrink", (void*)parent);
+  chrCommSetAsyncError(parent, ncclRemoteError);
 }

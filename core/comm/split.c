@@ -174,7 +174,13 @@ struct parentRun { /* the jobs of one parent, run in call order on one thread */
 static ncclResult_t runJob(struct chrSplitJob* job) {
   int nranks = 0, rank = -1;
   ncclUniqueId id;
-  ncclResult_t res = chrSplitExchange(job->parent, job->color, job->key, job->seq, &nranks, &rank, &id);
+  ncclResult_t res;
+  if (job->isShrink) {
+    if (job->shrinkFlags == NCCL_SHRINK_ABORT) chrShrinkAbortParent(job->parent);
+    res = chrShrinkExchange(job->parent, job->exclude, job->nExclude, job->seq, &nranks, &rank, &id);
+  } else {
+    res = chrSplitExchange(job->parent, job->color, job->key, job->seq, &nranks, &rank, &id);
+  }
   if (res == ncclSuccess && job->child != NULL) {
     job->child->cudaDev = job->parent->cudaDev;
     res = chrCommInitLaunch(job->child, nranks, &id, rank, 1);

@@ -155,11 +155,12 @@ void chrGroupDiscardComm(struct ncclComm* comm) {
       splitJobs[n++] = *j;
       continue;
     }
-    /* A split of an aborted parent never runs: its child fails; a split whose child is aborted still
-     * takes part in the parent's exchange (the other ranks expect it), as NCCL_SPLIT_NOCOLOR. */
+    /* A split (or shrink) of an aborted parent never runs: its child fails; one whose child is aborted
+     * still takes part in the parent's exchange (the other ranks expect it), as NCCL_SPLIT_NOCOLOR. */
     if (j->parent == comm) {
       if (j->child) chrCommSetAsyncError(j->child, ncclInvalidUsage);
       chrCommRelease(j->parent);
+      free(j->exclude);
     } else {
       j->child = NULL;
       j->color = NCCL_SPLIT_NOCOLOR;
@@ -181,7 +182,10 @@ static ncclResult_t finishDeferred(void) {
   ncclResult_t first = ncclSuccess;
   if (nSplitJobs > 0) {
     first = chrSplitRunJobs(splitJobs, nSplitJobs);
-    for (int i = 0; i < nSplitJobs; i++) chrCommRelease(splitJobs[i].parent);
+    for (int i = 0; i < nSplitJobs; i++) {
+      chrCommRelease(splitJobs[i].parent);
+      free(splitJobs[i].exclude);
+    }
     nSplitJobs = 0;
   }
   for (int i = 0; i < nDeferredInits; i++) {

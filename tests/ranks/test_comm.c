@@ -21,6 +21,8 @@
  *   test_comm shrink N H      ncclCommShrink without the last rank (and rank 1 from 4 ranks): the others
  *                             make a child in parent order and all-reduce on it; the refusals first
  *   test_comm shrinkgone N H  the same, the excluded ranks gone right after init (NCCL_SHRINK_ABORT)
+ *   test_comm shrinkinitall N ncclCommInitAll, one thread shrinking every rank inside one group, then
+ *                             a child shrunk again
  * H: hosts acted out (1: every rank on one host, shm; N: every rank its own host, net).
  */
 #include <pthread.h>
@@ -371,9 +373,6 @@ static int shrinkRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
     EXPECT(ncclCommShrink(parent, twice, 2, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
     EXPECT(ncclCommShrink(parent, self, 1, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidUsage);
     EXPECT(strstr(ncclGetLastError(parent), "own exclude list") != NULL);
-    EXPECT(ncclGroupStart() == ncclSuccess);
-    EXPECT(ncclCommShrink(parent, exclude, nEx, &child, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidUsage);
-    EXPECT(ncclGroupEnd() == ncclSuccess);
     EXPECT(child == NULL);
   }
   /* Gone: a non-blocking child (its init on a thread, polled as a watchdog would). */
@@ -404,6 +403,57 @@ static int shrinkRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+/* ncclCommInitAll, then one thread shrinks every rank that stays inside one group (outside a group
+ * the first call would wait for the others' exchange forever): ranks 1 and n-1 leave. Then the
+ * children all-reduce in one group, and a second shrink of a child (a blocking one, the next shrink
+ * number) leaves one rank. */
+static int shrinkInitAll(int n) {
+  ncclComm_t comms[16], children[16] = {0}, grand[16] = {0};
+  EXPECT(n >= 4 && n <= 16);
+  EXPECT(ncclCommInitAll(comms, n, NULL) == ncclSuccess);
+  int exclude[2] = {1, n - 1};
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  for (int r = 0; r < n; r++)
+    if (r != 1 && r != n - 1)
+      EXPECT(ncclCommShrink(comms[r], exclude, 2, &children[r], NULL, NCCL_SHRINK_DEFAULT) == ncclSuccess);
+  EXPECT(ncclGroupEnd() == ncclSuccess);
+  const int m = n - 2;
+  int* bufs[16] = {0};
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  for (int r = 0, k = 0; r < n; r++) {
+    if (children[r] == NULL) continue;
+    int rank = -1, cnt = 0;
+    EXPECT(ncclCommUserRank(children[r], &rank) == ncclSuccess && rank == k);
+    EXPECT(ncclCommCount(children[r], &cnt) == ncclSuccess && cnt == m);
+    bufs[r] = malloc(1000 * sizeof(int));
+    for (int i = 0; i < 1000; i++) bufs[r][i] = i * (rank + 1);
+    EXPECT(ncclAllReduce(bufs[r], bufs[r], 1000, ncclInt32, ncclSum, children[r], NULL) == ncclSuccess);
+    k++;
+  }
+  EXPECT(ncclGroupEnd() == ncclSuccess);
+  for (int r = 0; r < n; r++)
+    for (int i = 0; bufs[r] && i < 1000; i++) EXPECT(bufs[r][i] == i * m * (m + 1) / 2);
+  /* The child's rank 0 (parent rank 0) leaves the next one. */
+  int first[1] = {0};
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  for (int r = 1; r < n; r++)
+    if (children[r]) EXPECT(ncclCommShrink(children[r], first, 1, &grand[r], NULL, NCCL_SHRINK_DEFAULT) == ncclSuccess);
+  EXPECT(ncclGroupEnd() == ncclSuccess);
+  for (int r = 1, k = 0; r < n; r++) {
+    if (grand[r] == NULL) continue;
+    int rank = -1, cnt = 0;
+    EXPECT(ncclCommUserRank(grand[r], &rank) == ncclSuccess && rank == k++);
+    EXPECT(ncclCommCount(grand[r], &cnt) == ncclSuccess && cnt == m - 1);
+    EXPECT(ncclCommDestroy(grand[r]) == ncclSuccess);
+  }
+  for (int r = 0; r < n; r++) {
+    if (children[r]) EXPECT(ncclCommDestroy(children[r]) == ncclSuccess);
+    EXPECT(ncclCommDestroy(comms[r]) == ncclSuccess);
+    free(bufs[r]);
+  }
+  return 0;
+}
+
 /* The launcher removes the files once every rank has ended (the ranks name them by its pid). */
 static int shrinkRun(int n, int hosts, int* gone) {
   int rc = chrLaunchRanks(n, hosts, 60, shrinkRank, gone);
@@ -417,7 +467,7 @@ static int shrinkRun(int n, int hosts, int* gone) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: test_comm nonblocking|initall|errors|peerdeath|deadafterinit|slowinit|slowcoll|scalable|shrink|shrinkgone [N [H]]\n");
+    fprintf(stderr, "usage: test_comm nonblocking|initall|errors|peerdeath|deadafterinit|slowinit|slowcoll|scalable|shrink|shrinkgone|shrinkinitall [N [H]]\n");
     return 2;
   }
   int n = argc > 2 ? atoi(argv[2]) : 2;
@@ -435,6 +485,7 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "onehost") == 0) return chrLaunchRanks(n, 1, 60, oneHostRank, NULL);
   if (strcmp(argv[1], "nonet") == 0) return chrLaunchRanks(n, n, 60, noNetRank, NULL);
   if (strcmp(argv[1], "shrink") == 0) return shrinkRun(n, hosts, NULL);
+  if (strcmp(argv[1], "shrinkinitall") == 0) return shrinkInitAll(n);
   if (strcmp(argv[1], "shrinkgone") == 0) return shrinkRun(n, hosts, &yes);
   if (strcmp(argv[1], "slowinit") == 0) return chrLaunchRanks(n, 1, 3 * LATE_SEC, slowRank, &yes);
   if (strcmp(argv[1], "slowcoll") == 0) return chrLaunchRanks(n, hosts, 3 * LATE_SEC, slowRank, NULL);
