@@ -12,7 +12,7 @@
  * The exchange (comm/shrink.c) goes between the ranks that stay, over the parent's bootstrap; then
  * the child's init runs as ncclCommInitRankConfig's would (on a thread for a non-blocking config:
  * ncclInProgress, poll the child). Every rank that stays must pass the same exclude list (checked
- * against the lowest rank that stays; a rank that picks another leader waits for it, as NCCL would).
+ * against the lowest rank that stays; a rank whose list names another leader waits for that rank).
  * Inside a group it runs at the outermost ncclGroupEnd, as a split does (below).
  */
 #include <stdatomic.h>
