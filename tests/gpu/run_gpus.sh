@@ -24,6 +24,10 @@
 #            KNOBS setting (default: CHORUS_GPU_LL_MAX_BYTES x CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL,
 #            256K/1M x 256K/64K/16K), then 32 MB .. 1 GB timed for each CHORUS_GPU_MAX_CHANNELS in
 #            KNOB_CHANNELS (default "24 32"): knobs.md, time per size and setting, for the defaults
+#   onegpu   the one-GPU table's rows on GPU 0 alone (CUDA_VISIBLE_DEVICES=0, 2 ranks on it, as
+#            run_on_device.sh's perf step): chorus-gpu-ceiling, then chorus-perf -t 2 for ONEGPU_COLLS
+#            (default reducescatter) from ONEGPU_MIN (2G) to ONEGPU_MAX (8G), timed only:
+#            onegpu-ceiling.txt and perf-<coll>-big.json for tools/bench/gpu_table.py
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (when built); then our tuner
@@ -148,6 +152,18 @@ if want side; then
   done
   python3 "$ROOT/tools/bench/gpu_side.py" "$OUT" >"$OUT/side.md" 2>&1
   note "side-by-side tables: $OUT/side.md"
+fi
+
+section "one-GPU rows (GPU 0)"
+if want onegpu; then
+  CUDA_VISIBLE_DEVICES=0 timeout 60 "$BUILD/bin/chorus-gpu-ceiling" >"$OUT/onegpu-ceiling.txt" 2>&1 ||
+    note "onegpu: chorus-gpu-ceiling FAILED"
+  for coll in ${ONEGPU_COLLS:-reducescatter}; do
+    CUDA_VISIBLE_DEVICES=0 timeout 240 "$PERF" -t 2 -M cuda "$coll" -b "${ONEGPU_MIN:-2G}" -e "${ONEGPU_MAX:-8G}" -f 2 \
+      -n 3 -w 1 -c 0 -q -J "$OUT/perf-$coll-big.json" >"$OUT/perf-$coll-big.txt" 2>&1 ||
+      note "onegpu $coll: FAILED ($(tail -1 "$OUT/perf-$coll-big.txt"))"
+  done
+  note "one-GPU rows: $(ls "$OUT"/perf-*-big.json 2>/dev/null | tr '\n' ' ')"
 fi
 
 section "planner knobs (Chorus)"
