@@ -19,7 +19,6 @@
  *   the algorithm and protocol, the ring's channel count and (v6) the step size, as for host buffers
  *   (plan/tuner_hook.c refuses what cannot run). Sends and receives are not tuned, as in NCCL.
  */
-#include <string.h>
 #include "comm/comm.h"
 #include "config/param.h"
 #include "cuda/dev_state.h"
@@ -69,33 +68,27 @@ static size_t devSlotBytes(const struct chrDevShape* shape, int algo, int proto)
 
 /* The cost table a tuner plugin sees, in its ABI's layout: -1 for what GPU buffers cannot run
  * (algorithms other than the ring and, for an all-reduce with two point-to-point lanes, the tree;
- * protocols other than LL and SIMPLE) and for what NCCL_ALGO / NCCL_PROTO remove. Chorus's own
- * choice is a rule, not a model: the ring (the tree when NCCL_ALGO leaves an all-reduce no ring), LL
- * up to CHORUS_GPU_LL_MAX_BYTES. It gets the rough estimate; the other runnable pairs, which the rule
- * turned down, twice theirs. So without a tuner the rule decides, and a tuner that prefers another
- * pair marks it cheaper (NCCL's example tuner writes 0). */
+ * protocols other than LL and SIMPLE) and for what NCCL_ALGO / NCCL_PROTO remove (protos: the
+ * allowed mask). Chorus's own choice is a rule, not a model: the ring (the tree when NCCL_ALGO leaves
+ * an all-reduce no ring), and the protocol chrPlanDevTask already picked (ruleP). It gets the rough
+ * estimate; the other runnable pairs, which the rule turned down, twice theirs. So without a tuner
+ * the rule decides, and a tuner that prefers another pair marks it cheaper (NCCL's example tuner
+ * writes 0). */
 static ncclResult_t devCostTable(const struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes,
-                                 float table[CHR_NUM_ALGOS][CHR_NUM_PROTOS]) {
+                                 unsigned protos, int ruleP, float table[CHR_NUM_ALGOS][CHR_NUM_PROTOS]) {
   const int n = t->comm->nRanks;
-  unsigned algos = 0, protos = 0;
+  unsigned algos = 0;
   CHECK(chrAllowedAlgos(t->func, &algos));
-  CHECK(chrAllowedProtos(t->func, &protos));
-  const int ll = (protos & (1u << CHR_PROTO_LL)) != 0, simple = (protos & (1u << CHR_PROTO_SIMPLE)) != 0;
-  if (!ll && !simple)
-    return chrFail(ncclInvalidUsage, "NCCL_PROTO=\"%s\" leaves no protocol for GPU buffers (they run LL or SIMPLE)",
-                   chrParamStr(CHR_P_PROTO));
   const int treeRuns = t->func == ncclFuncAllReduce && shape->p2pLanes >= 2;
   const int ring = (algos & (1u << CHR_ALGO_RING)) != 0, tree = treeRuns && (algos & (1u << CHR_ALGO_TREE));
   if (!ring && !tree)
     return chrFail(ncclInvalidUsage, "NCCL_ALGO=\"%s\" excludes RING, which GPU buffers run on (and TREE, for an "
                    "all-reduce on at most 16 ranks) (%d ranks)", chrParamStr(CHR_P_ALGO), n);
   const int ruleA = ring ? CHR_ALGO_RING : CHR_ALGO_TREE;
-  const int ruleP = ll && (!simple || bytes <= (size_t)chrParamInt(CHR_P_GPU_LL_MAX_BYTES)) ? CHR_PROTO_LL
-                                                                                            : CHR_PROTO_SIMPLE;
   for (int a = 0; a < CHR_NUM_ALGOS; a++)
     for (int p = 0; p < CHR_NUM_PROTOS; p++) {
       const int runs = (a == CHR_ALGO_RING && ring) || (a == CHR_ALGO_TREE && tree);
-      const int proto = (p == CHR_PROTO_LL && ll) || (p == CHR_PROTO_SIMPLE && simple);
+      const int proto = (p == CHR_PROTO_LL || p == CHR_PROTO_SIMPLE) && (protos & (1u << p));
       float us = devEstimateUs(devHops(t->func, a, n), bytes);
       table[a][p] = !runs || !proto ? -1.0f : a == ruleA && p == ruleP ? us : 2.0f * us;
     }
@@ -105,12 +98,10 @@ static ncclResult_t devCostTable(const struct chrCollTask* t, const struct chrDe
 /* A collective on 2+ ranks: the cost table through the tuner (if one is loaded), the cheapest pair;
  * the tuner's channel count for the ring (the tree always has its four lanes) and its step size
  * (v6), within the slots. */
-static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
+static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes, unsigned protos) {
   struct ncclComm* comm = t->comm;
   float table[CHR_NUM_ALGOS][CHR_NUM_PROTOS];
-  CHECK(devCostTable(t, shape, bytes, table));
-  float model[CHR_NUM_ALGOS][CHR_NUM_PROTOS];
-  memcpy(model, table, sizeof(model));
+  CHECK(devCostTable(t, shape, bytes, protos, t->proto, table));
   int tunerChannels = 0;
   if (comm->tunerHook)
     CHECK(comm->tunerHook(comm, t->func, bytes, &table[0][0], CHR_NUM_ALGOS, CHR_NUM_PROTOS, &tunerChannels));
@@ -143,7 +134,7 @@ static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* sh
     size_t chunk = t->chunkElems * t->typeSize;
     if (chunk >= CHR_ALIGN_BYTES && chunk % CHR_ALIGN_BYTES) t->chunkElems = (chunk / CHR_ALIGN_BYTES * CHR_ALIGN_BYTES) / t->typeSize;
   }
-  t->estimatedUs = model[bestA][bestP] >= 0.0f ? model[bestA][bestP] : devEstimateUs(devHops(t->func, bestA, comm->nRanks), bytes);
+  t->estimatedUs = devEstimateUs(devHops(t->func, bestA, comm->nRanks), bytes);
   comm->lastAlgo = chrAlgoName(bestA);
   comm->lastProto = chrProtoName(bestP);
   TRACE(NCCL_COLL | NCCL_TUNING, "GPU func %d count %zu type %d -> %s/%s, %d channels, chunk %zu elems",
@@ -182,5 +173,5 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
     t->estimatedUs = devEstimateUs(0, bytes);
     return chrPlanWorks(t);
   }
-  return planColl(t, &shape, bytes);
+  return planColl(t, &shape, bytes, protos);
 }
