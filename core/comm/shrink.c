@@ -50,22 +50,21 @@ ncclResult_t chrShrinkExchange(struct ncclComm* parent, const int* exclude, int 
     size++;
   }
   const uint64_t digest = listDigest(excluded, n);
-  free(excluded);
   struct shrinkIdMsg msg;
   memset(&msg, 0, sizeof(msg));
   if (parent->rank == leader) {
-    CHECK(chrBootstrapNewUniqueId(id)); /* never NCCL_COMM_ID's fixed address */
+    ncclResult_t res = chrBootstrapNewUniqueId(id); /* never NCCL_COMM_ID's fixed address */
     msg.magic = SHRINK_ID_MAGIC;
     msg.seq = seq;
     msg.nranks = size;
     msg.digest = digest;
     msg.id = *id;
-    for (int r = leader + 1; r < n; r++) {
-      int out = 0;
-      for (int i = 0; i < count && !out; i++) out = exclude[i] == r;
-      if (!out) CHECK(chrBootstrapSend(parent->bootstrap, r, TAG_SHRINK_ID, &msg, sizeof(msg)));
-    }
+    for (int r = leader + 1; r < n && res == ncclSuccess; r++)
+      if (!excluded[r]) res = chrBootstrapSend(parent->bootstrap, r, TAG_SHRINK_ID, &msg, sizeof(msg));
+    free(excluded);
+    if (res != ncclSuccess) return res;
   } else {
+    free(excluded);
     CHECK(chrBootstrapRecv(parent->bootstrap, leader, TAG_SHRINK_ID, &msg, sizeof(msg)));
     if (msg.magic != SHRINK_ID_MAGIC)
       return chrFail(ncclRemoteError, "ncclCommShrink: parent rank %d sent a malformed id message (magic 0x%x)", leader,
