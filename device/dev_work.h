@@ -63,4 +63,19 @@ CHR_HD int32_t chrDevLaunchCut(const struct chrWork* works, const int* base, con
   return cut;
 }
 
+/* The next launch's collective works: take[c] of channel c, from base[c] on (whole calls, up to
+ * chrDevLaunchCut's cut); *key its kernel. Returns 1 if collective works remain after it (the last
+ * launch, returning 0, also carries the point-to-point works). */
+CHR_HD int chrDevLaunchNext(const struct chrWork* works, const int* base, const int* collEnd, int nChannels, int* take,
+                            int* key) {
+  const int32_t cut = chrDevLaunchCut(works, base, collEnd, nChannels, key);
+  int left = 0;
+  for (int c = 0; c < nChannels; c++) {
+    take[c] = 0;
+    while (base[c] + take[c] < collEnd[c] && works[base[c] + take[c]].call < cut) take[c]++;
+    left |= base[c] + take[c] < collEnd[c];
+  }
+  return left;
+}
+
 #endif /* CHORUS_DEVICE_DEV_WORK_H_ */

@@ -3,15 +3,14 @@
  * and each launch gets its works in kernel arguments (up to CHR_DEV_INLINE_WORKS) or in a host-mapped
  * slot.
  *
- * Cutting. Kernels are instantiated per (type, op); works that only copy run in any kernel. The next
- * launch uses the kernel of the first reducing work still to run (channels in order), and each
- * channel takes its next collective works while they copy or match that kernel. Channel order is
- * kept, and since every rank's collective works come from the same calls in the same order, every
- * rank cuts its plan at the same places. Point-to-point works all go into the LAST launch: a send
- * and its receive (on another channel, or another rank whose group listed its calls in another
- * order) must run in kernels that are resident at the same time, and which launch a collective
- * lands in differs per rank only through them. Moving them behind the collectives of their group
- * is allowed: the operations of one group are unordered, as with NCCL.
+ * Cutting. Kernels are instantiated per (type, op); works that only copy run in any kernel. Each
+ * launch holds whole calls on every channel (chrDevLaunchNext, device/dev_work.h): the kernel of the
+ * earliest call that reduces, and every call before the first one that needs another kernel (a
+ * call's works wait for each other across channels, so a launch cut inside a call could wait for a
+ * later launch forever). Point-to-point works all go into the LAST launch: a send and its receive
+ * (on another channel, or another rank whose group listed its calls in another order) must run in
+ * kernels that are resident at the same time. Moving them behind the collectives of their group is
+ * allowed: the operations of one group are unordered, as with NCCL.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -280,14 +279,8 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
     goto fail;
   }
   for (;;) {
-    int key = -1;
-    const int32_t cut = chrDevLaunchCut(sorted, base, collEnd, nChannels, &key);
-    int any = 0, collLeft = 0;
-    for (int c = 0; c < nChannels; c++) {
-      take[c] = 0;
-      while (base[c] + take[c] < collEnd[c] && sorted[base[c] + take[c]].call < cut) take[c]++;
-      collLeft |= base[c] + take[c] < collEnd[c];
-    }
+    int key = -1, any = 0;
+    const int collLeft = chrDevLaunchNext(sorted, base, collEnd, nChannels, take, &key);
     /* The last launch also carries every point-to-point work. */
     for (int c = 0; c < nChannels; c++) {
       if (!collLeft) take[c] = end[c] - base[c];

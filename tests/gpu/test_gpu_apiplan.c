@@ -92,10 +92,10 @@ static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunch
     end[c] = sum;
   }
   for (int launch = 0;; launch++) {
-    int key = -1, took = 0;
-    const int32_t cut = chrDevLaunchCut(p->coll, base, end, p->collChannels, &key);
+    int key = -1, took = 0, take[CHR_DEV_MAX_CHANNELS];
+    chrDevLaunchNext(p->coll, base, end, p->collChannels, take, &key);
     for (int c = 0; c < p->collChannels; c++)
-      for (; base[c] < end[c] && p->coll[base[c]].call < cut; base[c]++, took++) {
+      for (int stop = base[c] + take[c]; base[c] < stop; base[c]++, took++) {
         const struct chrWork* w = &p->coll[base[c]];
         const int k = chrDevKernelKey(w);
         if (w->call < 0 || w->call >= NC_MAX_OPS * 4 || (k >= 0 && k != key) ||

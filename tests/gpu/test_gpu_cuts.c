@@ -1,6 +1,6 @@
 /*
- * test_gpu_cuts.c (gpu.cuts): how the launcher cuts a plan into kernels (chrDevLaunchCut,
- * device/dev_work.h), on hand-made plans, without a GPU. Each launch must hold whole calls, in call
+ * test_gpu_cuts.c (gpu.cuts): how the launcher cuts a plan into kernels (chrDevLaunchNext,
+ * device/dev_work.h, the walk device/launch.cu makes), on hand-made plans, without a GPU. Each launch must hold whole calls, in call
  * order, every reducing work in the launch's kernel:
  *   - a tree all-reduce: its up pass reduces on channel 0 and its down pass only copies on channel 1,
  *     two such calls with different kernels: the down passes of the second must not join the first
@@ -44,10 +44,10 @@ static void expectLaunches(const char* name, const struct plan* p, const int* wa
   }
   int launch = 0, nextCall = 0;
   for (;; launch++) {
-    int key = -1, took = 0, lo = 1 << 30, hi = -1;
-    const int32_t cut = chrDevLaunchCut(flat, base, end, p->nChannels, &key);
+    int key = -1, took = 0, lo = 1 << 30, hi = -1, take[CHR_DEV_MAX_CHANNELS];
+    chrDevLaunchNext(flat, base, end, p->nChannels, take, &key);
     for (int c = 0; c < p->nChannels; c++)
-      for (; base[c] < end[c] && flat[base[c]].call < cut; base[c]++, took++) {
+      for (int stop = base[c] + take[c]; base[c] < stop; base[c]++, took++) {
         const struct chrWork* w = &flat[base[c]];
         const int wk = chrDevKernelKey(w);
         if (wk >= 0 && wk != key) {
