@@ -19,11 +19,12 @@
 #            in the same command: PERF_COLLS (default all seven), float, 8 B .. PERF_MAX (8G),
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
-#            sizes are timed only
+#            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run)
 #   knobs    Chorus alone, all-reduce 64 KB .. 64 MB in one process (-t RANKS), checked, for each
 #            KNOBS setting (default: CHORUS_GPU_LL_MAX_BYTES x CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL,
 #            256K/1M x 256K/64K/16K), then 32 MB .. 1 GB timed for each CHORUS_GPU_MAX_CHANNELS in
-#            KNOB_CHANNELS (default "24 32"): knobs.md, time per size and setting, for the defaults
+#            KNOB_CHANNELS (default "24 32 32:8388608 32:2097152", channels[:NCCL_BUFFSIZE]): knobs.md,
+#            time per size and setting
 #   onegpu   the one-GPU table's rows on GPU 0 alone (CUDA_VISIBLE_DEVICES=0, 2 ranks on it, as
 #            run_on_device.sh's perf step): chorus-gpu-ceiling, then chorus-perf -t 2 for ONEGPU_COLLS
 #            (default reducescatter) from ONEGPU_MIN (2G) to ONEGPU_MAX (8G), timed only:
@@ -141,6 +142,7 @@ if want side; then
           [ $lib = nvidia ] && libenv=(LD_LIBRARY_PATH="$NVDIR")
           for sweep in "small 8 64M 20 3 1" "large 128M $PERF_MAX 5 1 0"; do
             set -- $sweep
+            case " ${SIDE_SWEEPS:-small large} " in *" $1 "*) ;; *) continue ;; esac
             f=$OUT/side-$lib-$mode$tag-$coll-$1
             env "${libenv[@]}" "${algoenv[@]}" timeout 250 "$PERF" "${ranks[@]}" -M cuda "$coll" -b "$2" -e "$3" -f 2 \
               -n "$4" -w "$5" -c "$6" -q -J "$f.json" >"$f.txt" 2>&1 || note "side $lib $mode$tag $coll $1: FAILED ($(tail -1 "$f.txt"))"
@@ -176,9 +178,14 @@ if want knobs; then
       note "knobs $k: FAILED ($(tail -1 "$OUT/knobs-$ll-$spc.txt"))"
     grep -h "Out of bounds" "$OUT/knobs-$ll-$spc.txt" | sed "s/^/knobs $k: /" >>"$SUMMARY"
   done
-  for ch in ${KNOB_CHANNELS:-24 32}; do
-    CHORUS_GPU_MAX_CHANNELS=$ch timeout 150 "$PERF" -t "$RANKS" -M cuda allreduce -b 32M -e 1G -f 2 -n 10 -w 2 -c 0 -q \
-      -J "$OUT/knobs-ch$ch.json" >"$OUT/knobs-ch$ch.txt" 2>&1 || note "knobs channels $ch: FAILED ($(tail -1 "$OUT/knobs-ch$ch.txt"))"
+  # "channels" or "channels:NCCL_BUFFSIZE" (the SIMPLE slot is an eighth of the buffer)
+  for k in ${KNOB_CHANNELS:-24 32 32:8388608 32:2097152}; do
+    ch=${k%%:*} buff=4194304
+    [ "$k" = "$ch" ] || buff=${k##*:}
+    tag=ch$ch-b$buff
+    CHORUS_GPU_MAX_CHANNELS=$ch NCCL_BUFFSIZE=$buff timeout 150 "$PERF" -t "$RANKS" -M cuda allreduce -b 32M -e 1G -f 2 \
+      -n 10 -w 2 -c 0 -q -J "$OUT/knobs-$tag.json" >"$OUT/knobs-$tag.txt" 2>&1 ||
+      note "knobs channels $k: FAILED ($(tail -1 "$OUT/knobs-$tag.txt"))"
   done
   python3 - "$OUT" >"$OUT/knobs.md" <<'EOF2'
 import glob, json, os, sys
@@ -190,7 +197,8 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "knobs-*.json"))):
     except (OSError, ValueError):
         continue
     if tag.startswith("ch"):
-        name = f"{tag[2:]} channels"
+        ch, buff = tag[2:].split("-b")
+        name = f"{ch} ch, {int(buff) >> 20} MB buffer"
     else:
         ll, spc = tag.split("-")
         name = f"LL<={int(ll) >> 10}K, {int(spc) >> 10}K/ch"
