@@ -11,6 +11,10 @@
  * (on another channel, or another rank whose group listed its calls in another order) must run in
  * kernels that are resident at the same time. Moving them behind the collectives of their group is
  * allowed: the operations of one group are unordered, as with NCCL.
+ *
+ * Under CUDA graph capture a launch whose works do not fit in the arguments gets graph-owned storage
+ * (graph_works.h) instead of a slot: the graph keeps the arguments, and a slot's later contents
+ * would be read by every replay.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -22,6 +26,7 @@
 #include "device/dev_error.h"
 #include "device/dev_group.h"
 #include "device/dev_table.h"
+#include "device/graph_works.h"
 #include "device/work_check.h"
 #include "exec/reduce.h"
 #include "transport/transport.h"
@@ -179,19 +184,22 @@ static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWo
     int capturing = 0;
     res = isCapturing(rk, stream, &capturing);
     if (res != ncclSuccess) return res;
-    if (capturing)
-      return chrDevFail(ncclInvalidUsage, "rank %d: a launch of %d works while the stream is captured into a CUDA graph "
-                        "(at most %d: fewer operations per group, or fewer channels)", rank, total,
-                        (int)CHR_DEV_INLINE_WORKS);
-    res = takeSlot(rk, total, &slot);
-    if (res != ncclSuccess) return res;
-    dst = rk->workArea + (size_t)slot * CHR_DEV_SLOT_WORKS;
-    args.workBuf = rk->workAreaDev + (size_t)slot * CHR_DEV_SLOT_WORKS;
+    if (capturing) {
+      struct chrWork* dev = NULL;
+      res = chrDevGraphWorks(rank, stream, total, &dst, &dev);
+      if (res != ncclSuccess) return res;
+      args.workBuf = dev;
+    } else {
+      res = takeSlot(rk, total, &slot);
+      if (res != ncclSuccess) return res;
+      dst = rk->workArea + (size_t)slot * CHR_DEV_SLOT_WORKS;
+      args.workBuf = rk->workAreaDev + (size_t)slot * CHR_DEV_SLOT_WORKS;
+    }
   }
   for (int c = 0, k = 0; c < nChannels; c++)
     for (int i = 0; i < take[c]; i++) dst[k++] = works[base[c] + i];
   /* The slot is write-combined host memory: drain the CPU's buffers before the GPU reads it. */
-  if (slot >= 0) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (args.workBuf != NULL) __atomic_thread_fence(__ATOMIC_SEQ_CST);
   void* params[] = {&args};
   CHR_DEV_CUDA_GOTO(cudaLaunchKernel(fn, dim3((unsigned)nChannels), dim3(CHR_DEV_THREADS), params, 0, stream), res,
                     fail);
@@ -200,52 +208,6 @@ static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWo
     rk->slotUsed[slot] = 1;
   }
 fail:
-  return res;
-}
-
-static int laneOf(const struct chrWork* w) { return w->links[0].conn; }
-
-/* The last launch under CUDA graph capture, when its works do not fit in the kernel arguments (a
- * graph keeps a launch's arguments, not a slot's later contents): its collective works launch first,
- * then the point-to-point works by lane (p2p connection index), lowest first, as many whole lanes
- * per launch as fit. No wait can close a cycle: a lane's sends and receives stay in one launch, and
- * every rank walks the lanes in the same order, so a launch waits only on its peers' launches of the
- * same or lower lanes, which are running or done (collectives are cut alike on every rank). */
-static ncclResult_t launchLastCaptured(struct chrDevRank* rk, int key, const struct chrWork* sorted, const int* base,
-                                       const int* collEnd, const int* end, int nChannels, cudaStream_t stream) {
-  int take[CHR_DEV_MAX_CHANNELS], sub[CHR_DEV_MAX_CHANNELS];
-  int any = 0, nP2p = 0;
-  for (int c = 0; c < nChannels; c++) {
-    take[c] = collEnd[c] - base[c];
-    any |= take[c] > 0;
-    nP2p += end[c] - collEnd[c];
-  }
-  ncclResult_t res = any ? launchOne(rk, key, sorted, base, take, nChannels, stream) : ncclSuccess;
-  if (res != ncclSuccess || nP2p == 0) return res;
-  int perLane[CHR_DEV_P2P_CONNS] = {0};
-  for (int c = 0; c < nChannels; c++)
-    for (int i = collEnd[c]; i < end[c]; i++) perLane[laneOf(&sorted[i])]++;
-  struct chrWork* buf = (struct chrWork*)malloc(sizeof(struct chrWork) * (size_t)nP2p);
-  if (buf == NULL) return chrDevFail(ncclSystemError, "rank %d: no memory to cut a launch of %d works", rk->cfg.rank, nP2p);
-  for (int lo = 0; lo < CHR_DEV_P2P_CONNS && res == ncclSuccess;) {
-    int hi = lo, count = perLane[lo];
-    while (hi + 1 < CHR_DEV_P2P_CONNS && count + perLane[hi + 1] <= (int)CHR_DEV_INLINE_WORKS) count += perLane[++hi];
-    if (count > (int)CHR_DEV_INLINE_WORKS) {
-      res = chrDevFail(ncclInvalidUsage, "rank %d: %d sends and receives on one lane while the stream is captured into a "
-                       "CUDA graph (at most %d: fewer operations per group)", rk->cfg.rank, count, (int)CHR_DEV_INLINE_WORKS);
-      break;
-    }
-    int k = 0;
-    for (int c = 0; c < nChannels; c++) {
-      sub[c] = k;
-      for (int i = collEnd[c]; i < end[c]; i++)
-        if (laneOf(&sorted[i]) >= lo && laneOf(&sorted[i]) <= hi) buf[k++] = sorted[i];
-      take[c] = k - sub[c];
-    }
-    if (k > 0) res = launchOne(rk, -1, buf, sub, take, nChannels, stream);
-    lo = hi + 1;
-  }
-  free(buf);
   return res;
 }
 
@@ -287,16 +249,6 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
       any |= take[c] > 0;
     }
     if (!any) break;
-    int count = 0, capturing = 0;
-    for (int c = 0; c < nChannels; c++) count += take[c];
-    if (!collLeft && count > (int)CHR_DEV_INLINE_WORKS) {
-      res = isCapturing(rk, stream, &capturing);
-      if (res != ncclSuccess) goto fail;
-    }
-    if (capturing) {
-      res = launchLastCaptured(rk, key, sorted, base, collEnd, end, nChannels, stream);
-      goto fail; /* the last launch: done either way */
-    }
     res = launchOne(rk, key, sorted, base, take, nChannels, stream);
     if (res != ncclSuccess) goto fail;
     for (int c = 0; c < nChannels; c++) base[c] += take[c];

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "device/graph_works.h"
 #include "device/dev_error.h"
 #include "device/dev_group.h"
 
@@ -165,6 +166,7 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   free(rk->ringOrder);
   free(rk->ringPos);
   free(rk);
+  chrDevGraphWorksTrim(); /* storage of destroyed graphs, any rank's */
   if (prev >= 0) cudaSetDevice(prev);
   return ncclSuccess;
 }

@@ -21,10 +21,9 @@
 
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
 /* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 24, with which every figure so far
- * was measured (docs/perf/gpu.md, gpu-2gpu.md). 24 also keeps one all-reduce's works (one per
- * channel) within what a launch captured into a CUDA graph carries in its kernel arguments (31,
- * device/dev_args.h), with room for a few more calls per captured group: above that, a captured
- * group using every channel is refused until captured launches get storage of their own. */
+ * was measured (docs/perf/gpu.md, gpu-2gpu.md). A captured launch no longer bounds it (works that
+ * do not fit in the kernel arguments go to graph-owned storage), so up to CHR_DEV_MAX_CHANNELS (32)
+ * is the next setting to measure on 2 GPUs. */
 #define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
 
 struct chrDevShared {

@@ -10,10 +10,10 @@
  *                             several calls per group on one and two streams), plus the refusals
  *   test_gpu_nccl threads N   one thread per rank, ncclCommInitRank after cudaSetDevice(0): a
  *                             shorter list, each thread checking its own outputs
- *   test_gpu_nccl graph N     an all-reduce and an all-to-all (large enough that its sends and
- *                             receives overflow the kernel arguments: the launch is cut by lanes)
- *                             captured into a CUDA graph on each rank's stream, replayed 5 times
- *                             with new data
+ *   test_gpu_nccl graph N     one group of four all-reduces (two kernels, each launch with more
+ *                             works than the kernel arguments hold) and an all-to-all, captured
+ *                             into a CUDA graph on each rank's stream, replayed 5 times with new
+ *                             data
  *   test_gpu_nccl memalloc N  ncclMemAlloc'd buffers as an all-reduce's operands, then ncclMemFree
  *   test_gpu_nccl abort       ncclCommAbort of a rank whose all-reduce waits for a peer that never
  *                             joins: returns within a bounded time, the peer's comm reports the error
@@ -436,28 +436,39 @@ static int runGraph(int n, size_t a2aCount) {
   ncclComm_t comms[MAX_RANKS];
   initAllRanks(R, comms, n);
   struct ncCase c;
-  struct ncOp o[2];
+  /* Three float sums (5 + 24 + 5 works: more than the kernel arguments hold, in a launch that is not
+   * the last), an int32 max (another kernel: the launch after), an all-to-all (its sends and
+   * receives on every lane go into that last launch, also more than the arguments hold). Captured,
+   * both launches get graph-owned storage for their works. */
+  enum { NOPS = 5 };
+  struct ncOp o[NOPS];
   memset(o, 0, sizeof(o));
-  o[0].func = F_ALLREDUCE;
-  o[0].type = ncclFloat32;
-  o[0].op = OP_SUM;
-  o[0].count = 300007; /* SIMPLE, several channels */
-  o[1].func = F_ALLTOALL;
-  o[1].type = ncclFloat32;
-  o[1].op = OP_SUM;
-  o[1].count = a2aCount; /* default 2 MB per peer: every lane, more works than the kernel arguments hold */
+  const size_t counts[3] = {300007, 1500000, 300007}; /* 1.2 MB, 6 MB (every channel), 1.2 MB */
+  for (int k = 0; k < 3; k++) {
+    o[k].func = F_ALLREDUCE;
+    o[k].type = ncclFloat32;
+    o[k].op = OP_SUM;
+    o[k].count = counts[k];
+  }
+  o[3].func = F_ALLREDUCE;
+  o[3].type = ncclInt32;
+  o[3].op = OP_MAX;
+  o[3].count = 5000;
+  o[4].func = F_ALLTOALL;
+  o[4].type = ncclFloat32;
+  o[4].op = OP_SUM;
+  o[4].count = a2aCount; /* default 2 MB per peer: every lane */
   ncclRedOp_t redops[MAX_RANKS][NC_MAX_OPS];
   int failures = 0;
   /* Warm up outside capture: the first device call makes the communicators' GPU state (allocations
    * are not allowed while a stream is captured). */
-  o[0].seed = 1;
-  o[1].seed = 2;
-  ncMakeCase(&c, o, 2, n);
+  for (int k = 0; k < NOPS; k++) o[k].seed = 1 + (uint64_t)k;
+  ncMakeCase(&c, o, NOPS, n);
   for (int r = 0; r < n; r++) prepare(&R[r], &c, redops[r]);
   fprintf(stderr, "graph n=%d: warm-up prepared\n", n);
   NCCL_OK(ncclGroupStart());
   for (int r = 0; r < n; r++)
-    for (int k = 0; k < 2; k++) issue(&R[r], &c.ops[k], redops[r][k], "graph warm-up");
+    for (int k = 0; k < NOPS; k++) issue(&R[r], &c.ops[k], redops[r][k], "graph warm-up");
   NCCL_OK(ncclGroupEnd());
   fprintf(stderr, "graph n=%d: warm-up launched\n", n);
   for (int r = 0; r < n; r++) failures += finish(&R[r], &c, redops[r]);
@@ -469,7 +480,7 @@ static int runGraph(int n, size_t a2aCount) {
     CUDA_OK(cudaSetDevice(R[r].dev));
     CUDA_OK(cudaStreamBeginCapture(R[r].s[0], cudaStreamCaptureModeGlobal));
     NCCL_OK(ncclGroupStart());
-    for (int k = 0; k < 2; k++) issue(&R[r], &c.ops[k], redops[r][k], "graph capture"); /* exits on failure */
+    for (int k = 0; k < NOPS; k++) issue(&R[r], &c.ops[k], redops[r][k], "graph capture"); /* exits on failure */
     ncclResult_t res = ncclGroupEnd();
     cudaError_t e = cudaStreamEndCapture(R[r].s[0], &graph);
     if (res != ncclSuccess || e != cudaSuccess) {
@@ -481,9 +492,8 @@ static int runGraph(int n, size_t a2aCount) {
     CUDA_OK(cudaGraphDestroy(graph));
   }
   for (int rep = 0; rep < 5; rep++) {
-    o[0].seed = 100 + (uint64_t)rep; /* new data, same buffers */
-    o[1].seed = 200 + (uint64_t)rep;
-    ncMakeCase(&c, o, 2, n);
+    for (int k = 0; k < NOPS; k++) o[k].seed = 100 * (uint64_t)(k + 1) + (uint64_t)rep; /* new data, same buffers */
+    ncMakeCase(&c, o, NOPS, n);
     snprintf(c.name, sizeof(c.name), "graph replay %d", rep);
     for (int r = 0; r < n; r++) prepare(&R[r], &c, redops[r]);
     for (int r = 0; r < n; r++) {
@@ -496,7 +506,8 @@ static int runGraph(int n, size_t a2aCount) {
   for (int r = 0; r < n; r++) CUDA_OK(cudaGraphExecDestroy(exec[r]));
   for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(comms[r]));
   for (int r = 0; r < n; r++) freeRank(&R[r]);
-  printf("gpu.nccl graph n=%d: captured all-reduce + all-to-all replayed 5 times, %d failures\n", n, failures);
+  printf("gpu.nccl graph n=%d: captured 4 all-reduces + all-to-all (works in graph-owned storage) replayed 5 times, "
+         "%d failures\n", n, failures);
   return failures ? 1 : 0;
 }
 
