@@ -47,8 +47,9 @@ extern "C" {
 
 /* 3: per-rank states (chrDevRank*) with CUDA IPC, for ranks in several processes. 4: point-to-point
  * lanes (p2pStepBytes in the configurations), chrDevMemAlloc / chrDevMemFree. 5: works carry their call's
- * index (chrWork.call), by which the launcher cuts a plan into launches. */
-#define CHR_DEV_API_VERSION 5
+ * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
+ * (CHR_DEV_MAX_CHANNELS). */
+#define CHR_DEV_API_VERSION 6
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))

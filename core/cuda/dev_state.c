@@ -20,10 +20,10 @@
 #include "transport/transport.h"
 
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
-/* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 24, with which every figure so far
- * was measured (docs/perf/gpu.md, gpu-2gpu.md). A captured launch no longer bounds it (works that
- * do not fit in the kernel arguments go to graph-owned storage), so up to CHR_DEV_MAX_CHANNELS (32)
- * is the next setting to measure on 2 GPUs. */
+/* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 32 (the 2-GPU sweep of 2026-11-26:
+ * 32 channels with 256 KiB slots moved 1 GB all-reduces 10% faster than 24 with 512 KiB,
+ * docs/perf/gpu-2gpu.md). A captured launch does not bound it: works that do not fit in the kernel
+ * arguments go to graph-owned storage. */
 #define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
 
 struct chrDevShared {
@@ -87,18 +87,28 @@ static int p2pLanes(int nRanks, int nChannels) {
   return lanes < 1 ? 1 : lanes;
 }
 
+/* One of a connection's CHR_STEPS slots of a `buff`-byte buffer, in whole pages. */
+static size_t slotBytes(int64_t buff) {
+  if (buff < CHR_STEPS * 4096) buff = CHR_STEPS * 4096;
+  return ((size_t)buff / CHR_STEPS) & ~(size_t)4095;
+}
+
 void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   if (comm->dev) {
     *shape = comm->dev->shape;
     return;
   }
-  int64_t buff = chrParamInt(CHR_P_BUFFSIZE);
-  if (buff < CHR_STEPS * 4096) buff = CHR_STEPS * 4096;
-  shape->stepBytes = ((size_t)buff / CHR_STEPS) & ~(size_t)4095;
+  /* NCCL_BUFFSIZE set by the user sizes the rings' slots as it does NCCL's; otherwise the GPU's own
+   * default. Point-to-point lanes keep a quarter of NCCL_BUFFSIZE's step either way. */
+  const int64_t ncclBuff = chrParamInt(CHR_P_BUFFSIZE);
+  const int userSet = strcmp(chrParamSource(CHR_P_BUFFSIZE), "default") != 0;
+  const size_t ringStep = slotBytes(userSet ? ncclBuff : chrParamInt(CHR_P_GPU_BUFFSIZE));
+  shape->stepBytes = ringStep;
   shape->llLines = DEV_LL_LINES;
   shape->nChannels = defaultChannels(comm);
   shape->p2pLanes = p2pLanes(comm->nRanks, shape->nChannels);
-  shape->p2pStepBytes = shape->stepBytes / 4 < 4096 ? 4096 : (shape->stepBytes / 4) & ~(size_t)4095;
+  const size_t p2pStep = slotBytes(ncclBuff) / 4;
+  shape->p2pStepBytes = p2pStep < 4096 ? 4096 : p2pStep & ~(size_t)4095;
 }
 
 static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevShared** out) {

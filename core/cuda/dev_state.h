@@ -30,7 +30,7 @@ struct chrWork;
 /* The device state's shape, a function of the communicator alone (so every rank agrees). */
 struct chrDevShape {
   int nChannels;       /* ring channels */
-  size_t stepBytes;    /* SIMPLE slot: NCCL_BUFFSIZE / 8 in whole pages (the host's slot size) */
+  size_t stepBytes;    /* SIMPLE ring slot: CHORUS_GPU_BUFFSIZE (NCCL_BUFFSIZE when set) / 8 in whole pages */
   int llLines;         /* LL slot: lines of 8 payload bytes */
   int p2pLanes;        /* point-to-point connection indices to every peer: a large send splits over
                           them, lane k sending on launch channel 2k and receiving on 2k + 1 */

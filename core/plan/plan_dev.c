@@ -7,7 +7,8 @@
  *   size; collectives and sends launch as separate kernels, and every rank uses a connection in the
  *   same order, so the two kinds of use never interleave); four CTAs, for latency, not bandwidth;
  * - LL for small operations (up to CHORUS_GPU_LL_MAX_BYTES, when NCCL_PROTO allows it), SIMPLE otherwise,
- *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: NCCL_BUFFSIZE / 8);
+ *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: the slot, CHORUS_GPU_BUFFSIZE / 8,
+ *   or less for the ring when a channel's data would run in fewer than CHORUS_GPU_RING_LOOPS loops);
  * - as many channels as the data fills (LL: one per DEV_LL_BYTES_PER_CHANNEL; SIMPLE: one per
  *   CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL), up to the group's count;
  * - a send or receive over as many lanes as it fills (one per DEV_P2P_BYTES_PER_LANE, up to the
@@ -27,9 +28,9 @@
 #include "config/algo_select.h"
 #include "plan/plan.h"
 
-/* The LL threshold and SIMPLE's bytes per channel: CHORUS_GPU_LL_MAX_BYTES and
- * CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL (256 KB each by default; on 2 H100s over NVLink, 512 KB - 1 MB
- * ran on 2-4 channels at 25 us, docs/perf/gpu-2gpu.md, so these are the first to sweep). */
+/* The LL threshold and SIMPLE's bytes per channel: CHORUS_GPU_LL_MAX_BYTES (512 KB) and
+ * CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL (32 KB), from the sweep on 2 H100s over NVLink
+ * (docs/perf/gpu-2gpu.md, "Planner knobs"). */
 #define DEV_LL_BYTES_PER_CHANNEL (16u << 10)
 #define DEV_P2P_LL_MAX_BYTES (64u << 10)
 #define DEV_P2P_BYTES_PER_LANE (64u << 10)
@@ -95,6 +96,21 @@ static ncclResult_t devCostTable(const struct chrCollTask* t, const struct chrDe
   return ncclSuccess;
 }
 
+/* A SIMPLE ring step is a whole slot at most; smaller when a channel's data would otherwise take
+ * fewer than CHORUS_GPU_RING_LOOPS loops, so that one rank's next step overlaps its peers' current
+ * ones (in one loop, every step but the first waits for the previous rank's), but not below
+ * DEV_RING_MIN_CHUNK: each step costs a CTA two barriers and a system-scope fence. */
+#define DEV_RING_MIN_CHUNK (64u << 10)
+static void ringPipeline(struct chrCollTask* t, size_t bytes) {
+  const int n = t->comm->nRanks;
+  const int chain = t->func == ncclFuncBroadcast || t->func == ncclFuncReduce; /* a loop is one chunk */
+  const uint64_t perLoop = bytes / (uint64_t)t->nChannels / (uint64_t)(chain ? 1 : n);
+  const uint64_t loops = (uint64_t)chrParamInt(CHR_P_GPU_RING_LOOPS);
+  uint64_t chunk = chrRoundUp(chrDivUp(perLoop, loops), CHR_ALIGN_BYTES);
+  if (chunk < DEV_RING_MIN_CHUNK) chunk = DEV_RING_MIN_CHUNK;
+  if (chunk / t->typeSize < t->chunkElems) t->chunkElems = chunk / t->typeSize;
+}
+
 /* A collective on 2+ ranks: the cost table through the tuner (if one is loaded), the cheapest pair;
  * the tuner's channel count for the ring (the tree always has its four lanes) and its step size
  * (v6), within the slots. */
@@ -128,6 +144,7 @@ static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* sh
     size_t want = (bytes + perChannel - 1) / perChannel;
     t->nChannels = want < 1 ? 1 : want > (size_t)shape->nChannels ? shape->nChannels : (int)want;
   }
+  if (bestP == CHR_PROTO_SIMPLE && bestA == CHR_ALGO_RING) ringPipeline(t, bytes);
   if (comm->tunerChunkHook) {
     CHECK(chrPlanTunerChunk(t, bytes, devSlotBytes(shape, bestA, bestP)));
     /* Whole 64-byte units where the step allows: the kernels' 16-byte packs stay aligned. */

@@ -165,7 +165,9 @@ ncclResult_t chrPlanWorks(struct chrCollTask* t) {
       treeLane(t, c, ringPos, w);
     } else {
       w->pattern = ringPattern(t->func);
-      const struct chrChannel* ch = &comm->channels[c];
+      /* Every channel runs the comm's one ring; a GPU may have more channels than the host's
+       * CHR_MAX_CHANNELS, and those take the ring of the host channel they fold onto. */
+      const struct chrChannel* ch = &comm->channels[c % CHR_MAX_CHANNELS];
       addLink(w, ch->ringNext, 1, 0, 0); /* CHR_RING_SEND */
       addLink(w, ch->ringPrev, 0, 0, 0); /* CHR_RING_RECV */
       chrChannelRange(t->count, t->nChannels, c, chrAlignElems(t->typeSize), &w->start, &w->len);

@@ -20,11 +20,10 @@
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
 #            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run)
-#   knobs    Chorus alone, all-reduce 64 KB .. 64 MB in one process (-t RANKS), checked, for each
-#            KNOBS setting (default: CHORUS_GPU_LL_MAX_BYTES x CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL,
-#            256K/1M x 256K/64K/16K), then 32 MB .. 1 GB timed for each CHORUS_GPU_MAX_CHANNELS in
-#            KNOB_CHANNELS (default "24 32 32:8388608 32:2097152", channels[:NCCL_BUFFSIZE]): knobs.md,
-#            time per size and setting
+#   knobs    Chorus alone, all-reduce in one process (-t RANKS): 64 KB .. 64 MB checked for each
+#            setting of KNOBS_MID, 32 MB .. 1 GB timed for each of KNOBS_BIG (a setting: "default"
+#            or NAME=VALUE,NAME=VALUE for the environment; defaults: the planner parameters
+#            CHORUS_GPU_* one at a time around their defaults): knobs.md, time per size and setting
 #   onegpu   the one-GPU table's rows on GPU 0 alone (CUDA_VISIBLE_DEVICES=0, 2 ranks on it, as
 #            run_on_device.sh's perf step): chorus-gpu-ceiling, then chorus-perf -t 2 for ONEGPU_COLLS
 #            (default reducescatter) from ONEGPU_MIN (2G) to ONEGPU_MAX (8G), timed only:
@@ -170,45 +169,46 @@ fi
 
 section "planner knobs (Chorus)"
 if want knobs; then
-  KNOBS=${KNOBS:-"262144:262144 262144:65536 262144:16384 1048576:262144 1048576:65536 1048576:16384"}
-  for k in $KNOBS; do
-    ll=${k%%:*} spc=${k##*:}
-    CHORUS_GPU_LL_MAX_BYTES=$ll CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL=$spc timeout 120 "$PERF" -t "$RANKS" -M cuda \
-      allreduce -b 64K -e 64M -f 2 -n 20 -w 3 -c 1 -q -J "$OUT/knobs-$ll-$spc.json" >"$OUT/knobs-$ll-$spc.txt" 2>&1 ||
-      note "knobs $k: FAILED ($(tail -1 "$OUT/knobs-$ll-$spc.txt"))"
-    grep -h "Out of bounds" "$OUT/knobs-$ll-$spc.txt" | sed "s/^/knobs $k: /" >>"$SUMMARY"
-  done
-  # "channels" or "channels:NCCL_BUFFSIZE" (the SIMPLE slot is an eighth of the buffer)
-  for k in ${KNOB_CHANNELS:-24 32 32:8388608 32:2097152}; do
-    ch=${k%%:*} buff=4194304
-    [ "$k" = "$ch" ] || buff=${k##*:}
-    tag=ch$ch-b$buff
-    CHORUS_GPU_MAX_CHANNELS=$ch NCCL_BUFFSIZE=$buff timeout 150 "$PERF" -t "$RANKS" -M cuda allreduce -b 32M -e 1G -f 2 \
-      -n 10 -w 2 -c 0 -q -J "$OUT/knobs-$tag.json" >"$OUT/knobs-$tag.txt" 2>&1 ||
-      note "knobs channels $k: FAILED ($(tail -1 "$OUT/knobs-$tag.txt"))"
+  # A setting: "default", or comma-separated NAME=VALUE pairs for the environment. KNOBS_MID run
+  # 64 KB .. 64 MB, checked; KNOBS_BIG 32 MB .. 1 GB, timed only. knobs-<n>.json, knobs-<n>.env.
+  G=CHORUS_GPU_
+  KNOBS_MID=${KNOBS_MID:-"default ${G}LL_MAX_BYTES=262144 ${G}SIMPLE_BYTES_PER_CHANNEL=65536 ${G}RING_LOOPS=1"}
+  KNOBS_BIG=${KNOBS_BIG:-"default ${G}RING_LOOPS=1 ${G}RING_LOOPS=2 ${G}RING_LOOPS=8 ${G}MAX_CHANNELS=32 ${G}MAX_CHANNELS=48 ${G}BUFFSIZE=4194304 ${G}BUFFSIZE=1048576"}
+  i=0
+  for range in mid big; do
+    if [ $range = mid ]; then set -- 64K 64M 20 3 1 $KNOBS_MID; else set -- 32M 1G 10 2 0 $KNOBS_BIG; fi
+    b=$1 e=$2 n=$3 w=$4 c=$5
+    shift 5
+    for k in "$@"; do
+      i=$((i + 1))
+      envs=()
+      [ "$k" = default ] || IFS=, read -r -a envs <<<"$k"
+      echo "$range $k" >"$OUT/knobs-$i.env"
+      env "${envs[@]}" timeout 150 "$PERF" -t "$RANKS" -M cuda allreduce -b $b -e $e -f 2 -n $n -w $w -c $c -q \
+        -J "$OUT/knobs-$i.json" >"$OUT/knobs-$i.txt" 2>&1 || note "knobs $range $k: FAILED ($(tail -1 "$OUT/knobs-$i.txt"))"
+      grep -h "Out of bounds" "$OUT/knobs-$i.txt" | sed "s/^/knobs $range $k: /" >>"$SUMMARY"
+    done
   done
   python3 - "$OUT" >"$OUT/knobs.md" <<'EOF2'
-import glob, json, os, sys
-runs = {}
-for path in sorted(glob.glob(os.path.join(sys.argv[1], "knobs-*.json"))):
-    tag = os.path.basename(path)[len("knobs-"):-len(".json")]
+import glob, json, os, re, sys
+tables = {}
+paths = glob.glob(os.path.join(sys.argv[1], "knobs-*.json"))
+for path in sorted(paths, key=lambda p: int(re.findall(r"(\d+)\.json$", p)[0])):
     try:
         d = json.load(open(path))
+        rng, name = open(path[:-len(".json")] + ".env").read().split(None, 1)
     except (OSError, ValueError):
         continue
-    if tag.startswith("ch"):
-        ch, buff = tag[2:].split("-b")
-        name = f"{ch} ch, {int(buff) >> 20} MB buffer"
-    else:
-        ll, spc = tag.split("-")
-        name = f"LL<={int(ll) >> 10}K, {int(spc) >> 10}K/ch"
-    runs[name] = {r["size"]: r["out_of_place"]["time"] for r in d["results"]}
-names = list(runs)
-print("all-reduce time (µs, out of place) per planner setting\n")
-print("| size | " + " | ".join(names) + " |")
-print("|---:|" + "---:|" * len(names))
-for size in sorted({s for v in runs.values() for s in v}):
-    print(f"| {size >> 10} K | " + " | ".join(f"{runs[n][size]:.1f}" if size in runs[n] else "-" for n in names) + " |")
+    tables.setdefault(rng, {})[name.strip().replace("CHORUS_GPU_", "")] = {
+        r["size"]: r["out_of_place"]["time"] for r in d["results"]}
+for rng, runs in tables.items():
+    names = list(runs)
+    print(f"all-reduce time (µs, out of place), {rng} sizes, per planner setting\n")
+    print("| size | " + " | ".join(names) + " |")
+    print("|---:|" + "---:|" * len(names))
+    for size in sorted({s for v in runs.values() for s in v}):
+        print(f"| {size >> 10} K | " + " | ".join(f"{runs[n][size]:.1f}" if size in runs[n] else "-" for n in names) + " |")
+    print()
 EOF2
   note "planner knobs: $OUT/knobs.md"
 fi
