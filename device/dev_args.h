@@ -1,8 +1,11 @@
 /*
- * dev_args.h: the argument block of one kernel launch. It stays within CHR_DEV_ARGS_BYTES (4 KiB,
- * what every CUDA version accepts as kernel parameters) so a typical plan travels with the launch
- * itself: no copy, no allocation, nothing to free. A plan with more works than fit passes them in
- * host-mapped memory instead (workBuf); the kernel reads each work once into shared memory.
+ * dev_args.h: the argument block of one kernel launch, up to CHR_DEV_ARGS_BYTES (16 KiB: CUDA 12.1
+ * and later accept kernel parameters up to 32 KiB on Volta and newer). A plan of up to
+ * CHR_DEV_INLINE_WORKS works (126: one call on 64 channels, or a group of several on 32) travels
+ * with the launch itself: no copy, no allocation, nothing to free, and a captured launch keeps them.
+ * The launcher passes only the bytes in use (the header and the works it filled), so a small launch
+ * costs what a small argument block costs. A plan with more works passes them in host-mapped memory
+ * instead (workBuf); the kernel reads each work once into shared memory.
  *
  * CTA c runs channel c: works [first[c], first[c + 1]) of inl[] (or of workBuf), in order.
  */
@@ -14,7 +17,7 @@
 #include "plan/work.h"
 
 #define CHR_DEV_THREADS 512 /* per CTA (one CTA per channel) */
-#define CHR_DEV_ARGS_BYTES 4096
+#define CHR_DEV_ARGS_BYTES 16384
 #define CHR_DEV_ARGS_HEADER (8 + 8 + 8 + 2 * (CHR_DEV_MAX_CHANNELS + 1) + 6)
 #define CHR_DEV_INLINE_WORKS ((CHR_DEV_ARGS_BYTES - CHR_DEV_ARGS_HEADER) / sizeof(struct chrWork))
 

@@ -27,11 +27,12 @@
 #include "device/dev_group.h"
 #include "device/dev_table.h"
 #include "device/graph_works.h"
+#include "device/kernel_launch.h"
 #include "device/work_check.h"
 #include "exec/reduce.h"
 #include "transport/transport.h"
 
-static_assert(sizeof(struct chrDevKernelArgs) <= CHR_DEV_ARGS_BYTES, "kernel arguments over 4 KiB");
+static_assert(sizeof(struct chrDevKernelArgs) <= CHR_DEV_ARGS_BYTES, "kernel arguments over their bound");
 static_assert(CHR_DEV_INLINE_WORKS >= 8, "too few works fit in the kernel arguments");
 static_assert((int)chrRedSum == CHR_DEV_SUM && (int)chrRedProd == CHR_DEV_PROD && (int)chrRedMax == CHR_DEV_MAX &&
                   (int)chrRedMin == CHR_DEV_MIN && (int)chrRedPreMulSum == CHR_DEV_PREMULSUM &&
@@ -44,6 +45,7 @@ static_assert(CHR_DEV_STEPS == CHR_STEPS, "device and host connections must have
 #define CHR_DEV_SLOT_WAIT_NS (60ull * 1000000000ull)
 
 static const void* kernelTable[CHR_DEV_NUM_TYPES][CHR_DEV_NUM_OPS + 1];
+static cudaKernel_t kernelHandles[CHR_DEV_NUM_TYPES][CHR_DEV_NUM_OPS + 1]; /* for chrDevLaunchArgs */
 static pthread_once_t kernelTableOnce = PTHREAD_ONCE_INIT;
 
 static void fillKernelTable(void) {
@@ -64,6 +66,8 @@ static void fillKernelTable(void) {
   const int shared[3] = {CHR_DEV_SUM, CHR_DEV_PROD, CHR_DEV_PREMULSUM};
   for (int t = 0; t < 3; t++)
     for (int o = 0; o < 3; o++) kernelTable[twins[t][0]][shared[o]] = kernelTable[twins[t][1]][shared[o]];
+  for (int t = 0; t < CHR_DEV_NUM_TYPES; t++)
+    for (int o = 0; o <= CHR_DEV_NUM_OPS; o++) kernelHandles[t][o] = chrDevKernelHandle(kernelTable[t][o]);
 }
 
 static pthread_mutex_t loadLock = PTHREAD_MUTEX_INITIALIZER;
@@ -92,9 +96,12 @@ ncclResult_t chrDevLoadKernels(void) {
   return res;
 }
 
-static const void* kernelOf(int key) {
-  if (key < 0) return kernelTable[ncclUint8][CHR_DEV_COPY];
-  return kernelTable[key / (CHR_DEV_NUM_OPS + 1)][key % (CHR_DEV_NUM_OPS + 1)];
+/* The kernel of a launch key (-1: the copy kernel), and its handle. */
+static const void* kernelOf(int key, cudaKernel_t* handle) {
+  const int t = key < 0 ? ncclUint8 : key / (CHR_DEV_NUM_OPS + 1);
+  const int o = key < 0 ? CHR_DEV_COPY : key % (CHR_DEV_NUM_OPS + 1);
+  *handle = kernelHandles[t][o];
+  return kernelTable[t][o];
 }
 
 static uint64_t nowNs(void) {
@@ -175,7 +182,8 @@ static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWo
     total += take[c];
   }
   args.first[nChannels] = (uint16_t)total;
-  const void* fn = kernelOf(key);
+  cudaKernel_t handle = NULL;
+  const void* fn = kernelOf(key, &handle);
   if (fn == NULL) return chrDevFail(ncclInternalError, "rank %d: no kernel for key %d", rank, key);
   int slot = -1;
   struct chrWork* dst = args.inl;
@@ -200,9 +208,10 @@ static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWo
     for (int i = 0; i < take[c]; i++) dst[k++] = works[base[c] + i];
   /* The slot is write-combined host memory: drain the CPU's buffers before the GPU reads it. */
   if (args.workBuf != NULL) __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  void* params[] = {&args};
-  CHR_DEV_CUDA_GOTO(cudaLaunchKernel(fn, dim3((unsigned)nChannels), dim3(CHR_DEV_THREADS), params, 0, stream), res,
-                    fail);
+  res = chrDevLaunchArgs(fn, handle, (unsigned)nChannels, CHR_DEV_THREADS, stream, &args,
+                         offsetof(struct chrDevKernelArgs, inl) + (args.workBuf ? 0 : sizeof(struct chrWork) * (size_t)total),
+                         sizeof(args));
+  if (res != ncclSuccess) goto fail;
   if (slot >= 0) {
     CHR_DEV_CUDA_GOTO(cudaEventRecord(rk->slotDone[slot], stream), res, fail);
     rk->slotUsed[slot] = 1;

@@ -20,10 +20,11 @@
 #include "transport/transport.h"
 
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
-/* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 32 (the 2-GPU sweep of 2026-11-26:
- * 32 channels with 256 KiB slots moved 1 GB all-reduces 10% faster than 24 with 512 KiB,
- * docs/perf/gpu-2gpu.md). A captured launch does not bound it: works that do not fit in the kernel
- * arguments go to graph-owned storage. */
+/* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 64 (the 2-GPU sweeps of 2026-11-26,
+ * docs/perf/gpu-2gpu.md: 32 channels with 256 KiB slots moved 1 GB all-reduces 10% faster than 24
+ * with 512 KiB, and 64 another 7% faster than 32: each CTA pushes only so much over NVLink). One
+ * call's works on every channel fit in the kernel arguments (device/dev_args.h); a captured launch
+ * with more gets graph-owned storage. */
 #define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
 
 struct chrDevShared {

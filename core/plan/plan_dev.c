@@ -99,7 +99,9 @@ static ncclResult_t devCostTable(const struct chrCollTask* t, const struct chrDe
 /* A SIMPLE ring step is a whole slot at most; smaller when a channel's data would otherwise take
  * fewer than CHORUS_GPU_RING_LOOPS loops, so that one rank's next step overlaps its peers' current
  * ones (in one loop, every step but the first waits for the previous rank's), but not below
- * DEV_RING_MIN_CHUNK: each step costs a CTA two barriers and a system-scope fence. */
+ * DEV_RING_MIN_CHUNK: each step costs a CTA two barriers and a system-scope fence. Default 1 loop
+ * (whole slots): on 2 GPUs, 4 loops made 8-32 MB all-reduces 15-40% slower, each extra step costing
+ * about 3 us, and changed nothing from 64 MB up (docs/perf/gpu-2gpu.md, "Planner knobs"). */
 #define DEV_RING_MIN_CHUNK (64u << 10)
 static void ringPipeline(struct chrCollTask* t, size_t bytes) {
   const int n = t->comm->nRanks;

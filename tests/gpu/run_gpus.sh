@@ -172,8 +172,8 @@ if want knobs; then
   # A setting: "default", or comma-separated NAME=VALUE pairs for the environment. KNOBS_MID run
   # 64 KB .. 64 MB, checked; KNOBS_BIG 32 MB .. 1 GB, timed only. knobs-<n>.json, knobs-<n>.env.
   G=CHORUS_GPU_
-  KNOBS_MID=${KNOBS_MID:-"default ${G}LL_MAX_BYTES=262144 ${G}SIMPLE_BYTES_PER_CHANNEL=65536 ${G}RING_LOOPS=1"}
-  KNOBS_BIG=${KNOBS_BIG:-"default ${G}RING_LOOPS=1 ${G}RING_LOOPS=2 ${G}RING_LOOPS=8 ${G}MAX_CHANNELS=48 ${G}MAX_CHANNELS=64 ${G}MAX_CHANNELS=64,${G}RING_LOOPS=8 ${G}BUFFSIZE=4194304 ${G}BUFFSIZE=1048576"}
+  KNOBS_MID=${KNOBS_MID:-"default ${G}MAX_CHANNELS=32 ${G}RING_LOOPS=2"}
+  KNOBS_BIG=${KNOBS_BIG:-"default ${G}MAX_CHANNELS=32 ${G}BUFFSIZE=1048576"}
   i=0
   for range in mid big; do
     if [ $range = mid ]; then set -- 64K 64M 20 3 1 $KNOBS_MID; else set -- 32M 1G 10 2 0 $KNOBS_BIG; fi

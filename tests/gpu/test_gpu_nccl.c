@@ -10,7 +10,7 @@
  *                             several calls per group on one and two streams), plus the refusals
  *   test_gpu_nccl threads N   one thread per rank, ncclCommInitRank after cudaSetDevice(0): a
  *                             shorter list, each thread checking its own outputs
- *   test_gpu_nccl graph N     one group of four all-reduces (two kernels, each launch with more
+ *   test_gpu_nccl graph N     one group of seven all-reduces (two kernels, the first with more
  *                             works than the kernel arguments hold) and an all-to-all, captured
  *                             into a CUDA graph on each rank's stream, replayed 5 times with new
  *                             data
@@ -436,28 +436,27 @@ static int runGraph(int n, size_t a2aCount) {
   ncclComm_t comms[MAX_RANKS];
   initAllRanks(R, comms, n);
   struct ncCase c;
-  /* Three float sums (5 + 24 + 5 works: more than the kernel arguments hold, in a launch that is not
-   * the last), an int32 max (another kernel: the launch after), an all-to-all (its sends and
-   * receives on every lane go into that last launch, also more than the arguments hold). Captured,
-   * both launches get graph-owned storage for their works. */
-  enum { NOPS = 5 };
+  /* Six float sums, each on every channel (22 to 64, by ranks per GPU: more works than the kernel
+   * arguments hold, 126, in a launch that is not the last), an int32 max (another kernel: the launch
+   * after), an all-to-all (its sends and receives on every lane go into that last launch). Captured,
+   * the first launch gets graph-owned storage for its works. */
+  enum { NSUMS = 6, NOPS = NSUMS + 2 }; /* NC_MAX_OPS at most */
   struct ncOp o[NOPS];
   memset(o, 0, sizeof(o));
-  const size_t counts[3] = {300007, 1500000, 300007}; /* 1.2 MB, 6 MB (every channel), 1.2 MB */
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < NSUMS; k++) {
     o[k].func = F_ALLREDUCE;
     o[k].type = ncclFloat32;
     o[k].op = OP_SUM;
-    o[k].count = counts[k];
+    o[k].count = k % 2 ? 1500000 : 300007; /* 6 MB, 1.2 MB */
   }
-  o[3].func = F_ALLREDUCE;
-  o[3].type = ncclInt32;
-  o[3].op = OP_MAX;
-  o[3].count = 5000;
-  o[4].func = F_ALLTOALL;
-  o[4].type = ncclFloat32;
-  o[4].op = OP_SUM;
-  o[4].count = a2aCount; /* default 2 MB per peer: every lane */
+  o[NSUMS].func = F_ALLREDUCE;
+  o[NSUMS].type = ncclInt32;
+  o[NSUMS].op = OP_MAX;
+  o[NSUMS].count = 5000;
+  o[NSUMS + 1].func = F_ALLTOALL;
+  o[NSUMS + 1].type = ncclFloat32;
+  o[NSUMS + 1].op = OP_SUM;
+  o[NSUMS + 1].count = a2aCount; /* default 2 MB per peer: every lane */
   ncclRedOp_t redops[MAX_RANKS][NC_MAX_OPS];
   int failures = 0;
   /* Warm up outside capture: the first device call makes the communicators' GPU state (allocations
@@ -506,7 +505,7 @@ static int runGraph(int n, size_t a2aCount) {
   for (int r = 0; r < n; r++) CUDA_OK(cudaGraphExecDestroy(exec[r]));
   for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(comms[r]));
   for (int r = 0; r < n; r++) freeRank(&R[r]);
-  printf("gpu.nccl graph n=%d: captured 4 all-reduces + all-to-all (works in graph-owned storage) replayed 5 times, "
+  printf("gpu.nccl graph n=%d: captured 7 all-reduces + all-to-all (works in graph-owned storage) replayed 5 times, "
          "%d failures\n", n, failures);
   return failures ? 1 : 0;
 }
