@@ -6,7 +6,7 @@
 # rank per GPU. ALGOS (default "default"): also "RING" and "TREE", NCCL_ALGO forced on both
 # libraries in the side-by-side runs.
 #
-#   tests    ctest -R '^gpu\.': the one-GPU tests on GPU 0, and gpu.x2.*: the public-API cases with
+#   tests    ctest -R '^gpu\.' (TESTS_REGEX): the one-GPU tests on GPU 0, and gpu.x2.*: the public-API cases with
 #            ranks alternating between two GPUs, in one process (peer access) and one process per
 #            rank (CUDA IPC), graph capture, abort, a killed peer; with RANKS > 2 the same programs
 #            on RANKS GPUs (one process, one thread per rank, one process per rank); then
@@ -66,7 +66,7 @@ RC=0
 
 section "tests (2 GPUs)"
 if want tests; then
-  (cd "$BUILD" && timeout 420 ctest -R '^gpu\.' -V --timeout 150) >"$OUT/ctest.log" 2>&1
+  (cd "$BUILD" && timeout 420 ctest -R "${TESTS_REGEX:-^gpu\.}" -V --timeout 150) >"$OUT/ctest.log" 2>&1
   rc=$?
   grep -E "tests passed|tests failed|\*\*\*Skipped|\*\*\*Failed|\*\*\*Timeout|gpu.colls n=|gpu.nccl |gpu.procs |after the abort" \
     "$OUT/ctest.log" | head -60 | tee -a "$SUMMARY"
