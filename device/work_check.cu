@@ -5,6 +5,7 @@
  * step, ring positions, and that a point-to-point end is used from one channel only within a launch
  * (two CTAs would race on its position).
  */
+#include <stdlib.h>
 #include <string.h>
 #include "device/dev_error.h"
 #include "device/dev_group.h"
@@ -134,25 +135,31 @@ ncclResult_t chrDevCheckPlan(const struct chrDevRank* rk, const struct chrWork* 
                              int nChannels) {
   const int n = rk->cfg.nRanks, rank = rk->cfg.rank;
   const int nEnds = rk->cfg.p2pConns * n * 2;
-  signed char owner[CHR_DEV_P2P_CONNS * 1024 * 2];
+  signed char* owner = (signed char*)malloc(nEnds > 0 ? (size_t)nEnds : 1); /* the channel using each p2p end */
+  if (owner == NULL) return chrDevFail(ncclSystemError, "rank %d: no memory to check a plan", rank);
   memset(owner, -1, (size_t)nEnds);
+  ncclResult_t res = ncclSuccess;
   int k = 0;
-  for (int c = 0; c < nChannels; c++) {
-    if (nWorks[c] < 0) return chrDevFail(ncclInvalidArgument, "rank %d: %d works on channel %d", rank, nWorks[c], c);
-    for (int i = 0; i < nWorks[c]; i++, k++) {
+  for (int c = 0; c < nChannels && res == ncclSuccess; c++) {
+    if (nWorks[c] < 0) {
+      res = chrDevFail(ncclInvalidArgument, "rank %d: %d works on channel %d", rank, nWorks[c], c);
+      break;
+    }
+    for (int i = 0; i < nWorks[c] && res == ncclSuccess; i++, k++) {
       const struct chrWork* w = &works[k];
-      ncclResult_t res = chrDevCheckWork(rk, c, w);
-      if (res != ncclSuccess) return res;
-      for (int l = 0; l < w->nLinks; l++) {
+      res = chrDevCheckWork(rk, c, w);
+      for (int l = 0; l < w->nLinks && res == ncclSuccess; l++) {
         const struct chrWorkLink* L = &w->links[l];
         if (!L->p2p) continue;
         const int e = CHR_DEV_P2P_INDEX(n, L->conn, L->peer, L->isSend);
         if (owner[e] >= 0 && owner[e] != c)
-          return chrDevFail(ncclInvalidUsage, "rank %d: the p2p %s link to rank %d (index %d) is used from channels %d and %d of one "
-                            "launch", rank, L->isSend ? "send" : "recv", L->peer, L->conn, owner[e], c);
-        owner[e] = (signed char)c;
+          res = chrDevFail(ncclInvalidUsage, "rank %d: the p2p %s link to rank %d (index %d) is used from channels %d and %d of "
+                           "one launch", rank, L->isSend ? "send" : "recv", L->peer, L->conn, owner[e], c);
+        else
+          owner[e] = (signed char)c;
       }
     }
   }
-  return ncclSuccess;
+  free(owner);
+  return res;
 }

@@ -77,14 +77,15 @@ static int defaultChannels(const struct ncclComm* comm) {
   return ch;
 }
 
-/* Point-to-point lanes. One CTA moves a send through its slots at a few tens of GB/s, so a large
- * send splits over lanes, each its own connection index and pair of CTAs. The CTAs stay within the
- * ring channels' budget (2 per lane), and the memory too: every rank receives nRanks * lanes
- * connections, so fewer lanes as the rank count grows (about 32 connections). */
+/* Point-to-point lanes. One CTA moves a send through its slots at about 20 GB/s over NVLink (8
+ * lanes: 150 GB/s on 2 H100s, docs/perf/gpu-2gpu.md), so a large send splits over lanes, each its
+ * own connection index and pair of CTAs. The CTAs stay within the ring channels' budget (2 per
+ * lane), and the memory too: every rank receives nRanks * lanes connections, so fewer lanes as the
+ * rank count grows (about 64 connections: 32 lanes on 2 ranks, 8 on 8). */
 static int p2pLanes(int nRanks, int nChannels) {
   int lanes = CHR_DEV_P2P_CONNS;
   if (lanes > nChannels / 2) lanes = nChannels / 2;
-  if (nRanks > 0 && lanes > 32 / nRanks) lanes = 32 / nRanks;
+  if (nRanks > 0 && lanes > 64 / nRanks) lanes = 64 / nRanks;
   return lanes < 1 ? 1 : lanes;
 }
 
