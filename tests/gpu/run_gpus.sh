@@ -30,7 +30,8 @@
 #            onegpu-ceiling.txt and perf-<coll>-big.json for tools/bench/gpu_table.py
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
-#            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (when built); then our tuner
+#            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (built there, or OFI_PLUGIN: a prebuilt
+#            libnccl-net-ofi.so, path absolute or from the tree's root, e.g. carried); then our tuner
 #            forcing NCCL's algorithm and our profiler recording its collectives (plugins.txt)
 #
 #   STEPS="tests torch" OUT=$OUT/a tests/gpu/run_gpus.sh     (from anywhere; tar $OUT afterwards:
@@ -234,10 +235,15 @@ if want plugins; then
     nv "Chorus socket plugin, NTHREADS=$1 NSOCKS_PERTHREAD=$2" NCCL_NET_PLUGIN="$BUILD/lib/libnccl-net-socket.so" \
       NCCL_SOCKET_NTHREADS=$1 NCCL_NSOCKS_PERTHREAD=$2
   done
-  if [ -e "$BUILD/lib/libnccl-net-ofi.so" ]; then
-    nv "Chorus ofi plugin, tcp;ofi_rxm" NCCL_NET_PLUGIN="$BUILD/lib/libnccl-net-ofi.so" FI_PROVIDER="tcp;ofi_rxm"
+  # The GPU image has libfabric's library but not its headers: OFI_PLUGIN names one built elsewhere
+  # (it needs only libfabric.so.1 and the C library), carried with the tree.
+  OFI=${OFI_PLUGIN:-$BUILD/lib/libnccl-net-ofi.so}
+  case "$OFI" in /*) ;; *) OFI=$ROOT/$OFI ;; esac
+  if [ -e "$OFI" ]; then
+    echo "== Chorus ofi plugin ($OFI): $(ldd "$OFI" | grep -E "libfabric|not found" | tr -s ' \t' ' ')" >>"$P"
+    nv "Chorus ofi plugin, tcp;ofi_rxm" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm"
   else
-    echo "== Chorus ofi plugin: not built here (no libfabric headers at configure time)" >>"$P"
+    echo "== Chorus ofi plugin: not built here (no libfabric headers at configure time; OFI_PLUGIN names a prebuilt one)" >>"$P"
   fi
   nv "Chorus tuner: all-reduce forced to TREE" NCCL_TUNER_PLUGIN="$BUILD/lib/libnccl-tuner-chorus.so" \
     TUNER_RULE_1="allreduce * -> tree simple"
