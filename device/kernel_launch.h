@@ -4,8 +4,9 @@
  * cudaLaunchKernel copies a kernel's whole declared parameter (16 KiB for chrDevKernel) into every
  * launch. The driver's cuLaunchKernel takes the parameters as one buffer of a given size, so a launch
  * of one work carries a few hundred bytes instead. The driver entry is looked up once through the
- * runtime (no link against libcuda); where it or the kernel's handle is missing, or the driver
- * refuses a short buffer, the launch goes through cudaLaunchKernel with the whole block.
+ * runtime (no link against libcuda); where it or the kernel's handle is missing, the launch goes
+ * through cudaLaunchKernel with the whole block, and a driver that refuses a short buffer gets the
+ * whole block from then on.
  */
 #ifndef CHORUS_DEVICE_KERNEL_LAUNCH_H_
 #define CHORUS_DEVICE_KERNEL_LAUNCH_H_
