@@ -96,6 +96,19 @@ static void cannotRun(struct tcContext* ctx, const struct tcRule* r, ncclFunc_t 
          tcAlgoName(r->algo), tcProtoName(r->proto));
 }
 
+/* The first call a rule decides, per rule and communicator, at INFO (NCCL_DEBUG_SUBSYS=TUNING): what a
+ * user looks for to see that the rule took effect. */
+static void applied(struct tcContext* ctx, const struct tcRule* r, ncclFunc_t collType, size_t nBytes, int algo,
+                    int proto) {
+  uint64_t bit = 1ull << (int)(r - ctx->rules);
+  if (ctx->appliedSaid & bit) return;
+  ctx->appliedSaid |= bit;
+  TC_LOG(ctx, NCCL_LOG_INFO, NCCL_TUNING,
+         "Chorus tuner: TUNER_RULE_%d \"%s\" chose %s/%s%s for %s of %zu bytes (said once per rule and communicator)",
+         r->number, r->text, algo >= 0 ? tcAlgoName(algo) : "(the core's)", proto >= 0 ? tcProtoName(proto) : "(the core's)",
+         r->channels > 0 ? ", its channels" : "", tcCollName(collType), nBytes);
+}
+
 ncclResult_t tcGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, float* table, int numAlgo, int numProto,
                            int* nChannels) {
   struct tcContext* ctx = context;
@@ -116,6 +129,9 @@ ncclResult_t tcGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, fl
       return ncclSuccess; /* the rule decides, and it cannot: the core's own choice, channels included */
     }
     table[best] = 0.0f;
+    applied(ctx, r, collType, nBytes, best / numProto, best % numProto);
+  } else {
+    applied(ctx, r, collType, nBytes, -1, -1);
   }
   if (r->channels > 0) *nChannels = r->channels;
   return ncclSuccess;
@@ -133,6 +149,7 @@ ncclResult_t tcGetChoice(void* context, ncclFunc_t collType, size_t nBytes, int*
     *algorithm = r->algo;
     *protocol = r->proto != TC_ANY ? r->proto : NCCL_PROTO_SIMPLE;
   }
+  applied(ctx, r, collType, nBytes, r->algo != TC_ANY ? *algorithm : -1, r->algo != TC_ANY ? *protocol : -1);
   if (r->channels > 0) *nChannels = r->channels;
   return ncclSuccess;
 }

@@ -33,6 +33,7 @@ struct tcContext {
   int nRules;
   struct tcRule rules[TC_MAX_RULES]; /* only the rules that apply to this communicator, in order */
   uint64_t refusedWarned;            /* rules already WARNed as not runnable for a call (bit = index) */
+  uint64_t appliedSaid;              /* rules whose first choice was already logged (bit = index) */
 };
 
 /* Read TUNER_RULE_1 .. TUNER_RULE_64 from the environment into rules (numbered order). On a malformed

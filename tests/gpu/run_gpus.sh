@@ -245,12 +245,15 @@ if want plugins; then
   else
     echo "== Chorus ofi plugin: not built here (no libfabric headers at configure time; OFI_PLUGIN names a prebuilt one)" >>"$P"
   fi
-  nv "Chorus tuner: all-reduce forced to TREE" NCCL_TUNER_PLUGIN="$BUILD/lib/libnccl-tuner-chorus.so" \
-    TUNER_RULE_1="allreduce * -> tree simple"
-  nv "Chorus tuner: all-reduce forced to RING" NCCL_TUNER_PLUGIN="$BUILD/lib/libnccl-tuner-chorus.so" \
-    TUNER_RULE_1="allreduce * -> ring simple"
+  # NCCL's built-in socket transport as in the first run above (1 x 1), so that only the plugin differs
+  # from it; the tuner says at INFO which rule chose what ("Chorus tuner: TUNER_RULE_1 ... chose").
+  nv "Chorus tuner: all-reduce forced to TREE" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
+    NCCL_TUNER_PLUGIN="$BUILD/lib/libnccl-tuner-chorus.so" TUNER_RULE_1="allreduce * -> tree simple"
+  nv "Chorus tuner: all-reduce forced to RING" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
+    NCCL_TUNER_PLUGIN="$BUILD/lib/libnccl-tuner-chorus.so" TUNER_RULE_1="allreduce * -> ring simple"
   mkdir -p "$OUT/profiler"
-  nv "Chorus profiler" NCCL_PROFILER_PLUGIN="$BUILD/lib/libnccl-profiler-chorus.so" CHORUS_PROFILER_DIR="$OUT/profiler"
+  nv "Chorus profiler" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
+    NCCL_PROFILER_PLUGIN="$BUILD/lib/libnccl-profiler-chorus.so" CHORUS_PROFILER_DIR="$OUT/profiler"
   ls -la "$OUT/profiler" >>"$P" 2>&1
   rm -f "$OUT/pl.tmp"
   note "plugins: $P ($(grep -c "^exit 0" "$P") of $(grep -c "^exit" "$P") runs exit 0)"

@@ -155,6 +155,15 @@ static int caseMatch(void) {
   /* Rule 3 only sets channels: the table's own winner stays. */
   EXPECT(call(ctx, ncclFuncAllReduce, 4097, &nch) == IDX(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE) && nch == 2, "4097");
   EXPECT(call(ctx, ncclFuncBroadcast, 10, &nch) == IDX(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE) && nch == 2, "broadcast");
+  /* Each rule's first decision is said once, at INFO: the line a user looks for. */
+  EXPECT(strstr(logText, "TUNER_RULE_1 \"allreduce 0-1024 -> tree\" chose TREE/SIMPLE for AllReduce of 0 bytes") &&
+             strstr(logText, "TUNER_RULE_2 \"allreduce 1025-4K -> ring simple 3\" chose RING/SIMPLE, its channels for "
+                             "AllReduce of 1025 bytes") &&
+             strstr(logText, "TUNER_RULE_3 \"* -> * * 2\" chose (the core's)/(the core's), its channels for AllReduce of "
+                             "4097 bytes"),
+         "first decisions not logged");
+  const char* again = strstr(logText, "chose TREE/SIMPLE for AllReduce of 0 bytes");
+  EXPECT(again && !strstr(again + 1, "TUNER_RULE_1 \"allreduce 0-1024 -> tree\" chose"), "rule 1 said twice");
   /* Forcing writes 0.0 at the entry and touches no -1 entry. */
   float t[21];
   chorusTable(t, ncclFuncAllReduce);
