@@ -114,8 +114,9 @@ ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const str
     case CHR_PAT_RING_REDUCE:
       if (w->dist < 0 || w->dist >= n) return chrDevFail(ncclInvalidArgument, "rank %d: ring distance %d", rank, w->dist);
       break;
-    case CHR_PAT_LOCAL:
-      if (n != 1 && w->len > 0) return chrDevFail(ncclInvalidArgument, "rank %d: local work on %d ranks", rank, n);
+    case CHR_PAT_LOCAL: /* on several ranks only a rank's copy to itself (a send paired with its receive) */
+      if (n != 1 && w->len > 0 && (w->func != ncclFuncSend || !chrDevWorkIsCopy(w)))
+        return chrDevFail(ncclInvalidArgument, "rank %d: local work of function %d on %d ranks", rank, w->func, n);
       break;
     default: break;
   }

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
+#include "config/algo_select.h" /* CHR_PROTO_* */
+#include "config/param.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
 #include "exec/dev_exec.h"
@@ -76,10 +78,11 @@ ncclResult_t chrDevPartition(struct chrCollTask** list, struct chrCollTask** dev
 }
 
 /* A point-to-point work in a launch: its channel (lane k: sends on 2k, receives on 2k + 1), round
- * (the ring distance to the peer, counted in the direction of the transfer) and call order. */
+ * (the ring distance to the peer, counted in the direction of the transfer; -1 for a rank's copy
+ * to itself) and call order. */
 struct p2pEntry {
   int channel, delta, order;
-  const struct chrWork* work;
+  struct chrWork work;
 };
 
 /* Channel by channel, and within a channel by round: in round d every rank sends to rank + d and
@@ -98,25 +101,120 @@ static int workRuns(const struct chrWork* w) { return w->pattern != CHR_PAT_NONE
 
 static int isP2pTask(const struct chrCollTask* t) { return t->func == ncclFuncSend || t->func == ncclFuncRecv; }
 
+/* A rank's sends to itself and receives from itself, the k-th of one with the k-th of the other (as
+ * NCCL matches them), when their bytes agree: such a pair becomes local copies (selfCopies) instead
+ * of a transfer through the lanes, where it would run on the same CTAs as the transfers to the
+ * peers, before them (round 0), so that the two were serial (all-to-all on 2 GPUs: 0.6 of NCCL).
+ * pairs[i]: send, pairs[i + 1]: its receive. */
+struct selfPairs {
+  const struct chrCollTask** pairs;
+  int n;
+};
+
+static int selfTask(const struct chrCollTask* t, const struct ncclComm* comm, ncclFunc_t func) {
+  return t->comm == comm && !t->noop && t->func == func && t->root == comm->rank;
+}
+
+static ncclResult_t findSelfPairs(const struct ncclComm* comm, struct chrCollTask* list, struct selfPairs* sp) {
+  sp->pairs = NULL;
+  sp->n = 0;
+  if (!chrParamInt(CHR_P_GPU_SELF_COPY)) return ncclSuccess;
+  int nSends = 0;
+  for (struct chrCollTask* t = list; t; t = t->next) nSends += selfTask(t, comm, ncclFuncSend);
+  if (nSends == 0) return ncclSuccess;
+  sp->pairs = calloc((size_t)nSends * 2, sizeof(*sp->pairs));
+  if (sp->pairs == NULL) return chrFail(ncclSystemError, "out of memory pairing %d sends to self", nSends);
+  struct chrCollTask *s = list, *r = list;
+  for (;;) {
+    while (s && !selfTask(s, comm, ncclFuncSend)) s = s->next;
+    while (r && !selfTask(r, comm, ncclFuncRecv)) r = r->next;
+    if (!s || !r) break;
+    if (s->count * s->typeSize == r->count * r->typeSize && s->nChannels == r->nChannels) {
+      sp->pairs[2 * sp->n] = s;
+      sp->pairs[2 * sp->n + 1] = r;
+      sp->n++;
+    }
+    s = s->next;
+    r = r->next;
+  }
+  return ncclSuccess;
+}
+
+/* The receive paired with send t (NULL: t is no paired send), or whether t is a paired receive. */
+static const struct chrCollTask* pairedRecv(const struct selfPairs* sp, const struct chrCollTask* t) {
+  for (int i = 0; i < sp->n; i++)
+    if (sp->pairs[2 * i] == t) return sp->pairs[2 * i + 1];
+  return NULL;
+}
+
+static int isPairedRecv(const struct selfPairs* sp, const struct chrCollTask* t) {
+  for (int i = 0; i < sp->n; i++)
+    if (sp->pairs[2 * i + 1] == t) return 1;
+  return 0;
+}
+
+/* Lane c of a paired send as up to two local copies, half on the lane's send channel and half on
+ * its receive channel, so that both of the lane's CTAs copy. Returns how many (0-2) went to out. */
+static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* recv, int c, struct chrWork* out,
+                      int* channels) {
+  const struct chrWork* w = &send->works[c];
+  const uint64_t ts = (uint64_t)w->typeSize;
+  const uint64_t align = chrAlignElems(w->typeSize);
+  uint64_t first = chrRoundUp(chrDivUp(w->len, 2), align); /* the second half starts aligned */
+  if (first > w->len) first = w->len;
+  const uint64_t part[2] = {first, w->len - first};
+  int k = 0;
+  for (int h = 0; h < 2; h++) {
+    if (part[h] == 0) continue;
+    struct chrWork* l = &out[k];
+    *l = *w;
+    l->pattern = CHR_PAT_LOCAL;
+    l->proto = CHR_PROTO_SIMPLE; /* one step, copied by the whole CTA */
+    l->nLinks = 0;
+    memset(l->links, 0, sizeof(l->links));
+    const uint64_t off = (w->start + (h ? first : 0)) * ts;
+    l->sendbuff = (uint64_t)(uintptr_t)send->sendbuff + off;
+    l->recvbuff = (uint64_t)(uintptr_t)recv->recvbuff + off;
+    l->start = 0;
+    l->len = part[h];
+    channels[k] = chrDevTaskChannel(send, c) + h;
+    k++;
+  }
+  return k;
+}
+
 ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, struct chrDevLaunchPlan* p) {
   int n = comm->nRanks, nP2p = 0, total = 0;
   memset(p, 0, sizeof(*p));
+  struct selfPairs sp;
+  CHECK(findSelfPairs(comm, list, &sp));
+  struct chrWork copies[2];
+  int copyChannels[2];
   for (struct chrCollTask* t = list; t; t = t->next) {
-    if (t->comm != comm || t->noop) continue;
+    if (t->comm != comm || t->noop || isPairedRecv(&sp, t)) continue;
+    const struct chrCollTask* selfRecv = pairedRecv(&sp, t);
     for (int c = 0; c < t->nChannels; c++) {
       if (!workRuns(&t->works[c])) continue;
-      int ch = chrDevTaskChannel(t, c);
-      if (ch >= CHR_DEV_MAX_CHANNELS)
-        return chrFail(ncclInternalError, "comm %p: a work on channel %d (at most %d)", (void*)comm, ch, CHR_DEV_MAX_CHANNELS);
-      if (isP2pTask(t)) {
-        p->nP2p[ch]++;
-        nP2p++;
-        if (ch + 1 > p->p2pChannels) p->p2pChannels = ch + 1;
-        continue;
+      int nCh = 1;
+      copyChannels[0] = chrDevTaskChannel(t, c);
+      if (selfRecv) nCh = selfCopies(t, selfRecv, c, copies, copyChannels);
+      for (int i = 0; i < nCh; i++) {
+        const int ch = copyChannels[i];
+        if (ch >= CHR_DEV_MAX_CHANNELS) {
+          free(sp.pairs);
+          return chrFail(ncclInternalError, "comm %p: a work on channel %d (at most %d)", (void*)comm, ch,
+                         CHR_DEV_MAX_CHANNELS);
+        }
+        if (isP2pTask(t)) {
+          p->nP2p[ch]++;
+          nP2p++;
+          if (ch + 1 > p->p2pChannels) p->p2pChannels = ch + 1;
+          continue;
+        }
+        p->nColl[ch]++;
+        total++;
+        if (ch + 1 > p->collChannels) p->collChannels = ch + 1;
       }
-      p->nColl[ch]++;
-      total++;
-      if (ch + 1 > p->collChannels) p->collChannels = ch + 1;
     }
   }
   p->coll = total ? malloc(sizeof(struct chrWork) * (size_t)total) : NULL;
@@ -124,6 +222,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   struct p2pEntry* order = nP2p ? malloc(sizeof(struct p2pEntry) * (size_t)nP2p) : NULL;
   if ((total && !p->coll) || (nP2p && (!p->p2p || !order))) {
     free(order);
+    free(sp.pairs);
     chrDevFreeLaunch(p);
     return chrFail(ncclSystemError, "out of memory launching %d works", total + nP2p);
   }
@@ -134,7 +233,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   }
   int k = 0, seq = 0, call = 0;
   for (struct chrCollTask* t = list; t; t = t->next, seq++) {
-    if (t->comm != comm || t->noop) continue;
+    if (t->comm != comm || t->noop || isPairedRecv(&sp, t)) continue;
     if (!isP2pTask(t)) { /* the launcher cuts between calls, never inside one */
       for (int c = 0; c < t->nChannels; c++) {
         if (!workRuns(&t->works[c])) continue;
@@ -145,18 +244,26 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
       call++;
       continue;
     }
+    const struct chrCollTask* selfRecv = pairedRecv(&sp, t);
     for (int c = 0; c < t->nChannels; c++) {
       if (!workRuns(&t->works[c])) continue;
+      if (selfRecv) { /* the launcher runs a channel's copies before its transfers; so does the plan */
+        const int nCopies = selfCopies(t, selfRecv, c, copies, copyChannels);
+        for (int i = 0; i < nCopies; i++)
+          order[k++] = (struct p2pEntry){.channel = copyChannels[i], .delta = -1, .order = seq, .work = copies[i]};
+        continue;
+      }
       int isSend = t->func == ncclFuncSend;
       struct p2pEntry* e = &order[k++];
       e->channel = chrDevTaskChannel(t, c);
       e->delta = isSend ? (t->root - comm->rank + n) % n : (comm->rank - t->root + n) % n;
       e->order = seq;
-      e->work = &t->works[c];
+      e->work = t->works[c];
     }
   }
+  free(sp.pairs);
   if (nP2p) qsort(order, (size_t)nP2p, sizeof(*order), byChannelRound);
-  for (int i = 0; i < nP2p; i++) p->p2p[i] = *order[i].work;
+  for (int i = 0; i < nP2p; i++) p->p2p[i] = order[i].work;
   free(order);
   return ncclSuccess;
 }

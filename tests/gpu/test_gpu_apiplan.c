@@ -28,6 +28,7 @@ static struct chrCollTask tasks[MAX_RANKS][MAX_TASKS];
 static int nTasks[MAX_RANKS];
 static long treeWorks, lanedWorks; /* works of the double binary tree; of sends/receives past lane 0 */
 static long splitPlans;            /* rank plans the launcher cuts into several launches */
+static long selfCopyWorks;         /* a rank's send to itself and receive from itself as local copies */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -206,6 +207,8 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
     if (collLaunch[r] == NULL) return 1;
     if (checkLaunchCuts(c->name, r, &plans[r], &launches, collLaunch[r])) return 1;
     if (launches > 1) splitPlans++;
+    for (int ch = 0, at = 0; ch < CHR_DEV_MAX_CHANNELS; at += plans[r].nP2p[ch], ch++)
+      for (int i = at; i < at + plans[r].nP2p[ch]; i++) selfCopyWorks += plans[r].p2p[i].pattern == CHR_PAT_LOCAL;
     /* What the launcher checks: ring works within the group's channels, steps within the slots. */
     for (int i = 0; i < nTasks[r]; i++) {
       const struct chrCollTask* t = &tasks[r][i];
@@ -353,12 +356,18 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: a tuner's choice was expected, but no collective was checked against it\n");
     failures++;
   }
+  const char* selfCopy = getenv("CHORUS_GPU_SELF_COPY");
+  if (n > 1 && selfCopyWorks == 0 && !(selfCopy && atoi(selfCopy) == 0)) {
+    fprintf(stderr, "FAIL: no send to self became a local copy (the cases hold all-to-alls)\n");
+    failures++;
+  }
   if (splitPlans == 0) {
     fprintf(stderr, "FAIL: no plan needed several launches (the cases mix reductions in one group)\n");
     failures++;
   }
   if (failures == 0)
     printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, %ld works on p2p lanes > 0, %ld "
-           "rank plans in several launches)\n", n, count, treeWorks, lanedWorks, splitPlans);
+           "local copies to self, %ld rank plans in several launches)\n", n, count, treeWorks, lanedWorks, selfCopyWorks,
+           splitPlans);
   return failures ? 1 : 0;
 }
