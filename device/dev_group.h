@@ -53,6 +53,12 @@ struct chrDevRank {
   cudaEvent_t slotDone[CHR_DEV_WORK_SLOTS];
   int slotUsed[CHR_DEV_WORK_SLOTS];
   int nextSlot;
+  /* Launch-path scratch, sized once so a launch allocates nothing: the channel that uses each
+   * point-to-point end in the plan being checked (p2pConns * nRanks * 2), and the plan's works
+   * reordered with point-to-point last (grown to the largest plan seen). */
+  signed char* p2pOwner;
+  struct chrWork* sorted;
+  int sortedCap;
 };
 
 struct chrDevGroup {

@@ -143,10 +143,15 @@ static int isP2p(const struct chrWork* w) {
 /* A copy of the plan with, per channel, its collective works first and its point-to-point works
  * after them, each in their order; collEnd[c] is where channel c's point-to-point works start.
  * NULL when out of memory. */
-static struct chrWork* sortP2pLast(const struct chrWork* works, const int* base, const int* end, int nChannels,
-                                   int total, int* collEnd) {
-  struct chrWork* sorted = (struct chrWork*)malloc(sizeof(struct chrWork) * (size_t)total);
-  if (sorted == NULL) return NULL;
+static struct chrWork* sortP2pLast(struct chrDevRank* rk, const struct chrWork* works, const int* base, const int* end,
+                                   int nChannels, int total, int* collEnd) {
+  if (total > rk->sortedCap) { /* the rank's scratch, grown to the largest plan */
+    struct chrWork* grown = (struct chrWork*)realloc(rk->sorted, sizeof(struct chrWork) * (size_t)total);
+    if (grown == NULL) return NULL;
+    rk->sorted = grown;
+    rk->sortedCap = total;
+  }
+  struct chrWork* sorted = rk->sorted;
   for (int c = 0; c < nChannels; c++) {
     int k = base[c];
     for (int i = base[c]; i < end[c]; i++)
@@ -244,7 +249,7 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
   int collEnd[CHR_DEV_MAX_CHANNELS];
   CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail);
   CHR_DEV_CUDA_GOTO(cudaSetDevice(rk->cfg.cudaDev), res, fail);
-  sorted = sortP2pLast(works, base, end, nChannels, total, collEnd);
+  sorted = sortP2pLast(rk, works, base, end, nChannels, total, collEnd);
   if (sorted == NULL) {
     res = chrDevFail(ncclSystemError, "rank %d: no memory to order a plan of %d works", rk->cfg.rank, total);
     goto fail;
@@ -263,7 +268,6 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
     for (int c = 0; c < nChannels; c++) base[c] += take[c];
   }
 fail:
-  free(sorted);
   if (prevDev >= 0) cudaSetDevice(prevDev);
   return res;
 }

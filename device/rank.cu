@@ -165,6 +165,8 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   free(rk->peerOpened);
   free(rk->ringOrder);
   free(rk->ringPos);
+  free(rk->p2pOwner);
+  free(rk->sorted);
   free(rk);
   chrDevGraphWorksTrim(); /* storage of destroyed graphs, any rank's */
   if (prev >= 0) cudaSetDevice(prev);
@@ -210,7 +212,9 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   rk->ringPos = (int*)malloc((size_t)n * sizeof(int));
   rk->peerBase = (char**)calloc((size_t)n, sizeof(char*));
   rk->peerOpened = (unsigned char*)calloc((size_t)n, 1);
-  if (rk->ringOrder == NULL || rk->ringPos == NULL || rk->peerBase == NULL || rk->peerOpened == NULL) {
+  rk->p2pOwner = (signed char*)malloc((size_t)rk->cfg.p2pConns * (size_t)n * 2 + 1);
+  if (rk->ringOrder == NULL || rk->ringPos == NULL || rk->peerBase == NULL || rk->peerOpened == NULL ||
+      rk->p2pOwner == NULL) {
     res = chrDevFail(ncclSystemError, "out of memory for rank %d of %d", cfg->rank, n);
     goto fail_destroy;
   }

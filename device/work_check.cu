@@ -5,7 +5,6 @@
  * step, ring positions, and that a point-to-point end is used from one channel only within a launch
  * (two CTAs would race on its position).
  */
-#include <stdlib.h>
 #include <string.h>
 #include "device/dev_error.h"
 #include "device/dev_group.h"
@@ -132,13 +131,11 @@ ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const str
   return ncclSuccess;
 }
 
-ncclResult_t chrDevCheckPlan(const struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
+ncclResult_t chrDevCheckPlan(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
                              int nChannels) {
   const int n = rk->cfg.nRanks, rank = rk->cfg.rank;
-  const int nEnds = rk->cfg.p2pConns * n * 2;
-  signed char* owner = (signed char*)malloc(nEnds > 0 ? (size_t)nEnds : 1); /* the channel using each p2p end */
-  if (owner == NULL) return chrDevFail(ncclSystemError, "rank %d: no memory to check a plan", rank);
-  memset(owner, -1, (size_t)nEnds);
+  signed char* owner = rk->p2pOwner; /* the channel using each p2p end; channels < 128 fit */
+  memset(owner, -1, (size_t)rk->cfg.p2pConns * (size_t)n * 2);
   ncclResult_t res = ncclSuccess;
   int k = 0;
   for (int c = 0; c < nChannels && res == ncclSuccess; c++) {
@@ -161,6 +158,5 @@ ncclResult_t chrDevCheckPlan(const struct chrDevRank* rk, const struct chrWork* 
       }
     }
   }
-  free(owner);
   return res;
 }

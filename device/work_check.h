@@ -8,8 +8,8 @@
 ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const struct chrWork* w);
 
 /* Every work of a plan (laid out as chrDevLaunch takes it), and that no p2p end is used from two
- * channels. */
-ncclResult_t chrDevCheckPlan(const struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
+ * channels (in rk->p2pOwner, the rank's scratch table). */
+ncclResult_t chrDevCheckPlan(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
                              int nChannels);
 
 #endif /* CHORUS_DEVICE_WORK_CHECK_H_ */

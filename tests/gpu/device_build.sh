@@ -13,8 +13,10 @@ BUILD=$(mktemp -d /tmp/chorus-gpu-build.XXXXXX)
 JOBS=$(nproc 2>/dev/null || echo 4)
 export NCCL_NVLS_ENABLE=0 # nothing here uses NVLink multicast; keep it that way for anything loaded
 
+T_START=$(date +%s)
 note() { echo "$*" | tee -a "$SUMMARY"; }
-section() { echo; echo "==== $* ===="; }
+# A heading, and in the summary the seconds since the start, so a later call can size its steps.
+section() { echo; echo "==== $* ===="; echo "[$(($(date +%s) - T_START)) s] $*" >>"$SUMMARY"; }
 
 section "environment"
 {

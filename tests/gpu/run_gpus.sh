@@ -4,7 +4,7 @@
 # (device_build.sh), then the steps STEPS names (default all four; each has its own time limit, and
 # a call's 10 minutes hold about two of them). RANKS (default: the GPUs present, at least 2): one
 # rank per GPU. ALGOS (default "default"): also "RING" and "TREE", NCCL_ALGO forced on both
-# libraries in the side-by-side runs.
+# libraries in the side-by-side runs (PERF_COLLS_RING / PERF_COLLS_TREE: the collectives for each).
 #
 #   tests    ctest -R '^gpu\.' (TESTS_REGEX): the one-GPU tests on GPU 0, and gpu.x2.*: the public-API cases with
 #            ranks alternating between two GPUs, in one process (peer access) and one process per
@@ -133,7 +133,12 @@ if want side; then
     algoenv=()
     tag=
     [ "$algo" = default ] || { algoenv=(NCCL_ALGO="$algo"); tag=.$(echo "$algo" | tr 'A-Z' 'a-z'); }
-    for coll in ${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}; do
+    colls=${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}
+    # PERF_COLLS_RING / PERF_COLLS_TREE: the collectives for a forced algorithm (NCCL has no tree
+    # for the others and refuses them, as Chorus does)
+    over=PERF_COLLS_$algo
+    [ "$algo" = default ] || colls=${!over:-$colls}
+    for coll in $colls; do
       for mode in ${SIDE_MODES:-thr proc}; do
         ranks=(-t "$RANKS")
         [ $mode = proc ] && ranks=(-np "$RANKS" -T 240)
