@@ -11,7 +11,8 @@
 struct ncclComm;
 
 /* The double binary tree's works: two trees, an up and a down lane each (plan/works.c); tree t's
- * links use point-to-point connection index t. */
+ * links use point-to-point connection index t. GPU buffers may run several such copies, each its
+ * own four lanes and two connection indices. */
 #define CHR_TREE_LANES 4
 
 /* Choose algorithm, protocol, channels and step size, then write the task's works (chrPlanWorks). */

@@ -2,10 +2,13 @@
  * plan_dev.c: planning a task whose buffers are GPU memory (the device path, cuda/dev_state.h).
  *
  * The works are the host's (plan/works.c, the same step programs), with the device group's shape:
- * - the ring, or, for an all-reduce when NCCL_ALGO leaves out RING (or a tuner picks it), the double binary tree: its
- *   lanes use p2p connection indices 0 and 1 (the first two point-to-point lanes, so their slot
- *   size; collectives and sends launch as separate kernels, and every rank uses a connection in the
- *   same order, so the two kinds of use never interleave); four CTAs, for latency, not bandwidth;
+ * - the ring, or, for an all-reduce, the double binary tree: when it is small (up to
+ *   CHORUS_GPU_TREE_MAX_BYTES) on 3 or more ranks, where the tree's 2 log2(n) hops beat the ring's
+ *   2(n-1), when NCCL_ALGO leaves out RING, or when a tuner picks it. Its copies (four lanes, four
+ *   CTAs each: plan/works.c) use the point-to-point lanes' connection indices, two per copy, so
+ *   their slot size; collectives and sends launch as separate kernels, and every rank uses a
+ *   connection in the same order, so the two kinds of use never interleave. As many copies as the
+ *   data fills (one per 4 channels' worth, as for the ring), up to half the lanes;
  * - LL for small operations (up to CHORUS_GPU_LL_MAX_BYTES, when NCCL_PROTO allows it), SIMPLE otherwise,
  *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: the slot, CHORUS_GPU_BUFFSIZE / 8,
  *   or less for the ring when a channel's data would run in fewer than CHORUS_GPU_RING_LOOPS loops);
@@ -70,8 +73,8 @@ static size_t devSlotBytes(const struct chrDevShape* shape, int algo, int proto)
 /* The cost table a tuner plugin sees, in its ABI's layout: -1 for what GPU buffers cannot run
  * (algorithms other than the ring and, for an all-reduce with two point-to-point lanes, the tree;
  * protocols other than LL and SIMPLE) and for what NCCL_ALGO / NCCL_PROTO remove (protos: the
- * allowed mask). Chorus's own choice is a rule, not a model: the ring (the tree when NCCL_ALGO leaves
- * an all-reduce no ring), and the protocol chrPlanDevTask already picked (ruleP). It gets the rough
+ * allowed mask). Chorus's own choice is a rule, not a model: the ring (the tree for a small all-reduce
+ * on 3+ ranks, or when NCCL_ALGO leaves it no ring), and the protocol chrPlanDevTask already picked (ruleP). It gets the rough
  * estimate; the other runnable pairs, which the rule turned down, twice theirs. So without a tuner
  * the rule decides, and a tuner that prefers another pair marks it cheaper (NCCL's example tuner
  * writes 0). */
@@ -85,7 +88,8 @@ static ncclResult_t devCostTable(const struct chrCollTask* t, const struct chrDe
   if (!ring && !tree)
     return chrFail(ncclInvalidUsage, "NCCL_ALGO=\"%s\" excludes RING, which GPU buffers run on (and TREE, for an "
                    "all-reduce on at most 16 ranks) (%d ranks)", chrParamStr(CHR_P_ALGO), n);
-  const int ruleA = ring ? CHR_ALGO_RING : CHR_ALGO_TREE;
+  const int smallTree = n >= 3 && bytes <= (size_t)chrParamInt(CHR_P_GPU_TREE_MAX_BYTES);
+  const int ruleA = ring && !(tree && smallTree) ? CHR_ALGO_RING : CHR_ALGO_TREE;
   for (int a = 0; a < CHR_NUM_ALGOS; a++)
     for (int p = 0; p < CHR_NUM_PROTOS; p++) {
       const int runs = (a == CHR_ALGO_RING && ring) || (a == CHR_ALGO_TREE && tree);
@@ -113,8 +117,19 @@ static void ringPipeline(struct chrCollTask* t, size_t bytes) {
   if (chunk / t->typeSize < t->chunkElems) t->chunkElems = chunk / t->typeSize;
 }
 
+/* Lanes of a tree all-reduce: CHR_TREE_LANES per copy of the double binary tree, one copy per
+ * 4 channels' worth of data (bytes per channel as for the ring), at most half the point-to-point
+ * lanes (two connection indices per copy) and the channels the group has. */
+static int treeLanes(const struct chrDevShape* shape, size_t bytes, size_t perChannel) {
+  size_t copies = bytes / (perChannel * CHR_TREE_LANES);
+  size_t most = (size_t)shape->p2pLanes / 2;
+  if (most > (size_t)shape->nChannels / CHR_TREE_LANES) most = (size_t)shape->nChannels / CHR_TREE_LANES;
+  if (copies > most) copies = most;
+  return CHR_TREE_LANES * (copies < 1 ? 1 : (int)copies);
+}
+
 /* A collective on 2+ ranks: the cost table through the tuner (if one is loaded), the cheapest pair;
- * the tuner's channel count for the ring (the tree always has its four lanes) and its step size
+ * the tuner's channel count for the ring (the tree's lanes follow the data) and its step size
  * (v6), within the slots. */
 static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes, unsigned protos) {
   struct ncclComm* comm = t->comm;
@@ -135,14 +150,14 @@ static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* sh
   t->proto = bestP;
   t->chunkElems = devSlotBytes(shape, bestA, bestP) / t->typeSize;
   if (t->chunkElems == 0) t->chunkElems = 1;
+  const size_t perChannel = bestP == CHR_PROTO_LL ? DEV_LL_BYTES_PER_CHANNEL
+                                                 : (size_t)chrParamInt(CHR_P_GPU_SIMPLE_BYTES_PER_CHANNEL);
   if (bestA == CHR_ALGO_TREE) {
-    t->nChannels = CHR_TREE_LANES;
-    if (tunerChannels > 0) TRACE(NCCL_TUNING, "tree: the tuner's %d channels do not apply (4 lanes)", tunerChannels);
+    t->nChannels = treeLanes(shape, bytes, perChannel);
+    if (tunerChannels > 0) TRACE(NCCL_TUNING, "tree: the tuner's %d channels do not apply (lanes follow the data)", tunerChannels);
   } else if (tunerChannels > 0) {
     t->nChannels = tunerChannels > shape->nChannels ? shape->nChannels : tunerChannels;
   } else {
-    size_t perChannel = bestP == CHR_PROTO_LL ? DEV_LL_BYTES_PER_CHANNEL
-                                              : (size_t)chrParamInt(CHR_P_GPU_SIMPLE_BYTES_PER_CHANNEL);
     size_t want = (bytes + perChannel - 1) / perChannel;
     t->nChannels = want < 1 ? 1 : want > (size_t)shape->nChannels ? shape->nChannels : (int)want;
   }

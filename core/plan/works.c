@@ -13,7 +13,10 @@
  * tree and back down. Its lanes (the task's "channels"): lane 2t is the upward pass, lane 2t+1 the
  * downward one, so the two passes pipeline independently chunk by chunk; the root's one lane (2t)
  * receives from its children, finishes the reduction and sends straight back down, and its lane 2t+1
- * is empty. Tree t's links use point-to-point connection index t.
+ * is empty. A task may run several copies of the pair (GPU buffers, for bandwidth): its lanes come
+ * in groups of CHR_TREE_LANES, copy k being lanes 4k..4k+3; the elements split into 2 parts per
+ * copy, and tree t of copy k reduces part 2k+t over point-to-point connection index 2k+t. One copy
+ * (the host's four lanes) is the pair above.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +68,11 @@ static void addLink(struct chrWork* w, int peer, int isSend, int p2p, int conn) 
   l->pad = 0;
 }
 
-/* Lane `lane` of the double binary tree. */
+/* Lane `lane` of the double binary trees (t->nChannels / CHR_TREE_LANES copies). */
 static void treeLane(const struct chrCollTask* t, int lane, int ringPos, struct chrWork* w) {
   const struct ncclComm* comm = t->comm;
-  int n = comm->nRanks, tree = lane / 2, down = lane % 2;
+  int n = comm->nRanks, tree = lane % CHR_TREE_LANES / 2, down = lane % 2;
+  int part = lane / CHR_TREE_LANES * 2 + tree, nParts = t->nChannels / CHR_TREE_LANES * 2;
   int p = tree == 0 ? ringPos : n - 1 - ringPos;
   int pos[3];
   chrBinaryTree(p, n, &pos[0], &pos[1], &pos[2]);
@@ -77,12 +81,12 @@ static void treeLane(const struct chrCollTask* t, int lane, int ringPos, struct 
     rank[i] = pos[i] < 0 ? -1 : ringRank(comm, tree == 0 ? pos[i] : n - 1 - pos[i]);
   if (rank[1] >= 0) child[nc++] = rank[1];
   if (rank[2] >= 0) child[nc++] = rank[2];
-  chrChannelRange(t->count, 2, tree, chrAlignElems(t->typeSize), &w->start, &w->len);
+  chrChannelRange(t->count, nParts, part, chrAlignElems(t->typeSize), &w->start, &w->len);
   if (rank[0] < 0) { /* the root: one lane, both directions to each child */
     if (down) { w->pattern = CHR_PAT_NONE; w->len = 0; return; }
     w->pattern = CHR_PAT_TREE_ROOT;
-    for (int i = 0; i < nc; i++) addLink(w, child[i], 0, 1, tree);
-    for (int i = 0; i < nc; i++) addLink(w, child[i], 1, 1, tree);
+    for (int i = 0; i < nc; i++) addLink(w, child[i], 0, 1, part);
+    for (int i = 0; i < nc; i++) addLink(w, child[i], 1, 1, part);
     return;
   }
   w->pattern = down ? CHR_PAT_TREE_DOWN : CHR_PAT_TREE_UP;
@@ -91,8 +95,8 @@ static void treeLane(const struct chrCollTask* t, int lane, int ringPos, struct 
     w->flags &= (uint8_t)~CHR_WORK_SCALAR_PTR;
     w->opArg = 0;
   }
-  for (int i = 0; i < nc; i++) addLink(w, child[i], down, 1, tree);
-  addLink(w, rank[0], !down, 1, tree);
+  for (int i = 0; i < nc; i++) addLink(w, child[i], down, 1, part);
+  addLink(w, rank[0], !down, 1, part);
 }
 
 static uint8_t ringPattern(ncclFunc_t func) {

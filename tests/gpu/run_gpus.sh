@@ -20,7 +20,7 @@
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
 #            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run)
-#   knobs    Chorus alone, all-reduce in one process (-t RANKS): 64 KB .. 64 MB checked for each
+#   knobs    Chorus alone, all-reduce in one process (-t RANKS): KNOBS_MID_SIZES (64K 64M) checked for each
 #            setting of KNOBS_MID, 32 MB .. 1 GB timed for each of KNOBS_BIG (a setting: "default"
 #            or NAME=VALUE,NAME=VALUE for the environment; defaults: the planner parameters
 #            CHORUS_GPU_* one at a time around their defaults): knobs.md, time per size and setting
@@ -74,11 +74,14 @@ if want tests; then
   note "gpu tests: exit $rc"
   [ $rc = 0 ] || RC=1
   if [ "$RANKS" -gt 2 ]; then # one rank per GPU on all of them
-    for t in "test_gpu_nccl initall" "test_gpu_nccl threads" "test_gpu_procs colls" "test_gpu_procs kill"; do
+    # the last: every all-reduce on the tree (its copies over the point-to-point lanes)
+    for t in "test_gpu_nccl initall" "test_gpu_nccl threads" "test_gpu_procs colls" "test_gpu_procs kill" \
+      "test_gpu_nccl initall NCCL_ALGO=allreduce:tree"; do
       set -- $t
-      CHORUS_TEST_GPUS=$RANKS timeout 200 "$BUILD/bin/$1" "$2" "$RANKS" >"$OUT/$1-$2-$RANKS.txt" 2>&1
+      f=$OUT/$1-$2-$RANKS${3:+-tree}.txt
+      env ${3:-} CHORUS_TEST_GPUS=$RANKS timeout 200 "$BUILD/bin/$1" "$2" "$RANKS" >"$f" 2>&1
       rc=$?
-      note "$1 $2 $RANKS on $RANKS GPUs: exit $rc ($(tail -1 "$OUT/$1-$2-$RANKS.txt" | cut -c1-150))"
+      note "$1 $2 $RANKS on $RANKS GPUs${3:+ ($3)}: exit $rc ($(tail -1 "$f" | cut -c1-150))"
       [ $rc = 0 ] || RC=1
     done
   fi
@@ -178,11 +181,11 @@ if want knobs; then
   # A setting: "default", or comma-separated NAME=VALUE pairs for the environment. KNOBS_MID run
   # 64 KB .. 64 MB, checked; KNOBS_BIG 32 MB .. 1 GB, timed only. knobs-<n>.json, knobs-<n>.env.
   G=CHORUS_GPU_
-  KNOBS_MID=${KNOBS_MID:-"default ${G}MAX_CHANNELS=32 ${G}RING_LOOPS=2"}
-  KNOBS_BIG=${KNOBS_BIG:-"default ${G}MAX_CHANNELS=32 ${G}BUFFSIZE=1048576"}
+  KNOBS_MID=${KNOBS_MID-"default ${G}MAX_CHANNELS=32 ${G}RING_LOOPS=2"}
+  KNOBS_BIG=${KNOBS_BIG-"default ${G}MAX_CHANNELS=32 ${G}BUFFSIZE=1048576"}
   i=0
   for range in mid big; do
-    if [ $range = mid ]; then set -- 64K 64M 20 3 1 $KNOBS_MID; else set -- 32M 1G 10 2 0 $KNOBS_BIG; fi
+    if [ $range = mid ]; then set -- ${KNOBS_MID_SIZES:-64K 64M} 20 3 1 $KNOBS_MID; else set -- 32M 1G 10 2 0 $KNOBS_BIG; fi
     b=$1 e=$2 n=$3 w=$4 c=$5
     shift 5
     for k in "$@"; do

@@ -26,6 +26,7 @@
 
 static struct chrCollTask tasks[MAX_RANKS][MAX_TASKS];
 static int nTasks[MAX_RANKS];
+static int widestTree; /* most lanes of one tree all-reduce (4 per copy of the double binary tree) */
 static long treeWorks, lanedWorks; /* works of the double binary tree; of sends/receives past lane 0 */
 static long splitPlans;            /* rank plans the launcher cuts into several launches */
 static long selfCopyWorks;         /* a rank's send to itself and receive from itself as local copies */
@@ -214,7 +215,9 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
       const struct chrCollTask* t = &tasks[r][i];
       for (int w = 0; t->count > 0 && w < t->nChannels; w++) {
         const struct chrWork* wk = &t->works[w];
-        treeWorks += wk->pattern == CHR_PAT_TREE_ROOT || wk->pattern == CHR_PAT_TREE_UP || wk->pattern == CHR_PAT_TREE_DOWN;
+        const int isTree = wk->pattern == CHR_PAT_TREE_ROOT || wk->pattern == CHR_PAT_TREE_UP || wk->pattern == CHR_PAT_TREE_DOWN;
+        treeWorks += isTree;
+        if (isTree && t->nChannels > widestTree) widestTree = t->nChannels;
         lanedWorks += (wk->pattern == CHR_PAT_P2P_SEND || wk->pattern == CHR_PAT_P2P_RECV) && wk->links[0].conn > 0;
         if (chrDevWorkIsCopy(wk) && wk->pattern != CHR_PAT_LOCAL && (wk->op != CHR_DEV_SUM || wk->opArg != 0)) {
           fprintf(stderr, "FAIL %s: rank %d: pattern %d only copies but carries op %d\n", c->name, r, wk->pattern, wk->op);
@@ -350,6 +353,18 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: NCCL_ALGO=%s but no all-reduce was planned on the tree\n", algo);
     failures++;
   }
+  /* The all-reduces of MBs fill several copies of the tree (more lanes than one copy's four). */
+  if (algo && strstr(algo, "tree") && widestTree <= 4) {
+    fprintf(stderr, "FAIL: NCCL_ALGO=%s but no tree all-reduce ran on more than one copy (widest: %d lanes)\n", algo,
+            widestTree);
+    failures++;
+  }
+  /* Default settings on 3+ ranks: the small all-reduces take the tree (CHORUS_GPU_TREE_MAX_BYTES). */
+  const char* treeMax = getenv("CHORUS_GPU_TREE_MAX_BYTES");
+  if (n >= 3 && !algo && !getenv("NCCL_TUNER_PLUGIN") && !(treeMax && atoi(treeMax) == 0) && treeWorks == 0) {
+    fprintf(stderr, "FAIL: no small all-reduce on %d ranks was planned on the tree\n", n);
+    failures++;
+  }
   const int expectsTuning = getenv("CHORUS_TEST_EXPECT_ALGO") || getenv("CHORUS_TEST_EXPECT_PROTO") ||
                             getenv("CHORUS_TEST_EXPECT_CHANNELS") || getenv("CHORUS_TEST_EXPECT_CHUNK");
   if (expectsTuning && tunedTasks == 0) {
@@ -366,8 +381,8 @@ int main(int argc, char** argv) {
     failures++;
   }
   if (failures == 0)
-    printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, %ld works on p2p lanes > 0, %ld "
-           "local copies to self, %ld rank plans in several launches)\n", n, count, treeWorks, lanedWorks, selfCopyWorks,
-           splitPlans);
+    printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, widest tree %d lanes, %ld works "
+           "on p2p lanes > 0, %ld local copies to self, %ld rank plans in several launches)\n", n, count, treeWorks,
+           widestTree, lanedWorks, selfCopyWorks, splitPlans);
   return failures ? 1 : 0;
 }
