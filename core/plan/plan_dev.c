@@ -9,7 +9,7 @@
  *   their slot size; collectives and sends launch as separate kernels, and every rank uses a
  *   connection in the same order, so the two kinds of use never interleave. As many copies as the
  *   data fills (one per 4 channels' worth, as for the ring), up to half the lanes;
- * - LL for small operations (up to CHORUS_GPU_LL_MAX_BYTES, when NCCL_PROTO allows it), SIMPLE otherwise,
+ * - LL for small operations (up to CHORUS_GPU_LL_MAX_BYTES times nRanks/2, when NCCL_PROTO allows it), SIMPLE otherwise,
  *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: the slot, CHORUS_GPU_BUFFSIZE / 8,
  *   or less for the ring when a channel's data would run in fewer than CHORUS_GPU_RING_LOOPS loops);
  * - as many channels as the data fills (LL: one per DEV_LL_BYTES_PER_CHANNEL; SIMPLE: one per
@@ -31,9 +31,10 @@
 #include "config/algo_select.h"
 #include "plan/plan.h"
 
-/* The LL threshold and SIMPLE's bytes per channel: CHORUS_GPU_LL_MAX_BYTES (512 KB) and
+/* The LL threshold and SIMPLE's bytes per channel: CHORUS_GPU_LL_MAX_BYTES (512 KB on 2 ranks) and
  * CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL (32 KB), from the sweep on 2 H100s over NVLink
- * (docs/perf/gpu-2gpu.md, "Planner knobs"). */
+ * (docs/perf/gpu-2gpu.md, "Planner knobs"); the tree's bound CHORUS_GPU_TREE_MAX_BYTES and LL's
+ * growth with the rank count from the sweep on 4 H200s (docs/perf/gpu-scaling.md). */
 #define DEV_LL_BYTES_PER_CHANNEL (16u << 10)
 #define DEV_P2P_LL_MAX_BYTES (64u << 10)
 #define DEV_P2P_BYTES_PER_LANE (64u << 10)
@@ -191,7 +192,9 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
   if (!ll && !simple)
     return chrFail(ncclInvalidUsage, "NCCL_PROTO=\"%s\" leaves no protocol for GPU buffers (they run LL or SIMPLE)",
                    chrParamStr(CHR_P_PROTO));
-  size_t llMax = isP2p ? DEV_P2P_LL_MAX_BYTES : (size_t)chrParamInt(CHR_P_GPU_LL_MAX_BYTES);
+  /* LL's bound grows with the rank count: each rank's step is the data over n, so LL stays the
+   * faster protocol to larger calls (4 GPUs: a 1 MB all-reduce 22.8 us LL vs 32.0 SIMPLE). */
+  size_t llMax = isP2p ? DEV_P2P_LL_MAX_BYTES : (size_t)chrParamInt(CHR_P_GPU_LL_MAX_BYTES) * (size_t)(n > 2 ? n : 2) / 2;
   t->proto = ll && (!simple || bytes <= llMax) ? CHR_PROTO_LL : CHR_PROTO_SIMPLE;
   size_t simpleStep = isP2p ? shape.p2pStepBytes : shape.stepBytes;
   size_t stepBytes = t->proto == CHR_PROTO_LL ? (size_t)shape.llLines * 8 : simpleStep;

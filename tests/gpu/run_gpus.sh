@@ -216,7 +216,8 @@ for rng, runs in tables.items():
     print("| size | " + " | ".join(names) + " |")
     print("|---:|" + "---:|" * len(names))
     for size in sorted({s for v in runs.values() for s in v}):
-        print(f"| {size >> 10} K | " + " | ".join(f"{runs[n][size]:.1f}" if size in runs[n] else "-" for n in names) + " |")
+        label = f"{size >> 10} K" if size >= 1024 else f"{size} B"
+        print(f"| {label} | " + " | ".join(f"{runs[n][size]:.1f}" if size in runs[n] else "-" for n in names) + " |")
     print()
 EOF2
   note "planner knobs: $OUT/knobs.md"
