@@ -9,7 +9,8 @@
  *   their slot size; collectives and sends launch as separate kernels, and every rank uses a
  *   connection in the same order, so the two kinds of use never interleave. As many copies as the
  *   data fills (one per 4 channels' worth, as for the ring), up to half the lanes;
- * - LL for small operations (up to CHORUS_GPU_LL_MAX_BYTES times nRanks/2, when NCCL_PROTO allows it), SIMPLE otherwise,
+ * - LL for small operations (up to CHORUS_GPU_LL_MAX_BYTES, times nRanks/2 for an all-reduce, when NCCL_PROTO
+ *   allows it), SIMPLE otherwise,
  *   with the step the group's slots hold (LL: llLines * 8 bytes; SIMPLE: the slot, CHORUS_GPU_BUFFSIZE / 8,
  *   or less for the ring when a channel's data would run in fewer than CHORUS_GPU_RING_LOOPS loops);
  * - as many channels as the data fills (LL: one per DEV_LL_BYTES_PER_CHANNEL; SIMPLE: one per
@@ -192,9 +193,12 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
   if (!ll && !simple)
     return chrFail(ncclInvalidUsage, "NCCL_PROTO=\"%s\" leaves no protocol for GPU buffers (they run LL or SIMPLE)",
                    chrParamStr(CHR_P_PROTO));
-  /* LL's bound grows with the rank count: each rank's step is the data over n, so LL stays the
-   * faster protocol to larger calls (4 GPUs: a 1 MB all-reduce 22.8 us LL vs 32.0 SIMPLE). */
-  size_t llMax = isP2p ? DEV_P2P_LL_MAX_BYTES : (size_t)chrParamInt(CHR_P_GPU_LL_MAX_BYTES) * (size_t)(n > 2 ? n : 2) / 2;
+  /* An all-reduce's LL bound grows with the rank count: its ring makes 2(n-1) steps of 1/n of the
+   * data, each of which costs SIMPLE a pair of barriers and a fence, so LL stays the faster
+   * protocol to larger calls (4 GPUs: 1 MB 23.4 us LL vs 32.0 SIMPLE). Not the other collectives:
+   * on 4 GPUs a 1 MB broadcast ran 15.0 us SIMPLE vs 18.2 LL (docs/perf/gpu-scaling.md). */
+  size_t llMax = isP2p ? DEV_P2P_LL_MAX_BYTES : (size_t)chrParamInt(CHR_P_GPU_LL_MAX_BYTES);
+  if (t->func == ncclFuncAllReduce && n > 2) llMax = llMax * (size_t)n / 2;
   t->proto = ll && (!simple || bytes <= llMax) ? CHR_PROTO_LL : CHR_PROTO_SIMPLE;
   size_t simpleStep = isP2p ? shape.p2pStepBytes : shape.stepBytes;
   size_t stepBytes = t->proto == CHR_PROTO_LL ? (size_t)shape.llLines * 8 : simpleStep;

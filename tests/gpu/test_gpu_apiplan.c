@@ -81,6 +81,34 @@ static int checkTuned(const char* name, int rank, const struct chrCollTask* t) {
   return 0;
 }
 
+/* With every planner setting at its default (no NCCL_ALGO / NCCL_PROTO, tuner or CHORUS_GPU_*
+ * override), the rule of plan/plan_dev.c, restated: the tree for all-reduces of up to 512 KiB on 3+
+ * ranks, else the ring; LL up to 512 KiB, and for an all-reduce on n > 2 ranks up to 512 KiB x n/2. */
+static long ruleTasks;
+
+static int checkDefaultRule(const char* name, int rank, const struct chrCollTask* t) {
+  static const char* const overrides[] = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_TUNER_PLUGIN", "CHORUS_GPU_LL_MAX_BYTES",
+                                          "CHORUS_GPU_TREE_MAX_BYTES"};
+  for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++)
+    if (getenv(overrides[i])) return 0;
+  const int n = t->comm->nRanks;
+  if (t->func == ncclFuncSend || t->func == ncclFuncRecv || n == 1) return 0;
+  size_t bytes = t->count * t->typeSize;
+  if (t->func == ncclFuncAllGather || t->func == ncclFuncReduceScatter) bytes *= (size_t)n;
+  const int allReduce = t->func == ncclFuncAllReduce;
+  const size_t llMax = (size_t)512 * 1024 * (allReduce && n > 2 ? (size_t)n : 2) / 2;
+  const int tree = allReduce && n >= 3 && bytes <= (size_t)512 * 1024;
+  const int wantAlgo = tree ? CHR_ALGO_TREE : CHR_ALGO_RING, wantProto = bytes <= llMax ? CHR_PROTO_LL : CHR_PROTO_SIMPLE;
+  if (t->algo != wantAlgo || t->proto != wantProto) {
+    fprintf(stderr, "FAIL %s: rank %d: func %d of %zu bytes on %d ranks planned %s/%s, the rule says %s/%s\n", name, rank,
+            (int)t->func, bytes, n, chrAlgoName(t->algo), chrProtoName(t->proto), chrAlgoName(wantAlgo),
+            chrProtoName(wantProto));
+    return 1;
+  }
+  ruleTasks++;
+  return 0;
+}
+
 /* The launcher's cuts (device/dev_work.h chrDevLaunchCut, as device/launch.cu walks them): every
  * launch holds whole calls, and every call that reduces runs in the kernel of its type and op. A
  * call split over two launches can deadlock on the GPU (its tree down pass in the first launch waits
@@ -194,7 +222,7 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
       if (chrPlanTask(t) != ncclSuccess) {
         fprintf(stderr, "FAIL %s: rank %d: planning: %s\n", c->name, r, ncclGetLastError(NULL));
         return 1;
-      } else if (checkTuned(c->name, r, t)) {
+      } else if (checkTuned(c->name, r, t) || checkDefaultRule(c->name, r, t)) {
         return 1;
       }
     if (chrDevBuildLaunch(comms[r], head, &plans[r]) != ncclSuccess) {
@@ -382,7 +410,7 @@ int main(int argc, char** argv) {
   }
   if (failures == 0)
     printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, widest tree %d lanes, %ld works "
-           "on p2p lanes > 0, %ld local copies to self, %ld rank plans in several launches)\n", n, count, treeWorks,
-           widestTree, lanedWorks, selfCopyWorks, splitPlans);
+           "on p2p lanes > 0, %ld local copies to self, %ld rank plans in several launches, %ld collectives checked "
+           "against the default rule)\n", n, count, treeWorks, widestTree, lanedWorks, selfCopyWorks, splitPlans, ruleTasks);
   return failures ? 1 : 0;
 }
