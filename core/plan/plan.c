@@ -11,6 +11,7 @@
  * change the step size, which is clamped to what the staging slots hold.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include "comm/comm.h"
@@ -44,6 +45,21 @@ static float estimate(const struct chrCollTask* t, int algo, size_t bytes) {
   int costAlgo = algo == CHR_ALGO_RING ? CHR_COST_RING : algo == CHR_ALGO_TREE ? CHR_COST_TREE : -1;
   if (costAlgo < 0) return -1.0f;
   return chrCostEstimate(&t->comm->costModel, transportOf(t->comm), costAlgo, t->func, t->comm->nRanks, bytes);
+}
+
+ncclResult_t chrPlanAlgos(ncclFunc_t func, unsigned runnable, unsigned* mask) {
+  unsigned allowed = 0;
+  CHECK(chrAllowedAlgos(func, &allowed));
+  *mask = allowed & runnable;
+  if (*mask == 0 && (runnable & (1u << CHR_ALGO_RING))) {
+    *mask = 1u << CHR_ALGO_RING;
+    static _Atomic unsigned said; /* functions already told about, one bit each */
+    const unsigned bit = 1u << ((unsigned)func & 31u);
+    if (!(atomic_fetch_or(&said, bit) & bit))
+      INFO(NCCL_TUNING, "NCCL_ALGO=\"%s\" leaves %s no algorithm it can run; it runs on RING, as NCCL falls back",
+           chrParamStr(CHR_P_ALGO), funcName(func));
+  }
+  return ncclSuccess;
 }
 
 /* A v6 tuner may change the step size. Steps live in the staging slots, so the size is clamped to
@@ -113,16 +129,17 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
     return chrPlanWorks(t);
   }
 
-  unsigned algos = 0, protos = 0;
-  CHECK(chrAllowedAlgos(t->func, &algos));
+  unsigned algos = 0, protos = 0, runnableAlgos = 0;
+  for (int a = 0; a < CHR_NUM_ALGOS; a++)
+    if (estimate(t, a, bytes) >= 0.0f) runnableAlgos |= 1u << a;
+  CHECK(chrPlanAlgos(t->func, runnableAlgos, &algos));
   CHECK(chrAllowedProtos(t->func, &protos));
   float table[CHR_NUM_ALGOS][CHR_NUM_PROTOS];
-  int runnable = 0;
+  int runnable = runnableAlgos != 0;
   for (int a = 0; a < CHR_NUM_ALGOS; a++)
     for (int p = 0; p < CHR_NUM_PROTOS; p++) {
       /* The host executor has one protocol: whole slots with completion counters (SIMPLE). */
       float us = p == CHR_PROTO_SIMPLE ? estimate(t, a, bytes) : -1.0f;
-      if (us >= 0.0f) runnable = 1;
       if (!(algos & (1u << a)) || !(protos & (1u << p))) us = -1.0f;
       table[a][p] = us;
     }

@@ -15,6 +15,12 @@ struct ncclComm;
  * own four lanes and two connection indices. */
 #define CHR_TREE_LANES 4
 
+/* The algorithms a call may use: NCCL_ALGO's for `func`, within `runnable` (the algorithms that can
+ * run this call, as bits 1 << CHR_ALGO_*). When that leaves none, the ring, as NCCL does: its tuning
+ * re-enables the ring for a function NCCL_ALGO left without one (NCCL_ALGO=tree and a broadcast);
+ * said once per function at INFO. */
+ncclResult_t chrPlanAlgos(ncclFunc_t func, unsigned runnable, unsigned* mask);
+
 /* Choose algorithm, protocol, channels and step size, then write the task's works (chrPlanWorks). */
 ncclResult_t chrPlanTask(struct chrCollTask* task);
 /* The same for a task on GPU buffers (plan/plan_dev.c): the device group's slots and channels. */

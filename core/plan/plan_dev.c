@@ -84,12 +84,9 @@ static ncclResult_t devCostTable(const struct chrCollTask* t, const struct chrDe
                                  unsigned protos, int ruleP, float table[CHR_NUM_ALGOS][CHR_NUM_PROTOS]) {
   const int n = t->comm->nRanks;
   unsigned algos = 0;
-  CHECK(chrAllowedAlgos(t->func, &algos));
   const int treeRuns = t->func == ncclFuncAllReduce && shape->p2pLanes >= 2;
-  const int ring = (algos & (1u << CHR_ALGO_RING)) != 0, tree = treeRuns && (algos & (1u << CHR_ALGO_TREE));
-  if (!ring && !tree)
-    return chrFail(ncclInvalidUsage, "NCCL_ALGO=\"%s\" excludes RING, which GPU buffers run on (and TREE, for an "
-                   "all-reduce on at most 16 ranks) (%d ranks)", chrParamStr(CHR_P_ALGO), n);
+  CHECK(chrPlanAlgos(t->func, (1u << CHR_ALGO_RING) | (treeRuns ? 1u << CHR_ALGO_TREE : 0u), &algos));
+  const int ring = (algos & (1u << CHR_ALGO_RING)) != 0, tree = (algos & (1u << CHR_ALGO_TREE)) != 0;
   const int smallTree = n >= 3 && bytes <= (size_t)chrParamInt(CHR_P_GPU_TREE_MAX_BYTES);
   const int ruleA = ring && !(tree && smallTree) ? CHR_ALGO_RING : CHR_ALGO_TREE;
   for (int a = 0; a < CHR_NUM_ALGOS; a++)
