@@ -137,8 +137,8 @@ if want side; then
     tag=
     [ "$algo" = default ] || { algoenv=(NCCL_ALGO="$algo"); tag=.$(echo "$algo" | tr 'A-Z' 'a-z'); }
     colls=${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}
-    # PERF_COLLS_RING / PERF_COLLS_TREE: the collectives for a forced algorithm (NCCL has no tree
-    # for the others and refuses them, as Chorus does)
+    # PERF_COLLS_RING / PERF_COLLS_TREE: the collectives for a forced algorithm (only all-reduce has
+    # a tree; both libraries run the others on the ring under NCCL_ALGO=TREE)
     over=PERF_COLLS_$algo
     [ "$algo" = default ] || colls=${!over:-$colls}
     for coll in $colls; do
