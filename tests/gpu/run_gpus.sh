@@ -16,7 +16,7 @@
 #            once on Chorus (preloaded) and once on the image's NVIDIA NCCL; ddp-*.json hold the
 #            loss trajectories, ddp-side.md puts them side by side
 #   side     chorus-perf built once, run on Chorus and on NVIDIA's libnccl.so.2 (LD_LIBRARY_PATH)
-#            in the same command: PERF_COLLS (default all seven), float, 8 B .. PERF_MAX (8G),
+#            in the same command: PERF_COLLS (default all seven), float, SIDE_MIN (8) .. PERF_MAX (8G),
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
 #            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run)
@@ -148,7 +148,7 @@ if want side; then
         for lib in chorus nvidia; do
           libenv=()
           [ $lib = nvidia ] && libenv=(LD_LIBRARY_PATH="$NVDIR")
-          for sweep in "small 8 64M 20 3 1" "large 128M $PERF_MAX 5 1 0"; do
+          for sweep in "small ${SIDE_MIN:-8} 64M 20 3 1" "large 128M $PERF_MAX 5 1 0"; do
             set -- $sweep
             case " ${SIDE_SWEEPS:-small large} " in *" $1 "*) ;; *) continue ;; esac
             f=$OUT/side-$lib-$mode$tag-$coll-$1
@@ -250,7 +250,8 @@ if want plugins; then
   case "$OFI" in /*) ;; *) OFI=$ROOT/$OFI ;; esac
   if [ -e "$OFI" ]; then
     echo "== Chorus ofi plugin ($OFI): $(ldd "$OFI" | grep -E "libfabric|not found" | tr -s ' \t' ' ')" >>"$P"
-    nv "Chorus ofi plugin, tcp;ofi_rxm" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm"
+    # on lo, as NCCL's socket runs above (c1 of 2026-11-26 let it take eth0)
+    nv "Chorus ofi plugin, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN=lo
   else
     echo "== Chorus ofi plugin: not built here (no libfabric headers at configure time; OFI_PLUGIN names a prebuilt one)" >>"$P"
   fi
