@@ -252,6 +252,13 @@ if want plugins; then
     echo "== Chorus ofi plugin ($OFI): $(ldd "$OFI" | grep -E "libfabric|not found" | tr -s ' \t' ' ')" >>"$P"
     # on lo, as NCCL's socket runs above (c1 of 2026-11-26 let it take eth0)
     nv "Chorus ofi plugin, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN=lo
+    # One channel each: the plugin's comms share one endpoint (one TCP connection inside ofi_rxm)
+    # where NCCL's socket opens one per channel; on one channel both have one connection, which
+    # tells the connection count from the per-connection speed.
+    nv "NCCL built-in socket, 1 channel, 1 x 1" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
+      NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1
+    nv "Chorus ofi plugin, 1 channel, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" \
+      CHORUS_OFI_DOMAIN=lo NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1
   else
     echo "== Chorus ofi plugin: not built here (no libfabric headers at configure time; OFI_PLUGIN names a prebuilt one)" >>"$P"
   fi
