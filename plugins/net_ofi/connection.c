@@ -2,9 +2,10 @@
  * connection.c: listen / connect / accept / close of the libfabric net plugin, and the probe that
  * turns a dead peer into an error.
  *
- * Connections share the device's endpoint; what makes one is a pair of ids. listen() takes a fresh id
- * of its device and posts a receive for a connect message tagged with it; the handle carries that id,
- * a random nonce and the endpoint's address. connect() inserts the address into the address vector,
+ * Connections share the device's endpoints (each end uses one, taken in turn); what makes one is a
+ * pair of ids. listen() takes a fresh id of its device and posts a receive for a connect message
+ * tagged with it on its endpoint; the handle carries that id, a random nonce and that endpoint's
+ * address. connect() inserts the address into the address vector,
  * takes an id of its own (for probes back to it) and sends the connect message {magic, nonce, its
  * id, its address}; it returns the send comm once the provider reports that message delivered.
  * accept() returns the receive comm once a connect message with the right magic and nonce arrived;
@@ -31,6 +32,7 @@ typedef struct {
   ofiOwner own;
   uint32_t magic;
   int accepted;     /* the connection was handed out (one per listen comm) */
+  int epIndex;      /* the device endpoint the handle names; the accepted comm uses it */
   int got;          /* a valid connect message is in msg */
   ofiHandle h;
   ofiOp op;
@@ -126,7 +128,7 @@ static ncclResult_t commRegisterCtrl(ofiComm* c) {
 
 static ncclResult_t postPingRecv(ofiComm* c) {
   ofiDev* d = c->own.dev;
-  ssize_t rc = fi_trecv(d->ep, &c->pingIn, sizeof(c->pingIn), descOf(c->ctrlMr), FI_ADDR_UNSPEC,
+  ssize_t rc = fi_trecv(c->ep, &c->pingIn, sizeof(c->pingIn), descOf(c->ctrlMr), FI_ADDR_UNSPEC,
                         ofiCtrlTag(OFI_CTRL_PING, c->id), 0, &c->pingRecv.ctx);
   ncclResult_t res = ofiPost(d, &c->own, &c->pingRecv, rc, "posting the probe receive");
   if (res == ncclInProgress) res = ncclSuccess; /* posted again at the next progress of this comm */
@@ -166,7 +168,7 @@ ncclResult_t ofiPingCheck(ofiComm* c) {
                                       : "the provider refused to send it all along, as it does while it cannot reach "
                                         "the peer or while the endpoint's send queue stays full");
   if (c->pingSend.posted) return ncclSuccess;
-  ssize_t rc = fi_tsend(d->ep, &c->pingOut, sizeof(c->pingOut), descOf(c->ctrlMr), c->peer,
+  ssize_t rc = fi_tsend(c->ep, &c->pingOut, sizeof(c->pingOut), descOf(c->ctrlMr), c->peer,
                         ofiCtrlTag(OFI_CTRL_PING, c->peerId), &c->pingSend.ctx);
   ncclResult_t res = ofiPost(d, &c->own, &c->pingSend, rc, "sending a probe to the peer");
   return res == ncclInProgress ? ncclSuccess : res; /* refused for now: tried again at the next call */
@@ -184,7 +186,7 @@ static void listenFree(ofiOwner* o) {
 static ncclResult_t postConnectRecv(ofiListenComm* lc) {
   ofiDev* d = lc->own.dev;
   lc->op = (ofiOp){.kind = OP_CONNECT_RECV, .owner = &lc->own};
-  ssize_t rc = fi_trecv(d->ep, &lc->msg, sizeof(lc->msg), descOf(lc->mr), FI_ADDR_UNSPEC,
+  ssize_t rc = fi_trecv(d->eps[lc->epIndex], &lc->msg, sizeof(lc->msg), descOf(lc->mr), FI_ADDR_UNSPEC,
                         ofiCtrlTag(OFI_CTRL_CONNECT, lc->h.listenId), 0, &lc->op.ctx);
   ncclResult_t res = ofiPost(d, &lc->own, &lc->op, rc, "posting the connect receive");
   return res; /* ncclInProgress: accept() posts it */
@@ -220,8 +222,9 @@ ncclResult_t ofiListen(void* ctx, int dev, void* handle, void** listenComm) {
   lc->h.magic = OFI_HANDLE_MAGIC;
   ofiRandom(&lc->h.nonce, sizeof(lc->h.nonce));
   lc->h.listenId = ofiDevNewId(d);
+  lc->epIndex = ofiDevPickEp(d);
   lc->h.addrLen = (uint32_t)d->addrLen;
-  memcpy(lc->h.addr, d->addr, d->addrLen);
+  memcpy(lc->h.addr, d->addrs[lc->epIndex], d->addrLen);
   if (ofiMrNeeded(d, NCCL_PTR_HOST)) res = ofiMrGet(d, lc, sizeof(*lc), NCCL_PTR_HOST, FI_RECV, &lc->mr);
   if (res == ncclSuccess) {
     res = postConnectRecv(lc);
@@ -246,7 +249,7 @@ ncclResult_t ofiCloseListen(void* listenComm) {
   if (lc->magic != OFI_LISTEN_MAGIC) return ncclInternalError;
   ofiDev* d = lc->own.dev;
   pthread_mutex_lock(&d->lock);
-  if (lc->op.posted) fi_cancel(&d->ep->fid, &lc->op.ctx);
+  if (lc->op.posted) fi_cancel(&d->eps[lc->epIndex]->fid, &lc->op.ctx);
   ofiOwnerRelease(&lc->own);
   pthread_mutex_unlock(&d->lock);
   return ncclSuccess;
@@ -301,6 +304,7 @@ ncclResult_t ofiAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v1
   }
   char err[OFI_ERR_LEN];
   c->id = lc->h.listenId;
+  c->ep = d->eps[lc->epIndex];
   c->peerId = lc->msg.senderId;
   c->prof = lc->prof;
   res = ofiAvInsert(d, lc->msg.addr, lc->msg.addrLen, &c->peer, err, sizeof(err));
@@ -348,11 +352,13 @@ static ncclResult_t startConnect(ofiDev* d, void* ctx, const ofiHandle* h, ofiCo
   ncclResult_t res = ofiAvInsert(d, h->addr, h->addrLen, &c->peer, err, sizeof(err));
   if (res != ncclSuccess) OFI_WARN("connect on %s: the listener's address: %s", d->name, err);
   c->id = ofiDevNewId(d);
+  const int ep = ofiDevPickEp(d);
+  c->ep = d->eps[ep];
   c->peerId = h->listenId;
   c->prof = ctx ? ((ofiCtx*)ctx)->prof : NULL;
   c->connectMsg = (ofiConnectMsg){.magic = OFI_CONNECT_MAGIC, .nonce = h->nonce, .senderId = c->id,
                                   .addrLen = (uint32_t)d->addrLen};
-  memcpy(c->connectMsg.addr, d->addr, d->addrLen);
+  memcpy(c->connectMsg.addr, d->addrs[ep], d->addrLen);
   if (res == ncclSuccess) res = commRegisterCtrl(c);
   if (res == ncclSuccess) res = postPingRecv(c);
   if (res != ncclSuccess) {
@@ -407,7 +413,7 @@ ncclResult_t ofiConnect(void* ctx, int dev, void* handle, void** sendComm, ncclN
   ofiProgress(d);
   res = (ncclResult_t)c->own.failed;
   if (res == ncclSuccess && !c->connectOp.posted && !c->connectOp.done) {
-    ssize_t rc = fi_tsend(d->ep, &c->connectMsg, sizeof(c->connectMsg), descOf(c->ctrlMr), c->peer,
+    ssize_t rc = fi_tsend(c->ep, &c->connectMsg, sizeof(c->connectMsg), descOf(c->ctrlMr), c->peer,
                           ofiCtrlTag(OFI_CTRL_CONNECT, c->peerId), &c->connectOp.ctx);
     res = ofiPost(d, &c->own, &c->connectOp, rc, "sending the connect message");
     if (res == ncclInProgress) res = ncclSuccess; /* sent at the next call */
@@ -455,12 +461,11 @@ void ofiConnectForget(void* ctx) {
 /* Cancel what can be cancelled and let the comm go once the provider is done with it (lock held).
  * Receives can be cancelled; sends finish (or fail) on their own and are waited for. */
 static void cancelAndRelease(ofiComm* c) {
-  ofiDev* d = c->own.dev;
   ofiForgetPending(c);
   for (int i = 0; i < c->nReqs; i++)
     for (int j = 0; j < c->perReq; j++)
-      if (c->reqs[i].ops[j].posted && c->reqs[i].ops[j].kind == OP_RECV) fi_cancel(&d->ep->fid, &c->reqs[i].ops[j].ctx);
-  if (c->pingRecv.posted) fi_cancel(&d->ep->fid, &c->pingRecv.ctx);
+      if (c->reqs[i].ops[j].posted && c->reqs[i].ops[j].kind == OP_RECV) fi_cancel(&c->ep->fid, &c->reqs[i].ops[j].ctx);
+  if (c->pingRecv.posted) fi_cancel(&c->ep->fid, &c->pingRecv.ctx);
   ofiOwnerRelease(&c->own);
 }
 

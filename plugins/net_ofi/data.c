@@ -81,8 +81,8 @@ static ncclResult_t postOps(ofiComm* c, ofiRequest* r) {
       what = "fi_tsend";
       ofiBuf* b = &r->b[0];
       rc = d->maxRecvs > 1
-               ? fi_tsenddata(d->ep, b->data, b->capacity, b->desc, (uint64_t)(uint32_t)b->tag, c->peer, wireTag, &op->ctx)
-               : fi_tsend(d->ep, b->data, b->capacity, b->desc, c->peer, wireTag, &op->ctx);
+               ? fi_tsenddata(c->ep, b->data, b->capacity, b->desc, (uint64_t)(uint32_t)b->tag, c->peer, wireTag, &op->ctx)
+               : fi_tsend(c->ep, b->data, b->capacity, b->desc, c->peer, wireTag, &op->ctx);
     } else if (r->kind == OP_RECV) {
       void* buf = r->b[0].data;
       void* desc = r->b[0].desc;
@@ -93,10 +93,10 @@ static ncclResult_t postOps(ofiComm* c, ofiRequest* r) {
         buf = r->b[j].bounce, desc = descOf(r->b[j].bounceMr), len = cap;
       }
       what = "fi_trecv";
-      rc = fi_trecv(d->ep, buf, len, desc, FI_ADDR_UNSPEC, ofiDataTag(c->id, r->seq + (uint64_t)j), 0, &op->ctx);
+      rc = fi_trecv(c->ep, buf, len, desc, FI_ADDR_UNSPEC, ofiDataTag(c->id, r->seq + (uint64_t)j), 0, &op->ctx);
     } else {
       what = "fi_read (flush)";
-      rc = fi_read(d->ep, d->flushBuf, r->flushLen, descOf(d->flushMr), d->self, r->raddr, r->rkey, &op->ctx);
+      rc = fi_read(d->eps[0], d->flushBuf, r->flushLen, descOf(d->flushMr), d->self, r->raddr, r->rkey, &op->ctx);
     }
     ncclResult_t res = ofiPost(d, &c->own, op, rc, what);
     if (res == ncclInProgress) return ncclSuccess;

@@ -1,5 +1,5 @@
 /*
- * endpoint.c: one device's endpoint (fabric, domain, completion queue, address vector, endpoint), the
+ * endpoint.c: one device's endpoints (fabric, domain, completion queue, address vector, endpoints), the
  * completion loop that finishes posted operations, and the bookkeeping every owner of operations
  * (comm, listen comm) shares: ops in flight, the first failure, and freeing only once the provider
  * has given back every operation that points into the owner.
@@ -27,12 +27,16 @@ static void devClose(ofiDev* d) {
   d->flushMr = NULL;
   free(d->flushBuf);
   d->flushBuf = NULL;
-  closeFid(d->ep ? &d->ep->fid : NULL);
+  for (int i = 0; i < OFI_MAX_EPS; i++) {
+    closeFid(d->eps[i] ? &d->eps[i]->fid : NULL);
+    d->eps[i] = NULL;
+  }
   closeFid(d->av ? &d->av->fid : NULL);
   closeFid(d->cq ? &d->cq->fid : NULL);
   closeFid(d->domain ? &d->domain->fid : NULL);
   closeFid(d->fabric ? &d->fabric->fid : NULL);
-  d->ep = NULL, d->av = NULL, d->cq = NULL, d->domain = NULL, d->fabric = NULL;
+  d->av = NULL, d->cq = NULL, d->domain = NULL, d->fabric = NULL;
+  d->nEps = 0;
   d->open = 0;
 }
 
@@ -63,7 +67,9 @@ static ncclResult_t devOpenLocked(ofiDev* d) {
     OFI_INFO(NCCL_NET, "device %s: opening a new endpoint in this process (pid %d, parent's was %d)", d->name,
              (int)getpid(), (int)d->pid);
     d->open = 0;
-    d->ep = NULL, d->av = NULL, d->cq = NULL, d->domain = NULL, d->fabric = NULL;
+    for (int i = 0; i < OFI_MAX_EPS; i++) d->eps[i] = NULL;
+    d->nEps = 0;
+    d->av = NULL, d->cq = NULL, d->domain = NULL, d->fabric = NULL;
     d->mrs = NULL, d->zombies = NULL, d->flushBuf = NULL, d->flushMr = NULL;
   }
   struct fi_info* info = d->info;
@@ -74,14 +80,29 @@ static ncclResult_t devOpenLocked(ofiDev* d) {
   struct fi_av_attr avAttr = {.type = info->domain_attr->av_type != FI_AV_UNSPEC ? info->domain_attr->av_type
                                                                                   : FI_AV_TABLE};
   DEV_TRY(fi_av_open(d->domain, &avAttr, &d->av, NULL), "fi_av_open");
-  DEV_TRY(fi_endpoint(d->domain, info, &d->ep, NULL), "fi_endpoint");
-  DEV_TRY(fi_ep_bind(d->ep, &d->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
-  DEV_TRY(fi_ep_bind(d->ep, &d->av->fid, 0), "fi_ep_bind(av)");
-  DEV_TRY(fi_enable(d->ep), "fi_enable");
-  d->addrLen = sizeof(d->addr);
-  DEV_TRY(fi_getname(&d->ep->fid, d->addr, &d->addrLen), "fi_getname");
+  /* A registration bound to an endpoint (FI_MR_ENDPOINT) serves that endpoint only: one then. */
+  int want = ofiConf.endpoints;
+  if (want > 1 && (d->mrMode & FI_MR_ENDPOINT)) {
+    OFI_INFO(NCCL_NET, "device %s: one endpoint, not CHORUS_OFI_ENDPOINTS=%d (the provider binds registrations to an "
+             "endpoint)", d->name, want);
+    want = 1;
+  }
+  for (int i = 0; i < want; i++) {
+    DEV_TRY(fi_endpoint(d->domain, info, &d->eps[i], NULL), "fi_endpoint");
+    d->nEps = i + 1;
+    DEV_TRY(fi_ep_bind(d->eps[i], &d->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+    DEV_TRY(fi_ep_bind(d->eps[i], &d->av->fid, 0), "fi_ep_bind(av)");
+    DEV_TRY(fi_enable(d->eps[i]), "fi_enable");
+    size_t len = sizeof(d->addrs[i]);
+    DEV_TRY(fi_getname(&d->eps[i]->fid, d->addrs[i], &len), "fi_getname");
+    if (i > 0 && len != d->addrLen) {
+      OFI_WARN("device %s: endpoint %d has a %zu-byte address, endpoint 0 a %zu-byte one", d->name, i, len, d->addrLen);
+      goto fail_close;
+    }
+    d->addrLen = len;
+  }
   char err[OFI_ERR_LEN];
-  if (ofiAvInsert(d, d->addr, d->addrLen, &d->self, err, sizeof(err)) != ncclSuccess) {
+  if (ofiAvInsert(d, d->addrs[0], d->addrLen, &d->self, err, sizeof(err)) != ncclSuccess) {
     OFI_WARN("device %s: own address: %s", d->name, err);
     goto fail_close;
   }
@@ -96,8 +117,8 @@ static ncclResult_t devOpenLocked(ofiDev* d) {
   }
   if (d->nextId == 0) ofiRandom(&d->nextId, sizeof(d->nextId)); /* ids of one process do not restart at 1 */
   if (d->nextKey == 0) ofiRandom(&d->nextKey, sizeof(d->nextKey));
-  OFI_INFO(NCCL_NET, "device %s: endpoint open (%s, %zu-byte address, mr_mode 0x%llx)", d->name,
-           d->info->fabric_attr->prov_name, d->addrLen, (unsigned long long)d->mrMode);
+  OFI_INFO(NCCL_NET, "device %s: %d endpoint%s open (%s, %zu-byte address, mr_mode 0x%llx)", d->name, d->nEps,
+           d->nEps > 1 ? "s" : "", d->info->fabric_attr->prov_name, d->addrLen, (unsigned long long)d->mrMode);
   return ncclSuccess;
 fail_close:
   devClose(d);
@@ -110,6 +131,8 @@ ncclResult_t ofiDevOpen(ofiDev* d) {
   pthread_mutex_unlock(&d->lock);
   return res;
 }
+
+int ofiDevPickEp(ofiDev* d) { return (int)(d->nextEp++ % (unsigned)d->nEps); }
 
 uint32_t ofiDevNewId(ofiDev* d) {
   uint32_t id;

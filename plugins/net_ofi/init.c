@@ -86,6 +86,12 @@ static void readSettings(void) {
   if (ofiConf.peerTimeoutMs < 0) ofiConf.peerTimeoutMs = 0;
   ofiConf.closeWaitMs = envLong("CHORUS_OFI_CLOSE_WAIT_MS", 1000);
   if (ofiConf.closeWaitMs < 0) ofiConf.closeWaitMs = 0;
+  long eps = envLong("CHORUS_OFI_ENDPOINTS", 1);
+  if (eps < 1 || eps > OFI_MAX_EPS) {
+    OFI_WARN("ignoring CHORUS_OFI_ENDPOINTS=%ld: 1 to %d, using 1", eps, OFI_MAX_EPS);
+    eps = 1;
+  }
+  ofiConf.endpoints = (int)eps;
 }
 
 /* CHORUS_OFI_DOMAIN: comma list of name prefixes ("=name" exact), or "^list" to exclude. Unset: every

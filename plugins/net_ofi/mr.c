@@ -55,7 +55,7 @@ ncclResult_t ofiMrGet(ofiDev* d, void* data, size_t size, int type, uint64_t acc
   attr.device.cuda = 0; /* the provider finds the device from the pointer */
   int rc = fi_mr_regattr(d->domain, &attr, 0, &e->mr);
   if (rc == 0 && (d->mrMode & FI_MR_ENDPOINT)) {
-    rc = fi_mr_bind(e->mr, &d->ep->fid, 0);
+    rc = fi_mr_bind(e->mr, &d->eps[0]->fid, 0); /* the only endpoint then (endpoint.c) */
     if (rc == 0) rc = fi_mr_enable(e->mr);
   }
   if (rc != 0) {

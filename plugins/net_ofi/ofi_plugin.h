@@ -2,9 +2,11 @@
  * ofi_plugin.h: private state of the libfabric net plugin (libnccl-net-ofi.so).
  *
  * Every device is one libfabric domain of a provider with reliable datagram endpoints (FI_EP_RDM) and
- * tagged messages (FI_TAGGED). Each device gets one endpoint per process, opened at its first listen
- * or connect and shared by every connection on it; the 64-bit tag tells connections and messages
- * apart (README.md gives the layout). One mutex per device guards the endpoint, its completion queue
+ * tagged messages (FI_TAGGED). Each device gets CHORUS_OFI_ENDPOINTS endpoints per process (default
+ * one), opened at its first listen or connect, sharing one completion queue and address vector; a
+ * connection uses one of them at each end (taken in turn), and the 64-bit tag tells connections and
+ * messages apart (README.md gives the layout). Over connection-oriented providers (tcp;ofi_rxm) the
+ * connections of two endpoints share one transport connection, so more endpoints mean more of them. One mutex per device guards the endpoint, its completion queue
  * and the state of every request on it, so any thread may call any entry point.
  */
 #ifndef CHORUS_NET_OFI_PLUGIN_H_
@@ -27,6 +29,7 @@
 #define OFI_LIBFABRIC_VERSION FI_VERSION(1, 17)
 
 #define OFI_MAX_DEVS 16
+#define OFI_MAX_EPS 8 /* CHORUS_OFI_ENDPOINTS at most */
 #define OFI_MAX_RECVS 8                                         /* maxRecvs: buffers per grouped irecv */
 #define OFI_RECV_REQUESTS NCCL_NET_MAX_REQUESTS                   /* receive requests in flight per comm */
 #define OFI_SEND_REQUESTS (NCCL_NET_MAX_REQUESTS * OFI_MAX_RECVS) /* isends in flight per comm (ABI) */
@@ -71,6 +74,7 @@ typedef struct {
   int64_t pingMs;      /* CHORUS_OFI_PING_MS: probe a silent peer after this long (0: never) */
   int64_t peerTimeoutMs; /* CHORUS_OFI_PEER_TIMEOUT_MS: a probe not taken in this long = peer gone */
   int64_t closeWaitMs; /* how long close waits for cancelled operations before leaving them to the CQ */
+  int endpoints;       /* CHORUS_OFI_ENDPOINTS: endpoints per device and process (1..OFI_MAX_EPS) */
 } ofiSettings;
 extern ofiSettings ofiConf;
 
@@ -141,10 +145,12 @@ typedef struct ofiDev {
   struct fid_domain* domain;
   struct fid_cq* cq;
   struct fid_av* av;
-  struct fid_ep* ep;
-  char addr[OFI_MAX_ADDR];
-  size_t addrLen;
-  fi_addr_t self;          /* own address in the AV (flush reads) */
+  struct fid_ep* eps[OFI_MAX_EPS];
+  char addrs[OFI_MAX_EPS][OFI_MAX_ADDR];
+  size_t addrLen;          /* the same for every endpoint of the provider */
+  int nEps;                /* endpoints open */
+  unsigned nextEp;         /* the endpoint the next listen or connect takes */
+  fi_addr_t self;          /* endpoint 0's address in the AV (flush reads) */
   uint32_t nextId;
   uint64_t nextKey;        /* requested keys when the provider does not pick them */
   ofiMrEntry* mrs;
@@ -213,6 +219,7 @@ typedef struct ofiComm {
   ofiOwner own;                /* first member */
   uint32_t magic;
   int isSend;
+  struct fid_ep* ep;           /* the device endpoint this connection uses at this end */
   uint32_t id;                 /* my id (recv: data tags; both: probes to me) */
   uint32_t peerId;             /* send: the receiver's id (data tags); both: probes to the peer */
   fi_addr_t peer;
@@ -246,6 +253,7 @@ int64_t ofiNowNs(void);
 /* endpoint.c (every function here but ofiDevOpen expects dev->lock held) */
 ncclResult_t ofiDevOpen(ofiDev* d);                /* endpoint ready for this process */
 uint32_t ofiDevNewId(ofiDev* d);
+int ofiDevPickEp(ofiDev* d);                       /* the endpoint for a new listen or connect */
 void ofiProgress(ofiDev* d);                       /* read completions, finish ops */
 ncclResult_t ofiPost(ofiDev* d, ofiOwner* o, ofiOp* op, ssize_t rc, const char* what); /* account a post */
 ncclResult_t ofiFail(ofiOwner* o, ncclResult_t res, const char* fmt, ...) __attribute__((format(printf, 3, 4)));

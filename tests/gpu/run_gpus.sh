@@ -259,6 +259,9 @@ if want plugins; then
       NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1
     nv "Chorus ofi plugin, 1 channel, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" \
       CHORUS_OFI_DOMAIN=lo NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1
+    # And an endpoint per channel and direction, so the comms stop sharing one connection.
+    nv "Chorus ofi plugin, CHORUS_OFI_ENDPOINTS=4, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" \
+      CHORUS_OFI_DOMAIN=lo CHORUS_OFI_ENDPOINTS=4
   else
     echo "== Chorus ofi plugin: not built here (no libfabric headers at configure time; OFI_PLUGIN names a prebuilt one)" >>"$P"
   fi

@@ -41,6 +41,11 @@ endforeach()
 foreach(v 8 9 10 11 12)
   ofi_add_test(v${v} version VERSION ${v})
 endforeach()
+# Three endpoints per device (CHORUS_OFI_ENDPOINTS): connections spread over them, probes and the
+# dead peer still reach the right endpoint, a forked child opens its own three.
+foreach(case sizes inflight grouped fork kill_sender kill_receiver strangers badhandle)
+  ofi_add_test(${case}_eps3 ${case} ENV "CHORUS_OFI_ENDPOINTS=3")
+endforeach()
 
 # chorus-netcheck drives it as a core does (several comms, depths, grouped receives, churn), as ABI v12
 # and through Chorus's v8 adapter; the first one also prints the table against raw TCP.
@@ -60,6 +65,7 @@ if(TARGET chorus-netcheck)
                ARGS --scale 2 --perf-bytes 8M --baseline --time-limit 70)
   ofi_netcheck(v8 HAS "name OFI, ABI v8" ARGS --no-perf --abi 8 --scale 1 --time-limit 70)
   ofi_netcheck(forceflush ARGS --no-perf --scale 1 --time-limit 70 -s "CHORUS_OFI_FORCE_FLUSH=1")
+  ofi_netcheck(endpoints3 ARGS --no-perf --scale 2 --time-limit 70 -s "CHORUS_OFI_ENDPOINTS=3")
 endif()
 
 # Collectives through Chorus with NCCL_NET_PLUGIN=ofi, every rank its own (acted-out) host and its own
@@ -81,6 +87,14 @@ foreach(n 2 3 4)
   set_tests_properties(${tests} PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
                        SKIP_RETURN_CODE ${CHORUS_SKIP_CODE} ENVIRONMENT "${OFI_RANKS_ENV}")
 endforeach()
+
+# The same through three endpoints per device, two channels (more connections than endpoints).
+add_test(NAME ranks.ofi.allreduce.n3.hosts.eps3 COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
+         --has "uses net plugin OFI" --has "device lo: 3 endpoints open" --lacks "unknown variable"
+         -- $<TARGET_FILE:test_allreduce> 3 --hosts 3 --medium 1M --big 16M --timeout 100)
+set_tests_properties(ranks.ofi.allreduce.n3.hosts.eps3 PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
+                     SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                     ENVIRONMENT "${OFI_RANKS_ENV};NCCL_DEBUG_SUBSYS=INIT,NET;CHORUS_OFI_ENDPOINTS=3;NCCL_MIN_NCHANNELS=2;NCCL_MAX_NCHANNELS=2")
 
 # A rank SIGKILLs itself mid all-reduce (tests/ranks/test_kill.c): every survivor gets an error and
 # aborts. CHORUS_TIMEOUT is far above the plugin's probe (1 s + 5 s), so the errors come from the
