@@ -130,8 +130,11 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   }
 
   unsigned algos = 0, protos = 0, runnableAlgos = 0;
-  for (int a = 0; a < CHR_NUM_ALGOS; a++)
-    if (estimate(t, a, bytes) >= 0.0f) runnableAlgos |= 1u << a;
+  float est[CHR_NUM_ALGOS];
+  for (int a = 0; a < CHR_NUM_ALGOS; a++) {
+    est[a] = estimate(t, a, bytes);
+    if (est[a] >= 0.0f) runnableAlgos |= 1u << a;
+  }
   CHECK(chrPlanAlgos(t->func, runnableAlgos, &algos));
   CHECK(chrAllowedProtos(t->func, &protos));
   float table[CHR_NUM_ALGOS][CHR_NUM_PROTOS];
@@ -139,7 +142,7 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   for (int a = 0; a < CHR_NUM_ALGOS; a++)
     for (int p = 0; p < CHR_NUM_PROTOS; p++) {
       /* The host executor has one protocol: whole slots with completion counters (SIMPLE). */
-      float us = p == CHR_PROTO_SIMPLE ? estimate(t, a, bytes) : -1.0f;
+      float us = p == CHR_PROTO_SIMPLE ? est[a] : -1.0f;
       if (!(algos & (1u << a)) || !(protos & (1u << p))) us = -1.0f;
       table[a][p] = us;
     }
