@@ -19,7 +19,7 @@ static const char* const otherNames[] = {
     "CHORUS_SOCKET_BUFSIZE",
     "CHORUS_OFI_PROVIDER", "CHORUS_OFI_DOMAIN", /* plugins/net_ofi: read with getenv, as plugins do */
     "CHORUS_OFI_CUDA", "CHORUS_OFI_FORCE_FLUSH", "CHORUS_OFI_PING_MS", "CHORUS_OFI_PEER_TIMEOUT_MS",
-    "CHORUS_OFI_CLOSE_WAIT_MS", "CHORUS_OFI_ENDPOINTS",
+    "CHORUS_OFI_CLOSE_WAIT_MS", "CHORUS_OFI_ENDPOINTS", "CHORUS_OFI_PROGRESS_THREADS",
     "CHORUS_SOCKET_LINK_TIMEOUT_MS",
     "CHORUS_FUZZ_SEED", "CHORUS_FUZZ_VERBOSE", /* tests/fuzz: seed and chatter of a fuzz run */
     "CHORUS_KILL_VERBOSE",               /* tests/ranks/test_kill.c */

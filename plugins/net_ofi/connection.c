@@ -32,7 +32,6 @@ typedef struct {
   ofiOwner own;
   uint32_t magic;
   int accepted;     /* the connection was handed out (one per listen comm) */
-  int epIndex;      /* the device endpoint the handle names; the accepted comm uses it */
   int got;          /* a valid connect message is in msg */
   ofiHandle h;
   ofiOp op;
@@ -70,6 +69,7 @@ static void freeStorage(ofiComm* c) {
 void ofiCommFree(ofiOwner* o) {
   ofiComm* c = (ofiComm*)o;
   ofiDev* d = o->dev;
+  ofiEpBusy(o->ep, -c->busy); /* requests the core never saw done */
   for (int k = 0; c->bufStore && k < c->nReqs * c->perReq; k++) {
     if (c->bufStore[k].bounceMr) ofiMrPut(d, c->bufStore[k].bounceMr);
     free(c->bufStore[k].bounce);
@@ -80,11 +80,12 @@ void ofiCommFree(ofiOwner* o) {
   free(c);
 }
 
-static ofiComm* commAlloc(ofiDev* d, int isSend) {
+static ofiComm* commAlloc(ofiEp* e, int isSend) {
   ofiComm* c = calloc(1, sizeof(*c));
   if (c == NULL) return NULL;
   c->magic = OFI_COMM_MAGIC;
-  c->own.dev = d;
+  c->own.dev = e->dev;
+  c->own.ep = e;
   c->own.freeFn = ofiCommFree;
   c->isSend = isSend;
   /* A send has one buffer, a receive up to OFI_MAX_RECVS: sized apart, a send comm's 256 requests
@@ -127,10 +128,9 @@ static ncclResult_t commRegisterCtrl(ofiComm* c) {
 }
 
 static ncclResult_t postPingRecv(ofiComm* c) {
-  ofiDev* d = c->own.dev;
-  ssize_t rc = fi_trecv(c->ep, &c->pingIn, sizeof(c->pingIn), descOf(c->ctrlMr), FI_ADDR_UNSPEC,
+  ssize_t rc = fi_trecv(c->own.ep->ep, &c->pingIn, sizeof(c->pingIn), descOf(c->ctrlMr), FI_ADDR_UNSPEC,
                         ofiCtrlTag(OFI_CTRL_PING, c->id), 0, &c->pingRecv.ctx);
-  ncclResult_t res = ofiPost(d, &c->own, &c->pingRecv, rc, "posting the probe receive");
+  ncclResult_t res = ofiPost(&c->own, &c->pingRecv, rc, "posting the probe receive");
   if (res == ncclInProgress) res = ncclSuccess; /* posted again at the next progress of this comm */
   return res;
 }
@@ -168,9 +168,9 @@ ncclResult_t ofiPingCheck(ofiComm* c) {
                                       : "the provider refused to send it all along, as it does while it cannot reach "
                                         "the peer or while the endpoint's send queue stays full");
   if (c->pingSend.posted) return ncclSuccess;
-  ssize_t rc = fi_tsend(c->ep, &c->pingOut, sizeof(c->pingOut), descOf(c->ctrlMr), c->peer,
+  ssize_t rc = fi_tsend(c->own.ep->ep, &c->pingOut, sizeof(c->pingOut), descOf(c->ctrlMr), c->peer,
                         ofiCtrlTag(OFI_CTRL_PING, c->peerId), &c->pingSend.ctx);
-  ncclResult_t res = ofiPost(d, &c->own, &c->pingSend, rc, "sending a probe to the peer");
+  ncclResult_t res = ofiPost(&c->own, &c->pingSend, rc, "sending a probe to the peer");
   return res == ncclInProgress ? ncclSuccess : res; /* refused for now: tried again at the next call */
 }
 
@@ -184,11 +184,10 @@ static void listenFree(ofiOwner* o) {
 }
 
 static ncclResult_t postConnectRecv(ofiListenComm* lc) {
-  ofiDev* d = lc->own.dev;
   lc->op = (ofiOp){.kind = OP_CONNECT_RECV, .owner = &lc->own};
-  ssize_t rc = fi_trecv(d->eps[lc->epIndex], &lc->msg, sizeof(lc->msg), descOf(lc->mr), FI_ADDR_UNSPEC,
+  ssize_t rc = fi_trecv(lc->own.ep->ep, &lc->msg, sizeof(lc->msg), descOf(lc->mr), FI_ADDR_UNSPEC,
                         ofiCtrlTag(OFI_CTRL_CONNECT, lc->h.listenId), 0, &lc->op.ctx);
-  ncclResult_t res = ofiPost(d, &lc->own, &lc->op, rc, "posting the connect receive");
+  ncclResult_t res = ofiPost(&lc->own, &lc->op, rc, "posting the connect receive");
   return res; /* ncclInProgress: accept() posts it */
 }
 
@@ -207,13 +206,13 @@ ncclResult_t ofiListen(void* ctx, int dev, void* handle, void** listenComm) {
     OFI_WARN("listen: out of memory");
     return ncclSystemError;
   }
+  ofiEp* e = ofiDevPickEp(d); /* the handle names it; the accepted comm uses it */
   lc->magic = OFI_LISTEN_MAGIC;
   lc->own.dev = d;
+  lc->own.ep = e;
   lc->own.freeFn = listenFree;
   lc->prof = ctx ? ((ofiCtx*)ctx)->prof : NULL;
-  pthread_mutex_lock(&d->lock);
   if (d->addrLen > OFI_MAX_ADDR) {
-    pthread_mutex_unlock(&d->lock);
     OFI_WARN("listen: the endpoint address of %s is %zu bytes, more than a handle holds (%d)", d->name, d->addrLen,
              OFI_MAX_ADDR);
     free(lc);
@@ -222,9 +221,9 @@ ncclResult_t ofiListen(void* ctx, int dev, void* handle, void** listenComm) {
   lc->h.magic = OFI_HANDLE_MAGIC;
   ofiRandom(&lc->h.nonce, sizeof(lc->h.nonce));
   lc->h.listenId = ofiDevNewId(d);
-  lc->epIndex = ofiDevPickEp(d);
   lc->h.addrLen = (uint32_t)d->addrLen;
-  memcpy(lc->h.addr, d->addrs[lc->epIndex], d->addrLen);
+  memcpy(lc->h.addr, e->addr, d->addrLen);
+  ofiEpLock(e);
   if (ofiMrNeeded(d, NCCL_PTR_HOST)) res = ofiMrGet(d, lc, sizeof(*lc), NCCL_PTR_HOST, FI_RECV, &lc->mr);
   if (res == ncclSuccess) {
     res = postConnectRecv(lc);
@@ -232,10 +231,10 @@ ncclResult_t ofiListen(void* ctx, int dev, void* handle, void** listenComm) {
   }
   if (res != ncclSuccess) {
     ofiOwnerRelease(&lc->own);
-    pthread_mutex_unlock(&d->lock);
+    ofiEpUnlock(e);
     return res;
   }
-  pthread_mutex_unlock(&d->lock);
+  ofiEpUnlock(e);
   _Static_assert(sizeof(ofiHandle) <= NCCL_NET_HANDLE_MAXSIZE, "handle too large");
   memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
   memcpy(handle, &lc->h, sizeof(lc->h));
@@ -247,11 +246,11 @@ ncclResult_t ofiCloseListen(void* listenComm) {
   ofiListenComm* lc = listenComm;
   if (lc == NULL) return ncclSuccess;
   if (lc->magic != OFI_LISTEN_MAGIC) return ncclInternalError;
-  ofiDev* d = lc->own.dev;
-  pthread_mutex_lock(&d->lock);
-  if (lc->op.posted) fi_cancel(&d->eps[lc->epIndex]->fid, &lc->op.ctx);
+  ofiEp* e = lc->own.ep;
+  ofiEpLock(e);
+  if (lc->op.posted) fi_cancel(&e->ep->fid, &lc->op.ctx);
   ofiOwnerRelease(&lc->own);
-  pthread_mutex_unlock(&d->lock);
+  ofiEpUnlock(e);
   return ncclSuccess;
 }
 
@@ -285,26 +284,26 @@ ncclResult_t ofiAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v1
     return ncclInternalError;
   }
   ofiDev* d = lc->own.dev;
-  pthread_mutex_lock(&d->lock);
-  ofiProgress(d);
+  ofiEp* e = lc->own.ep;
+  ofiEpLock(e);
+  ofiProgress(e);
   ncclResult_t res = (ncclResult_t)lc->own.failed;
   if (res == ncclSuccess && !lc->got && !lc->op.posted) { /* the provider was busy when we tried */
     res = postConnectRecv(lc);
     if (res == ncclInProgress) res = ncclSuccess;
   }
   if (res != ncclSuccess || !lc->got) {
-    pthread_mutex_unlock(&d->lock);
+    ofiEpUnlock(e);
     return res;
   }
-  ofiComm* c = commAlloc(d, 0);
+  ofiComm* c = commAlloc(e, 0);
   if (c == NULL) {
-    pthread_mutex_unlock(&d->lock);
+    ofiEpUnlock(e);
     OFI_WARN("accept: out of memory");
     return ncclSystemError;
   }
   char err[OFI_ERR_LEN];
   c->id = lc->h.listenId;
-  c->ep = d->eps[lc->epIndex];
   c->peerId = lc->msg.senderId;
   c->prof = lc->prof;
   res = ofiAvInsert(d, lc->msg.addr, lc->msg.addrLen, &c->peer, err, sizeof(err));
@@ -313,11 +312,11 @@ ncclResult_t ofiAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v1
   if (res == ncclSuccess) res = postPingRecv(c);
   if (res != ncclSuccess) {
     ofiOwnerRelease(&c->own);
-    pthread_mutex_unlock(&d->lock);
+    ofiEpUnlock(e);
     return res;
   }
   lc->accepted = 1;
-  pthread_mutex_unlock(&d->lock);
+  ofiEpUnlock(e);
   *recvComm = c;
   return ncclSuccess;
 }
@@ -341,9 +340,10 @@ static ncclResult_t validateHandle(const ofiDev* d, const ofiHandle* h) {
   return ncclSuccess;
 }
 
-/* Start a connection (lock held): address, comm, connect message. */
-static ncclResult_t startConnect(ofiDev* d, void* ctx, const ofiHandle* h, ofiComm** out) {
-  ofiComm* c = commAlloc(d, 1);
+/* Start a connection on endpoint e (its lock held): address, comm, connect message. */
+static ncclResult_t startConnect(ofiEp* e, void* ctx, const ofiHandle* h, ofiComm** out) {
+  ofiDev* d = e->dev;
+  ofiComm* c = commAlloc(e, 1);
   if (c == NULL) {
     OFI_WARN("connect: out of memory");
     return ncclSystemError;
@@ -352,13 +352,11 @@ static ncclResult_t startConnect(ofiDev* d, void* ctx, const ofiHandle* h, ofiCo
   ncclResult_t res = ofiAvInsert(d, h->addr, h->addrLen, &c->peer, err, sizeof(err));
   if (res != ncclSuccess) OFI_WARN("connect on %s: the listener's address: %s", d->name, err);
   c->id = ofiDevNewId(d);
-  const int ep = ofiDevPickEp(d);
-  c->ep = d->eps[ep];
   c->peerId = h->listenId;
   c->prof = ctx ? ((ofiCtx*)ctx)->prof : NULL;
   c->connectMsg = (ofiConnectMsg){.magic = OFI_CONNECT_MAGIC, .nonce = h->nonce, .senderId = c->id,
                                   .addrLen = (uint32_t)d->addrLen};
-  memcpy(c->connectMsg.addr, d->addrs[ep], d->addrLen);
+  memcpy(c->connectMsg.addr, e->addr, d->addrLen);
   if (res == ncclSuccess) res = commRegisterCtrl(c);
   if (res == ncclSuccess) res = postPingRecv(c);
   if (res != ncclSuccess) {
@@ -381,41 +379,43 @@ ncclResult_t ofiConnect(void* ctx, int dev, void* handle, void** sendComm, ncclN
   if (res != ncclSuccess) return res;
   ofiHandle h;
   memcpy(&h, handle, sizeof(h));
-  pthread_mutex_lock(&d->lock);
   res = validateHandle(d, &h);
-  if (res != ncclSuccess) {
-    pthread_mutex_unlock(&d->lock);
-    return res;
-  }
+  if (res != ncclSuccess) return res;
+  /* One thread drives a connection's connect calls; the list finds its state between them. */
   pthread_mutex_lock(&ofiConnLock);
   ofiConnecting* st = ofiConnList;
   while (st && !(st->ctx == ctx && st->dev == dev && st->nonce == h.nonce && st->listenId == h.listenId)) st = st->next;
+  pthread_mutex_unlock(&ofiConnLock);
   if (st == NULL) {
     st = calloc(1, sizeof(*st));
     if (st == NULL) {
       OFI_WARN("connect: out of memory");
-      res = ncclSystemError;
+      return ncclSystemError;
     }
-    if (res == ncclSuccess) res = startConnect(d, ctx, &h, &st->comm);
+    ofiEp* e = ofiDevPickEp(d);
+    ofiEpLock(e);
+    res = startConnect(e, ctx, &h, &st->comm);
+    ofiEpUnlock(e);
     if (res != ncclSuccess) {
       free(st);
-      pthread_mutex_unlock(&ofiConnLock);
-      pthread_mutex_unlock(&d->lock);
       return res;
     }
-    *st = (ofiConnecting){.next = ofiConnList, .ctx = ctx, .dev = dev, .nonce = h.nonce, .listenId = h.listenId,
-                          .comm = st->comm};
+    *st = (ofiConnecting){.ctx = ctx, .dev = dev, .nonce = h.nonce, .listenId = h.listenId, .comm = st->comm};
+    pthread_mutex_lock(&ofiConnLock);
+    st->next = ofiConnList;
     ofiConnList = st;
+    pthread_mutex_unlock(&ofiConnLock);
   }
-  pthread_mutex_unlock(&ofiConnLock);
 
   ofiComm* c = st->comm;
-  ofiProgress(d);
+  ofiEp* e = c->own.ep;
+  ofiEpLock(e);
+  ofiProgress(e);
   res = (ncclResult_t)c->own.failed;
   if (res == ncclSuccess && !c->connectOp.posted && !c->connectOp.done) {
-    ssize_t rc = fi_tsend(c->ep, &c->connectMsg, sizeof(c->connectMsg), descOf(c->ctrlMr), c->peer,
+    ssize_t rc = fi_tsend(e->ep, &c->connectMsg, sizeof(c->connectMsg), descOf(c->ctrlMr), c->peer,
                           ofiCtrlTag(OFI_CTRL_CONNECT, c->peerId), &c->connectOp.ctx);
-    res = ofiPost(d, &c->own, &c->connectOp, rc, "sending the connect message");
+    res = ofiPost(&c->own, &c->connectOp, rc, "sending the connect message");
     if (res == ncclInProgress) res = ncclSuccess; /* sent at the next call */
   }
   int finished = res != ncclSuccess || c->connectOp.done;
@@ -434,7 +434,7 @@ ncclResult_t ofiConnect(void* ctx, int dev, void* handle, void** sendComm, ncclN
       *sendComm = c;
     }
   }
-  pthread_mutex_unlock(&d->lock);
+  ofiEpUnlock(e);
   return res;
 }
 
@@ -448,10 +448,10 @@ void ofiConnectForget(void* ctx) {
     if (st != NULL) *l = st->next;
     pthread_mutex_unlock(&ofiConnLock);
     if (st == NULL) return;
-    ofiDev* d = st->comm->own.dev;
-    pthread_mutex_lock(&d->lock);
+    ofiEp* e = st->comm->own.ep;
+    ofiEpLock(e);
     cancelAndRelease(st->comm);
-    pthread_mutex_unlock(&d->lock);
+    ofiEpUnlock(e);
     free(st);
   }
 }
@@ -464,8 +464,9 @@ static void cancelAndRelease(ofiComm* c) {
   ofiForgetPending(c);
   for (int i = 0; i < c->nReqs; i++)
     for (int j = 0; j < c->perReq; j++)
-      if (c->reqs[i].ops[j].posted && c->reqs[i].ops[j].kind == OP_RECV) fi_cancel(&c->ep->fid, &c->reqs[i].ops[j].ctx);
-  if (c->pingRecv.posted) fi_cancel(&c->ep->fid, &c->pingRecv.ctx);
+      if (c->reqs[i].ops[j].posted && c->reqs[i].ops[j].kind == OP_RECV)
+        fi_cancel(&c->own.ep->ep->fid, &c->reqs[i].ops[j].ctx);
+  if (c->pingRecv.posted) fi_cancel(&c->own.ep->ep->fid, &c->pingRecv.ctx);
   ofiOwnerRelease(&c->own);
 }
 
@@ -476,10 +477,10 @@ static ncclResult_t closeComm(void* comm, int isSend) {
     OFI_WARN("close%s: %p is not a %s comm of this plugin", isSend ? "Send" : "Recv", comm, isSend ? "send" : "receive");
     return ncclInternalError;
   }
-  ofiDev* d = c->own.dev;
-  pthread_mutex_lock(&d->lock);
+  ofiEp* e = c->own.ep;
+  ofiEpLock(e);
   cancelAndRelease(c);
-  pthread_mutex_unlock(&d->lock);
+  ofiEpUnlock(e);
   return ncclSuccess;
 }
 

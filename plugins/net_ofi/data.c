@@ -67,6 +67,7 @@ static ncclResult_t ensureBounce(ofiDev* d, ofiRequest* r, int j, size_t cap) {
 /* Hand the provider the ops of r it has not got yet; stops quietly when its queue is full (lock held). */
 static ncclResult_t postOps(ofiComm* c, ofiRequest* r) {
   ofiDev* d = c->own.dev;
+  struct fid_ep* ep = c->own.ep->ep;
   size_t cap = 0;
   for (int i = 0; r->grouped && i < r->n; i++)
     if (r->b[i].capacity > cap) cap = r->b[i].capacity;
@@ -81,8 +82,8 @@ static ncclResult_t postOps(ofiComm* c, ofiRequest* r) {
       what = "fi_tsend";
       ofiBuf* b = &r->b[0];
       rc = d->maxRecvs > 1
-               ? fi_tsenddata(c->ep, b->data, b->capacity, b->desc, (uint64_t)(uint32_t)b->tag, c->peer, wireTag, &op->ctx)
-               : fi_tsend(c->ep, b->data, b->capacity, b->desc, c->peer, wireTag, &op->ctx);
+               ? fi_tsenddata(ep, b->data, b->capacity, b->desc, (uint64_t)(uint32_t)b->tag, c->peer, wireTag, &op->ctx)
+               : fi_tsend(ep, b->data, b->capacity, b->desc, c->peer, wireTag, &op->ctx);
     } else if (r->kind == OP_RECV) {
       void* buf = r->b[0].data;
       void* desc = r->b[0].desc;
@@ -93,12 +94,12 @@ static ncclResult_t postOps(ofiComm* c, ofiRequest* r) {
         buf = r->b[j].bounce, desc = descOf(r->b[j].bounceMr), len = cap;
       }
       what = "fi_trecv";
-      rc = fi_trecv(c->ep, buf, len, desc, FI_ADDR_UNSPEC, ofiDataTag(c->id, r->seq + (uint64_t)j), 0, &op->ctx);
+      rc = fi_trecv(ep, buf, len, desc, FI_ADDR_UNSPEC, ofiDataTag(c->id, r->seq + (uint64_t)j), 0, &op->ctx);
     } else {
-      what = "fi_read (flush)";
-      rc = fi_read(d->eps[0], d->flushBuf, r->flushLen, descOf(d->flushMr), d->self, r->raddr, r->rkey, &op->ctx);
+      what = "fi_read (flush)"; /* through the comm's endpoint: its completion queue reports it */
+      rc = fi_read(ep, d->flushBuf, r->flushLen, descOf(d->flushMr), d->self, r->raddr, r->rkey, &op->ctx);
     }
-    ncclResult_t res = ofiPost(d, &c->own, op, rc, what);
+    ncclResult_t res = ofiPost(&c->own, op, rc, what);
     if (res == ncclInProgress) return ncclSuccess;
     if (res != ncclSuccess) return res;
     r->nPosted++;
@@ -118,19 +119,19 @@ static ncclResult_t postPending(ofiComm* c) {
   return (ncclResult_t)c->own.failed;
 }
 
-/* A comm with requests still waiting goes on its device's list, which every progress call works
+/* A comm with requests still waiting goes on its endpoint's list, which every progress call works
  * through (lock held). */
 static void listPending(ofiComm* c) {
-  ofiDev* d = c->own.dev;
+  ofiEp* e = c->own.ep;
   if (c->inPendingList || c->pendHead == c->pendTail || c->own.failed) return;
   c->inPendingList = 1;
-  c->nextPending = d->pendingComms;
-  d->pendingComms = c;
+  c->nextPending = e->pendingComms;
+  e->pendingComms = c;
 }
 
 void ofiForgetPending(ofiComm* c) {
   if (!c->inPendingList) return;
-  for (ofiComm** l = &c->own.dev->pendingComms; *l; l = &(*l)->nextPending)
+  for (ofiComm** l = &c->own.ep->pendingComms; *l; l = &(*l)->nextPending)
     if (*l == c) {
       *l = c->nextPending;
       break;
@@ -138,8 +139,8 @@ void ofiForgetPending(ofiComm* c) {
   c->inPendingList = 0;
 }
 
-void ofiPostPendingAll(ofiDev* d) {
-  ofiComm** l = &d->pendingComms;
+void ofiPostPendingAll(ofiEp* e) {
+  ofiComm** l = &e->pendingComms;
   while (*l != NULL) {
     ofiComm* c = *l;
     if (!c->own.failed && !c->own.closing) (void)postPending(c); /* a failure stays in the comm */
@@ -159,6 +160,7 @@ static ncclResult_t issue(ofiComm* c, ofiRequest* r) {
   r->nDone = 0;
   c->nextReq = (int)(r - c->reqs + 1) % c->nReqs;
   if (c->busy++ == 0) c->lastProgressNs = ofiNowNs(); /* the probe clock starts with the first request */
+  ofiEpBusy(c->own.ep, 1);
   c->pending[c->pendTail++ % (uint64_t)c->nReqs] = r; /* at most nReqs slots are in use: never overflows */
   ncclResult_t res = postPending(c);
   listPending(c);
@@ -167,17 +169,8 @@ static ncclResult_t issue(ofiComm* c, ofiRequest* r) {
 
 /* ---------------------------------------------------------------- completions */
 
-/* A send, receive or flush op of a live comm completed successfully (lock held). */
-void ofiOnData(ofiOp* op) {
-  ofiRequest* r = op->req;
-  ofiComm* c = r->comm;
-  c->lastProgressNs = ofiNowNs();
-  r->nDone++;
-  if (r->kind != OP_RECV) return;
-  if (!r->grouped) {
-    r->b[0].size = op->len;
-    return;
-  }
+/* A message of a grouped receive arrived in its bounce buffer: copy it to the buffer of its tag. */
+static void placeGrouped(ofiComm* c, ofiRequest* r, ofiOp* op) {
   int tag = (int)(uint32_t)op->data;
   int i = 0;
   while (i < r->n && ((r->filled & (1u << i)) || r->b[i].tag != tag)) i++;
@@ -199,6 +192,16 @@ void ofiOnData(ofiOp* op) {
   r->filled |= 1u << i;
 }
 
+/* A send, receive or flush op of a live comm completed successfully (lock held). */
+void ofiOnData(ofiOp* op) {
+  ofiRequest* r = op->req;
+  ofiComm* c = r->comm;
+  c->lastProgressNs = ofiNowNs();
+  if (r->kind == OP_RECV && !r->grouped) r->b[0].size = op->len;
+  if (r->kind == OP_RECV && r->grouped) placeGrouped(c, r, op);
+  __atomic_store_n(&r->nDone, r->nDone + 1, __ATOMIC_RELEASE); /* test() looks without the lock */
+}
+
 /* ---------------------------------------------------------------- isend */
 
 ncclResult_t ofiIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request) {
@@ -216,8 +219,9 @@ ncclResult_t ofiIsend(void* sendComm, void* data, size_t size, int tag, void* mh
              (unsigned long long)d->mrMode);
     return ncclInternalError;
   }
-  pthread_mutex_lock(&d->lock);
-  ofiProgress(d);
+  ofiEp* e = c->own.ep;
+  ofiEpLock(e);
+  ofiProgress(e);
   ncclResult_t res = (ncclResult_t)c->own.failed;
   ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL; /* none free: NULL request, the core retries */
   if (r != NULL) {
@@ -235,7 +239,7 @@ ncclResult_t ofiIsend(void* sendComm, void* data, size_t size, int tag, void* mh
   }
   if (res == ncclSuccess) res = postPending(c);
   if (res == ncclSuccess) res = ofiPingCheck(c);
-  pthread_mutex_unlock(&d->lock);
+  ofiEpUnlock(e);
   return res;
 }
 
@@ -275,8 +279,9 @@ ncclResult_t ofiIrecv(void* recvComm, int n, void** data, size_t* sizes, int* ta
   }
   /* NCCL_NET_OPTIONAL_RECV_COMPLETION in *request needs nothing special: requests always complete. */
   *request = NULL;
-  pthread_mutex_lock(&d->lock);
-  ofiProgress(d);
+  ofiEp* e = c->own.ep;
+  ofiEpLock(e);
+  ofiProgress(e);
   ncclResult_t res = (ncclResult_t)c->own.failed;
   ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL;
   if (r != NULL) {
@@ -298,7 +303,7 @@ ncclResult_t ofiIrecv(void* recvComm, int n, void** data, size_t* sizes, int* ta
   }
   if (res == ncclSuccess) res = postPending(c);
   if (res == ncclSuccess) res = ofiPingCheck(c);
-  pthread_mutex_unlock(&d->lock);
+  ofiEpUnlock(e);
   return res;
 }
 
@@ -324,17 +329,18 @@ ncclResult_t ofiIflush(void* recvComm, int n, void** data, int* sizes, void** mh
       idx = i, mh = m;
   }
   if (idx < 0 || !d->rma) return ncclSuccess; /* NULL request: nothing to flush */
-  pthread_mutex_lock(&d->lock);
-  ofiProgress(d);
+  ofiEp* e = c->own.ep;
+  ofiEpLock(e);
+  ofiProgress(e);
   ncclResult_t res = (ncclResult_t)c->own.failed;
   ofiRequest* r = res == ncclSuccess ? freeSlot(c) : NULL;
   if (r != NULL) {
-    ofiMrEntry* e = mh->entry;
+    ofiMrEntry* reg = mh->entry;
     r->kind = OP_FLUSH;
     r->n = 1;
     r->grouped = 0;
-    r->raddr = (d->mrMode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)data[idx] : (uint64_t)((uintptr_t)data[idx] - e->base);
-    r->rkey = e->key;
+    r->raddr = (d->mrMode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)data[idx] : (uint64_t)((uintptr_t)data[idx] - reg->base);
+    r->rkey = reg->key;
     r->flushLen = sizes[idx] < 4 ? (size_t)sizes[idx] : 4;
     r->b[0].size = 0;
     res = issue(c, r);
@@ -343,7 +349,7 @@ ncclResult_t ofiIflush(void* recvComm, int n, void** data, int* sizes, void** mh
     /* A NULL request would tell the core the flush is done. */
     res = ofiFail(&c->own, ncclInternalError, "iflush: all %d requests of the comm are in flight", c->nReqs);
   }
-  pthread_mutex_unlock(&d->lock);
+  ofiEpUnlock(e);
   return res;
 }
 
@@ -356,10 +362,17 @@ ncclResult_t ofiTest(void* request, int* done, int* sizes) {
     return ncclInternalError;
   }
   ofiComm* c = r->comm;
-  ofiDev* d = c->own.dev;
+  ofiEp* e = c->own.ep;
   *done = 0;
-  pthread_mutex_lock(&d->lock);
-  ofiProgress(d);
+  /* With a progress thread the bytes move without us: a request not done yet needs no lock, and a
+   * busy lock (the thread inside the provider) is no reason to wait. */
+  if (e->threadOn && __atomic_load_n(&r->nDone, __ATOMIC_ACQUIRE) < r->n &&
+      !__atomic_load_n(&c->own.failed, __ATOMIC_ACQUIRE)) {
+    if (pthread_mutex_trylock(e->lock) != 0) return ncclSuccess;
+  } else {
+    ofiEpLock(e);
+  }
+  ofiProgress(e);
   ncclResult_t res = postPending(c);
   listPending(c);
   if (res == ncclSuccess) res = ofiPingCheck(c);
@@ -367,8 +380,9 @@ ncclResult_t ofiTest(void* request, int* done, int* sizes) {
     for (int i = 0; sizes != NULL && i < r->n; i++) sizes[i] = r->b[i].size > INT_MAX ? INT_MAX : (int)r->b[i].size;
     r->used = 0;
     c->busy--;
+    ofiEpBusy(e, -1);
     *done = 1;
   }
-  pthread_mutex_unlock(&d->lock);
+  ofiEpUnlock(e);
   return res;
 }

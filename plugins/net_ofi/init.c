@@ -92,6 +92,7 @@ static void readSettings(void) {
     eps = 1;
   }
   ofiConf.endpoints = (int)eps;
+  ofiConf.progressThreads = envLong("CHORUS_OFI_PROGRESS_THREADS", 0) != 0;
 }
 
 /* CHORUS_OFI_DOMAIN: comma list of name prefixes ("=name" exact), or "^list" to exclude. Unset: every
@@ -128,7 +129,9 @@ static struct fi_info* makeHints(uint64_t extraCaps) {
   /* Every MR mode bit mr.c honours; a provider picks the ones it needs. */
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT |
                                 ((extraCaps & FI_HMEM) ? FI_MR_HMEM : 0);
-  hints->domain_attr->threading = FI_THREAD_DOMAIN; /* the device lock serialises every call */
+  /* Without progress threads the device lock serialises every call; with them, endpoints progress in
+   * parallel and registrations come from any thread. */
+  hints->domain_attr->threading = ofiConf.progressThreads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
   hints->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
   hints->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
   hints->tx_attr->msg_order = FI_ORDER_NONE; /* sequence numbers in the tags order messages */
@@ -210,7 +213,9 @@ static ncclResult_t addDevices(struct fi_info* list, int pass, int hmem, int rma
     dev->maxRecvs = i->domain_attr->cq_data_size >= 4 ? OFI_MAX_RECVS : 1;
     dev->speedMbps = devSpeed(i, name);
     dev->pciPath = devPciPath(i, name);
+    dev->threads = ofiConf.progressThreads;
     pthread_mutex_init(&dev->lock, NULL);
+    pthread_mutex_init(&dev->mrLock, NULL);
     ofiNDevs++;
   }
   return ncclSuccess;
@@ -273,6 +278,10 @@ static ncclResult_t findDevices(void) {
 }
 
 static void takeLogger(ncclDebugLogger_t logFunction) { ofiLogger = logFunction; }
+
+/* Progress threads run the library's code: they stop before it is unloaded (dlclose) or the process
+ * exits. */
+__attribute__((destructor)) static void stopThreadsAtUnload(void) { ofiStopThreads(); }
 
 static ncclResult_t discover(void) {
   readSettings();

@@ -32,9 +32,7 @@ static uint64_t accessFor(const ofiDev* d) {
   return a;
 }
 
-ncclResult_t ofiMrGet(ofiDev* d, void* data, size_t size, int type, uint64_t access, ofiMrEntry** out) {
-  *out = NULL;
-  if (size == 0) return ncclSuccess; /* nothing to describe: a NULL descriptor is fine */
+static ncclResult_t mrGetLocked(ofiDev* d, void* data, size_t size, int type, uint64_t access, ofiMrEntry** out) {
   uintptr_t base = (uintptr_t)data & ~(uintptr_t)(OFI_PAGE - 1);
   uintptr_t end = ((uintptr_t)data + size + OFI_PAGE - 1) & ~(uintptr_t)(OFI_PAGE - 1);
   for (ofiMrEntry* e = d->mrs; e != NULL; e = e->next)
@@ -55,7 +53,7 @@ ncclResult_t ofiMrGet(ofiDev* d, void* data, size_t size, int type, uint64_t acc
   attr.device.cuda = 0; /* the provider finds the device from the pointer */
   int rc = fi_mr_regattr(d->domain, &attr, 0, &e->mr);
   if (rc == 0 && (d->mrMode & FI_MR_ENDPOINT)) {
-    rc = fi_mr_bind(e->mr, &d->eps[0]->fid, 0); /* the only endpoint then (endpoint.c) */
+    rc = fi_mr_bind(e->mr, &d->eps[0].ep->fid, 0); /* the only endpoint then (endpoint.c) */
     if (rc == 0) rc = fi_mr_enable(e->mr);
   }
   if (rc != 0) {
@@ -77,15 +75,38 @@ ncclResult_t ofiMrGet(ofiDev* d, void* data, size_t size, int type, uint64_t acc
   return ncclSuccess;
 }
 
+ncclResult_t ofiMrGet(ofiDev* d, void* data, size_t size, int type, uint64_t access, ofiMrEntry** out) {
+  *out = NULL;
+  if (size == 0) return ncclSuccess; /* nothing to describe: a NULL descriptor is fine */
+  pthread_mutex_lock(&d->mrLock);
+  ncclResult_t res = mrGetLocked(d, data, size, type, access, out);
+  pthread_mutex_unlock(&d->mrLock);
+  return res;
+}
+
 void ofiMrPut(ofiDev* d, ofiMrEntry* e) {
-  if (e == NULL || --e->refs > 0) return;
-  for (ofiMrEntry** l = &d->mrs; *l; l = &(*l)->next)
-    if (*l == e) {
-      *l = e->next;
-      break;
-    }
-  fi_close(&e->mr->fid);
-  free(e);
+  if (e == NULL) return;
+  pthread_mutex_lock(&d->mrLock);
+  if (--e->refs == 0) {
+    for (ofiMrEntry** l = &d->mrs; *l; l = &(*l)->next)
+      if (*l == e) {
+        *l = e->next;
+        break;
+      }
+    fi_close(&e->mr->fid);
+    free(e);
+  }
+  pthread_mutex_unlock(&d->mrLock);
+}
+
+/* Entry points: with FI_THREAD_DOMAIN a registration waits for the device's lock, as every other
+ * provider call does; a thread-safe domain needs only the cache's lock. */
+static void domainLock(ofiDev* d) {
+  if (!d->threads) pthread_mutex_lock(&d->lock);
+}
+
+static void domainUnlock(ofiDev* d) {
+  if (!d->threads) pthread_mutex_unlock(&d->lock);
 }
 
 /* The device of a send or receive comm, checked. */
@@ -122,9 +143,9 @@ ncclResult_t ofiRegMr(void* comm, void* data, size_t size, int type, void** mhan
   mh->dev = d;
   ncclResult_t res = ncclSuccess;
   if (ofiMrNeeded(d, type)) {
-    pthread_mutex_lock(&d->lock);
+    domainLock(d);
     res = ofiMrGet(d, data, size, type, 0, &mh->entry);
-    pthread_mutex_unlock(&d->lock);
+    domainUnlock(d);
   }
   if (res != ncclSuccess) {
     free(mh);
@@ -159,9 +180,9 @@ ncclResult_t ofiDeregMr(void* comm, void* mhandle) {
   if (mh == NULL) return ncclInternalError;
   ofiDev* d = mh->dev; /* the registration lives in the domain, whichever comm it came through */
   if (mh->entry != NULL) {
-    pthread_mutex_lock(&d->lock);
+    domainLock(d);
     ofiMrPut(d, mh->entry);
-    pthread_mutex_unlock(&d->lock);
+    domainUnlock(d);
   }
   mh->magic = 0;
   free(mh);

@@ -3,11 +3,19 @@
  *
  * Every device is one libfabric domain of a provider with reliable datagram endpoints (FI_EP_RDM) and
  * tagged messages (FI_TAGGED). Each device gets CHORUS_OFI_ENDPOINTS endpoints per process (default
- * one), opened at its first listen or connect, sharing one completion queue and address vector; a
- * connection uses one of them at each end (taken in turn), and the 64-bit tag tells connections and
- * messages apart (README.md gives the layout). Over connection-oriented providers (tcp;ofi_rxm) the
- * connections of two endpoints share one transport connection, so more endpoints mean more of them. One mutex per device guards the endpoint, its completion queue
- * and the state of every request on it, so any thread may call any entry point.
+ * one), opened at its first listen or connect, each with its own completion queue, sharing the address
+ * vector; a connection uses one of them at each end (taken in turn), and the 64-bit tag tells
+ * connections and messages apart (README.md gives the layout). Over connection-oriented providers
+ * (tcp;ofi_rxm) the connections of two endpoints share one transport connection, so more endpoints
+ * mean more of them.
+ *
+ * Locks. An endpoint's lock guards it, its completion queue and the state of every comm and request
+ * on it, so any thread may call any entry point. Without progress threads every endpoint of a device
+ * uses the device's lock (the provider is asked for FI_THREAD_DOMAIN: one call at a time per domain)
+ * and a progress call drives them all. With CHORUS_OFI_PROGRESS_THREADS each endpoint has a lock and
+ * a thread of its own that reads its completion queue, which is where providers with manual progress
+ * (tcp) move the bytes, so endpoints move data in parallel (the provider is then asked for
+ * FI_THREAD_SAFE). The registration cache has a lock of its own, taken inside ofiMrGet/ofiMrPut.
  */
 #ifndef CHORUS_NET_OFI_PLUGIN_H_
 #define CHORUS_NET_OFI_PLUGIN_H_
@@ -75,6 +83,7 @@ typedef struct {
   int64_t peerTimeoutMs; /* CHORUS_OFI_PEER_TIMEOUT_MS: a probe not taken in this long = peer gone */
   int64_t closeWaitMs; /* how long close waits for cancelled operations before leaving them to the CQ */
   int endpoints;       /* CHORUS_OFI_ENDPOINTS: endpoints per device and process (1..OFI_MAX_EPS) */
+  int progressThreads; /* CHORUS_OFI_PROGRESS_THREADS: a thread per endpoint reads its completion queue */
 } ofiSettings;
 extern ofiSettings ofiConf;
 
@@ -100,6 +109,7 @@ typedef struct ofiOp {
 /* What comms, listen comms and connects have in common: ops in flight and a failure. */
 typedef struct ofiOwner {
   struct ofiDev* dev;
+  struct ofiEp* ep;       /* the endpoint its ops go through (its lock guards the owner) */
   int inflight;           /* ops posted and not yet completed */
   int closing;            /* closed by the core: free once inflight is 0 */
   int failed;             /* first failure (ncclResult_t), 0 = healthy */
@@ -126,7 +136,25 @@ typedef struct ofiMrEntry {
   uint64_t key;
 } ofiMrEntry;
 
-/* One device: a domain of a provider; its endpoint is opened on first use. */
+/* One endpoint of a device, with its completion queue. */
+typedef struct ofiEp {
+  struct ofiDev* dev;
+  int index;
+  pthread_mutex_t* lock;   /* the device's lock, or ownLock with progress threads */
+  pthread_mutex_t ownLock;
+  struct fid_ep* ep;
+  struct fid_cq* cq;
+  char addr[OFI_MAX_ADDR];
+  ofiOwner* zombies;       /* closed owners waiting for their ops to come back */
+  struct ofiComm* pendingComms; /* comms with requests the provider has not taken yet */
+  int busy;                /* requests of the core issued here and not yet reported done */
+  int waiters;             /* entry points waiting for the lock (the progress thread lets them in) */
+  int threadOn, stop;      /* progress thread */
+  pthread_t thread;
+  pthread_cond_t wake;     /* the progress thread sleeps on it while nothing is busy */
+} ofiEp;
+
+/* One device: a domain of a provider; its endpoints are opened on first use. */
 typedef struct ofiDev {
   int index;
   struct fi_info* info;    /* our copy of the fi_info for this domain */
@@ -137,27 +165,25 @@ typedef struct ofiDev {
   int rma;                 /* FI_RMA offered: flushes can read back */
   int maxRecvs;            /* OFI_MAX_RECVS, or 1 without remote CQ data */
   uint64_t mrMode;
-  pthread_mutex_t lock;
-  /* endpoint (lock held) */
+  int threads;             /* each endpoint has its own lock and progress thread */
+  pthread_mutex_t lock;    /* opening; every endpoint's lock without progress threads */
+  pthread_mutex_t mrLock;  /* the registration cache (mrs, nextKey) */
+  /* set while opening (lock held), read-only after */
   pid_t pid;               /* process that opened it (reopened after fork) */
   int open;
   struct fid_fabric* fabric;
   struct fid_domain* domain;
-  struct fid_cq* cq;
   struct fid_av* av;
-  struct fid_ep* eps[OFI_MAX_EPS];
-  char addrs[OFI_MAX_EPS][OFI_MAX_ADDR];
+  ofiEp eps[OFI_MAX_EPS];
   size_t addrLen;          /* the same for every endpoint of the provider */
   int nEps;                /* endpoints open */
-  unsigned nextEp;         /* the endpoint the next listen or connect takes */
   fi_addr_t self;          /* endpoint 0's address in the AV (flush reads) */
-  uint32_t nextId;
-  uint64_t nextKey;        /* requested keys when the provider does not pick them */
-  ofiMrEntry* mrs;
-  ofiOwner* zombies;
-  struct ofiComm* pendingComms; /* comms with requests the provider has not taken yet */
   char* flushBuf;          /* host bytes flush reads land in */
   ofiMrEntry* flushMr;
+  unsigned nextEp;         /* atomic: the endpoint the next listen or connect takes */
+  uint32_t nextId;         /* atomic */
+  uint64_t nextKey;        /* requested keys when the provider does not pick them (mrLock) */
+  ofiMrEntry* mrs;         /* mrLock */
 } ofiDev;
 
 extern ofiDev ofiDevs[OFI_MAX_DEVS];
@@ -219,7 +245,6 @@ typedef struct ofiComm {
   ofiOwner own;                /* first member */
   uint32_t magic;
   int isSend;
-  struct fid_ep* ep;           /* the device endpoint this connection uses at this end */
   uint32_t id;                 /* my id (recv: data tags; both: probes to me) */
   uint32_t peerId;             /* send: the receiver's id (data tags); both: probes to the peer */
   fi_addr_t peer;
@@ -233,7 +258,7 @@ typedef struct ofiComm {
   int busy;                    /* requests handed out and not yet completed */
   ofiRequest** pending;        /* requests not yet fully posted, in issue order (a ring of nReqs) */
   uint64_t pendHead, pendTail;
-  int inPendingList;           /* on the device's pendingComms list */
+  int inPendingList;           /* on its endpoint's pendingComms list */
   struct ofiComm* nextPending;
   int64_t lastProgressNs;      /* a completion of this comm, or a new request */
   int64_t pingSentNs;          /* when the current probe was first tried */
@@ -250,15 +275,19 @@ typedef struct ofiComm {
 void ofiRandom(void* buf, size_t len);
 int64_t ofiNowNs(void);
 
-/* endpoint.c (every function here but ofiDevOpen expects dev->lock held) */
-ncclResult_t ofiDevOpen(ofiDev* d);                /* endpoint ready for this process */
+/* endpoint.c (every function here but ofiDevOpen and ofiEpLock expects the endpoint's lock held) */
+ncclResult_t ofiDevOpen(ofiDev* d);                /* endpoints ready for this process */
 uint32_t ofiDevNewId(ofiDev* d);
-int ofiDevPickEp(ofiDev* d);                       /* the endpoint for a new listen or connect */
-void ofiProgress(ofiDev* d);                       /* read completions, finish ops */
-ncclResult_t ofiPost(ofiDev* d, ofiOwner* o, ofiOp* op, ssize_t rc, const char* what); /* account a post */
+ofiEp* ofiDevPickEp(ofiDev* d);                    /* the endpoint for a new listen or connect */
+void ofiEpLock(ofiEp* e);                          /* take its lock (an entry point) */
+void ofiEpUnlock(ofiEp* e);
+void ofiProgress(ofiEp* e);                        /* read completions, finish ops, post what waits */
+ncclResult_t ofiPost(ofiOwner* o, ofiOp* op, ssize_t rc, const char* what); /* account a post */
 ncclResult_t ofiFail(ofiOwner* o, ncclResult_t res, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 void ofiOwnerRelease(ofiOwner* o);                 /* closing: cancel ops; free now or when they complete */
 ncclResult_t ofiAvInsert(ofiDev* d, const void* addr, size_t len, fi_addr_t* out, char* err, size_t errLen);
+void ofiEpBusy(ofiEp* e, int delta);               /* requests issued (+) or reported done (-) */
+void ofiStopThreads(void);                         /* join every progress thread (unload) */
 
 /* connection.c */
 void ofiConnectForget(void* ctx);
@@ -270,10 +299,10 @@ void ofiOnConnectRecv(ofiOp* op);                  /* a listen comm got a connec
 
 /* data.c */
 void ofiOnData(ofiOp* op);                         /* a send/recv/flush op completed (lock held) */
-void ofiPostPendingAll(ofiDev* d);                 /* give the provider what waits, every comm (lock held) */
+void ofiPostPendingAll(ofiEp* e);                  /* give the provider what waits, every comm (lock held) */
 void ofiForgetPending(ofiComm* c);                 /* off the device's list: the comm closes (lock held) */
 
-/* mr.c */
+/* mr.c (ofiMrGet and ofiMrPut take the registration lock; FI_THREAD_DOMAIN callers hold the device's) */
 ncclResult_t ofiMrGet(ofiDev* d, void* data, size_t size, int type, uint64_t access, ofiMrEntry** out);
 void ofiMrPut(ofiDev* d, ofiMrEntry* e);
 int ofiMrNeeded(const ofiDev* d, int type);

@@ -32,7 +32,8 @@
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (built there, or OFI_PLUGIN: a prebuilt
 #            libnccl-net-ofi.so, path absolute or from the tree's root, e.g. carried); then our tuner
-#            forcing NCCL's algorithm and our profiler recording its collectives (plugins.txt)
+#            forcing NCCL's algorithm and our profiler recording its collectives (plugins.txt);
+#            PLUGIN_PARTS (default "socket ofi tuner profiler") picks which of the four run
 #
 #   STEPS="tests torch" OUT=$OUT/a tests/gpu/run_gpus.sh     (from anywhere; tar $OUT afterwards:
 #   the device tool brings back few files)
@@ -238,7 +239,9 @@ if want plugins; then
     grep -E "NET/|Using network|net plugin|Tuner|TUNER|tuner|Profiler|PROFILER|Out of bounds|^ +[0-9]+ " "$OUT/pl.tmp" |
       grep -vE "NCCL INFO (cudaDriverVersion|Bootstrap)" | head -40 >>"$P"
   }
+  part() { case " ${PLUGIN_PARTS:-socket ofi tuner profiler} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
   for nt in "1 1" "2 2" "4 4" "8 2"; do
+    part socket || break
     set -- $nt
     nv "NCCL built-in socket, NTHREADS=$1 NSOCKS_PERTHREAD=$2" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=$1 NCCL_NSOCKS_PERTHREAD=$2
     nv "Chorus socket plugin, NTHREADS=$1 NSOCKS_PERTHREAD=$2" NCCL_NET_PLUGIN="$BUILD/lib/libnccl-net-socket.so" \
@@ -248,7 +251,9 @@ if want plugins; then
   # (it needs only libfabric.so.1 and the C library), carried with the tree.
   OFI=${OFI_PLUGIN:-$BUILD/lib/libnccl-net-ofi.so}
   case "$OFI" in /*) ;; *) OFI=$ROOT/$OFI ;; esac
-  if [ -e "$OFI" ]; then
+  if ! part ofi; then
+    :
+  elif [ -e "$OFI" ]; then
     echo "== Chorus ofi plugin ($OFI): $(ldd "$OFI" | grep -E "libfabric|not found" | tr -s ' \t' ' ')" >>"$P"
     # on lo, as NCCL's socket runs above (c1 of 2026-11-26 let it take eth0)
     nv "Chorus ofi plugin, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN=lo
@@ -262,19 +267,32 @@ if want plugins; then
     # And an endpoint per channel and direction, so the comms stop sharing one connection.
     nv "Chorus ofi plugin, CHORUS_OFI_ENDPOINTS=4, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" \
       CHORUS_OFI_DOMAIN=lo CHORUS_OFI_ENDPOINTS=4
+    # tcp progresses only inside the caller's CQ reads: without threads of its own the plugin moves
+    # every byte on NCCL's one proxy thread, where NCCL's socket has a helper thread per connection.
+    for eps in 1 2 4; do
+      nv "Chorus ofi plugin, CHORUS_OFI_PROGRESS_THREADS=1 CHORUS_OFI_ENDPOINTS=$eps, tcp;ofi_rxm on lo" \
+        NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN=lo CHORUS_OFI_PROGRESS_THREADS=1 \
+        CHORUS_OFI_ENDPOINTS=$eps
+    done
+    nv "Chorus ofi plugin, 1 channel, CHORUS_OFI_PROGRESS_THREADS=1 CHORUS_OFI_ENDPOINTS=2, tcp;ofi_rxm on lo" \
+      NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN=lo CHORUS_OFI_PROGRESS_THREADS=1 \
+      CHORUS_OFI_ENDPOINTS=2 NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1
+    nv "NCCL built-in socket, default threads and sockets" NCCL_NET=Socket
   else
     echo "== Chorus ofi plugin: not built here (no libfabric headers at configure time; OFI_PLUGIN names a prebuilt one)" >>"$P"
   fi
   # NCCL's built-in socket transport as in the first run above (1 x 1), so that only the plugin differs
   # from it; the tuner says at INFO which rule chose what ("Chorus tuner: TUNER_RULE_1 ... chose").
-  nv "Chorus tuner: all-reduce forced to TREE" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
+  part tuner && nv "Chorus tuner: all-reduce forced to TREE" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
     NCCL_TUNER_PLUGIN="$BUILD/lib/libnccl-tuner-chorus.so" TUNER_RULE_1="allreduce * -> tree simple"
-  nv "Chorus tuner: all-reduce forced to RING" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
+  part tuner && nv "Chorus tuner: all-reduce forced to RING" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
     NCCL_TUNER_PLUGIN="$BUILD/lib/libnccl-tuner-chorus.so" TUNER_RULE_1="allreduce * -> ring simple"
-  mkdir -p "$OUT/profiler"
-  nv "Chorus profiler" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
-    NCCL_PROFILER_PLUGIN="$BUILD/lib/libnccl-profiler-chorus.so" CHORUS_PROFILER_DIR="$OUT/profiler"
-  ls -la "$OUT/profiler" >>"$P" 2>&1
+  if part profiler; then
+    mkdir -p "$OUT/profiler"
+    nv "Chorus profiler" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
+      NCCL_PROFILER_PLUGIN="$BUILD/lib/libnccl-profiler-chorus.so" CHORUS_PROFILER_DIR="$OUT/profiler"
+    ls -la "$OUT/profiler" >>"$P" 2>&1
+  fi
   rm -f "$OUT/pl.tmp"
   note "plugins: $P ($(grep -c "^exit 0" "$P") of $(grep -c "^exit" "$P") runs exit 0)"
 fi

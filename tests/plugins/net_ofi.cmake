@@ -46,6 +46,14 @@ endforeach()
 foreach(case sizes inflight grouped fork kill_sender kill_receiver strangers badhandle)
   ofi_add_test(${case}_eps3 ${case} ENV "CHORUS_OFI_ENDPOINTS=3")
 endforeach()
+# A progress thread per endpoint (CHORUS_OFI_PROGRESS_THREADS): the bytes move on those threads while
+# test() looks without waiting; one endpoint and three, the same cases, plus the provider's short queues.
+foreach(case sizes bigrecv inflight grouped badtag overflow fork kill_sender kill_receiver strangers badhandle)
+  ofi_add_test(${case}_thr ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=1")
+  ofi_add_test(${case}_thr_eps3 ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_ENDPOINTS=3")
+endforeach()
+ofi_add_test(inflight_thr_shortqueue inflight ENV "CHORUS_OFI_PROGRESS_THREADS=1;FI_OFI_RXM_TX_SIZE=4;FI_OFI_RXM_RX_SIZE=4")
+ofi_add_test(flush_thr flush ENV "CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_ENDPOINTS=3;CHORUS_OFI_FORCE_FLUSH=1")
 
 # chorus-netcheck drives it as a core does (several comms, depths, grouped receives, churn), as ABI v12
 # and through Chorus's v8 adapter; the first one also prints the table against raw TCP.
@@ -66,6 +74,7 @@ if(TARGET chorus-netcheck)
   ofi_netcheck(v8 HAS "name OFI, ABI v8" ARGS --no-perf --abi 8 --scale 1 --time-limit 70)
   ofi_netcheck(forceflush ARGS --no-perf --scale 1 --time-limit 70 -s "CHORUS_OFI_FORCE_FLUSH=1")
   ofi_netcheck(endpoints3 ARGS --no-perf --scale 2 --time-limit 70 -s "CHORUS_OFI_ENDPOINTS=3")
+  ofi_netcheck(threads ARGS --no-perf --scale 2 --time-limit 70 -s "CHORUS_OFI_PROGRESS_THREADS=1 CHORUS_OFI_ENDPOINTS=3")
 endif()
 
 # Collectives through Chorus with NCCL_NET_PLUGIN=ofi, every rank its own (acted-out) host and its own
@@ -96,9 +105,20 @@ set_tests_properties(ranks.ofi.allreduce.n3.hosts.eps3 PROPERTIES TIMEOUT ${CHOR
                      SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
                      ENVIRONMENT "${OFI_RANKS_ENV};NCCL_DEBUG_SUBSYS=INIT,NET;CHORUS_OFI_ENDPOINTS=3;NCCL_MIN_NCHANNELS=2;NCCL_MAX_NCHANNELS=2")
 
+# With a progress thread per endpoint: the bytes of Chorus's net proxy move on the plugin's threads.
+add_test(NAME ranks.ofi.allreduce.n3.hosts.thr COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
+         --has "uses net plugin OFI" --has "device lo: 3 endpoints open .*a progress thread each" --lacks "unknown variable"
+         -- $<TARGET_FILE:test_allreduce> 3 --hosts 3 --medium 1M --big 16M --timeout 100)
+set_tests_properties(ranks.ofi.allreduce.n3.hosts.thr PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
+                     SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                     ENVIRONMENT "${OFI_RANKS_ENV};NCCL_DEBUG_SUBSYS=INIT,NET;CHORUS_OFI_ENDPOINTS=3;CHORUS_OFI_PROGRESS_THREADS=1;NCCL_MIN_NCHANNELS=2;NCCL_MAX_NCHANNELS=2")
+
 # A rank SIGKILLs itself mid all-reduce (tests/ranks/test_kill.c): every survivor gets an error and
 # aborts. CHORUS_TIMEOUT is far above the plugin's probe (1 s + 5 s), so the errors come from the
 # plugin seeing the dead peer (within --deadline 30 s), not from Chorus's own deadline.
 add_test(NAME ranks.ofi.kill.n4.hosts COMMAND ${OFI_IF} $<TARGET_FILE:test_kill> 4 2 --hosts 4 --deadline 30)
 set_tests_properties(ranks.ofi.kill.n4.hosts PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
                      ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60")
+add_test(NAME ranks.ofi.kill.n4.hosts.thr COMMAND ${OFI_IF} $<TARGET_FILE:test_kill> 4 2 --hosts 4 --deadline 30)
+set_tests_properties(ranks.ofi.kill.n4.hosts.thr PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60;CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_ENDPOINTS=2")
