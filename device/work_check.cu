@@ -136,27 +136,22 @@ ncclResult_t chrDevCheckPlan(struct chrDevRank* rk, const struct chrWork* works,
   const int n = rk->cfg.nRanks, rank = rk->cfg.rank;
   signed char* owner = rk->p2pOwner; /* the channel using each p2p end; channels < 128 fit */
   memset(owner, -1, (size_t)rk->cfg.p2pConns * (size_t)n * 2);
-  ncclResult_t res = ncclSuccess;
   int k = 0;
-  for (int c = 0; c < nChannels && res == ncclSuccess; c++) {
-    if (nWorks[c] < 0) {
-      res = chrDevFail(ncclInvalidArgument, "rank %d: %d works on channel %d", rank, nWorks[c], c);
-      break;
-    }
-    for (int i = 0; i < nWorks[c] && res == ncclSuccess; i++, k++) {
+  for (int c = 0; c < nChannels; c++) {
+    for (int i = 0; i < nWorks[c]; i++, k++) {
       const struct chrWork* w = &works[k];
-      res = chrDevCheckWork(rk, c, w);
-      for (int l = 0; l < w->nLinks && res == ncclSuccess; l++) {
+      ncclResult_t res = chrDevCheckWork(rk, c, w);
+      if (res != ncclSuccess) return res;
+      for (int l = 0; l < w->nLinks; l++) {
         const struct chrWorkLink* L = &w->links[l];
         if (!L->p2p) continue;
         const int e = CHR_DEV_P2P_INDEX(n, L->conn, L->peer, L->isSend);
         if (owner[e] >= 0 && owner[e] != c)
-          res = chrDevFail(ncclInvalidUsage, "rank %d: the p2p %s link to rank %d (index %d) is used from channels %d and %d of "
-                           "one launch", rank, L->isSend ? "send" : "recv", L->peer, L->conn, owner[e], c);
-        else
-          owner[e] = (signed char)c;
+          return chrDevFail(ncclInvalidUsage, "rank %d: the p2p %s link to rank %d (index %d) is used from channels %d and %d "
+                            "of one launch", rank, L->isSend ? "send" : "recv", L->peer, L->conn, owner[e], c);
+        owner[e] = (signed char)c;
       }
     }
   }
-  return res;
+  return ncclSuccess;
 }

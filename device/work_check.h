@@ -8,7 +8,8 @@
 ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const struct chrWork* w);
 
 /* Every work of a plan (laid out as chrDevLaunch takes it), and that no p2p end is used from two
- * channels (in rk->p2pOwner, the rank's scratch table). */
+ * channels (in rk->p2pOwner, the rank's scratch table). The caller has checked nWorks[c] >= 0
+ * (chrDevRankLaunch). */
 ncclResult_t chrDevCheckPlan(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
                              int nChannels);
 

@@ -104,54 +104,32 @@ static int isP2pTask(const struct chrCollTask* t) { return t->func == ncclFuncSe
 /* A rank's sends to itself and receives from itself, the k-th of one with the k-th of the other (as
  * NCCL matches them), when their bytes agree: such a pair becomes local copies (selfCopies) instead
  * of a transfer through the lanes, where it would run on the same CTAs as the transfers to the
- * peers, before them (round 0), so that the two were serial (all-to-all on 2 GPUs: 0.6 of NCCL).
- * pairs[i]: send, pairs[i + 1]: its receive. */
-struct selfPairs {
-  const struct chrCollTask** pairs;
-  int n;
-};
-
+ * peers, before them (round 0), so that the two were serial (all-to-all on 2 GPUs: 0.6 of NCCL). */
 static int selfTask(const struct chrCollTask* t, const struct ncclComm* comm, ncclFunc_t func) {
   return t->comm == comm && !t->noop && t->func == func && t->root == comm->rank;
 }
 
-static ncclResult_t findSelfPairs(const struct ncclComm* comm, struct chrCollTask* list, struct selfPairs* sp) {
-  sp->pairs = NULL;
-  sp->n = 0;
-  if (!chrParamInt(CHR_P_GPU_SELF_COPY)) return ncclSuccess;
-  int nSends = 0;
-  for (struct chrCollTask* t = list; t; t = t->next) nSends += selfTask(t, comm, ncclFuncSend);
-  if (nSends == 0) return ncclSuccess;
-  sp->pairs = calloc((size_t)nSends * 2, sizeof(*sp->pairs));
-  if (sp->pairs == NULL) return chrFail(ncclSystemError, "out of memory pairing %d sends to self", nSends);
+/* Sets selfPair on the comm's tasks; every one is overwritten, so none keeps an earlier launch's pair. */
+static void pairSelfTasks(const struct ncclComm* comm, struct chrCollTask* list) {
+  for (struct chrCollTask* t = list; t; t = t->next)
+    if (t->comm == comm) t->selfPair = NULL;
+  if (!chrParamInt(CHR_P_GPU_SELF_COPY)) return;
   struct chrCollTask *s = list, *r = list;
   for (;;) {
     while (s && !selfTask(s, comm, ncclFuncSend)) s = s->next;
     while (r && !selfTask(r, comm, ncclFuncRecv)) r = r->next;
     if (!s || !r) break;
     if (s->count * s->typeSize == r->count * r->typeSize && s->nChannels == r->nChannels) {
-      sp->pairs[2 * sp->n] = s;
-      sp->pairs[2 * sp->n + 1] = r;
-      sp->n++;
+      s->selfPair = r;
+      r->selfPair = s;
     }
     s = s->next;
     r = r->next;
   }
-  return ncclSuccess;
 }
 
-/* The receive paired with send t (NULL: t is no paired send), or whether t is a paired receive. */
-static const struct chrCollTask* pairedRecv(const struct selfPairs* sp, const struct chrCollTask* t) {
-  for (int i = 0; i < sp->n; i++)
-    if (sp->pairs[2 * i] == t) return sp->pairs[2 * i + 1];
-  return NULL;
-}
-
-static int isPairedRecv(const struct selfPairs* sp, const struct chrCollTask* t) {
-  for (int i = 0; i < sp->n; i++)
-    if (sp->pairs[2 * i + 1] == t) return 1;
-  return 0;
-}
+/* A paired receive: its send does the copies. */
+static int isPairedRecv(const struct chrCollTask* t) { return t->selfPair && t->func == ncclFuncRecv; }
 
 /* Lane c of a paired send as up to two local copies, half on the lane's send channel and half on
  * its receive channel, so that both of the lane's CTAs copy. Returns how many (0-2) went to out. */
@@ -186,13 +164,12 @@ static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* 
 ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, struct chrDevLaunchPlan* p) {
   int n = comm->nRanks, nP2p = 0, total = 0;
   memset(p, 0, sizeof(*p));
-  struct selfPairs sp;
-  CHECK(findSelfPairs(comm, list, &sp));
+  pairSelfTasks(comm, list);
   struct chrWork copies[2];
   int copyChannels[2];
   for (struct chrCollTask* t = list; t; t = t->next) {
-    if (t->comm != comm || t->noop || isPairedRecv(&sp, t)) continue;
-    const struct chrCollTask* selfRecv = pairedRecv(&sp, t);
+    if (t->comm != comm || t->noop || isPairedRecv(t)) continue;
+    const struct chrCollTask* selfRecv = t->selfPair;
     for (int c = 0; c < t->nChannels; c++) {
       if (!workRuns(&t->works[c])) continue;
       int nCh = 1;
@@ -200,11 +177,9 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
       if (selfRecv) nCh = selfCopies(t, selfRecv, c, copies, copyChannels);
       for (int i = 0; i < nCh; i++) {
         const int ch = copyChannels[i];
-        if (ch >= CHR_DEV_MAX_CHANNELS) {
-          free(sp.pairs);
+        if (ch >= CHR_DEV_MAX_CHANNELS)
           return chrFail(ncclInternalError, "comm %p: a work on channel %d (at most %d)", (void*)comm, ch,
                          CHR_DEV_MAX_CHANNELS);
-        }
         if (isP2pTask(t)) {
           p->nP2p[ch]++;
           nP2p++;
@@ -222,7 +197,6 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   struct p2pEntry* order = nP2p ? malloc(sizeof(struct p2pEntry) * (size_t)nP2p) : NULL;
   if ((total && !p->coll) || (nP2p && (!p->p2p || !order))) {
     free(order);
-    free(sp.pairs);
     chrDevFreeLaunch(p);
     return chrFail(ncclSystemError, "out of memory launching %d works", total + nP2p);
   }
@@ -233,7 +207,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   }
   int k = 0, seq = 0, call = 0;
   for (struct chrCollTask* t = list; t; t = t->next, seq++) {
-    if (t->comm != comm || t->noop || isPairedRecv(&sp, t)) continue;
+    if (t->comm != comm || t->noop || isPairedRecv(t)) continue;
     if (!isP2pTask(t)) { /* the launcher cuts between calls, never inside one */
       for (int c = 0; c < t->nChannels; c++) {
         if (!workRuns(&t->works[c])) continue;
@@ -244,7 +218,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
       call++;
       continue;
     }
-    const struct chrCollTask* selfRecv = pairedRecv(&sp, t);
+    const struct chrCollTask* selfRecv = t->selfPair;
     for (int c = 0; c < t->nChannels; c++) {
       if (!workRuns(&t->works[c])) continue;
       if (selfRecv) { /* the launcher runs a channel's copies before its transfers; so does the plan */
@@ -261,7 +235,6 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
       e->work = t->works[c];
     }
   }
-  free(sp.pairs);
   if (nP2p) qsort(order, (size_t)nP2p, sizeof(*order), byChannelRound);
   for (int i = 0; i < nP2p; i++) p->p2p[i] = order[i].work;
   free(order);

@@ -41,6 +41,10 @@ struct chrCollTask {
   size_t chunkElems;     /* elements per step slot */
   float estimatedUs;
   struct chrWork* works; /* nChannels entries, one per channel (plan/works.c) */
+  /* Device launch (dev_exec.c): a rank's send to itself and its receive from itself that run as
+   * local copies point at each other (func tells which is the send); NULL otherwise. Set afresh for
+   * every launch of the comm, so a pairing never outlives its launch. */
+  struct chrCollTask* selfPair;
   /* Profiler events (profile/profile.h): the CollApi/P2pApi event of the call and the Coll/P2p event
    * of the task, parents of the events that follow (NULL without a profiler). */
   void* profApi;
