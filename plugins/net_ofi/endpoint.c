@@ -127,10 +127,10 @@ static ncclResult_t devOpenLocked(ofiDev* d) {
                                                                                   : FI_AV_TABLE};
   DEV_TRY(fi_av_open(d->domain, &avAttr, &d->av, NULL), "fi_av_open");
   /* A registration bound to an endpoint (FI_MR_ENDPOINT) serves that endpoint only: one then. */
-  int want = ofiConf.endpoints;
+  int want = d->wantEps;
   if (want > 1 && (d->mrMode & FI_MR_ENDPOINT)) {
-    OFI_INFO(NCCL_NET, "device %s: one endpoint, not CHORUS_OFI_ENDPOINTS=%d (the provider binds registrations to an "
-             "endpoint)", d->name, want);
+    OFI_INFO(NCCL_NET, "device %s: one endpoint, not %d (the provider binds registrations to an endpoint)", d->name,
+             want);
     want = 1;
   }
   for (int i = 0; i < want; i++)

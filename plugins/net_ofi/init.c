@@ -86,13 +86,33 @@ static void readSettings(void) {
   if (ofiConf.peerTimeoutMs < 0) ofiConf.peerTimeoutMs = 0;
   ofiConf.closeWaitMs = envLong("CHORUS_OFI_CLOSE_WAIT_MS", 1000);
   if (ofiConf.closeWaitMs < 0) ofiConf.closeWaitMs = 0;
-  long eps = envLong("CHORUS_OFI_ENDPOINTS", 1);
-  if (eps < 1 || eps > OFI_MAX_EPS) {
-    OFI_WARN("ignoring CHORUS_OFI_ENDPOINTS=%ld: 1 to %d, using 1", eps, OFI_MAX_EPS);
-    eps = 1;
+  long eps = envLong("CHORUS_OFI_ENDPOINTS", 0);
+  if (eps < 0 || eps > OFI_MAX_EPS) {
+    OFI_WARN("ignoring CHORUS_OFI_ENDPOINTS=%ld: 1 to %d (0: as the provider suits), using 0", eps, OFI_MAX_EPS);
+    eps = 0;
   }
   ofiConf.endpoints = (int)eps;
-  ofiConf.progressThreads = envLong("CHORUS_OFI_PROGRESS_THREADS", 0) != 0;
+  long thr = envLong("CHORUS_OFI_PROGRESS_THREADS", -1);
+  ofiConf.progressThreads = thr < 0 ? -1 : thr != 0;
+}
+
+/* Providers whose data moves on the CPU inside the caller's progress calls (manual progress over
+ * kernel sockets): with threads of their own the plugin's endpoints copy in parallel. NICs that move
+ * the bytes themselves (efa, verbs, cxi) gain nothing from a thread that polls. */
+static int cpuMovesData(const struct fi_info* info) {
+  const char* prov = info->fabric_attr->prov_name;
+  return prov != NULL && (strstr(prov, "tcp") != NULL || strstr(prov, "sockets") != NULL || strstr(prov, "udp") != NULL);
+}
+
+/* Progress threads and endpoints of a new device: the settings, or (unset) what its provider suits:
+ * over tcp a thread for each of 4 endpoints, which gives NCCL's two channels per peer a connection
+ * and a thread per direction (measured inside NCCL on 2 GPUs: docs/perf/gpu-2gpu.md). */
+static void pickThreading(ofiDev* dev) {
+  dev->threads = ofiConf.progressThreads >= 0 ? ofiConf.progressThreads : cpuMovesData(dev->info);
+  dev->wantEps = ofiConf.endpoints > 0 ? ofiConf.endpoints : dev->threads ? 4 : 1;
+  /* Asked for FI_THREAD_DOMAIN (unless CHORUS_OFI_PROGRESS_THREADS=1 asked for more): this domain is
+   * opened thread-safe instead, which the providers chosen here offer. */
+  if (dev->threads) dev->info->domain_attr->threading = FI_THREAD_SAFE;
 }
 
 /* CHORUS_OFI_DOMAIN: comma list of name prefixes ("=name" exact), or "^list" to exclude. Unset: every
@@ -131,7 +151,7 @@ static struct fi_info* makeHints(uint64_t extraCaps) {
                                 ((extraCaps & FI_HMEM) ? FI_MR_HMEM : 0);
   /* Without progress threads the device lock serialises every call; with them, endpoints progress in
    * parallel and registrations come from any thread. */
-  hints->domain_attr->threading = ofiConf.progressThreads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+  hints->domain_attr->threading = ofiConf.progressThreads == 1 ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
   hints->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
   hints->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
   hints->tx_attr->msg_order = FI_ORDER_NONE; /* sequence numbers in the tags order messages */
@@ -195,6 +215,7 @@ static ncclResult_t addDevices(struct fi_info* list, int pass, int hmem, int rma
         if (copy == NULL) return ncclSystemError;
         fi_freeinfo(dev->info);
         dev->info = copy;
+        pickThreading(dev);
       }
       continue;
     }
@@ -213,7 +234,7 @@ static ncclResult_t addDevices(struct fi_info* list, int pass, int hmem, int rma
     dev->maxRecvs = i->domain_attr->cq_data_size >= 4 ? OFI_MAX_RECVS : 1;
     dev->speedMbps = devSpeed(i, name);
     dev->pciPath = devPciPath(i, name);
-    dev->threads = ofiConf.progressThreads;
+    pickThreading(dev);
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->mrLock, NULL);
     ofiNDevs++;

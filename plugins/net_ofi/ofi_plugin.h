@@ -82,8 +82,8 @@ typedef struct {
   int64_t pingMs;      /* CHORUS_OFI_PING_MS: probe a silent peer after this long (0: never) */
   int64_t peerTimeoutMs; /* CHORUS_OFI_PEER_TIMEOUT_MS: a probe not taken in this long = peer gone */
   int64_t closeWaitMs; /* how long close waits for cancelled operations before leaving them to the CQ */
-  int endpoints;       /* CHORUS_OFI_ENDPOINTS: endpoints per device and process (1..OFI_MAX_EPS) */
-  int progressThreads; /* CHORUS_OFI_PROGRESS_THREADS: a thread per endpoint reads its completion queue */
+  int endpoints;       /* CHORUS_OFI_ENDPOINTS: endpoints per device and process (1..OFI_MAX_EPS; 0: by provider) */
+  int progressThreads; /* CHORUS_OFI_PROGRESS_THREADS: a thread per endpoint reads its queue (-1: by provider) */
 } ofiSettings;
 extern ofiSettings ofiConf;
 
@@ -166,6 +166,7 @@ typedef struct ofiDev {
   int maxRecvs;            /* OFI_MAX_RECVS, or 1 without remote CQ data */
   uint64_t mrMode;
   int threads;             /* each endpoint has its own lock and progress thread */
+  int wantEps;             /* endpoints to open */
   pthread_mutex_t lock;    /* opening; every endpoint's lock without progress threads */
   pthread_mutex_t mrLock;  /* the registration cache (mrs, nextKey) */
   /* set while opening (lock held), read-only after */
