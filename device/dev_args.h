@@ -1,7 +1,8 @@
 /*
- * dev_args.h: the argument block of one kernel launch, up to CHR_DEV_ARGS_BYTES (16 KiB: CUDA 12.1
- * and later accept kernel parameters up to 32 KiB on Volta and newer). A plan of up to
- * CHR_DEV_INLINE_WORKS works (126: one call on 64 channels, or a group of several on 32) travels
+ * dev_args.h: the argument block of one kernel launch, up to CHR_DEV_ARGS_BYTES (CUDA 12.1 and later
+ * accept kernel parameters up to 32764 bytes on Volta and newer). A plan of up to
+ * CHR_DEV_INLINE_WORKS works (254: one call on 64 channels, or an all-to-all's sends and receives to
+ * 2 ranks on 32 lanes each, 128 works, which with 16 KiB (126 works) went through host memory) travels
  * with the launch itself: no copy, no allocation, nothing to free, and a captured launch keeps them.
  * The launcher passes only the bytes in use (the header and the works it filled), so a small launch
  * costs what a small argument block costs. A plan with more works passes them in host-mapped memory
@@ -17,7 +18,7 @@
 #include "plan/work.h"
 
 #define CHR_DEV_THREADS 512 /* per CTA (one CTA per channel) */
-#define CHR_DEV_ARGS_BYTES 16384
+#define CHR_DEV_ARGS_BYTES 32760 /* CUDA's bound (32764) in whole 8-byte words */
 #define CHR_DEV_ARGS_HEADER (8 + 8 + 8 + 2 * (CHR_DEV_MAX_CHANNELS + 1) + 6)
 #define CHR_DEV_INLINE_WORKS ((CHR_DEV_ARGS_BYTES - CHR_DEV_ARGS_HEADER) / sizeof(struct chrWork))
 

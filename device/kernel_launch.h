@@ -1,7 +1,7 @@
 /*
  * kernel_launch.h: launching a kernel with only the used bytes of its argument block.
  *
- * cudaLaunchKernel copies a kernel's whole declared parameter (16 KiB for chrDevKernel) into every
+ * cudaLaunchKernel copies a kernel's whole declared parameter (32 KiB for chrDevKernel) into every
  * launch. The driver's cuLaunchKernel takes the parameters as one buffer of a given size, so a launch
  * of one work carries a few hundred bytes instead. The driver entry is looked up once through the
  * runtime (no link against libcuda); where it or the kernel's handle is missing, the launch goes

@@ -12,6 +12,11 @@
  * kernels that are resident at the same time. Moving them behind the collectives of their group is
  * allowed: the operations of one group are unordered, as with NCCL.
  *
+ * Copy-engine works (CHR_WORK_ENGINE: a rank's large copy to itself) leave the kernels: they run as
+ * cudaMemcpyAsync on the rank's side stream, forked from the launch's stream before its kernels and
+ * joined back after them, so the copy and the kernels run at the same time (graph capture records
+ * the fork and join as its own dependencies).
+ *
  * Under CUDA graph capture a launch whose works do not fit in the arguments gets graph-owned storage
  * (graph_works.h) instead of a slot: the graph keeps the arguments, and a slot's later contents
  * would be read by every replay.
@@ -140,27 +145,56 @@ static int isP2p(const struct chrWork* w) {
   return w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV;
 }
 
-/* A copy of the plan with, per channel, its collective works first and its point-to-point works
- * after them, each in their order; collEnd[c] is where channel c's point-to-point works start.
- * NULL when out of memory. */
-static struct chrWork* sortP2pLast(struct chrDevRank* rk, const struct chrWork* works, const int* base, const int* end,
-                                   int nChannels, int total, int* collEnd) {
-  if (total > rk->sortedCap) { /* the rank's scratch, grown to the largest plan */
-    struct chrWork* grown = (struct chrWork*)realloc(rk->sorted, sizeof(struct chrWork) * (size_t)total);
-    if (grown == NULL) return NULL;
-    rk->sorted = grown;
-    rk->sortedCap = total;
-  }
+static int isEngine(const struct chrWork* w) { return w->pattern == CHR_PAT_LOCAL && (w->flags & CHR_WORK_ENGINE); }
+
+/* Grow a scratch array of the rank to hold `count` works. */
+static int reserve(struct chrWork** array, int* cap, int count) {
+  if (count <= *cap) return 1;
+  struct chrWork* grown = (struct chrWork*)realloc(*array, sizeof(struct chrWork) * (size_t)count);
+  if (grown == NULL) return 0;
+  *array = grown;
+  *cap = count;
+  return 1;
+}
+
+/* A copy of the plan's kernel works with, per channel, its collective works first and its
+ * point-to-point works after them, each in their order, from base[c] on; collEnd[c] is where channel
+ * c's point-to-point works start and end[c] becomes where its works end. The copy-engine works go to
+ * rk->engine instead (*nEngine of them). NULL when out of memory. */
+static struct chrWork* sortForKernels(struct chrDevRank* rk, const struct chrWork* works, const int* base, int* end,
+                                      int nChannels, int total, int* collEnd, int* nEngine) {
+  if (!reserve(&rk->sorted, &rk->sortedCap, total) || !reserve(&rk->engine, &rk->engineCap, total)) return NULL;
   struct chrWork* sorted = rk->sorted;
+  *nEngine = 0;
   for (int c = 0; c < nChannels; c++) {
     int k = base[c];
     for (int i = base[c]; i < end[c]; i++)
-      if (!isP2p(&works[i])) sorted[k++] = works[i];
+      if (isEngine(&works[i])) rk->engine[(*nEngine)++] = works[i];
+      else if (!isP2p(&works[i])) sorted[k++] = works[i];
     collEnd[c] = k;
     for (int i = base[c]; i < end[c]; i++)
       if (isP2p(&works[i])) sorted[k++] = works[i];
+    end[c] = k;
   }
   return sorted;
+}
+
+/* The copy-engine works on the rank's side stream, after what the launch's stream holds so far. */
+static ncclResult_t forkEngineCopies(struct chrDevRank* rk, int nEngine, cudaStream_t stream) {
+  ncclResult_t res = ncclSuccess;
+  CHR_DEV_CUDA_GOTO(cudaEventRecord(rk->fork, stream), res, fail);
+  CHR_DEV_CUDA_GOTO(cudaStreamWaitEvent(rk->side, rk->fork, 0), res, fail);
+  for (int i = 0; i < nEngine; i++) {
+    const struct chrWork* w = &rk->engine[i];
+    const size_t bytes = (size_t)(w->len * (uint64_t)w->typeSize);
+    if (w->sendbuff == w->recvbuff || bytes == 0) continue; /* in place */
+    CHR_DEV_CUDA_GOTO(cudaMemcpyAsync((void*)(uintptr_t)w->recvbuff, (const void*)(uintptr_t)w->sendbuff, bytes,
+                                      cudaMemcpyDeviceToDevice, rk->side),
+                      res, fail);
+  }
+  CHR_DEV_CUDA_GOTO(cudaEventRecord(rk->join, rk->side), res, fail);
+fail:
+  return res;
 }
 
 static ncclResult_t isCapturing(const struct chrDevRank* rk, cudaStream_t stream, int* capturing) {
@@ -244,15 +278,20 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
   if (res != ncclSuccess) return res;
   pthread_once(&kernelTableOnce, fillKernelTable);
 
-  int prevDev = -1;
+  int prevDev = -1, nEngine = 0, forked = 0;
   struct chrWork* sorted = NULL;
   int collEnd[CHR_DEV_MAX_CHANNELS];
   CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail);
   CHR_DEV_CUDA_GOTO(cudaSetDevice(rk->cfg.cudaDev), res, fail);
-  sorted = sortP2pLast(rk, works, base, end, nChannels, total, collEnd);
+  sorted = sortForKernels(rk, works, base, end, nChannels, total, collEnd, &nEngine);
   if (sorted == NULL) {
     res = chrDevFail(ncclSystemError, "rank %d: no memory to order a plan of %d works", rk->cfg.rank, total);
     goto fail;
+  }
+  if (nEngine > 0) {
+    forked = 1; /* joined below whatever happens: a capture must not end with the side stream forked */
+    res = forkEngineCopies(rk, nEngine, stream);
+    if (res != ncclSuccess) goto fail;
   }
   for (;;) {
     int key = -1, any = 0;
@@ -268,6 +307,14 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
     for (int c = 0; c < nChannels; c++) base[c] += take[c];
   }
 fail:
+  /* Joined even after a failed launch: a stream left forked would break a capture, and the copies
+   * must be done before the stream's later work reads their output. */
+  if (forked) {
+    cudaError_t e = cudaStreamWaitEvent(stream, rk->join, 0);
+    if (e != cudaSuccess && res == ncclSuccess)
+      res = chrDevFail(ncclUnhandledCudaError, "rank %d: joining the copy-engine copies: %s", rk->cfg.rank,
+                       cudaGetErrorString(e));
+  }
   if (prevDev >= 0) cudaSetDevice(prevDev);
   return res;
 }

@@ -160,6 +160,9 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   if (rk->flags) cudaFreeHost((void*)rk->flags);
   if (rk->arena) cudaFree(rk->arena);
   if (rk->copies) cudaStreamDestroy(rk->copies);
+  if (rk->side) cudaStreamDestroy(rk->side);
+  if (rk->fork) cudaEventDestroy(rk->fork);
+  if (rk->join) cudaEventDestroy(rk->join);
   free(rk->img);
   free(rk->peerBase);
   free(rk->peerOpened);
@@ -167,6 +170,7 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   free(rk->ringPos);
   free(rk->p2pOwner);
   free(rk->sorted);
+  free(rk->engine);
   free(rk);
   chrDevGraphWorksTrim(); /* storage of destroyed graphs, any rank's */
   if (prev >= 0) cudaSetDevice(prev);
@@ -248,6 +252,9 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   if (res != ncclSuccess) goto fail_destroy;
   /* A private stream: it neither waits for nor delays the user's streams. */
   CHR_DEV_CUDA_GOTO(cudaStreamCreateWithFlags(&rk->copies, cudaStreamNonBlocking), res, fail_destroy);
+  CHR_DEV_CUDA_GOTO(cudaStreamCreateWithFlags(&rk->side, cudaStreamNonBlocking), res, fail_destroy);
+  CHR_DEV_CUDA_GOTO(cudaEventCreateWithFlags(&rk->fork, cudaEventDisableTiming), res, fail_destroy);
+  CHR_DEV_CUDA_GOTO(cudaEventCreateWithFlags(&rk->join, cudaEventDisableTiming), res, fail_destroy);
   CHR_DEV_CUDA_GOTO(cudaMalloc((void**)&rk->arena, rk->arenaBytes), res, fail_destroy);
   CHR_DEV_CUDA_GOTO(cudaMemsetAsync(rk->arena, 0, rk->arenaBytes, rk->copies), res, fail_destroy);
   CHR_DEV_CUDA_GOTO(cudaHostAlloc((void**)&rk->flags, 64, cudaHostAllocMapped), res, fail_destroy);

@@ -132,15 +132,22 @@ static void pairSelfTasks(const struct ncclComm* comm, struct chrCollTask* list)
 static int isPairedRecv(const struct chrCollTask* t) { return t->selfPair && t->func == ncclFuncRecv; }
 
 /* Lane c of a paired send as up to two local copies, half on the lane's send channel and half on
- * its receive channel, so that both of the lane's CTAs copy. Returns how many (0-2) went to out. */
-static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* recv, int c, struct chrWork* out,
-                      int* channels) {
+ * its receive channel, so that both of the lane's CTAs copy. A pair of at least `engineMin` bytes
+ * (CHORUS_GPU_SELF_COPY_ENGINE; 0: never) is instead one copy of the whole buffer, on lane 0's send
+ * channel, flagged for the device launcher to run on a copy engine beside the kernel: on the CTAs
+ * it came before the peers' transfers, so the two took turns (all-to-all on 2 GPUs: half the bytes
+ * are the rank's own). Returns how many (0-2) went to out. */
+static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* recv, int c, uint64_t engineMin,
+                      struct chrWork* out, int* channels) {
   const struct chrWork* w = &send->works[c];
   const uint64_t ts = (uint64_t)w->typeSize;
+  const int engine = engineMin > 0 && (uint64_t)send->count * ts >= engineMin;
+  if (engine && c > 0) return 0;
+  const uint64_t start = engine ? 0 : w->start, len = engine ? (uint64_t)send->count : w->len;
   const uint64_t align = chrAlignElems(w->typeSize);
-  uint64_t first = chrRoundUp(chrDivUp(w->len, 2), align); /* the second half starts aligned */
-  if (first > w->len) first = w->len;
-  const uint64_t part[2] = {first, w->len - first};
+  uint64_t first = engine ? len : chrRoundUp(chrDivUp(len, 2), align); /* the second half starts aligned */
+  if (first > len) first = len;
+  const uint64_t part[2] = {first, len - first};
   int k = 0;
   for (int h = 0; h < 2; h++) {
     if (part[h] == 0) continue;
@@ -148,9 +155,10 @@ static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* 
     *l = *w;
     l->pattern = CHR_PAT_LOCAL;
     l->proto = CHR_PROTO_SIMPLE; /* one step, copied by the whole CTA */
+    l->flags = (uint8_t)(engine ? CHR_WORK_ENGINE : 0);
     l->nLinks = 0;
     memset(l->links, 0, sizeof(l->links));
-    const uint64_t off = (w->start + (h ? first : 0)) * ts;
+    const uint64_t off = (start + (h ? first : 0)) * ts;
     l->sendbuff = (uint64_t)(uintptr_t)send->sendbuff + off;
     l->recvbuff = (uint64_t)(uintptr_t)recv->recvbuff + off;
     l->start = 0;
@@ -165,6 +173,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   int n = comm->nRanks, nP2p = 0, total = 0;
   memset(p, 0, sizeof(*p));
   pairSelfTasks(comm, list);
+  const uint64_t engineMin = (uint64_t)chrParamInt(CHR_P_GPU_SELF_COPY_ENGINE);
   struct chrWork copies[2];
   int copyChannels[2];
   for (struct chrCollTask* t = list; t; t = t->next) {
@@ -174,7 +183,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
       if (!workRuns(&t->works[c])) continue;
       int nCh = 1;
       copyChannels[0] = chrDevTaskChannel(t, c);
-      if (selfRecv) nCh = selfCopies(t, selfRecv, c, copies, copyChannels);
+      if (selfRecv) nCh = selfCopies(t, selfRecv, c, engineMin, copies, copyChannels);
       for (int i = 0; i < nCh; i++) {
         const int ch = copyChannels[i];
         if (ch >= CHR_DEV_MAX_CHANNELS)
@@ -222,7 +231,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
     for (int c = 0; c < t->nChannels; c++) {
       if (!workRuns(&t->works[c])) continue;
       if (selfRecv) { /* the launcher runs a channel's copies before its transfers; so does the plan */
-        const int nCopies = selfCopies(t, selfRecv, c, copies, copyChannels);
+        const int nCopies = selfCopies(t, selfRecv, c, engineMin, copies, copyChannels);
         for (int i = 0; i < nCopies; i++)
           order[k++] = (struct p2pEntry){.channel = copyChannels[i], .delta = -1, .order = seq, .work = copies[i]};
         continue;

@@ -15,7 +15,7 @@
  *   or less for the ring when a channel's data would run in fewer than CHORUS_GPU_RING_LOOPS loops);
  * - as many channels as the data fills (LL: one per DEV_LL_BYTES_PER_CHANNEL; SIMPLE: one per
  *   CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL), up to the group's count;
- * - a send or receive over as many lanes as it fills (one per DEV_P2P_BYTES_PER_LANE, up to the
+ * - a send or receive over as many lanes as it fills (one per CHORUS_GPU_P2P_BYTES_PER_LANE, up to the
  *   shape's p2pLanes; the count alone decides, so both ends agree): lane k is p2p connection index k
  *   and carries share k of the elements; the launch runs lane k's sends on channel 2k and its
  *   receives on 2k + 1 (dev_exec.c): a device channel runs its works strictly in order, so a receive
@@ -38,7 +38,6 @@
  * growth with the rank count from the sweep on 4 H200s (docs/perf/gpu-scaling.md). */
 #define DEV_LL_BYTES_PER_CHANNEL (16u << 10)
 #define DEV_P2P_LL_MAX_BYTES (64u << 10)
-#define DEV_P2P_BYTES_PER_LANE (64u << 10)
 
 /* A rough estimate for ncclGroupSimulateEnd: 10 us per hop, 100 GB/s. */
 static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops + (float)bytes / 1e5f; }
@@ -46,7 +45,8 @@ static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops 
 /* A send or receive: as many lanes as the count fills (both ends compute the same). */
 static ncclResult_t planP2p(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
   t->algo = CHR_ALGO_UNDEF;
-  size_t lanes = t->proto == CHR_PROTO_LL ? 1 : (bytes + DEV_P2P_BYTES_PER_LANE - 1) / DEV_P2P_BYTES_PER_LANE;
+  const size_t perLane = (size_t)chrParamInt(CHR_P_GPU_P2P_BYTES_PER_LANE);
+  size_t lanes = t->proto == CHR_PROTO_LL ? 1 : (bytes + perLane - 1) / perLane;
   t->nChannels = lanes < 1 ? 1 : lanes > (size_t)shape->p2pLanes ? shape->p2pLanes : (int)lanes;
   t->estimatedUs = devEstimateUs(1, bytes);
   t->comm->lastAlgo = "P2P";

@@ -20,8 +20,8 @@
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
 #            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run)
-#   knobs    Chorus alone, all-reduce in one process (-t RANKS): KNOBS_MID_SIZES (64K 64M) checked for each
-#            setting of KNOBS_MID, 32 MB .. 1 GB timed for each of KNOBS_BIG (a setting: "default"
+#   knobs    Chorus alone, KNOBS_COLL (all-reduce) in one process (-t RANKS): KNOBS_MID_SIZES (64K 64M) checked
+#            for each setting of KNOBS_MID, 32 MB .. KNOBS_BIG_MAX (1G) timed for each of KNOBS_BIG (a setting: "default"
 #            or NAME=VALUE,NAME=VALUE for the environment; defaults: the planner parameters
 #            CHORUS_GPU_* one at a time around their defaults): knobs.md, time per size and setting
 #   onegpu   the one-GPU table's rows on GPU 0 alone (CUDA_VISIBLE_DEVICES=0, 2 ranks on it, as
@@ -33,7 +33,8 @@
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (built there, or OFI_PLUGIN: a prebuilt
 #            libnccl-net-ofi.so, path absolute or from the tree's root, e.g. carried); then our tuner
 #            forcing NCCL's algorithm and our profiler recording its collectives (plugins.txt);
-#            PLUGIN_PARTS (default "socket ofi tuner profiler") picks which of the four run
+#            PLUGIN_PARTS (default "socket ofi tuner profiler") picks which of the four run, SOCKET_SETTINGS
+#            (default "1x1 2x2 4x4 8x2") the socket runs
 #
 #   STEPS="tests torch" OUT=$OUT/a tests/gpu/run_gpus.sh     (from anywhere; tar $OUT afterwards:
 #   the device tool brings back few files)
@@ -186,7 +187,7 @@ if want knobs; then
   KNOBS_BIG=${KNOBS_BIG-"default ${G}MAX_CHANNELS=32 ${G}BUFFSIZE=1048576"}
   i=0
   for range in mid big; do
-    if [ $range = mid ]; then set -- ${KNOBS_MID_SIZES:-64K 64M} 20 3 1 $KNOBS_MID; else set -- 32M 1G 10 2 0 $KNOBS_BIG; fi
+    if [ $range = mid ]; then set -- ${KNOBS_MID_SIZES:-64K 64M} 20 3 1 $KNOBS_MID; else set -- 32M "${KNOBS_BIG_MAX:-1G}" 10 2 0 $KNOBS_BIG; fi
     b=$1 e=$2 n=$3 w=$4 c=$5
     shift 5
     for k in "$@"; do
@@ -194,7 +195,7 @@ if want knobs; then
       envs=()
       [ "$k" = default ] || IFS=, read -r -a envs <<<"$k"
       echo "$range $k" >"$OUT/knobs-$i.env"
-      env "${envs[@]}" timeout 150 "$PERF" -t "$RANKS" -M cuda allreduce -b $b -e $e -f 2 -n $n -w $w -c $c -q \
+      env "${envs[@]}" timeout 150 "$PERF" -t "$RANKS" -M cuda "${KNOBS_COLL:-allreduce}" -b $b -e $e -f 2 -n $n -w $w -c $c -q \
         -J "$OUT/knobs-$i.json" >"$OUT/knobs-$i.txt" 2>&1 || note "knobs $range $k: FAILED ($(tail -1 "$OUT/knobs-$i.txt"))"
       grep -h "Out of bounds" "$OUT/knobs-$i.txt" | sed "s/^/knobs $range $k: /" >>"$SUMMARY"
     done
@@ -240,9 +241,9 @@ if want plugins; then
       grep -vE "NCCL INFO (cudaDriverVersion|Bootstrap)" | head -40 >>"$P"
   }
   part() { case " ${PLUGIN_PARTS:-socket ofi tuner profiler} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
-  for nt in "1 1" "2 2" "4 4" "8 2"; do
+  for nt in ${SOCKET_SETTINGS:-1x1 2x2 4x4 8x2}; do
     part socket || break
-    set -- $nt
+    set -- ${nt/x/ }
     nv "NCCL built-in socket, NTHREADS=$1 NSOCKS_PERTHREAD=$2" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=$1 NCCL_NSOCKS_PERTHREAD=$2
     nv "Chorus socket plugin, NTHREADS=$1 NSOCKS_PERTHREAD=$2" NCCL_NET_PLUGIN="$BUILD/lib/libnccl-net-socket.so" \
       NCCL_SOCKET_NTHREADS=$1 NCCL_NSOCKS_PERTHREAD=$2
@@ -255,28 +256,20 @@ if want plugins; then
     :
   elif [ -e "$OFI" ]; then
     echo "== Chorus ofi plugin ($OFI): $(ldd "$OFI" | grep -E "libfabric|not found" | tr -s ' \t' ' ')" >>"$P"
-    # on lo, as NCCL's socket runs above (c1 of 2026-11-26 let it take eth0)
-    nv "Chorus ofi plugin, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN=lo
-    # One channel each: the plugin's comms share one endpoint (one TCP connection inside ofi_rxm)
-    # where NCCL's socket opens one per channel; on one channel both have one connection, which
-    # tells the connection count from the per-connection speed.
+    # on lo, as NCCL's socket runs above (c1 of 2026-11-26 let it take eth0); over tcp the plugin
+    # runs a progress thread on each of 4 endpoints by default (tcp progresses only inside CQ reads,
+    # so without them every byte moves on NCCL's one proxy thread)
+    o=(NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN=lo)
+    nv "Chorus ofi plugin, tcp;ofi_rxm on lo (default: progress threads, 4 endpoints)" "${o[@]}"
+    nv "Chorus ofi plugin, CHORUS_OFI_PROGRESS_THREADS=0 (one endpoint, no threads)" "${o[@]}" CHORUS_OFI_PROGRESS_THREADS=0
+    nv "Chorus ofi plugin, CHORUS_OFI_ENDPOINTS=8" "${o[@]}" CHORUS_OFI_ENDPOINTS=8
+    # ofi_rxm sends messages above its SAR limit by rendezvous (a read round trip each); NCCL's are 512 KB
+    nv "Chorus ofi plugin, FI_OFI_RXM_SAR_LIMIT=1048576" "${o[@]}" FI_OFI_RXM_SAR_LIMIT=1048576
+    # One channel each: one connection per direction, which tells the connection count from the
+    # per-connection speed.
     nv "NCCL built-in socket, 1 channel, 1 x 1" NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 \
       NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1
-    nv "Chorus ofi plugin, 1 channel, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" \
-      CHORUS_OFI_DOMAIN=lo NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1
-    # And an endpoint per channel and direction, so the comms stop sharing one connection.
-    nv "Chorus ofi plugin, CHORUS_OFI_ENDPOINTS=4, tcp;ofi_rxm on lo" NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" \
-      CHORUS_OFI_DOMAIN=lo CHORUS_OFI_ENDPOINTS=4
-    # tcp progresses only inside the caller's CQ reads: without threads of its own the plugin moves
-    # every byte on NCCL's one proxy thread, where NCCL's socket has a helper thread per connection.
-    for eps in 1 2 4; do
-      nv "Chorus ofi plugin, CHORUS_OFI_PROGRESS_THREADS=1 CHORUS_OFI_ENDPOINTS=$eps, tcp;ofi_rxm on lo" \
-        NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN=lo CHORUS_OFI_PROGRESS_THREADS=1 \
-        CHORUS_OFI_ENDPOINTS=$eps
-    done
-    nv "Chorus ofi plugin, 1 channel, CHORUS_OFI_PROGRESS_THREADS=1 CHORUS_OFI_ENDPOINTS=2, tcp;ofi_rxm on lo" \
-      NCCL_NET_PLUGIN="$OFI" FI_PROVIDER="tcp;ofi_rxm" CHORUS_OFI_DOMAIN=lo CHORUS_OFI_PROGRESS_THREADS=1 \
-      CHORUS_OFI_ENDPOINTS=2 NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1
+    nv "Chorus ofi plugin, 1 channel" "${o[@]}" NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1
     nv "NCCL built-in socket, default threads and sockets" NCCL_NET=Socket
   else
     echo "== Chorus ofi plugin: not built here (no libfabric headers at configure time; OFI_PLUGIN names a prebuilt one)" >>"$P"

@@ -30,6 +30,7 @@ static int widestTree; /* most lanes of one tree all-reduce (4 per copy of the d
 static long treeWorks, lanedWorks; /* works of the double binary tree; of sends/receives past lane 0 */
 static long splitPlans;            /* rank plans the launcher cuts into several launches */
 static long selfCopyWorks;         /* a rank's send to itself and receive from itself as local copies */
+static long engineWorks;           /* of those, the ones for the copy engine (CHR_WORK_ENGINE) */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -237,7 +238,11 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
     if (checkLaunchCuts(c->name, r, &plans[r], &launches, collLaunch[r])) return 1;
     if (launches > 1) splitPlans++;
     for (int ch = 0, at = 0; ch < CHR_DEV_MAX_CHANNELS; at += plans[r].nP2p[ch], ch++)
-      for (int i = at; i < at + plans[r].nP2p[ch]; i++) selfCopyWorks += plans[r].p2p[i].pattern == CHR_PAT_LOCAL;
+      for (int i = at; i < at + plans[r].nP2p[ch]; i++) {
+        const struct chrWork* wk = &plans[r].p2p[i];
+        selfCopyWorks += wk->pattern == CHR_PAT_LOCAL;
+        engineWorks += wk->pattern == CHR_PAT_LOCAL && (wk->flags & CHR_WORK_ENGINE);
+      }
     /* What the launcher checks: ring works within the group's channels, steps within the slots. */
     for (int i = 0; i < nTasks[r]; i++) {
       const struct chrCollTask* t = &tasks[r][i];
@@ -404,13 +409,21 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: no send to self became a local copy (the cases hold all-to-alls)\n");
     failures++;
   }
+  /* CHORUS_GPU_SELF_COPY_ENGINE=1 (one byte): every copy to itself is one copy-engine work. */
+  const char* engine = getenv("CHORUS_GPU_SELF_COPY_ENGINE");
+  if (engine && atoll(engine) == 1 && (engineWorks == 0 || engineWorks != selfCopyWorks)) {
+    fprintf(stderr, "FAIL: %ld of %ld local copies to self are copy-engine works, expected all\n", engineWorks,
+            selfCopyWorks);
+    failures++;
+  }
   if (splitPlans == 0) {
     fprintf(stderr, "FAIL: no plan needed several launches (the cases mix reductions in one group)\n");
     failures++;
   }
   if (failures == 0)
     printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, widest tree %d lanes, %ld works "
-           "on p2p lanes > 0, %ld local copies to self, %ld rank plans in several launches, %ld collectives checked "
-           "against the default rule)\n", n, count, treeWorks, widestTree, lanedWorks, selfCopyWorks, splitPlans, ruleTasks);
+           "on p2p lanes > 0, %ld local copies to self (%ld on the copy engine), %ld rank plans in several launches, %ld "
+           "collectives checked against the default rule)\n", n, count, treeWorks, widestTree, lanedWorks, selfCopyWorks,
+           engineWorks, splitPlans, ruleTasks);
   return failures ? 1 : 0;
 }
