@@ -9,6 +9,7 @@
  * still gives host-memory devices.
  */
 #include <dlfcn.h>
+#include <sched.h> /* sched_getaffinity, CPU_COUNT (the build defines _GNU_SOURCE) */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -104,11 +105,23 @@ static int cpuMovesData(const struct fi_info* info) {
   return prov != NULL && (strstr(prov, "tcp") != NULL || strstr(prov, "sockets") != NULL || strstr(prov, "udp") != NULL);
 }
 
+/* CPUs this process may run on. */
+static int usableCpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
 /* Progress threads and endpoints of a new device: the settings, or (unset) what its provider suits:
- * over tcp a thread for each of 4 endpoints, which gives NCCL's two channels per peer a connection
- * and a thread per direction (measured inside NCCL on 2 GPUs: docs/perf/gpu-2gpu.md). */
+ * over tcp, on a process with OFI_THREADS_MIN_CPUS CPUs or more, a thread for each of 4 endpoints,
+ * which gives NCCL's two channels per peer a connection and a thread per direction (inside NCCL on
+ * 2 GPUs: 1.7x the bandwidth, docs/perf/gpu-2gpu.md). With fewer CPUs the threads take the cores the
+ * callers need (2 CPUs: an 8-byte ping-pong took 33-40 us instead of 14), so none. */
+#define OFI_THREADS_MIN_CPUS 8
 static void pickThreading(ofiDev* dev) {
-  dev->threads = ofiConf.progressThreads >= 0 ? ofiConf.progressThreads : cpuMovesData(dev->info);
+  dev->threads = ofiConf.progressThreads >= 0 ? ofiConf.progressThreads
+                                              : cpuMovesData(dev->info) && usableCpus() >= OFI_THREADS_MIN_CPUS;
   dev->wantEps = ofiConf.endpoints > 0 ? ofiConf.endpoints : dev->threads ? 4 : 1;
   /* Asked for FI_THREAD_DOMAIN (unless CHORUS_OFI_PROGRESS_THREADS=1 asked for more): this domain is
    * opened thread-safe instead, which the providers chosen here offer. */

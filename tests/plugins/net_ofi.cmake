@@ -41,14 +41,17 @@ endforeach()
 foreach(v 8 9 10 11 12)
   ofi_add_test(v${v} version VERSION ${v})
 endforeach()
-# Over tcp the plugin runs a progress thread on each of 4 endpoints unless told otherwise, so the
-# cases above run threaded. The same cases without threads (one lock per device, the caller's calls
-# progress every endpoint) on one endpoint and on three, and threaded on one endpoint.
+# Over tcp the plugin runs a progress thread on each of 4 endpoints by default where the process has
+# 8 CPUs or more (none on the 2-core CI machines), so the cases above run either way: each also runs
+# with threads and without them, explicitly, on the endpoint counts each mode defaults to and others.
 foreach(case sizes bigrecv inflight grouped badtag overflow fork kill_sender kill_receiver strangers badhandle)
+  ofi_add_test(${case}_thr ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=1")
+  ofi_add_test(${case}_thr_eps1 ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_ENDPOINTS=1")
   ofi_add_test(${case}_nothr ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=0")
   ofi_add_test(${case}_nothr_eps3 ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=0;CHORUS_OFI_ENDPOINTS=3")
-  ofi_add_test(${case}_thr_eps1 ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_ENDPOINTS=1")
 endforeach()
+ofi_add_test(inflight_thr_shortqueue inflight ENV "CHORUS_OFI_PROGRESS_THREADS=1;FI_OFI_RXM_TX_SIZE=4;FI_OFI_RXM_RX_SIZE=4")
+ofi_add_test(flush_thr flush ENV "CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_FORCE_FLUSH=1")
 foreach(case inflight grouped sizes)
   ofi_add_test(${case}_nothr_shortqueue ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=0;FI_OFI_RXM_TX_SIZE=4;FI_OFI_RXM_RX_SIZE=4")
 endforeach()
@@ -73,8 +76,8 @@ if(TARGET chorus-netcheck)
   ofi_netcheck(v8 HAS "name OFI, ABI v8" ARGS --no-perf --abi 8 --scale 1 --time-limit 70)
   ofi_netcheck(forceflush ARGS --no-perf --scale 1 --time-limit 70 -s "CHORUS_OFI_FORCE_FLUSH=1")
   ofi_netcheck(endpoints3 ARGS --no-perf --scale 2 --time-limit 70 -s "CHORUS_OFI_ENDPOINTS=3")
-  ofi_netcheck(nothreads ARGS --no-perf --scale 2 --time-limit 70 -s "CHORUS_OFI_PROGRESS_THREADS=0"
-               -s "CHORUS_OFI_PROGRESS_THREADS=0 CHORUS_OFI_ENDPOINTS=3")
+  ofi_netcheck(threads ARGS --no-perf --scale 2 --time-limit 70 -s "CHORUS_OFI_PROGRESS_THREADS=1"
+               -s "CHORUS_OFI_PROGRESS_THREADS=0")
 endif()
 
 # Collectives through Chorus with NCCL_NET_PLUGIN=ofi, every rank its own (acted-out) host and its own
@@ -105,8 +108,14 @@ set_tests_properties(ranks.ofi.allreduce.n3.hosts.eps3 PROPERTIES TIMEOUT ${CHOR
                      SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
                      ENVIRONMENT "${OFI_RANKS_ENV};NCCL_DEBUG_SUBSYS=INIT,NET;CHORUS_OFI_ENDPOINTS=3;NCCL_MIN_NCHANNELS=2;NCCL_MAX_NCHANNELS=2")
 
-# Without progress threads (the default over tcp has them): the bytes of Chorus's net proxy move
-# inside its own calls, every endpoint under the device's one lock.
+# With progress threads on 3 endpoints (the bytes of Chorus's net proxy move on the plugin's
+# threads), and without them (inside the proxy's own calls, every endpoint under the device's lock).
+add_test(NAME ranks.ofi.allreduce.n3.hosts.thr COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
+         --has "uses net plugin OFI" --has "device lo: 3 endpoints open .*a progress thread each" --lacks "unknown variable"
+         -- $<TARGET_FILE:test_allreduce> 3 --hosts 3 --medium 1M --big 16M --timeout 100)
+set_tests_properties(ranks.ofi.allreduce.n3.hosts.thr PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
+                     SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                     ENVIRONMENT "${OFI_RANKS_ENV};NCCL_DEBUG_SUBSYS=INIT,NET;CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_ENDPOINTS=3;NCCL_MIN_NCHANNELS=2;NCCL_MAX_NCHANNELS=2")
 add_test(NAME ranks.ofi.allreduce.n3.hosts.nothr COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
          --has "uses net plugin OFI" --has "device lo: 1 endpoint open" --lacks "progress thread" --lacks "unknown variable"
          -- $<TARGET_FILE:test_allreduce> 3 --hosts 3 --medium 1M --big 16M --timeout 100)
@@ -120,6 +129,8 @@ set_tests_properties(ranks.ofi.allreduce.n3.hosts.nothr PROPERTIES TIMEOUT ${CHO
 add_test(NAME ranks.ofi.kill.n4.hosts COMMAND ${OFI_IF} $<TARGET_FILE:test_kill> 4 2 --hosts 4 --deadline 30)
 set_tests_properties(ranks.ofi.kill.n4.hosts PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
                      ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60")
-add_test(NAME ranks.ofi.kill.n4.hosts.nothr COMMAND ${OFI_IF} $<TARGET_FILE:test_kill> 4 2 --hosts 4 --deadline 30)
-set_tests_properties(ranks.ofi.kill.n4.hosts.nothr PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
-                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60;CHORUS_OFI_PROGRESS_THREADS=0")
+foreach(thr 0 1)
+  add_test(NAME ranks.ofi.kill.n4.hosts.thr${thr} COMMAND ${OFI_IF} $<TARGET_FILE:test_kill> 4 2 --hosts 4 --deadline 30)
+  set_tests_properties(ranks.ofi.kill.n4.hosts.thr${thr} PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                       ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60;CHORUS_OFI_PROGRESS_THREADS=${thr}")
+endforeach()
