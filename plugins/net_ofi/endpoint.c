@@ -358,39 +358,23 @@ void ofiProgress(ofiEp* e) {
   for (int i = 0; i < d->nEps; i++) progressEp(&d->eps[i]);
 }
 
-/* Wait on the endpoint's condition until woken (a request issued) or `ns` have passed (lock held). */
-static void sleepFor(ofiEp* e, int64_t ns) {
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_nsec += ns;
-  while (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
-  pthread_cond_timedwait(&e->wake, e->lock, &until);
-}
-
-#define OFI_IDLE_NS 1000000LL   /* nothing busy: a look every millisecond (handshakes, probes) */
-#define OFI_QUIET_NS 200000LL   /* busy but nothing completed for this long: look this often */
-
 /* The progress thread of an endpoint: reads its completion queue (where a provider with manual
- * progress moves the bytes) while the core has requests on it, yielding the CPU when a round
- * finished nothing and letting a waiting entry point take the lock between rounds. When nothing is
- * busy it sleeps, waking every millisecond for the provider's connection handshakes and the peers'
- * probes; when requests wait but nothing has completed for OFI_QUIET_NS (a peer that is slow to
- * send) it looks only every OFI_QUIET_NS, since the core's own test() calls progress the endpoint
- * too: the thread adds copying threads while data flows, not a spinning core while none does. */
+ * progress moves the bytes) while the core has requests on it; sleeps otherwise, waking every
+ * millisecond for the provider's connection handshakes and the peers' probes. Between rounds it lets
+ * a waiting entry point take the lock, and yields the CPU when a round finished nothing. */
 static void* progressMain(void* arg) {
   ofiEp* e = arg;
-  int64_t lastDone = ofiNowNs();
   pthread_mutex_lock(e->lock);
   while (!e->stop) {
     if (e->busy == 0 && e->pendingComms == NULL) {
-      sleepFor(e, OFI_IDLE_NS);
-      lastDone = ofiNowNs();
-    } else if (ofiNowNs() - lastDone > OFI_QUIET_NS) {
-      sleepFor(e, OFI_QUIET_NS);
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += 1000000;
+      if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+      pthread_cond_timedwait(&e->wake, e->lock, &until);
+      if (e->stop) break;
     }
-    if (e->stop) break;
     const int n = progressEp(e);
-    if (n > 0) lastDone = ofiNowNs();
     pthread_mutex_unlock(e->lock);
     if (n == 0 || __atomic_load_n(&e->waiters, __ATOMIC_RELAXED) > 0) sched_yield();
     pthread_mutex_lock(e->lock);
