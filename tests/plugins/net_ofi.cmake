@@ -100,28 +100,25 @@ foreach(n 2 3 4)
                        SKIP_RETURN_CODE ${CHORUS_SKIP_CODE} ENVIRONMENT "${OFI_RANKS_ENV}")
 endforeach()
 
-# The same through three endpoints per device, two channels (more connections than endpoints).
-add_test(NAME ranks.ofi.allreduce.n3.hosts.eps3 COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
-         --has "uses net plugin OFI" --has "device lo: 3 endpoints open" --lacks "unknown variable"
-         -- $<TARGET_FILE:test_allreduce> 3 --hosts 3 --medium 1M --big 16M --timeout 100)
-set_tests_properties(ranks.ofi.allreduce.n3.hosts.eps3 PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
-                     SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
-                     ENVIRONMENT "${OFI_RANKS_ENV};NCCL_DEBUG_SUBSYS=INIT,NET;CHORUS_OFI_ENDPOINTS=3;NCCL_MIN_NCHANNELS=2;NCCL_MAX_NCHANNELS=2")
-
-# With progress threads on 3 endpoints (the bytes of Chorus's net proxy move on the plugin's
-# threads), and without them (inside the proxy's own calls, every endpoint under the device's lock).
-add_test(NAME ranks.ofi.allreduce.n3.hosts.thr COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
-         --has "uses net plugin OFI" --has "device lo: 3 endpoints open .*a progress thread each" --lacks "unknown variable"
-         -- $<TARGET_FILE:test_allreduce> 3 --hosts 3 --medium 1M --big 16M --timeout 100)
-set_tests_properties(ranks.ofi.allreduce.n3.hosts.thr PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
-                     SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
-                     ENVIRONMENT "${OFI_RANKS_ENV};NCCL_DEBUG_SUBSYS=INIT,NET;CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_ENDPOINTS=3;NCCL_MIN_NCHANNELS=2;NCCL_MAX_NCHANNELS=2")
-add_test(NAME ranks.ofi.allreduce.n3.hosts.nothr COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
-         --has "uses net plugin OFI" --has "device lo: 1 endpoint open" --lacks "progress thread" --lacks "unknown variable"
-         -- $<TARGET_FILE:test_allreduce> 3 --hosts 3 --medium 1M --big 16M --timeout 100)
-set_tests_properties(ranks.ofi.allreduce.n3.hosts.nothr PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
-                     SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
-                     ENVIRONMENT "${OFI_RANKS_ENV};NCCL_DEBUG_SUBSYS=INIT,NET;CHORUS_OFI_PROGRESS_THREADS=0;NCCL_MIN_NCHANNELS=2;NCCL_MAX_NCHANNELS=2")
+# A 3-rank all-reduce on two channels through one endpoint setting (ENV): the log must show the
+# endpoints (and threads) asked for (EXPECT: "--has"/"--lacks" pairs).
+function(ofi_allreduce_variant name)
+  cmake_parse_arguments(V "" "" "ENV;EXPECT" ${ARGN})
+  add_test(NAME ranks.ofi.allreduce.n3.hosts.${name} COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT}
+           --has "uses net plugin OFI" ${V_EXPECT} --lacks "unknown variable"
+           -- $<TARGET_FILE:test_allreduce> 3 --hosts 3 --medium 1M --big 16M --timeout 100)
+  set_tests_properties(ranks.ofi.allreduce.n3.hosts.${name} PROPERTIES TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2
+                       SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                       ENVIRONMENT "${OFI_RANKS_ENV};NCCL_DEBUG_SUBSYS=INIT,NET;${V_ENV};NCCL_MIN_NCHANNELS=2;NCCL_MAX_NCHANNELS=2")
+endfunction()
+# Three endpoints per device (more connections than endpoints); progress threads on 3 endpoints (the
+# bytes of Chorus's net proxy move on the plugin's threads); none (inside the proxy's own calls,
+# every endpoint under the device's lock).
+ofi_allreduce_variant(eps3 ENV CHORUS_OFI_ENDPOINTS=3 EXPECT --has "device lo: 3 endpoints open")
+ofi_allreduce_variant(thr ENV CHORUS_OFI_PROGRESS_THREADS=1 CHORUS_OFI_ENDPOINTS=3
+                      EXPECT --has "device lo: 3 endpoints open .*a progress thread each")
+ofi_allreduce_variant(nothr ENV CHORUS_OFI_PROGRESS_THREADS=0
+                      EXPECT --has "device lo: 1 endpoint open" --lacks "progress thread")
 
 # A rank SIGKILLs itself mid all-reduce (tests/ranks/test_kill.c): every survivor gets an error and
 # aborts. CHORUS_TIMEOUT is far above the plugin's probe (1 s + 5 s), so the errors come from the
