@@ -5,7 +5,11 @@
  *     copy kernel with 16-byte loads and stores over every SM, bytes copied per second (the memory
  *     moves twice that: each byte is read and written);
  *   - the launch floor: an empty kernel launched back to back on one stream (time per launch), and
- *     one launch followed by cudaStreamSynchronize (the round trip a blocking caller sees).
+ *     one launch followed by cudaStreamSynchronize (the round trip a blocking caller sees);
+ *   - what a launch's shape costs: the empty kernel on 64 CTAs of 512 threads (a 64-channel
+ *     collective's grid), and kernels with 4 KiB, 16 KiB and 32760-byte parameter blocks (the
+ *     device library's argument block holds up to 32760): host time per launch call, and time
+ *     per launch back to back.
  * Prints one "key value unit" line per figure, so scripts can read them.
  *
  *   chorus-gpu-ceiling [--bytes 1G] [--reps 20] [--device 0]
@@ -26,6 +30,16 @@
   } while (0)
 
 __global__ void emptyKernel(void) {}
+
+/* Kernels whose parameter block is N bytes (CUDA 12.1+ takes up to 32764): what a launch's
+ * argument size costs the host and the GPU (the block is part of the signature, so every launch
+ * carries it whatever the body reads). */
+template <int N>
+struct ParamBlock {
+  unsigned char b[N];
+};
+template <int N>
+__global__ void paramKernel(const __grid_constant__ ParamBlock<N> p) {}
 
 /* Grid-stride copy of n16 16-byte packs, four in flight per thread. */
 __global__ void copyKernel(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n16) {
@@ -75,6 +89,22 @@ static double bestCopy(cudaStream_t st, void* dst, const void* src, size_t bytes
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   return (double)bytes / (best * 1e-3) / 1e9;
+}
+
+/* N-byte parameter blocks, `launches` back to back on 64 CTAs: host time per call, time per launch. */
+template <int N>
+static void launchParams(cudaStream_t st, int launches) {
+  static ParamBlock<N> block; /* static: 32 KiB is too much for some callers' stacks */
+  memset(&block, 0, sizeof(block));
+  paramKernel<N><<<64, 512, 0, st>>>(block);
+  CEIL_CHECK(cudaStreamSynchronize(st));
+  const double t0 = nowSec();
+  for (int i = 0; i < launches; i++) paramKernel<N><<<64, 512, 0, st>>>(block);
+  const double t1 = nowSec();
+  CEIL_CHECK(cudaStreamSynchronize(st));
+  const double t2 = nowSec();
+  printf("launch_params_%d_host %.2f us\n", N, (t1 - t0) / launches * 1e6);
+  printf("launch_params_%d_back_to_back %.2f us\n", N, (t2 - t0) / launches * 1e6);
 }
 
 int main(int argc, char** argv) {
@@ -129,6 +159,14 @@ int main(int argc, char** argv) {
     if (dt < best) best = dt;
   }
   printf("launch_sync_round_trip %.2f us\n", best * 1e6);
+
+  t0 = nowSec();
+  for (int i = 0; i < launches; i++) emptyKernel<<<64, 512, 0, st>>>();
+  CEIL_CHECK(cudaStreamSynchronize(st));
+  printf("launch_back_to_back_64x512 %.2f us\n", (nowSec() - t0) / launches * 1e6);
+  launchParams<4096>(st, launches);
+  launchParams<16384>(st, launches);
+  launchParams<32760>(st, launches);
   cudaFree(src);
   cudaFree(dst);
   cudaStreamDestroy(st);
