@@ -27,7 +27,7 @@ function(ofi_add_test name case)
   set_tests_properties(plugins.net_ofi.${name} PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
                        ENVIRONMENT "${OFI_ENV};${T_ENV}")
 endfunction()
-foreach(case sizes bigrecv fork inflight grouped badtag overflow kill_sender kill_receiver strangers badhandle)
+foreach(case sizes bigrecv fork inflight threads grouped badtag overflow kill_sender kill_receiver strangers badhandle)
   ofi_add_test(${case} ${case})
 endforeach()
 ofi_add_test(flush flush ENV "CHORUS_OFI_FORCE_FLUSH=1")
@@ -44,7 +44,7 @@ endforeach()
 # Over tcp the plugin runs a progress thread on each of 4 endpoints by default where the process has
 # 8 CPUs or more (none on the 2-core CI machines), so the cases above run either way: each also runs
 # with threads and without them, explicitly, on the endpoint counts each mode defaults to and others.
-foreach(case sizes bigrecv inflight grouped badtag overflow fork kill_sender kill_receiver strangers badhandle)
+foreach(case sizes bigrecv inflight threads grouped badtag overflow fork kill_sender kill_receiver strangers badhandle)
   ofi_add_test(${case}_thr ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=1")
   ofi_add_test(${case}_thr_eps1 ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_ENDPOINTS=1")
   ofi_add_test(${case}_nothr ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=0")

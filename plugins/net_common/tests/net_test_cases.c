@@ -81,6 +81,41 @@ void caseSizes(size_t extra, const size_t* sizes, int n, ntAfterRecv after) {
   OK(xClose(NT_CLOSE_RECV, rc));
 }
 
+static void* recvSeriesThread(void* arg) {
+  xferArg* a = arg;
+  recvSeries(a->comm, a->sizes, a->n, a->seed, 0, NULL);
+  return NULL;
+}
+
+/* Several connections of one process, each end driven by a thread of its own, all at once (NCCL
+ * runs a proxy thread per communicator, so calls on different comms of one device come from
+ * different threads): every byte checked. */
+void caseThreads(void) {
+  enum { PAIRS = 4 };
+  static const size_t sizes[] = {0, 1, 7, 4093, 16385, 65537, 1 << 20, 3 << 20, 8 << 20, 12345};
+  const int n = (int)(sizeof(sizes) / sizeof(sizes[0]));
+  void *sc[PAIRS], *rc[PAIRS];
+  for (int p = 0; p < PAIRS; p++) connectPair(&sc[p], &rc[p]);
+  xferArg send[PAIRS], recv[PAIRS];
+  pthread_t ts[PAIRS], tr[PAIRS];
+  for (int p = 0; p < PAIRS; p++) {
+    send[p] = (xferArg){sc[p], sizes, n, 1000u * (uint64_t)(p + 1)};
+    recv[p] = send[p];
+    recv[p].comm = rc[p];
+    if (pthread_create(&tr[p], NULL, recvSeriesThread, &recv[p]) != 0 ||
+        pthread_create(&ts[p], NULL, sendSeries, &send[p]) != 0)
+      FAIL("pthread_create");
+  }
+  for (int p = 0; p < PAIRS; p++) {
+    pthread_join(ts[p], NULL);
+    pthread_join(tr[p], NULL);
+  }
+  for (int p = 0; p < PAIRS; p++) {
+    OK(xClose(NT_CLOSE_SEND, sc[p]));
+    OK(xClose(NT_CLOSE_RECV, rc[p]));
+  }
+}
+
 /* Two processes: the parent listens and receives, the child connects and sends (a plugin with
  * per-process state must give the child its own). */
 void caseFork(void) {
@@ -389,6 +424,7 @@ int ntRunSharedCase(const char* c) {
   else if (strcmp(c, "bigrecv") == 0) caseSizes(12345, kSizes, NSIZES, NULL);
   else if (strcmp(c, "fork") == 0) caseFork();
   else if (strcmp(c, "inflight") == 0) caseInflight();
+  else if (strcmp(c, "threads") == 0) caseThreads();
   else if (strcmp(c, "version") == 0) { /* what every version's table must carry: small and medium sizes */
     static const size_t vs[] = {0, 1, 7, 4093, 1 << 20, 5 << 20};
     caseSizes(0, vs, 6, NULL);

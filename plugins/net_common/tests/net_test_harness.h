@@ -136,6 +136,8 @@ extern const int NSIZES;
 void caseSizes(size_t extra, const size_t* sizes, int n, ntAfterRecv after);
 void caseFork(void);
 void caseInflight(void);
+/* Four connections at once, each end on a thread of its own, every byte checked. */
+void caseThreads(void);
 /* Grouped receives of groupN[g] buffers each (at most 8): every send lands in the buffer posted with
  * its tag, whatever the order of the sends; test() reports one size per buffer. */
 void caseGroupedRecv(const int* groupN, int ng);
