@@ -48,7 +48,7 @@ struct chrDevRank {
   size_t metaBytes, offChannels, offP2p, offOrder;
   struct chrDevComm* comm;        /* device address of the chrDevComm in meta */
   cudaStream_t copies;            /* private: initial and connect copies, never ordered with user streams */
-  /* Copy-engine copies of a launch (CHR_WORK_ENGINE works): on `side`, forked from the launch's stream
+  /* Engine copies of a launch (CHR_WORK_ENGINE works, cudaMemcpyAsync): on `side`, forked from the launch's stream
    * before its kernels (fork) and joined back after them (join), so they run beside the kernels. */
   cudaStream_t side;
   cudaEvent_t fork, join;
@@ -63,7 +63,7 @@ struct chrDevRank {
   signed char* p2pOwner;
   struct chrWork* sorted;
   int sortedCap;
-  struct chrWork* engine;         /* the plan's copy-engine works (grown like sorted) */
+  struct chrWork* engine;         /* the plan's engine works (grown like sorted) */
   int engineCap;
 };
 

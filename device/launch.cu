@@ -12,8 +12,8 @@
  * kernels that are resident at the same time. Moving them behind the collectives of their group is
  * allowed: the operations of one group are unordered, as with NCCL.
  *
- * Copy-engine works (CHR_WORK_ENGINE: a rank's large copy to itself) leave the kernels: they run as
- * cudaMemcpyAsync on the rank's side stream, forked from the launch's stream before its kernels and
+ * Engine works (CHR_WORK_ENGINE: a rank's large copy to itself) leave the kernels: they run as
+ * cudaMemcpyAsync (the driver's device-to-device copy) on the rank's side stream, forked from the launch's stream before its kernels and
  * joined back after them, so the copy and the kernels run at the same time (graph capture records
  * the fork and join as its own dependencies).
  *
@@ -159,7 +159,7 @@ static int reserve(struct chrWork** array, int* cap, int count) {
 
 /* A copy of the plan's kernel works with, per channel, its collective works first and its
  * point-to-point works after them, each in their order, from base[c] on; collEnd[c] is where channel
- * c's point-to-point works start and end[c] becomes where its works end. The copy-engine works go to
+ * c's point-to-point works start and end[c] becomes where its works end. The engine works go to
  * rk->engine instead (*nEngine of them). NULL when out of memory. */
 static struct chrWork* sortForKernels(struct chrDevRank* rk, const struct chrWork* works, const int* base, int* end,
                                       int nChannels, int total, int* collEnd, int* nEngine) {
@@ -179,7 +179,7 @@ static struct chrWork* sortForKernels(struct chrDevRank* rk, const struct chrWor
   return sorted;
 }
 
-/* The copy-engine works on the rank's side stream, after what the launch's stream holds so far. */
+/* The engine works on the rank's side stream, after what the launch's stream holds so far. */
 static ncclResult_t forkEngineCopies(struct chrDevRank* rk, int nEngine, cudaStream_t stream) {
   ncclResult_t res = ncclSuccess;
   CHR_DEV_CUDA_GOTO(cudaEventRecord(rk->fork, stream), res, fail);

@@ -63,7 +63,7 @@ struct chrWorkLink {
 
 /* Work flags. */
 #define CHR_WORK_SCALAR_PTR 0x1 /* opArg is the address of the PreMulSum scalar (device-resident) */
-#define CHR_WORK_ENGINE 0x2     /* a local copy the device launcher runs as a copy-engine memcpy beside the kernel */
+#define CHR_WORK_ENGINE 0x2     /* a local copy the device launcher runs as cudaMemcpyAsync beside the kernel */
 
 struct chrWork {
   uint8_t pattern;     /* enum chrPattern */

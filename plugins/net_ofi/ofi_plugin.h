@@ -2,8 +2,8 @@
  * ofi_plugin.h: private state of the libfabric net plugin (libnccl-net-ofi.so).
  *
  * Every device is one libfabric domain of a provider with reliable datagram endpoints (FI_EP_RDM) and
- * tagged messages (FI_TAGGED). Each device gets CHORUS_OFI_ENDPOINTS endpoints per process (default
- * one), opened at its first listen or connect, each with its own completion queue, sharing the address
+ * tagged messages (FI_TAGGED). Each device gets CHORUS_OFI_ENDPOINTS endpoints per process (default:
+ * 4 with progress threads, else 1; init.c pickThreading), opened at its first listen or connect, each with its own completion queue, sharing the address
  * vector; a connection uses one of them at each end (taken in turn), and the 64-bit tag tells
  * connections and messages apart (README.md gives the layout). Over connection-oriented providers
  * (tcp;ofi_rxm) the connections of two endpoints share one transport connection, so more endpoints
@@ -12,7 +12,8 @@
  * Locks. An endpoint's lock guards it, its completion queue and the state of every comm and request
  * on it, so any thread may call any entry point. Without progress threads every endpoint of a device
  * uses the device's lock (the provider is asked for FI_THREAD_DOMAIN: one call at a time per domain)
- * and a progress call drives them all. With CHORUS_OFI_PROGRESS_THREADS each endpoint has a lock and
+ * and a progress call drives them all. With progress threads (CHORUS_OFI_PROGRESS_THREADS; by
+ * default over tcp, sockets and udp where the process has 8 CPUs or more) each endpoint has a lock and
  * a thread of its own that reads its completion queue, which is where providers with manual progress
  * (tcp) move the bytes, so endpoints move data in parallel (the provider is then asked for
  * FI_THREAD_SAFE). The registration cache has a lock of its own, taken inside ofiMrGet/ofiMrPut.
