@@ -20,13 +20,14 @@
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
 #            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run)
-#   knobs    Chorus alone, KNOBS_COLL (all-reduce) in one process (-t RANKS): KNOBS_MID_SIZES (64K 64M) checked
-#            for each setting of KNOBS_MID, 32 MB .. KNOBS_BIG_MAX (1G) timed for each of KNOBS_BIG (a setting: "default"
-#            or NAME=VALUE,NAME=VALUE for the environment; defaults: the planner parameters
-#            CHORUS_GPU_* one at a time around their defaults): knobs.md, time per size and setting
+#   knobs    Chorus alone, each of KNOBS_COLL (all-reduce) in one process (-t RANKS): KNOBS_MID_SIZES (64K 64M)
+#            checked for each setting of KNOBS_MID, 32 MB .. KNOBS_BIG_MAX (1G) timed for each of KNOBS_BIG (a
+#            setting: "default" or NAME=VALUE,NAME=VALUE for the environment; defaults: the planner parameters
+#            CHORUS_GPU_* one at a time around their defaults; KNOBS_MID_<coll> / KNOBS_BIG_<coll> replace
+#            them for one collective): knobs.md, time per size and setting
 #   onegpu   the one-GPU table's rows on GPU 0 alone (CUDA_VISIBLE_DEVICES=0, 2 ranks on it, as
 #            run_on_device.sh's perf step): chorus-gpu-ceiling, then chorus-perf -t 2 for ONEGPU_COLLS
-#            (default reducescatter) from ONEGPU_MIN (2G) to ONEGPU_MAX (8G), timed only:
+#            (default reducescatter; empty: the ceiling alone) from ONEGPU_MIN (2G) to ONEGPU_MAX (8G), timed only:
 #            onegpu-ceiling.txt and perf-<coll>-big.json for tools/bench/gpu_table.py
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
@@ -170,7 +171,7 @@ section "one-GPU rows (GPU 0)"
 if want onegpu; then
   CUDA_VISIBLE_DEVICES=0 timeout 60 "$BUILD/bin/chorus-gpu-ceiling" >"$OUT/onegpu-ceiling.txt" 2>&1 ||
     note "onegpu: chorus-gpu-ceiling FAILED"
-  for coll in ${ONEGPU_COLLS:-reducescatter}; do
+  for coll in ${ONEGPU_COLLS-reducescatter}; do
     CUDA_VISIBLE_DEVICES=0 timeout 240 "$PERF" -t 2 -M cuda "$coll" -b "${ONEGPU_MIN:-2G}" -e "${ONEGPU_MAX:-8G}" -f 2 \
       -n 3 -w 1 -c 0 -q -J "$OUT/perf-$coll-big.json" >"$OUT/perf-$coll-big.txt" 2>&1 ||
       note "onegpu $coll: FAILED ($(tail -1 "$OUT/perf-$coll-big.txt"))"
@@ -186,18 +187,22 @@ if want knobs; then
   KNOBS_MID=${KNOBS_MID-"default ${G}MAX_CHANNELS=32 ${G}RING_LOOPS=2"}
   KNOBS_BIG=${KNOBS_BIG-"default ${G}MAX_CHANNELS=32 ${G}BUFFSIZE=1048576"}
   i=0
-  for range in mid big; do
-    if [ $range = mid ]; then set -- ${KNOBS_MID_SIZES:-64K 64M} 20 3 1 $KNOBS_MID; else set -- 32M "${KNOBS_BIG_MAX:-1G}" 10 2 0 $KNOBS_BIG; fi
-    b=$1 e=$2 n=$3 w=$4 c=$5
-    shift 5
-    for k in "$@"; do
-      i=$((i + 1))
-      envs=()
-      [ "$k" = default ] || IFS=, read -r -a envs <<<"$k"
-      echo "$range $k" >"$OUT/knobs-$i.env"
-      env "${envs[@]}" timeout 150 "$PERF" -t "$RANKS" -M cuda "${KNOBS_COLL:-allreduce}" -b $b -e $e -f 2 -n $n -w $w -c $c -q \
-        -J "$OUT/knobs-$i.json" >"$OUT/knobs-$i.txt" 2>&1 || note "knobs $range $k: FAILED ($(tail -1 "$OUT/knobs-$i.txt"))"
-      grep -h "Out of bounds" "$OUT/knobs-$i.txt" | sed "s/^/knobs $range $k: /" >>"$SUMMARY"
+  for coll in ${KNOBS_COLL:-allreduce}; do
+    for range in mid big; do
+      over=KNOBS_${range^^}_$coll
+      if [ $range = mid ]; then set -- ${KNOBS_MID_SIZES:-64K 64M} 20 3 1 ${!over-$KNOBS_MID}
+      else set -- 32M "${KNOBS_BIG_MAX:-1G}" 10 2 0 ${!over-$KNOBS_BIG}; fi
+      b=$1 e=$2 n=$3 w=$4 c=$5
+      shift 5
+      for k in "$@"; do
+        i=$((i + 1))
+        envs=()
+        [ "$k" = default ] || IFS=, read -r -a envs <<<"$k"
+        echo "$coll $range $k" >"$OUT/knobs-$i.env"
+        env "${envs[@]}" timeout 150 "$PERF" -t "$RANKS" -M cuda "$coll" -b $b -e $e -f 2 -n $n -w $w -c $c -q \
+          -J "$OUT/knobs-$i.json" >"$OUT/knobs-$i.txt" 2>&1 || note "knobs $coll $range $k: FAILED ($(tail -1 "$OUT/knobs-$i.txt"))"
+        grep -h "Out of bounds" "$OUT/knobs-$i.txt" | sed "s/^/knobs $coll $range $k: /" >>"$SUMMARY"
+      done
     done
   done
   python3 - "$OUT" >"$OUT/knobs.md" <<'EOF2'
@@ -207,14 +212,14 @@ paths = glob.glob(os.path.join(sys.argv[1], "knobs-*.json"))
 for path in sorted(paths, key=lambda p: int(re.findall(r"(\d+)\.json$", p)[0])):
     try:
         d = json.load(open(path))
-        rng, name = open(path[:-len(".json")] + ".env").read().split(None, 1)
+        coll, rng, name = open(path[:-len(".json")] + ".env").read().split(None, 2)
     except (OSError, ValueError):
         continue
-    tables.setdefault(rng, {})[name.strip().replace("CHORUS_GPU_", "")] = {
+    tables.setdefault((coll, rng), {})[name.strip().replace("CHORUS_GPU_", "")] = {
         r["size"]: r["out_of_place"]["time"] for r in d["results"]}
-for rng, runs in tables.items():
+for (coll, rng), runs in tables.items():
     names = list(runs)
-    print(f"all-reduce time (µs, out of place), {rng} sizes, per planner setting\n")
+    print(f"{coll} time (µs, out of place), {rng} sizes, per planner setting\n")
     print("| size | " + " | ".join(names) + " |")
     print("|---:|" + "---:|" * len(names))
     for size in sorted({s for v in runs.values() for s in v}):
