@@ -15,9 +15,12 @@
 /* Packs in flight per thread: 8 keeps enough bytes in flight per CTA to approach the memory system
  * (4 reached ~19 GB/s per CTA on an H100); the 1-byte float8 types, whose arithmetic converts
  * through float, use 4 so that they do not spill. */
+#ifndef CHR_DEV_UNROLL_PACKS
+#define CHR_DEV_UNROLL_PACKS 8
+#endif
 template <class S>
 struct chrDevUnroll {
-  static const int N = sizeof(S) == 1 ? 4 : 8;
+  static const int N = sizeof(S) == 1 ? 4 : CHR_DEV_UNROLL_PACKS;
 };
 
 template <class R>

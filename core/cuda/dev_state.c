@@ -48,7 +48,7 @@ static struct chrDevShared* findShared(uint64_t commHash, int nRanks) {
 }
 
 /* Ring channels: every CTA of the ranks that share a GPU inside one process must be resident at
- * once (they wait for each other inside their kernels): with one 512-thread CTA per channel, which
+ * once (they wait for each other inside their kernels): with one 1024-thread CTA per channel, which
  * takes a whole SM's registers, the ranks on one GPU times the channels stay within HALF its SM
  * count, so that the user's own kernels running beside a collective cannot keep one of its CTAs
  * out (2 ranks on an H100: 33, capped at CHORUS_GPU_MAX_CHANNELS). Ranks of other processes are
@@ -101,7 +101,10 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
     return;
   }
   /* NCCL_BUFFSIZE set by the user sizes the rings' slots as it does NCCL's; otherwise the GPU's own
-   * default. Point-to-point lanes keep a quarter of NCCL_BUFFSIZE's step either way. */
+   * default. Point-to-point lanes keep half of NCCL_BUFFSIZE's step either way (256 KiB by default:
+   * each step ends in a system-scope fence that waits for the step's stores to land over NVLink, and
+   * against 128 KiB slots 256 KiB moved 0.5-4 GB sends 4-6% faster on 2 H100s, docs/perf/gpu-2gpu.md,
+   * run e2; 512 KiB made 32 MB ones slower). */
   const int64_t ncclBuff = chrParamInt(CHR_P_BUFFSIZE);
   const int userSet = strcmp(chrParamSource(CHR_P_BUFFSIZE), "default") != 0;
   const size_t ringStep = slotBytes(userSet ? ncclBuff : chrParamInt(CHR_P_GPU_BUFFSIZE));
@@ -109,7 +112,7 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   shape->llLines = DEV_LL_LINES;
   shape->nChannels = defaultChannels(comm);
   shape->p2pLanes = p2pLanes(comm->nRanks, shape->nChannels);
-  const size_t p2pStep = slotBytes(ncclBuff) / 4;
+  const size_t p2pStep = slotBytes(ncclBuff) / 2;
   shape->p2pStepBytes = p2pStep < 4096 ? 4096 : p2pStep & ~(size_t)4095;
 }
 

@@ -38,6 +38,9 @@ section "configure ($BUILD)"
 MODE=full
 CONF=(-S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_COMPILER="$NVCC"
       -DCMAKE_CUDA_ARCHITECTURES=90 -DCHORUS_CUDA_ARCH=90)
+# CUDA_DEFINES: extra -D flags for the CUDA sources only (kernel variants for an experiment, e.g.
+# "-DCHR_DEV_UNROLL_PACKS=16"); the build folder and summary say which.
+[ -n "${CUDA_DEFINES:-}" ] && CONF+=("-DCMAKE_CUDA_FLAGS=$CUDA_DEFINES")
 if ! timeout 300 cmake "${CONF[@]}" >"$OUT/configure.log" 2>&1; then
   echo "full configure failed (tail below); configuring the device side alone"
   tail -5 "$OUT/configure.log"
@@ -49,7 +52,7 @@ if ! timeout 300 cmake "${CONF[@]}" >"$OUT/configure.log" 2>&1; then
     exit 1
   fi
 fi
-note "configure: $MODE build in $BUILD"
+note "configure: $MODE build in $BUILD${CUDA_DEFINES:+ (CUDA flags: $CUDA_DEFINES)}"
 [ "$MODE" = full ] || note "gpu.nccl.*: NOT BUILT (the public-API tests need the full build; see configure.log)"
 
 section "build (-j$JOBS)"

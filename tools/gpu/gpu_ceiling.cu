@@ -9,7 +9,10 @@
  *   - what a launch's shape costs: the empty kernel on 64 CTAs of 512 threads (a 64-channel
  *     collective's grid), and kernels with 4 KiB, 16 KiB and 32760-byte parameter blocks (the
  *     device library's argument block holds up to 32760): host time per launch call, and time
- *     per launch back to back.
+ *     per launch back to back;
+ *   - what the calls around a launch cost the host (a collective's launch path makes some of them
+ *     every time): cudaEventRecord, cudaEventQuery, cudaStreamIsCapturing, cudaGetDevice with two
+ *     cudaSetDevice, each per call, and an empty launch followed by an event record, back to back.
  * Prints one "key value unit" line per figure, so scripts can read them.
  *
  *   chorus-gpu-ceiling [--bytes 1G] [--reps 20] [--device 0]
@@ -107,6 +110,43 @@ static void launchParams(cudaStream_t st, int launches) {
   printf("launch_params_%d_back_to_back %.2f us\n", N, (t2 - t0) / launches * 1e6);
 }
 
+/* Host time per call of `call`, `n` calls in a row. */
+#define CEIL_HOST_US(n, call)                                   \
+  ([&]() {                                                      \
+    const double a_ = nowSec();                                 \
+    for (int i_ = 0; i_ < (n); i_++) CEIL_CHECK(call);          \
+    return (nowSec() - a_) / (n) * 1e6;                         \
+  }())
+
+/* The runtime calls around a launch, per call on the host. */
+static void launchPathCalls(cudaStream_t st, int dev, int launches) {
+  cudaEvent_t ev;
+  CEIL_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  printf("event_record_host %.2f us\n", CEIL_HOST_US(launches, cudaEventRecord(ev, st)));
+  CEIL_CHECK(cudaStreamSynchronize(st));
+  printf("event_query_host %.2f us\n", CEIL_HOST_US(launches, cudaEventQuery(ev)));
+  cudaStreamCaptureStatus cap;
+  printf("stream_is_capturing_host %.2f us\n", CEIL_HOST_US(launches, cudaStreamIsCapturing(st, &cap)));
+  int cur = 0;
+  const double a = nowSec();
+  for (int i = 0; i < launches; i++) {
+    CEIL_CHECK(cudaGetDevice(&cur));
+    CEIL_CHECK(cudaSetDevice(dev));
+    CEIL_CHECK(cudaSetDevice(cur));
+  }
+  printf("get_set_set_device_host %.2f us\n", (nowSec() - a) / launches * 1e6);
+  const double t0 = nowSec();
+  for (int i = 0; i < launches; i++) {
+    emptyKernel<<<64, 512, 0, st>>>();
+    CEIL_CHECK(cudaEventRecord(ev, st));
+  }
+  const double t1 = nowSec();
+  CEIL_CHECK(cudaStreamSynchronize(st));
+  printf("launch_and_event_host %.2f us\n", (t1 - t0) / launches * 1e6);
+  printf("launch_and_event_back_to_back %.2f us\n", (nowSec() - t0) / launches * 1e6);
+  CEIL_CHECK(cudaEventDestroy(ev));
+}
+
 int main(int argc, char** argv) {
   size_t bytes = 1ull << 30;
   int reps = 20, dev = 0;
@@ -167,6 +207,7 @@ int main(int argc, char** argv) {
   launchParams<4096>(st, launches);
   launchParams<16384>(st, launches);
   launchParams<32760>(st, launches);
+  launchPathCalls(st, dev, launches);
   cudaFree(src);
   cudaFree(dst);
   cudaStreamDestroy(st);
