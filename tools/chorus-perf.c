@@ -188,9 +188,9 @@ static int printPreamble(perfRank* pr) {
     if (o->stepFactor > 1) snprintf(step, sizeof(step), "%g(factor)", o->stepFactor);
     else snprintf(step, sizeof(step), "%zu(bytes)", o->stepBytes);
     printf("# nranks %d nhosts %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d agg iters: %d "
-           "validation: %d average: %d blocking: %d memory: %s\n",
+           "validation: %d average: %d blocking: %d memory: %s cudagraph: %d\n",
            pr->nranks, o->nhosts, o->minBytes, o->maxBytes, step, o->warmup, o->iters, o->agg, o->check,
-           o->average, o->blocking, o->mem == PERF_MEM_CUDA ? "cuda" : "host");
+           o->average, o->blocking, o->mem == PERF_MEM_CUDA ? "cuda" : "host", o->graphLaunches);
     printf("#\n# Using ranks\n");
     for (int r = 0; r < pr->nranks; r++) {
       char* s = slots + (size_t)r * SLOT;
@@ -202,6 +202,99 @@ static int printPreamble(perfRank* pr) {
   free(slots);
   return 0;
 }
+
+#ifdef CHORUS_PERF_CUDA
+static int reportCuda(perfRank* pr, const char* what, cudaError_t e) {
+  fprintf(stderr, "chorus-perf: rank %d: %s failed: %s\n", pr->rank, what, cudaGetErrorString(e));
+  return 1;
+}
+
+/* Frees a graph and its executable (either may be NULL). Returns 1 if CUDA refused. */
+static int destroyGraph(perfRank* pr, cudaGraphExec_t exec, cudaGraph_t graph) {
+  int rc = 0;
+  cudaError_t e;
+  if (exec && (e = cudaGraphExecDestroy(exec)) != cudaSuccess) rc = reportCuda(pr, "cudaGraphExecDestroy", e);
+  if (graph && (e = cudaGraphDestroy(graph)) != cudaSuccess) rc = reportCuda(pr, "cudaGraphDestroy", e);
+  return rc;
+}
+
+/* Records -n iterations, each launchIter as in the plain timing, into one graph on the rank's
+ * stream. The capture is ended on every path: a stream left capturing would fail every later call
+ * on it. Returns 0, 1 (failure) or PERF_SKIP (as launchFailed). */
+static int captureIters(perfRank* pr, const void* send, void* recv, size_t count, ncclDataType_t type,
+                        ncclRedOp_t op, cudaGraph_t* graph) {
+  const chrPerfOptions* o = pr->o;
+  *graph = NULL;
+  /* Thread-local: with -t the other ranks are threads of this process, and what they call meanwhile
+   * (an allocation, a synchronize) must neither break this capture nor be refused because of it. */
+  cudaError_t e = cudaStreamBeginCapture(pr->buf.stream, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) return reportCuda(pr, "cudaStreamBeginCapture", e);
+  ncclResult_t res = ncclSuccess;
+  for (int it = 0; it < o->iters && res == ncclSuccess; it++)
+    res = launchIter(pr, send, recv, count, type, op, o->agg);
+  e = cudaStreamEndCapture(pr->buf.stream, graph);
+  if (res == ncclSuccess && e == cudaSuccess) return 0;
+  if (*graph) destroyGraph(pr, NULL, *graph);
+  *graph = NULL;
+  if (res != ncclSuccess) {
+    /* The library's error is the cause; an invalidated capture is only its consequence. */
+    if (e != cudaSuccess) fprintf(stderr, "chorus-perf: rank %d: cudaStreamEndCapture after the failed call: %s\n",
+                                  pr->rank, cudaGetErrorString(e));
+    return launchFailed(pr, o->coll->ncclFunction, res);
+  }
+  return reportCuda(pr, "cudaStreamEndCapture (capturing the timed iterations)", e);
+}
+
+/* -G: the timed iterations as one CUDA graph, launched graphLaunches times. *elapsed is the wall
+ * clock over the launches and the final sync; *inCalls the part inside cudaGraphLaunch. plan (NULL:
+ * not wanted) gets the library's choice for the captured calls. */
+static int timeGraph(perfRank* pr, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                     char* plan, size_t planLen, double* elapsed, double* inCalls) {
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t exec = NULL;
+  double t0;
+  int rc = captureIters(pr, send, recv, count, type, op, &graph);
+  if (rc) return rc;
+  /* Asked now: the barrier below is a call of its own, which the library would describe instead. */
+  if (plan) describePlan(pr->comm, plan, planLen);
+  cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  if (e != cudaSuccess) {
+    exec = NULL;
+    rc = reportCuda(pr, "cudaGraphInstantiate", e);
+    goto done;
+  }
+  /* The first launch of an executable graph would otherwise upload it, inside the timing. */
+  if ((e = cudaGraphUpload(exec, pr->buf.stream)) != cudaSuccess) {
+    rc = reportCuda(pr, "cudaGraphUpload", e);
+    goto done;
+  }
+  /* Capture and instantiation take each rank its own time: line the ranks up before the clock. */
+  if (barrier(pr)) {
+    rc = 1;
+    goto done;
+  }
+  *inCalls = 0;
+  t0 = nowSec();
+  for (int l = 0; l < pr->o->graphLaunches; l++) {
+    const double c0 = nowSec();
+    e = cudaGraphLaunch(exec, pr->buf.stream);
+    *inCalls += nowSec() - c0;
+    if (e != cudaSuccess) {
+      rc = reportCuda(pr, "cudaGraphLaunch", e);
+      goto done;
+    }
+  }
+  if (chrPerfSync(&pr->buf)) {
+    rc = 1;
+    goto done;
+  }
+  *elapsed = nowSec() - t0;
+done:
+  /* An executable still running on the device is freed when it completes, not waited for. */
+  if (destroyGraph(pr, exec, graph)) rc = 1;
+  return rc;
+}
+#endif
 
 /* Times one half (out of place or in place) of one row and checks its results. */
 static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp, int sizeIdx, const chrPerfShape* s,
@@ -224,19 +317,31 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
 
   /* Besides the wall clock, the time spent inside the library's calls: with device buffers the
    * calls only enqueue, so the two together say whether the host or the GPU sets the pace. */
-  double inCalls = 0;
-  double t0 = nowSec();
-  for (int it = 0; it < o->iters; it++) {
-    const double c0 = nowSec();
-    if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess)
-      return launchFailed(pr, c->ncclFunction, res);
-    inCalls += nowSec() - c0;
+  double inCalls = 0, elapsed = 0, ops = (double)o->iters * o->agg;
+  if (o->graphLaunches > 0) {
+#ifdef CHORUS_PERF_CUDA
+    int grc = timeGraph(pr, send, recv, s->count, type, ncclOp, inPlace ? NULL : row->plan, sizeof(row->plan),
+                        &elapsed, &inCalls);
+    if (grc) return grc;
+    ops *= o->graphLaunches;
+#else
+    return 1; /* refused by the option parser */
+#endif
+  } else {
+    const double t0 = nowSec();
+    for (int it = 0; it < o->iters; it++) {
+      const double c0 = nowSec();
+      if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess)
+        return launchFailed(pr, c->ncclFunction, res);
+      inCalls += nowSec() - c0;
+    }
+    if (chrPerfSync(&pr->buf)) return 1;
+    elapsed = nowSec() - t0;
+    /* Ask now, before the small all-reduce that combines the times is planned. */
+    if (!inPlace) describePlan(pr->comm, row->plan, sizeof(row->plan));
   }
-  if (chrPerfSync(&pr->buf)) return 1;
-  double sec = (nowSec() - t0) / ((double)o->iters * o->agg);
-  double hostSec = inCalls / ((double)o->iters * o->agg);
-  /* Ask now, before the small all-reduce that combines the times is planned. */
-  if (!inPlace) describePlan(pr->comm, row->plan, sizeof(row->plan));
+  double sec = elapsed / ops;
+  double hostSec = inCalls / ops;
   if (combineTime(pr, &sec) || combineTime(pr, &hostSec)) return 1;
 
   row->timeUs[inPlace] = sec * 1e6;

@@ -25,6 +25,10 @@
 #            setting: "default" or NAME=VALUE,NAME=VALUE for the environment; defaults: the planner parameters
 #            CHORUS_GPU_* one at a time around their defaults; KNOBS_MID_<coll> / KNOBS_BIG_<coll> replace
 #            them for one collective): knobs.md, time per size and setting
+#   graph    as side, with each size's timed iterations captured into one CUDA graph and launched
+#            GRAPH_LAUNCHES (10) times (chorus-perf -G): the GPU's time per operation without the
+#            per-call launch cost, for GRAPH_COLLS (allreduce) from 8 B to GRAPH_MAX (1M), checked,
+#            both process layouts: graph/side-*.json, graph.md
 #   onegpu   the one-GPU table's rows on GPU 0 alone (CUDA_VISIBLE_DEVICES=0, 2 ranks on it, as
 #            run_on_device.sh's perf step): chorus-gpu-ceiling, then chorus-perf -t 2 for ONEGPU_COLLS
 #            (default reducescatter; empty: the ceiling alone) from ONEGPU_MIN (2G) to ONEGPU_MAX (8G), timed only:
@@ -165,6 +169,27 @@ if want side; then
   done
   python3 "$ROOT/tools/bench/gpu_side.py" "$OUT" >"$OUT/side.md" 2>&1
   note "side-by-side tables: $OUT/side.md"
+fi
+
+section "side by side under CUDA graphs"
+if want graph; then
+  mkdir -p "$OUT/graph"
+  for coll in ${GRAPH_COLLS:-allreduce}; do
+    for mode in thr proc; do
+      ranks=(-t "$RANKS")
+      [ $mode = proc ] && ranks=(-np "$RANKS" -T 120)
+      for lib in chorus nvidia; do
+        libenv=()
+        [ $lib = nvidia ] && libenv=(LD_LIBRARY_PATH="$NVDIR")
+        f=$OUT/graph/side-$lib-$mode-$coll-small
+        env "${libenv[@]}" timeout 150 "$PERF" "${ranks[@]}" -M cuda "$coll" -b 8 -e "${GRAPH_MAX:-1M}" -f 2 -n 20 -w 3 -c 1 \
+          -G "${GRAPH_LAUNCHES:-10}" -q -J "$f.json" >"$f.txt" 2>&1 || note "graph $lib $mode $coll: FAILED ($(tail -1 "$f.txt"))"
+        grep -h "Out of bounds" "$f.txt" | sed "s/^/graph $lib $mode $coll: /" >>"$SUMMARY"
+      done
+    done
+  done
+  python3 "$ROOT/tools/bench/gpu_side.py" "$OUT/graph" >"$OUT/graph.md" 2>&1
+  note "side-by-side tables under CUDA graphs: $OUT/graph.md"
 fi
 
 section "one-GPU rows (GPU 0)"

@@ -1,6 +1,6 @@
 /*
  * options.c: chorus-perf's command line. The nccl-tests options keep their letters and defaults;
- * -np/--hosts/-M/-T/-q are ours.
+ * -np/--hosts/-M/-T/-q are ours; -G is nccl-tests' --cudagraph.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,6 +37,9 @@ void chrPerfUsage(FILE* f, const char* prog) {
           "  -a, --average A     time over ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)\n"
           "  -z, --blocking 0|1  1: wait for completion after every operation (default 0)\n"
           "  -M, --memory host|cuda  buffer memory (default host; cuda needs a CHORUS_PERF_CUDA build)\n"
+          "  -G, --cudagraph N   capture the -n iterations into one CUDA graph per size and time N launches\n"
+          "                      of it: GPU time per operation without the per-call launch cost (default 0:\n"
+          "                      off; needs -M cuda, not with -z 1)\n"
           "  -J, --output_file F also write the results as JSON to F\n"
           "  -T, --timeout SEC   with -np: kill every rank after SEC seconds (default 0: never)\n"
           "  -q, --quiet         no preamble, only the table and the footer\n"
@@ -157,12 +160,13 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
       {"blocking", required_argument, 0, 'z'},   {"parallel_init", required_argument, 0, 'p'},
       {"memory", required_argument, 0, 'M'},     {"output_file", required_argument, 0, 'J'},
       {"timeout", required_argument, 0, 'T'},    {"quiet", no_argument, 0, 'q'},
-      {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+      {"cudagraph", required_argument, 0, 'G'},  {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   int rc = 0, stepSet = 0, factorSet = 0, one;
   optind = 1;
   opterr = 1;
   for (;;) {
-    int c = getopt_long(nargs, args, "t:g:b:e:i:f:n:w:m:c:d:o:r:a:z:p:M:J:T:qh", longOpts, NULL);
+    int c = getopt_long(nargs, args, "t:g:b:e:i:f:n:w:m:c:d:o:r:a:z:p:M:G:J:T:qh", longOpts, NULL);
     if (c == -1) break;
     int bad = 0;
     switch (c) {
@@ -190,6 +194,7 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
         else if (strcasecmp(optarg, "cuda") == 0 || strcasecmp(optarg, "device") == 0) o->mem = PERF_MEM_CUDA;
         else bad = 1;
         break;
+      case 'G': bad = parseInt(optarg, 0, &o->graphLaunches); break;
       case 'J': o->jsonPath = optarg; break;
       case 'T': bad = parseInt(optarg, 0, &o->timeoutSec); break;
       case 'q': o->quiet = 1; break;
@@ -235,9 +240,22 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
     fprintf(stderr, "%s: --hosts %d is more than -np %d\n", prog, o->nhosts, o->np);
     return 1;
   }
+  /* A graph captures the launches on a rank's CUDA stream, which only device buffers have; and a
+   * capture cannot wait for each operation as -z 1 does. */
+  if (o->graphLaunches > 0 && o->mem != PERF_MEM_CUDA) {
+    fprintf(stderr, "%s: -G %d (CUDA graph) needs -M cuda: with host buffers there is no CUDA stream to capture\n",
+            prog, o->graphLaunches);
+    return 1;
+  }
+  if (o->graphLaunches > 0 && o->blocking) {
+    fprintf(stderr, "%s: -G %d and -z 1: a captured CUDA graph cannot wait after every operation\n", prog,
+            o->graphLaunches);
+    return 1;
+  }
 #ifndef CHORUS_PERF_CUDA
   if (o->mem == PERF_MEM_CUDA) {
-    fprintf(stderr, "%s: -M cuda: this build has no CUDA support (CHORUS_PERF_CUDA)\n", prog);
+    fprintf(stderr, "%s: -M cuda%s: this build has no CUDA support (CHORUS_PERF_CUDA)\n", prog,
+            o->graphLaunches > 0 ? " (and -G)" : "");
     return 1;
   }
 #endif

@@ -50,6 +50,7 @@ typedef struct {
   double stepFactor; /* > 1: multiply; otherwise add stepBytes */
   int iters, warmup, agg, check, blocking, average;
   chrPerfMem mem;    /* -M host|cuda */
+  int graphLaunches; /* -G N: capture the timed iterations into one CUDA graph, time N launches of it (0: off) */
   int parallelInit;  /* accepted for nccl-tests compatibility, no effect */
   const char* jsonPath; /* -J */
   int quiet;         /* -q: no preamble (table only) */

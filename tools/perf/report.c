@@ -133,9 +133,10 @@ int chrPerfWriteJson(const char* path, const chrPerfReport* r, const chrPerfOpti
   }
   fprintf(f, "\",\n  \"memory\": \"%s\",\n", o->mem == PERF_MEM_CUDA ? "cuda" : "host");
   fprintf(f, "  \"options\": {\"minbytes\": %zu, \"maxbytes\": %zu, \"stepfactor\": %g, \"stepbytes\": %zu, "
-             "\"iters\": %d, \"warmup_iters\": %d, \"agg_iters\": %d, \"check\": %d, \"average\": %d, \"blocking\": %d},\n",
+             "\"iters\": %d, \"warmup_iters\": %d, \"agg_iters\": %d, \"check\": %d, \"average\": %d, \"blocking\": %d, "
+             "\"cudagraph\": %d},\n",
           o->minBytes, o->maxBytes, o->stepFactor, o->stepBytes, o->iters, o->warmup, o->agg, o->check, o->average,
-          o->blocking);
+          o->blocking, o->graphLaunches);
   fprintf(f, "  \"results\": [");
   for (int i = 0; i < r->nrows; i++) {
     const chrPerfRow* row = &r->rows[i];
