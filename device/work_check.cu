@@ -23,6 +23,9 @@ static ncclResult_t checkLinks(const struct chrDevRank* rk, int rank, int channe
   int p2p = 1, nLinks = -1;
   switch (w->pattern) {
     case CHR_PAT_LOCAL: nLinks = 0; break;
+    case CHR_PAT_PAIR_ALLREDUCE:
+      if (n != 2) break;
+      [[fallthrough]]; /* the ring's two links */
     case CHR_PAT_RING_ALLREDUCE:
     case CHR_PAT_RING_REDUCESCATTER:
     case CHR_PAT_RING_ALLGATHER:
@@ -104,6 +107,7 @@ ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const str
   if (res != ncclSuccess) return res;
   switch (w->pattern) {
     case CHR_PAT_RING_ALLREDUCE:
+    case CHR_PAT_PAIR_ALLREDUCE:
     case CHR_PAT_RING_REDUCESCATTER:
     case CHR_PAT_RING_ALLGATHER:
       if (w->ringPos != rk->ringPos[rank])

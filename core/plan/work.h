@@ -31,7 +31,8 @@
 
 /* What a channel runs. RING_*: the ring algorithms; TREE_ROOT/UP/DOWN: the lanes of a double binary
  * tree all-reduce (the root's one lane, the up and down passes of other nodes); LOCAL: a one-rank
- * communicator (out = post(pre(in))). */
+ * communicator (out = post(pre(in))); PAIR_ALLREDUCE: the all-reduce of a 2-rank ring in one exchange
+ * (below). */
 enum chrPattern {
   CHR_PAT_NONE = 0,
   CHR_PAT_LOCAL,
@@ -45,6 +46,7 @@ enum chrPattern {
   CHR_PAT_TREE_DOWN,
   CHR_PAT_P2P_SEND,
   CHR_PAT_P2P_RECV,
+  CHR_PAT_PAIR_ALLREDUCE,
   CHR_PAT_COUNT
 };
 
@@ -168,6 +170,10 @@ CHR_HD void chrWorkCounts(const struct chrWork* w, uint64_t* nSteps, uint64_t* n
       *nSteps = loops * (2 * n - 1);
       nRecvs[CHR_RING_RECV] = loops * (2 * n - 2);
       break;
+    case CHR_PAT_PAIR_ALLREDUCE:
+      *nSteps = loops * 2;
+      nRecvs[CHR_RING_RECV] = loops;
+      break;
     case CHR_PAT_RING_REDUCESCATTER:
     case CHR_PAT_RING_ALLGATHER:
       *nSteps = loops * n;
@@ -241,6 +247,28 @@ CHR_HD void chrStepRingAllReduce(const struct chrWork* w, uint64_t index, struct
   int64_t off = (int64_t)(loopStart + bStart);
   if (s < n) st->localOff = off;
   if (s >= n - 1) st->outOff = off;
+}
+
+/*
+ * The all-reduce of two ranks in one exchange, each loop of chunkElems elements in 2 steps:
+ *   s = 0   send  pre(in)
+ *   s = 1   recv, out = post(recv + pre(in))
+ * The ring's 3 steps per loop (send half, reduce and send it back, receive) wait for the peer twice;
+ * these wait once, and each link still carries the loop's bytes once. Both ranks compute the same
+ * sum of the same two terms (the ops are commutative), so their outputs agree bit for bit. In place
+ * is safe: step 1 reads each input element before it writes that output element.
+ */
+CHR_HD void chrStepPairAllReduce(const struct chrWork* w, uint64_t index, struct chrStep* st) {
+  uint64_t off, len;
+  chrLoopSpan(w, index / 2, &off, &len);
+  const int recv = (int)(index % 2);
+  chrStepRing(st, recv, !recv);
+  st->count = len;
+  st->localOff = (int64_t)off;
+  if (recv) {
+    st->outOff = (int64_t)off;
+    st->final = 1;
+  }
 }
 
 /*
@@ -334,6 +362,7 @@ CHR_HD void chrWorkStep(const struct chrWork* w, const int* ringOrder, uint64_t 
   uint64_t off, len;
   switch (w->pattern) {
     case CHR_PAT_RING_ALLREDUCE: chrStepRingAllReduce(w, index, st); return;
+    case CHR_PAT_PAIR_ALLREDUCE: chrStepPairAllReduce(w, index, st); return;
     case CHR_PAT_RING_REDUCESCATTER:
     case CHR_PAT_RING_ALLGATHER:
     case CHR_PAT_RING_BROADCAST:

@@ -31,6 +31,7 @@ static long treeWorks, lanedWorks; /* works of the double binary tree; of sends/
 static long splitPlans;            /* rank plans the launcher cuts into several launches */
 static long selfCopyWorks;         /* a rank's send to itself and receive from itself as local copies */
 static long engineWorks;           /* of those, the ones for the copy engine (CHR_WORK_ENGINE) */
+static long pairWorks;             /* 2-rank all-reduces in one exchange (CHR_PAT_PAIR_ALLREDUCE) */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -250,6 +251,11 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
         const struct chrWork* wk = &t->works[w];
         const int isTree = wk->pattern == CHR_PAT_TREE_ROOT || wk->pattern == CHR_PAT_TREE_UP || wk->pattern == CHR_PAT_TREE_DOWN;
         treeWorks += isTree;
+        pairWorks += wk->pattern == CHR_PAT_PAIR_ALLREDUCE;
+        if (wk->pattern == CHR_PAT_PAIR_ALLREDUCE && (n != 2 || wk->proto != CHR_PROTO_LL)) {
+          fprintf(stderr, "FAIL %s: rank %d: a pair all-reduce on %d ranks with protocol %d\n", c->name, r, n, wk->proto);
+          return 1;
+        }
         if (isTree && t->nChannels > widestTree) widestTree = t->nChannels;
         lanedWorks += (wk->pattern == CHR_PAT_P2P_SEND || wk->pattern == CHR_PAT_P2P_RECV) && wk->links[0].conn > 0;
         if (chrDevWorkIsCopy(wk) && wk->pattern != CHR_PAT_LOCAL && (wk->op != CHR_DEV_SUM || wk->opArg != 0)) {
@@ -398,6 +404,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: no small all-reduce on %d ranks was planned on the tree\n", n);
     failures++;
   }
+  /* Default settings on 2 ranks: the small all-reduces exchange once (LL). */
+  const char* proto = getenv("NCCL_PROTO");
+  if (n == 2 && !algo && !proto && !getenv("NCCL_TUNER_PLUGIN") && pairWorks == 0) {
+    fprintf(stderr, "FAIL: no small all-reduce on 2 ranks was planned as one exchange\n");
+    failures++;
+  }
   const int expectsTuning = getenv("CHORUS_TEST_EXPECT_ALGO") || getenv("CHORUS_TEST_EXPECT_PROTO") ||
                             getenv("CHORUS_TEST_EXPECT_CHANNELS") || getenv("CHORUS_TEST_EXPECT_CHUNK");
   if (expectsTuning && tunedTasks == 0) {
@@ -421,9 +433,9 @@ int main(int argc, char** argv) {
     failures++;
   }
   if (failures == 0)
-    printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, widest tree %d lanes, %ld works "
-           "on p2p lanes > 0, %ld local copies to self (%ld on the copy engine), %ld rank plans in several launches, %ld "
-           "collectives checked against the default rule)\n", n, count, treeWorks, widestTree, lanedWorks, selfCopyWorks,
-           engineWorks, splitPlans, ruleTasks);
+    printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, widest tree %d lanes, %ld pair "
+           "all-reduce works, %ld works on p2p lanes > 0, %ld local copies to self (%ld on the copy engine), %ld rank plans "
+           "in several launches, %ld collectives checked against the default rule)\n", n, count, treeWorks, widestTree,
+           pairWorks, lanedWorks, selfCopyWorks, engineWorks, splitPlans, ruleTasks);
   return failures ? 1 : 0;
 }
