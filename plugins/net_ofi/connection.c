@@ -150,6 +150,7 @@ ncclResult_t ofiPingCheck(ofiComm* c) {
   ofiDev* d = c->own.dev;
   if (!c->pingRecv.posted) (void)postPingRecv(c);
   int64_t now = ofiNowNs();
+  __atomic_store_n(&c->checkedNs, now, __ATOMIC_RELAXED);
   if (!c->probing) {
     if (now - c->lastProgressNs < ofiConf.pingMs * 1000000LL) return ncclSuccess;
     c->probing = 1;

@@ -159,7 +159,10 @@ static ncclResult_t issue(ofiComm* c, ofiRequest* r) {
   r->nPosted = 0;
   r->nDone = 0;
   c->nextReq = (int)(r - c->reqs + 1) % c->nReqs;
-  if (c->busy++ == 0) c->lastProgressNs = ofiNowNs(); /* the probe clock starts with the first request */
+  if (c->busy++ == 0) { /* the probe clock starts with the first request */
+    c->lastProgressNs = ofiNowNs();
+    __atomic_store_n(&c->checkedNs, c->lastProgressNs, __ATOMIC_RELAXED);
+  }
   ofiEpBusy(c->own.ep, 1);
   c->pending[c->pendTail++ % (uint64_t)c->nReqs] = r; /* at most nReqs slots are in use: never overflows */
   ncclResult_t res = postPending(c);
@@ -365,10 +368,16 @@ ncclResult_t ofiTest(void* request, int* done, int* sizes) {
   ofiEp* e = c->own.ep;
   *done = 0;
   /* With a progress thread the bytes move without us: a request not done yet needs no lock, and a
-   * busy lock (the thread inside the provider) is no reason to wait. */
+   * busy lock (the thread inside the provider) is no reason to wait; unless the comm's liveness
+   * check is overdue (half the probe interval), which only a caller holding the lock runs: a thread
+   * that kept the lock whenever we tried must not hide a vanished peer. */
   if (e->threadOn && __atomic_load_n(&r->nDone, __ATOMIC_ACQUIRE) < r->n &&
       !__atomic_load_n(&c->own.failed, __ATOMIC_ACQUIRE)) {
-    if (pthread_mutex_trylock(e->lock) != 0) return ncclSuccess;
+    if (pthread_mutex_trylock(e->lock) != 0) {
+      const int64_t since = ofiNowNs() - __atomic_load_n(&c->checkedNs, __ATOMIC_RELAXED);
+      if (ofiConf.pingMs <= 0 || since < ofiConf.pingMs * 500000LL) return ncclSuccess;
+      ofiEpLock(e);
+    }
   } else {
     ofiEpLock(e);
   }

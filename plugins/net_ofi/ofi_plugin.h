@@ -264,6 +264,7 @@ typedef struct ofiComm {
   struct ofiComm* nextPending;
   int64_t lastProgressNs;      /* a completion of this comm, or a new request */
   int64_t pingSentNs;          /* when the current probe was first tried */
+  int64_t checkedNs;           /* the last liveness check (ofiPingCheck); read without the lock by test */
   int probing;                 /* a probe is being sent and has not been taken yet */
   ofiOp pingSend, pingRecv, connectOp;
   uint64_t pingOut, pingIn;
