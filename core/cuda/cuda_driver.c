@@ -49,6 +49,7 @@ static void loadDriver(void) {
   if ((sym = dlsym(lib, "cuCtxGetDevice")) != NULL) memcpy(&driver.cuCtxGetDevice, &sym, sizeof(sym));
   if ((sym = dlsym(lib, "cuDeviceGet")) != NULL) memcpy(&driver.cuDeviceGet, &sym, sizeof(sym));
   if ((sym = dlsym(lib, "cuDeviceGetAttribute")) != NULL) memcpy(&driver.cuDeviceGetAttribute, &sym, sizeof(sym));
+  if ((sym = dlsym(lib, "cuPointerGetAttributes")) != NULL) memcpy(&driver.cuPointerGetAttributes, &sym, sizeof(sym));
   /* From here the library stays loaded even on failure: a driver that ran cuInit may have started
    * threads or registered exit handlers, so unloading it is not safe. */
   chrCuResult r = driver.cuInit(0);
@@ -81,6 +82,16 @@ int chrCudaPtrIsDevice(const void* p) {
   if (cu == NULL) return 0;
   chrCuDevicePtr addr = (chrCuDevicePtr)(uintptr_t)p;
   unsigned int memType = 0;
+  /* Both answers in one driver call where the driver has it: this runs for every buffer of every
+   * call, and a small GPU call's whole host time is a few microseconds. The booleans are zeroed
+   * first (the driver may store one byte). Any failure falls back to one attribute per call. */
+  if (cu->cuPointerGetAttributes != NULL) {
+    unsigned int type = 0, isManaged = 0;
+    int attrs[2] = {CHR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CHR_CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void* data[2] = {&type, &isManaged};
+    if (cu->cuPointerGetAttributes(2, attrs, data, addr) == CHR_CUDA_SUCCESS)
+      return (type == CHR_CU_MEMORYTYPE_DEVICE || type == CHR_CU_MEMORYTYPE_ARRAY) && !isManaged;
+  }
   /* Any error (CHR_CUDA_ERROR_INVALID_VALUE above all) means the driver does not know the address:
    * plain host memory. Pinned and registered host memory report HOST. */
   if (cu->cuPointerGetAttribute(&memType, CHR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr) != CHR_CUDA_SUCCESS) return 0;

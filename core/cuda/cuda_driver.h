@@ -43,6 +43,8 @@ struct chrCudaDriver {
   chrCuResult (*cuInit)(unsigned int flags);
   chrCuResult (*cuDriverGetVersion)(int* driverVersion);
   chrCuResult (*cuPointerGetAttribute)(void* data, int attribute, chrCuDevicePtr ptr);
+  /* Optional: several attributes in one call (an address the driver does not know reads as zeros). */
+  chrCuResult (*cuPointerGetAttributes)(unsigned int numAttributes, int* attributes, void** data, chrCuDevicePtr ptr);
   chrCuResult (*cuCtxGetCurrent)(chrCuContext* ctx);
   chrCuResult (*cuCtxGetDevice)(chrCuDevice* device);
   chrCuResult (*cuDeviceGet)(chrCuDevice* device, int ordinal);

@@ -6,6 +6,8 @@
  *   CHORUS_TEST_FAKE_MANAGED_RANGE=addr:len   pointers inside are managed memory (type device, managed)
  *   CHORUS_TEST_FAKE_HOST_RANGE=addr:len      pointers inside are pinned host memory
  *   CHORUS_TEST_FAKE_CUINIT_FAIL=1            cuInit fails as with no GPU (CUDA_ERROR_NO_DEVICE)
+ *   CHORUS_TEST_FAKE_NO_MULTI=1               cuPointerGetAttributes fails (CUDA_ERROR_NOT_SUPPORTED), so
+ *                                             the library must ask one attribute at a time
  * Any other pointer is unknown to the driver (CUDA_ERROR_INVALID_VALUE), as plain malloc memory is.
  * Numbers are C literals (0x... or decimal). Values are those of CUDA's cuda.h.
  */
@@ -17,6 +19,7 @@
 #define FAKE_CUDA_ERROR_INVALID_VALUE 1
 #define FAKE_CUDA_ERROR_NOT_INITIALIZED 3
 #define FAKE_CUDA_ERROR_NO_DEVICE 100
+#define FAKE_CUDA_ERROR_NOT_SUPPORTED 801
 #define FAKE_ATTR_MEMORY_TYPE 2
 #define FAKE_ATTR_IS_MANAGED 8
 #define FAKE_MEMORYTYPE_HOST 1
@@ -50,18 +53,46 @@ int cuDriverGetVersion(int* version) {
   return FAKE_CUDA_SUCCESS;
 }
 
+/* What the fake knows of ptr: 0 when it is unknown to the driver (plain host memory). */
+static int lookup(unsigned long long ptr, unsigned int* type, unsigned int* managed) {
+  if (inRange("CHORUS_TEST_FAKE_DEVICE_RANGE", ptr)) { *type = FAKE_MEMORYTYPE_DEVICE; *managed = 0; }
+  else if (inRange("CHORUS_TEST_FAKE_MANAGED_RANGE", ptr)) { *type = FAKE_MEMORYTYPE_DEVICE; *managed = 1; }
+  else if (inRange("CHORUS_TEST_FAKE_HOST_RANGE", ptr)) { *type = FAKE_MEMORYTYPE_HOST; *managed = 0; }
+  else return 0;
+  return 1;
+}
+
+/* One answer into data: a one-byte boolean for IS_MANAGED, the narrowest a driver could store (the
+ * library must read it right). */
+static int answer(void* data, int attribute, unsigned int type, unsigned int managed) {
+  if (attribute == FAKE_ATTR_MEMORY_TYPE) { *(unsigned int*)data = type; return FAKE_CUDA_SUCCESS; }
+  if (attribute == FAKE_ATTR_IS_MANAGED) { *(unsigned char*)data = (unsigned char)managed; return FAKE_CUDA_SUCCESS; }
+  return FAKE_CUDA_ERROR_INVALID_VALUE;
+}
+
 int cuPointerGetAttribute(void* data, int attribute, unsigned long long ptr) {
   if (!atomic_load(&initialized)) return FAKE_CUDA_ERROR_NOT_INITIALIZED;
   if (data == NULL) return FAKE_CUDA_ERROR_INVALID_VALUE;
   unsigned int type, managed;
-  if (inRange("CHORUS_TEST_FAKE_DEVICE_RANGE", ptr)) { type = FAKE_MEMORYTYPE_DEVICE; managed = 0; }
-  else if (inRange("CHORUS_TEST_FAKE_MANAGED_RANGE", ptr)) { type = FAKE_MEMORYTYPE_DEVICE; managed = 1; }
-  else if (inRange("CHORUS_TEST_FAKE_HOST_RANGE", ptr)) { type = FAKE_MEMORYTYPE_HOST; managed = 0; }
-  else return FAKE_CUDA_ERROR_INVALID_VALUE;
-  if (attribute == FAKE_ATTR_MEMORY_TYPE) { *(unsigned int*)data = type; return FAKE_CUDA_SUCCESS; }
-  /* A one-byte boolean, the narrowest answer a driver could store: the library must read it right. */
-  if (attribute == FAKE_ATTR_IS_MANAGED) { *(unsigned char*)data = (unsigned char)managed; return FAKE_CUDA_SUCCESS; }
-  return FAKE_CUDA_ERROR_INVALID_VALUE;
+  if (!lookup(ptr, &type, &managed)) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  return answer(data, attribute, type, managed);
+}
+
+/* As the driver documents it: an address it does not know is no error, its answers are zeros
+ * (here: a 4-byte zero for the type, one zero byte for the boolean, what the driver would write). */
+int cuPointerGetAttributes(unsigned int n, int* attributes, void** data, unsigned long long ptr) {
+  if (!atomic_load(&initialized)) return FAKE_CUDA_ERROR_NOT_INITIALIZED;
+  const char* off = getenv("CHORUS_TEST_FAKE_NO_MULTI");
+  if (off && *off && *off != '0') return FAKE_CUDA_ERROR_NOT_SUPPORTED;
+  if (attributes == NULL || data == NULL) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  unsigned int type = 0, managed = 0;
+  (void)lookup(ptr, &type, &managed);
+  for (unsigned int i = 0; i < n; i++) {
+    if (data[i] == NULL) return FAKE_CUDA_ERROR_INVALID_VALUE;
+    int rc = answer(data[i], attributes[i], type, managed);
+    if (rc != FAKE_CUDA_SUCCESS) return rc;
+  }
+  return FAKE_CUDA_SUCCESS;
 }
 
 /* For the tests: how often cuInit was called (proves the library was loaded, and cuInit ran once). */

@@ -12,12 +12,16 @@
  *     per launch back to back;
  *   - what the calls around a launch cost the host (a collective's launch path makes some of them
  *     every time): cudaEventRecord, cudaEventQuery, cudaStreamIsCapturing, cudaGetDevice with two
- *     cudaSetDevice, each per call, and an empty launch followed by an event record, back to back.
+ *     cudaSetDevice, each per call, and an empty launch followed by an event record, back to back;
+ *     the driver's pointer queries the core makes for every buffer (cuPointerGetAttribute, one
+ *     attribute; cuPointerGetAttributes, two), on a device pointer and on a malloc'ed one.
  * Prints one "key value unit" line per figure, so scripts can read them.
  *
  *   chorus-gpu-ceiling [--bytes 1G] [--reps 20] [--device 0]
  */
 #include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +151,32 @@ static void launchPathCalls(cudaStream_t st, int dev, int launches) {
   CEIL_CHECK(cudaEventDestroy(ev));
 }
 
+/* The driver's pointer queries, through dlopen as the core reaches them (cuda/cuda_driver.c). */
+static void pointerQueries(const void* devPtr, int launches) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) return;
+  typedef int (*One)(void*, int, unsigned long long);
+  typedef int (*Many)(unsigned int, int*, void**, unsigned long long);
+  One one = (One)dlsym(lib, "cuPointerGetAttribute");
+  Many many = (Many)dlsym(lib, "cuPointerGetAttributes");
+  void* hostPtr = malloc(64);
+  const void* ptrs[2] = {devPtr, hostPtr};
+  const char* names[2] = {"device", "malloc"};
+  for (int k = 0; k < 2 && one && many; k++) {
+    const unsigned long long p = (unsigned long long)(uintptr_t)ptrs[k];
+    unsigned int type = 0, managed = 0;
+    double a = nowSec();
+    for (int i = 0; i < launches; i++) one(&type, 2 /* MEMORY_TYPE */, p);
+    printf("pointer_attribute_%s_host %.3f us\n", names[k], (nowSec() - a) / launches * 1e6);
+    int attrs[2] = {2, 8 /* IS_MANAGED */};
+    void* data[2] = {&type, &managed};
+    a = nowSec();
+    for (int i = 0; i < launches; i++) many(2, attrs, data, p);
+    printf("pointer_attributes2_%s_host %.3f us\n", names[k], (nowSec() - a) / launches * 1e6);
+  }
+  free(hostPtr);
+}
+
 int main(int argc, char** argv) {
   size_t bytes = 1ull << 30;
   int reps = 20, dev = 0;
@@ -208,6 +238,7 @@ int main(int argc, char** argv) {
   launchParams<16384>(st, launches);
   launchParams<32760>(st, launches);
   launchPathCalls(st, dev, launches);
+  pointerQueries(src, launches);
   cudaFree(src);
   cudaFree(dst);
   cudaStreamDestroy(st);
