@@ -281,8 +281,8 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
   int prevDev = -1, nEngine = 0, forked = 0;
   struct chrWork* sorted = NULL;
   int collEnd[CHR_DEV_MAX_CHANNELS];
-  /* cudaSetDevice costs about 1.5 us even when the device is already current (chorus-gpu-ceiling:
-   * get_set_set_device_host 3.0 us on an H100), as much as half a launch: only when it differs. */
+  /* cudaSetDevice is not free even when the device is already current (chorus-gpu-ceiling's
+   * get_set_set_device_host: 0.3-3.0 us on H100 hosts, up to most of a launch): only when it differs. */
   CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail);
   if (prevDev != rk->cfg.cudaDev) CHR_DEV_CUDA_GOTO(cudaSetDevice(rk->cfg.cudaDev), res, fail);
   sorted = sortForKernels(rk, works, base, end, nChannels, total, collEnd, &nEngine);
