@@ -7,7 +7,8 @@
 
 const char* chrTestFuncName(int func) {
   static const char* names[CT_NUM_FUNCS] = {"allreduce-ring", "allreduce-tree", "reducescatter", "allgather",
-                                            "broadcast",      "reduce",         "alltoall",      "local"};
+                                            "broadcast",      "reduce",         "alltoall",      "local",
+                                            "allreduce-pair"};
   return func >= 0 && func < CT_NUM_FUNCS ? names[func] : "?";
 }
 
@@ -73,8 +74,8 @@ static void fillCommon(struct chrWork* w, const struct chrTestCall* call, int nR
   w->proto = (uint8_t)call->proto;
   w->type = (uint8_t)call->type;
   w->typeSize = (uint8_t)call->typeSize;
-  int reduces = call->func == CT_AR_RING || call->func == CT_AR_TREE || call->func == CT_REDUCESCATTER ||
-                call->func == CT_REDUCE || call->func == CT_LOCAL;
+  int reduces = call->func == CT_AR_RING || call->func == CT_AR_TREE || call->func == CT_AR_PAIR ||
+                call->func == CT_REDUCESCATTER || call->func == CT_REDUCE || call->func == CT_LOCAL;
   w->op = (uint8_t)(reduces ? call->op : 0);
   w->flags = (uint8_t)(reduces && call->scalarPtr ? CHR_WORK_SCALAR_PTR : 0);
   w->opArg = reduces ? call->opArg : 0;
@@ -96,10 +97,10 @@ static int addRing(struct chrTestPlan* plan, const struct chrTestCall* call, int
                    uint64_t sendbuff, uint64_t recvbuff) {
   static const int patterns[] = {[CT_AR_RING] = CHR_PAT_RING_ALLREDUCE, [CT_REDUCESCATTER] = CHR_PAT_RING_REDUCESCATTER,
                                  [CT_ALLGATHER] = CHR_PAT_RING_ALLGATHER, [CT_BROADCAST] = CHR_PAT_RING_BROADCAST,
-                                 [CT_REDUCE] = CHR_PAT_RING_REDUCE};
+                                 [CT_REDUCE] = CHR_PAT_RING_REDUCE, [CT_AR_PAIR] = CHR_PAT_PAIR_ALLREDUCE};
   static const int funcs[] = {[CT_AR_RING] = ncclFuncAllReduce, [CT_REDUCESCATTER] = ncclFuncReduceScatter,
                               [CT_ALLGATHER] = ncclFuncAllGather, [CT_BROADCAST] = ncclFuncBroadcast,
-                              [CT_REDUCE] = ncclFuncReduce};
+                              [CT_REDUCE] = ncclFuncReduce, [CT_AR_PAIR] = ncclFuncAllReduce};
   int pos = 0, rootPos = 0;
   for (int i = 0; i < n; i++) {
     if (ringOrder[i] == rank) pos = i;
@@ -193,6 +194,7 @@ static int addCallWorks(struct chrTestPlan* plan, const struct chrTestCall* call
                         int rank, uint64_t sendbuff, uint64_t recvbuff) {
   switch (call->func) {
     case CT_AR_RING:
+    case CT_AR_PAIR:
     case CT_REDUCESCATTER:
     case CT_ALLGATHER:
     case CT_BROADCAST:

@@ -22,6 +22,7 @@ enum chrTestFunc {
   CT_REDUCE,
   CT_ALLTOALL,      /* every rank sends `count` elements to every rank (itself included) */
   CT_LOCAL,         /* one rank: out = post(pre(in)) */
+  CT_AR_PAIR,       /* all-reduce of 2 ranks in one exchange (CHR_PAT_PAIR_ALLREDUCE) */
   CT_NUM_FUNCS
 };
 

@@ -174,12 +174,14 @@ static void variety(struct run* R, struct chrTestCall* c) {
 }
 
 static int funcReduces(int func) {
-  return func == CT_AR_RING || func == CT_AR_TREE || func == CT_REDUCESCATTER || func == CT_REDUCE || func == CT_LOCAL;
+  return func == CT_AR_RING || func == CT_AR_TREE || func == CT_AR_PAIR || func == CT_REDUCESCATTER || func == CT_REDUCE ||
+         func == CT_LOCAL;
 }
 
 static int funcRuns(int func, int n) {
   if (func == CT_LOCAL) return n == 1;
   if (func == CT_AR_TREE) return n > 1;
+  if (func == CT_AR_PAIR) return n == 2;
   return n > 1 || func == CT_ALLTOALL;
 }
 
