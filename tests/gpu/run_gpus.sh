@@ -136,6 +136,23 @@ elif want torch; then
   note "torch: python3 cannot import torch here"
 fi
 
+# One side-by-side run: chorus-perf with GPU buffers on `lib` (chorus, or nvidia through
+# LD_LIBRARY_PATH) with `mode`'s ranks (thr: -t RANKS; proc: -np RANKS), the environment settings
+# given before "--" and chorus-perf's arguments after it; writes FILE.txt and FILE.json and puts the
+# run's check line, labelled, in the summary.
+#   sidePerf LABEL FILE LIB MODE [NAME=VALUE ...] -- PERF-ARGS...
+sidePerf() {
+  local label=$1 f=$2 lib=$3 mode=$4 envs=() ranks=(-t "$RANKS")
+  shift 4
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  [ "$mode" = proc ] && ranks=(-np "$RANKS" -T 240)
+  [ "$lib" = nvidia ] && envs+=(LD_LIBRARY_PATH="$NVDIR")
+  env "${envs[@]}" timeout 250 "$PERF" "${ranks[@]}" -M cuda "$@" -q -J "$f.json" >"$f.txt" 2>&1 ||
+    note "$label: FAILED ($(tail -1 "$f.txt"))"
+  grep -h "Out of bounds" "$f.txt" | sed "s/^/$label: /" >>"$SUMMARY"
+}
+
 section "side by side: chorus-perf on Chorus and on NVIDIA's NCCL"
 if want side; then
   PERF_MAX=${PERF_MAX:-8G}
@@ -150,18 +167,12 @@ if want side; then
     [ "$algo" = default ] || colls=${!over:-$colls}
     for coll in $colls; do
       for mode in ${SIDE_MODES:-thr proc}; do
-        ranks=(-t "$RANKS")
-        [ $mode = proc ] && ranks=(-np "$RANKS" -T 240)
         for lib in chorus nvidia; do
-          libenv=()
-          [ $lib = nvidia ] && libenv=(LD_LIBRARY_PATH="$NVDIR")
           for sweep in "small ${SIDE_MIN:-8} 64M 20 3 1" "large 128M $PERF_MAX 5 1 0"; do
             set -- $sweep
             case " ${SIDE_SWEEPS:-small large} " in *" $1 "*) ;; *) continue ;; esac
-            f=$OUT/side-$lib-$mode$tag-$coll-$1
-            env "${libenv[@]}" "${algoenv[@]}" timeout 250 "$PERF" "${ranks[@]}" -M cuda "$coll" -b "$2" -e "$3" -f 2 \
-              -n "$4" -w "$5" -c "$6" -q -J "$f.json" >"$f.txt" 2>&1 || note "side $lib $mode$tag $coll $1: FAILED ($(tail -1 "$f.txt"))"
-            grep -h "Out of bounds" "$f.txt" | sed "s/^/$lib $mode$tag $coll $1: /" >>"$SUMMARY"
+            sidePerf "$lib $mode$tag $coll $1" "$OUT/side-$lib-$mode$tag-$coll-$1" $lib $mode "${algoenv[@]}" -- \
+              "$coll" -b "$2" -e "$3" -f 2 -n "$4" -w "$5" -c "$6"
           done
         done
       done
@@ -176,15 +187,9 @@ if want graph; then
   mkdir -p "$OUT/graph"
   for coll in ${GRAPH_COLLS:-allreduce}; do
     for mode in thr proc; do
-      ranks=(-t "$RANKS")
-      [ $mode = proc ] && ranks=(-np "$RANKS" -T 120)
       for lib in chorus nvidia; do
-        libenv=()
-        [ $lib = nvidia ] && libenv=(LD_LIBRARY_PATH="$NVDIR")
-        f=$OUT/graph/side-$lib-$mode-$coll-small
-        env "${libenv[@]}" timeout 150 "$PERF" "${ranks[@]}" -M cuda "$coll" -b 8 -e "${GRAPH_MAX:-1M}" -f 2 -n 20 -w 3 -c 1 \
-          -G "${GRAPH_LAUNCHES:-10}" -q -J "$f.json" >"$f.txt" 2>&1 || note "graph $lib $mode $coll: FAILED ($(tail -1 "$f.txt"))"
-        grep -h "Out of bounds" "$f.txt" | sed "s/^/graph $lib $mode $coll: /" >>"$SUMMARY"
+        sidePerf "graph $lib $mode $coll" "$OUT/graph/side-$lib-$mode-$coll-small" $lib $mode -- \
+          "$coll" -b 8 -e "${GRAPH_MAX:-1M}" -f 2 -n 20 -w 3 -c 1 -G "${GRAPH_LAUNCHES:-10}"
       done
     done
   done
