@@ -1,7 +1,7 @@
 /*
  * dev_args.h: the argument block of one kernel launch, up to CHR_DEV_ARGS_BYTES (CUDA 12.1 and later
  * accept kernel parameters up to 32764 bytes on Volta and newer). A plan of up to
- * CHR_DEV_INLINE_WORKS works (254: one call on 64 channels, or an all-to-all's sends and receives to
+ * CHR_DEV_INLINE_WORKS works (253: one call on 128 channels, or an all-to-all's sends and receives to
  * 2 ranks on 32 lanes each, 128 works, which with 16 KiB (126 works) went through host memory) travels
  * with the launch itself: no copy, no allocation, nothing to free, and a captured launch keeps them.
  * The launcher passes only the bytes in use (the header and the works it filled), so a small launch

@@ -31,8 +31,8 @@
 #include <stdint.h>
 
 #define CHR_DEV_STEPS 8          /* slots per connection: the host executor's CHR_STEPS */
-#define CHR_DEV_MAX_CHANNELS 64  /* CTAs per rank and launch */
-#define CHR_DEV_P2P_CONNS 32     /* point-to-point connection indices: lanes a large send splits over */
+#define CHR_DEV_MAX_CHANNELS 128 /* CTAs per rank and launch */
+#define CHR_DEV_P2P_CONNS 64     /* point-to-point connection indices: lanes a large send splits over */
 #define CHR_DEV_LL_LINE_DATA 8   /* payload bytes of one LL line */
 
 /* One LL line: two 8-byte halves, each a 4-byte data word and its flag, so an 8-byte store carries

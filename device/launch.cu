@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "config/algo_select.h" /* CHR_PROTO_LL */
 #include "device/dev_args.h"
 #include "device/dev_error.h"
 #include "device/dev_group.h"
@@ -206,6 +207,29 @@ static ncclResult_t isCapturing(const struct chrDevRank* rk, cudaStream_t stream
   return ncclSuccess;
 }
 
+/* Threads per CTA for a launch of these works. A launch whose works are all LL and whose steps are
+ * shorter than CHR_DEV_THREADS lines (one line a thread per trip) starts only the warps its steps
+ * use: a small all-reduce's CTA then meets its barriers with a few warps instead of 32. Every loop
+ * of the kernel strides by blockDim, so any multiple of the warp is right. CHR_DEV_FIT_THREADS=0 (a
+ * build define) launches CHR_DEV_THREADS always. */
+#ifndef CHR_DEV_FIT_THREADS
+#define CHR_DEV_FIT_THREADS 1
+#endif
+static unsigned threadsFor(const struct chrWork* works, int total) {
+  uint64_t lines = 0;
+  for (int i = 0; i < total && CHR_DEV_FIT_THREADS; i++) {
+    const struct chrWork* w = &works[i];
+    if (w->proto != CHR_PROTO_LL) return CHR_DEV_THREADS;
+    const uint64_t step = w->chunkElems > 0 && w->chunkElems < w->len ? w->chunkElems : w->len;
+    const uint64_t l = (step * w->typeSize + CHR_DEV_LL_LINE_DATA - 1) / CHR_DEV_LL_LINE_DATA;
+    if (l > lines) lines = l;
+    if (lines >= CHR_DEV_THREADS) return CHR_DEV_THREADS;
+  }
+  if (!CHR_DEV_FIT_THREADS) return CHR_DEV_THREADS;
+  const uint64_t warps = (lines + 31) / 32;
+  return warps < 2 ? 64 : (unsigned)(warps * 32);
+}
+
 /* One launch: for each channel c, take[c] works starting at works + base[c]. */
 static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWork* works, const int* base,
                               const int* take, int nChannels, cudaStream_t stream) {
@@ -247,7 +271,7 @@ static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWo
     for (int i = 0; i < take[c]; i++) dst[k++] = works[base[c] + i];
   /* The slot is write-combined host memory: drain the CPU's buffers before the GPU reads it. */
   if (args.workBuf != NULL) __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  res = chrDevLaunchArgs(fn, handle, (unsigned)nChannels, CHR_DEV_THREADS, stream, &args,
+  res = chrDevLaunchArgs(fn, handle, (unsigned)nChannels, threadsFor(dst, total), stream, &args,
                          offsetof(struct chrDevKernelArgs, inl) + (args.workBuf ? 0 : sizeof(struct chrWork) * (size_t)total),
                          sizeof(args));
   if (res != ncclSuccess) goto fail;

@@ -22,9 +22,9 @@
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
 /* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 64 (the 2-GPU sweeps of 2026-11-26,
  * docs/perf/gpu-2gpu.md: 32 channels with 256 KiB slots moved 1 GB all-reduces 10% faster than 24
- * with 512 KiB, and 64 another 7% faster than 32: each CTA pushes only so much over NVLink). One
- * call's works on every channel fit in the kernel arguments (device/dev_args.h); a captured launch
- * with more gets graph-owned storage. */
+ * with 512 KiB, and 64 another 7% faster than 32: each CTA pushes only so much over NVLink), up to
+ * CHR_DEV_MAX_CHANNELS (128). One call's works on every channel fit in the kernel arguments
+ * (device/dev_args.h); a captured launch with more gets graph-owned storage. */
 #define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
 
 struct chrDevShared {
@@ -47,13 +47,17 @@ static struct chrDevShared* findShared(uint64_t commHash, int nRanks) {
   return NULL;
 }
 
-/* Ring channels: every CTA of the ranks that share a GPU inside one process must be resident at
- * once (they wait for each other inside their kernels): with one 1024-thread CTA per channel, which
- * takes a whole SM's registers, the ranks on one GPU times the channels stay within HALF its SM
- * count, so that the user's own kernels running beside a collective cannot keep one of its CTAs
- * out (2 ranks on an H100: 33, capped at CHORUS_GPU_MAX_CHANNELS). Ranks of other processes are
- * time-sliced by the driver, but counting them too keeps one formula for both modes, and every rank
- * computes the same number from the peer infos (the fewest SMs, the most ranks on one GPU). */
+/* Ring channels. Ranks that share a GPU inside one process wait for each other inside their
+ * kernels, so every CTA of theirs must be resident at once: with one 1024-thread CTA per channel,
+ * which takes a whole SM's registers, the ranks on one GPU times the channels stay within HALF its
+ * SM count, so that the user's own kernels running beside a collective cannot keep one of its CTAs
+ * out (2 ranks on an H100: 33). A rank alone on its GPU has no such wait between its own CTAs (each
+ * channel's CTA waits only for the same channel on other GPUs, which a late CTA joins whenever it
+ * gets an SM), so it may take every SM. Either way CHORUS_GPU_MAX_CHANNELS caps it (64 by default:
+ * past that, SMs go to the collective that the user's kernels beside it would want). Ranks of other
+ * processes sharing a GPU are time-sliced by the driver, but counting them too keeps one formula for
+ * both modes, and every rank computes the same number from the peer infos (the fewest SMs, the most
+ * ranks on one GPU). */
 static int defaultChannels(const struct ncclComm* comm) {
   int sms = 0, perGpu = 1;
   if (comm->peers != NULL) {
@@ -69,7 +73,7 @@ static int defaultChannels(const struct ncclComm* comm) {
     sms = chrCudaDeviceSMs(comm->cudaDev);
     perGpu = comm->nRanks;
   }
-  int ch = sms > 0 ? sms / (2 * perGpu) : 8;
+  int ch = sms <= 0 ? 8 : perGpu == 1 ? sms : sms / (2 * perGpu);
   const int cap = (int)chrParamInt(CHR_P_GPU_MAX_CHANNELS);
   if (ch > cap) ch = cap;
   if (comm->config.maxCTAs > 0 && ch > comm->config.maxCTAs) ch = comm->config.maxCTAs;
@@ -81,11 +85,13 @@ static int defaultChannels(const struct ncclComm* comm) {
  * lanes: 150 GB/s on 2 H100s, docs/perf/gpu-2gpu.md), so a large send splits over lanes, each its
  * own connection index and pair of CTAs. The CTAs stay within the ring channels' budget (2 per
  * lane), and the memory too: every rank receives nRanks * lanes connections, so fewer lanes as the
- * rank count grows (about 64 connections: 32 lanes on 2 ranks, 8 on 8). */
+ * rank count grows (about 64 connections, or one per channel past 64: with 64 channels 32 lanes on
+ * 2 ranks, 8 on 8). */
 static int p2pLanes(int nRanks, int nChannels) {
   int lanes = CHR_DEV_P2P_CONNS;
   if (lanes > nChannels / 2) lanes = nChannels / 2;
-  if (nRanks > 0 && lanes > 64 / nRanks) lanes = 64 / nRanks;
+  const int budget = nChannels > 64 ? nChannels : 64; /* connections a rank receives, about */
+  if (nRanks > 0 && lanes > budget / nRanks) lanes = budget / nRanks;
   return lanes < 1 ? 1 : lanes;
 }
 
