@@ -10,17 +10,22 @@
 #include "device/dev_error.h"
 
 namespace {
-/* Makes cudaDev current for the scope; restores the previous device. */
+/* Makes cudaDev current for the scope; restores the previous device if it had to change it. Each
+ * runtime call counts on a launch's path (cudaGetDevice plus two cudaSetDevice took 0.3-3.0 us on the
+ * H100 hosts, docs/perf/gpu-2gpu.md), so a device already current costs one cudaGetDevice. */
 struct DeviceScope {
   int prev = -1;
+  bool switched = false;
   cudaError_t err = cudaSuccess;
   explicit DeviceScope(int dev) {
     err = cudaGetDevice(&prev);
-    if (err == cudaSuccess && prev != dev) err = cudaSetDevice(dev);
+    if (err == cudaSuccess && prev != dev) {
+      err = cudaSetDevice(dev);
+      switched = err == cudaSuccess;
+    }
   }
   ~DeviceScope() {
-    int now = -1;
-    if (prev >= 0 && cudaGetDevice(&now) == cudaSuccess && now != prev) cudaSetDevice(prev);
+    if (switched) cudaSetDevice(prev);
   }
 };
 }  // namespace

@@ -31,6 +31,7 @@
 #include "device/dev_args.h"
 #include "device/dev_error.h"
 #include "device/dev_group.h"
+#include "device/dev_scope.h"
 #include "device/dev_table.h"
 #include "device/graph_works.h"
 #include "device/kernel_launch.h"
@@ -302,13 +303,10 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
   if (res != ncclSuccess) return res;
   pthread_once(&kernelTableOnce, fillKernelTable);
 
-  int prevDev = -1, nEngine = 0, forked = 0;
+  CHR_DEV_SCOPE(rk->cfg.cudaDev);
+  int nEngine = 0, forked = 0;
   struct chrWork* sorted = NULL;
   int collEnd[CHR_DEV_MAX_CHANNELS];
-  /* cudaSetDevice is not free even when the device is already current (chorus-gpu-ceiling's
-   * get_set_set_device_host: 0.3-3.0 us on H100 hosts, up to most of a launch): only when it differs. */
-  CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail);
-  if (prevDev != rk->cfg.cudaDev) CHR_DEV_CUDA_GOTO(cudaSetDevice(rk->cfg.cudaDev), res, fail);
   sorted = sortForKernels(rk, works, base, end, nChannels, total, collEnd, &nEngine);
   if (sorted == NULL) {
     res = chrDevFail(ncclSystemError, "rank %d: no memory to order a plan of %d works", rk->cfg.rank, total);
@@ -341,7 +339,6 @@ fail:
       res = chrDevFail(ncclUnhandledCudaError, "rank %d: joining the copy-engine copies: %s", rk->cfg.rank,
                        cudaGetErrorString(e));
   }
-  if (prevDev >= 0 && prevDev != rk->cfg.cudaDev) cudaSetDevice(prevDev);
   return res;
 }
 
