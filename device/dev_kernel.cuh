@@ -3,16 +3,33 @@
  * the step program of plan/work.h (chrWorkCounts / chrWorkStep), the same one the host executor
  * runs, so a plan computes the same bits on both.
  *
- * Per step, thread 0 computes the step, resolves its slots and waits: for every receive until the
- * data is there (SIMPLE: tail > position; LL: the lines carry their flags, so nothing), for every
- * send until the slot is free (head + CHR_DEV_STEPS > position). A barrier hands the step to the CTA,
- * which computes it (dev_simple.cuh / dev_ll.cuh); a second barrier, then thread 0 publishes: tail of
- * each send link (SIMPLE; release at system scope), head of each receive link, and moves the links'
- * positions on. At the end of a work the positions go back to the connections in device memory, so
- * the next work, in this launch or a later one, continues the sequences.
+ * Per step i, thread 0 prepares: it computes the step, resolves its slots and waits, for every
+ * receive until the data is there (SIMPLE: tail > position; LL: the lines carry their flags, so
+ * nothing), for every send until the slot is free (head + CHR_DEV_STEPS > position); then it moves the
+ * links' positions on and writes what the step will publish into pub[i & 1]: tail of each send link
+ * (SIMPLE only; a release store at system scope, whose fence waits until the step's stores have
+ * landed at the peer), head of each receive link. Barrier A (named, the computing threads only) hands
+ * the step to them (dev_simple.cuh / dev_ll.cuh), barrier B (the CTA's) ends it, and one thread stores
+ * pub[i & 1].
+ *
+ * SIMPLE: that thread is lane 0 of the last warp, the publisher, which computes nothing, so the fence
+ * runs while the workers go on with step i + 1, not before thread 0 may prepare it. pub[i & 1] is
+ * rewritten in prepare(i + 2), after B(i + 1), which the publisher reaches only once step i is out.
+ * Data before tail as with one thread: the workers' stores, B, the publisher's release (cumulative);
+ * head: every slot read was consumed before B. The publisher waits for nothing but B, so a prepare
+ * that waits for a peer never waits for it. LL (no tail; every thread computes), and SIMPLE in a CTA
+ * of one warp or a CHR_DEV_PUB_WARP=0 build: thread 0 publishes after B, then prepares the next step.
+ *
+ * At the end of a work the positions go back to the connections in device memory, so the next work,
+ * in this launch or a later one, continues the sequences; the work's closing barrier comes after the
+ * publisher's last stores, so the next work may reuse pub[].
  *
  * Abort: every wait polls the host-mapped abort flag every CHR_DEV_ABORT_SPINS spins; a thread that
- * sees it marks the CTA aborted, and after the next barrier every thread returns.
+ * sees it marks the CTA aborted. Threads leave only at a CTA barrier that ORs the mark
+ * (__syncthreads_or: B, or the one after a work's setup), so all of them, the publisher included,
+ * leave at the same one: a mark set after a barrier (thread 0 preparing the next step, an LL poll)
+ * cannot send a slow reader away while the others wait for it. The workers read it after A only to
+ * skip the step; they still go on to B.
  *
  * Works of the functions that only move data (all-gather, broadcast, point-to-point, the tree's
  * down pass, and local copies) run as byte copies whatever their type, so one kernel serves them
@@ -28,6 +45,11 @@
 #include "device/dev_work.h"
 #include "config/algo_select.h" /* CHR_PROTO_* */
 
+#ifndef CHR_DEV_PUB_WARP
+#define CHR_DEV_PUB_WARP 1
+#endif
+static_assert(CHR_DEV_THREADS % 32 == 0, "named barriers count whole warps");
+
 /* One link of the current work, as the CTA sees it. */
 struct chrDevLinkState {
   struct chrDevConn* conn; /* where the position goes back */
@@ -40,11 +62,20 @@ struct chrDevLinkState {
   uint32_t llLines;
 };
 
+/* What a step publishes: *word[e] = value[e], the first nRelease (SIMPLE's tails) with release
+ * stores, the rest (heads) relaxed. */
+struct chrDevPub {
+  uint64_t* word[2 * CHR_STEP_MAX_LINKS];
+  uint64_t value[2 * CHR_STEP_MAX_LINKS];
+  int n, nRelease;
+};
+
 struct chrDevShared {
   struct chrWork work;
   struct chrStep step;
   struct chrDevLinkState links[CHR_WORK_MAX_LINKS];
   struct chrDevStepPtrs ptrs;
+  struct chrDevPub pub[2]; /* by step parity: thread 0 writes, the publishing thread stores */
   uint64_t nSteps;
   uint64_t scalarBits;
   volatile uint32_t* abortFlag;
@@ -95,7 +126,8 @@ static __device__ void chrDevSetupWork(const struct chrDevComm* comm, int channe
   }
 }
 
-/* Thread 0: the step's addresses, after waiting for its data and its credit. False on abort. */
+/* Thread 0: the step's addresses, after waiting for its data and its credit. False on abort. Then
+ * the positions move on, and pub[index & 1] gets what is to be published once the step is done. */
 template <typename S>
 __device__ bool chrDevPrepareStep(const struct chrDevComm* comm, struct chrDevShared& sh, uint64_t index,
                                   chrDevAbort& ab) {
@@ -134,43 +166,65 @@ __device__ bool chrDevPrepareStep(const struct chrDevComm* comm, struct chrDevSh
       p.send[j] = s.buff + slot * s.stepBytes;
     }
   }
+  struct chrDevPub& rec = sh.pub[index & 1];
+  int n = 0;
+  for (int j = 0; j < st.nSend; j++) {
+    struct chrDevLinkState& s = sh.links[st.send[j]];
+    s.pos++;
+    if (!ll) {
+      rec.word[n] = s.tail;
+      rec.value[n++] = s.pos;
+    }
+  }
+  rec.nRelease = n;
+  for (int k = 0; k < st.nRecv; k++) {
+    struct chrDevLinkState& s = sh.links[st.recv[k]];
+    rec.word[n] = s.head;
+    rec.value[n++] = ++s.pos;
+  }
+  rec.n = n;
   return true;
 }
 
-/* Thread 0: the step is done; let the peers know and move the positions on. */
-static __device__ void chrDevPublishStep(struct chrDevShared& sh) {
-  const struct chrStep& st = sh.step;
-  const bool ll = sh.work.proto == CHR_PROTO_LL;
-  for (int j = 0; j < st.nSend; j++) {
-    struct chrDevLinkState& s = sh.links[st.send[j]];
-    if (!ll) chrStReleaseSys(s.tail, s.pos + 1);
-    s.pos++;
-  }
-  for (int k = 0; k < st.nRecv; k++) {
-    struct chrDevLinkState& s = sh.links[st.recv[k]];
-    chrStRelaxedSys(s.head, s.pos + 1);
-    s.pos++;
+/* One thread, once the step is done (the publisher warp's lane 0, else thread 0): its stores, in the
+ * order thread 0 recorded them. */
+static __device__ void chrDevPublishRec(const struct chrDevPub& rec) {
+  for (int e = 0; e < rec.n; e++) {
+    if (e < rec.nRelease) chrStReleaseSys(rec.word[e], rec.value[e]);
+    else chrStRelaxedSys(rec.word[e], rec.value[e]);
   }
 }
 
+/* One work, by every thread; false (in every thread alike) when the CTA aborted. Per step the
+ * workers pass A(i) and B(i), the publisher warp B(i) only. One loop for every role, each barrier one
+ * instruction: bar.sync and bar.red are .aligned (all threads of a barrier meet at the same
+ * instruction), and a loop per role or a run-time choice of barrier also cost ptxas up to ~200 more
+ * bytes of spills (sm_90). A counts whole warps: the launcher starts whole warps (launch.cu). */
 template <int TY, int OP>
-__device__ void chrDevRunWork(const struct chrDevComm* comm, struct chrDevShared& sh) {
+__device__ bool chrDevRunWork(const struct chrDevComm* comm, struct chrDevShared& sh) {
   typedef chrDevRed<TY, OP> R;
   typedef typename R::S S;
   const R r(chrDevScalarFromArg<S>(sh.scalarBits), sh.work.opArg);
   const bool ll = sh.work.proto == CHR_PROTO_LL;
+  const bool piped = CHR_DEV_PUB_WARP && !ll && blockDim.x >= 64 && blockDim.x % 32 == 0;
+  const uint32_t nWorkers = piped ? blockDim.x - 32 : blockDim.x;
+  const bool worker = threadIdx.x < nWorkers;
   chrDevAbort ab = {sh.abortFlag, &sh.aborted, 0};
   const uint64_t nSteps = sh.nSteps;
   for (uint64_t i = 0; i < nSteps; i++) {
-    if (threadIdx.x == 0 && !chrDevPrepareStep<S>(comm, sh, i, ab)) sh.aborted = 1;
-    __syncthreads();
-    if (sh.aborted) return;
-    if (ll) chrDevLLStep(r, sh.ptrs, ab);
-    else chrDevSimpleStep(r, sh.ptrs);
-    __syncthreads();
-    if (sh.aborted) return;
-    if (threadIdx.x == 0) chrDevPublishStep(sh);
+    if (worker) {
+      if (threadIdx.x == 0 && !chrDevPrepareStep<S>(comm, sh, i, ab)) sh.aborted = 1;
+      if (CHR_DEV_PUB_WARP) chrBarSync(1, nWorkers); /* A(i) */
+      else __syncthreads();
+      if (!sh.aborted) {
+        if (ll) chrDevLLStep(r, sh.ptrs, ab, threadIdx.x, nWorkers);
+        else chrDevSimpleStep(r, sh.ptrs, threadIdx.x, nWorkers);
+      }
+    }
+    if (__syncthreads_or(sh.aborted)) return false; /* B(i) */
+    if (threadIdx.x == (piped ? nWorkers : 0)) chrDevPublishRec(sh.pub[i & 1]);
   }
+  return true;
 }
 
 template <int TY, int OP>
@@ -190,14 +244,14 @@ __global__ void __launch_bounds__(CHR_DEV_THREADS, 1) chrDevKernel(const __grid_
     if (threadIdx.x < words) ((uint64_t*)&sh.work)[threadIdx.x] = ((const uint64_t*)src)[threadIdx.x];
     __syncthreads();
     if (threadIdx.x == 0) chrDevSetupWork(comm, channel, sh);
-    __syncthreads();
-    if (sh.aborted) return;
-    if (chrDevWorkIsCopy(&sh.work)) chrDevRunWork<ncclUint8, CHR_DEV_COPY>(comm, sh);
-    else chrDevRunWork<TY, OP>(comm, sh);
-    if (sh.aborted) return;
+    if (__syncthreads_or(sh.aborted)) return;
+    const bool ok = chrDevWorkIsCopy(&sh.work) ? chrDevRunWork<ncclUint8, CHR_DEV_COPY>(comm, sh)
+                                               : chrDevRunWork<TY, OP>(comm, sh);
+    if (!ok) return;
     if (threadIdx.x == 0)
       for (int l = 0; l < sh.work.nLinks; l++) sh.links[l].conn->step = sh.links[l].pos;
-    /* The next work's copy into sh.work must wait until every thread is done with this one. */
+    /* The next work's copy into sh.work, and its use of pub[], must wait until every thread is done
+     * with this one (the publisher warp with its last stores). */
     __syncthreads();
   }
 }

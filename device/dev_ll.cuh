@@ -1,10 +1,10 @@
 /*
  * dev_ll.cuh: one LL step. The step's bytes travel as 16-byte lines of 8 data bytes and two flags;
- * thread t handles lines t, t + blockDim, ... : it polls each received line until both flags say
- * step + 1 (no tail, no fence: the flag arrives with its data), combines the terms element by
- * element, writes the output and stores the line to every send slot with its own flag. The last line
- * of a step may hold fewer than 8 bytes; its unused bytes are zero on the send side and ignored on
- * the receive side.
+ * thread t of nThreads (the whole CTA) handles lines t, t + nThreads, ... : it polls each received
+ * line until both flags say step + 1 (no tail, no fence: the flag arrives with its data), combines
+ * the terms element by element, writes the output and stores the line to every send slot with its
+ * own flag. The last line of a step may hold fewer than 8 bytes; its unused bytes are zero on the
+ * send side and ignored on the receive side.
  */
 #ifndef CHORUS_DEVICE_DEV_LL_CUH_
 #define CHORUS_DEVICE_DEV_LL_CUH_
@@ -105,7 +105,7 @@ struct chrDevLLWord {
 
 /* The CTA's part of one LL step; returns early (the caller's barrier still follows) on abort. */
 template <class R>
-__device__ void chrDevLLStep(const R& r, const chrDevStepPtrs& p, chrDevAbort& ab) {
+__device__ void chrDevLLStep(const R& r, const chrDevStepPtrs& p, chrDevAbort& ab, uint32_t tid, uint32_t nThreads) {
   typedef typename R::S S;
   typedef chrDevLLWord<R> W;
   const int OP = R::op;
@@ -113,7 +113,7 @@ __device__ void chrDevLLStep(const R& r, const chrDevStepPtrs& p, chrDevAbort& a
   const uint64_t nLines = (n * sizeof(S) + 7) / 8;
   const bool localAligned = ((uintptr_t)p.local & 7) == 0;
   const bool outAligned = ((uintptr_t)p.out & 7) == 0;
-  for (uint64_t l = threadIdx.x; l < nLines; l += blockDim.x) {
+  for (uint64_t l = tid; l < nLines; l += nThreads) {
     const uint64_t e0 = l * W::E;
     const int nE = n - e0 < (uint64_t)W::E ? (int)(n - e0) : W::E;
     const uint64_t b = l * 8;

@@ -1,5 +1,6 @@
 /*
- * dev_simple.cuh: one SIMPLE step, computed by the whole CTA once its slots are ready:
+ * dev_simple.cuh: one SIMPLE step, computed by nThreads threads of the CTA (tid 0 .. nThreads - 1;
+ * dev_kernel.cuh leaves out the publisher warp) once its slots are ready:
  *   v = recv[0] OP ... OP recv[k-1] OP pre(local)   (post(v) at the final step)
  * written to the output and to every send slot in one pass. Slots are 16-byte aligned, so when the
  * user buffers are too, every thread moves 16-byte packs, several in flight (chrDevUnroll) (loads of all
@@ -124,11 +125,12 @@ __device__ __forceinline__ void chrDevSimplePacks(const R& r, const chrDevStepPt
 
 /* Elements [first, count) one per thread. BYTEWISE: user buffers not aligned to the element size. */
 template <class R, bool BYTEWISE>
-__device__ __forceinline__ void chrDevSimpleElems(const R& r, const chrDevStepPtrs& p, uint64_t first) {
+__device__ __forceinline__ void chrDevSimpleElems(const R& r, const chrDevStepPtrs& p, uint64_t first, uint32_t tid,
+                                                  uint32_t nThreads) {
   typedef typename R::S S;
   const int OP = R::op;
   const uint64_t n = p.count;
-  for (uint64_t i = first + threadIdx.x; i < n; i += blockDim.x) {
+  for (uint64_t i = first + tid; i < n; i += nThreads) {
     const uint64_t b = i * sizeof(S);
     S v;
     if (p.nRecv > 0) {
@@ -149,21 +151,21 @@ __device__ __forceinline__ void chrDevSimpleElems(const R& r, const chrDevStepPt
 }
 
 template <class R>
-__device__ void chrDevSimpleStep(const R& r, const chrDevStepPtrs& p) {
+__device__ void chrDevSimpleStep(const R& r, const chrDevStepPtrs& p, uint32_t tid, uint32_t nThreads) {
   typedef typename R::S S;
   const uintptr_t user = (uintptr_t)p.local | (uintptr_t)p.out;
   if ((user & 15) == 0) {
     const uint64_t nPacks = p.count / chrDevPack<R>::E;
-    const uint64_t stride = blockDim.x;
-    uint64_t idx = threadIdx.x;
+    const uint64_t stride = nThreads;
+    uint64_t idx = tid;
     const int U = chrDevUnroll<S>::N;
     for (; idx + (U - 1) * stride < nPacks; idx += U * stride) chrDevSimplePacks<R, U>(r, p, idx, stride);
     for (; idx < nPacks; idx += stride) chrDevSimplePacks<R, 1>(r, p, idx, stride);
-    chrDevSimpleElems<R, false>(r, p, nPacks * chrDevPack<R>::E);
+    chrDevSimpleElems<R, false>(r, p, nPacks * chrDevPack<R>::E, tid, nThreads);
   } else if ((user & (sizeof(S) - 1)) == 0) {
-    chrDevSimpleElems<R, false>(r, p, 0);
+    chrDevSimpleElems<R, false>(r, p, 0, tid, nThreads);
   } else {
-    chrDevSimpleElems<R, true>(r, p, 0);
+    chrDevSimpleElems<R, true>(r, p, 0, tid, nThreads);
   }
 }
 

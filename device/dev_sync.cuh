@@ -58,6 +58,12 @@ __device__ __forceinline__ void chrLLLoad(const union chrDevLLLine* p, uint32_t*
                : "memory");
 }
 
+/* Named barrier `id` (1..15; 0 is __syncthreads): it completes once n threads (a multiple of 32)
+ * have arrived, and orders memory among them as __syncthreads does. */
+__device__ __forceinline__ void chrBarSync(int id, int n) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+
 /* Every wait loop counts its spins with one of these and calls poll(): true once the comm is
  * aborted (seen by this thread or another of the CTA), and the loop must give up. */
 struct chrDevAbort {
