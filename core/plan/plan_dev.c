@@ -36,7 +36,11 @@
  * CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL (32 KB), from the sweep on 2 H100s over NVLink
  * (docs/perf/gpu-2gpu.md, "Planner knobs"); the tree's bound CHORUS_GPU_TREE_MAX_BYTES and LL's
  * growth with the rank count from the sweep on 4 H200s (docs/perf/gpu-scaling.md). */
-#define DEV_LL_BYTES_PER_CHANNEL (16u << 10)
+/* LL: 8 KiB per channel, so that a channel's step is one line per thread of the CTA (1024 threads
+ * of 8 payload bytes): with 16 KiB, each thread read its second line only after its first, and a
+ * 16-64 KB all-reduce on 2 H100s took 8.2-8.5 us under CUDA graphs against 6.2-6.8 up to 8 KB
+ * (docs/perf/gpu-2gpu.md, run e7). */
+#define DEV_LL_BYTES_PER_CHANNEL (8u << 10)
 #define DEV_P2P_LL_MAX_BYTES (64u << 10)
 
 /* A rough estimate for ncclGroupSimulateEnd: 10 us per hop, 100 GB/s. */
