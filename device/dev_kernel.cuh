@@ -12,15 +12,13 @@
  * the step to them (dev_simple.cuh / dev_ll.cuh), barrier B (the CTA's) ends it, and one thread stores
  * pub[i & 1].
  *
- * SIMPLE works that only copy: that thread is lane 0 of the last warp, the publisher, which computes nothing, so the fence
+ * SIMPLE: that thread is lane 0 of the last warp, the publisher, which computes nothing, so the fence
  * runs while the workers go on with step i + 1, not before thread 0 may prepare it. pub[i & 1] is
  * rewritten in prepare(i + 2), after B(i + 1), which the publisher reaches only once step i is out.
  * Data before tail as with one thread: the workers' stores, B, the publisher's release (cumulative);
  * head: every slot read was consumed before B. The publisher waits for nothing but B, so a prepare
- * that waits for a peer never waits for it. LL (no tail; every thread computes), works that reduce
- * (they keep every warp computing: on 2 GPUs the publisher made copies 1-1.5% faster and all-reduces
- * 0-1% slower, docs/perf/gpu-2gpu.md, run e7; a -DCHR_DEV_PUB_WARP=2 build gives them one too), a CTA
- * of one warp and a CHR_DEV_PUB_WARP=0 build: thread 0 publishes after B, then prepares the next step.
+ * that waits for a peer never waits for it. LL (no tail; every thread computes), and SIMPLE in a CTA
+ * of one warp or a CHR_DEV_PUB_WARP=0 build: thread 0 publishes after B, then prepares the next step.
  *
  * At the end of a work the positions go back to the connections in device memory, so the next work,
  * in this launch or a later one, continues the sequences; the work's closing barrier comes after the
@@ -208,8 +206,7 @@ __device__ bool chrDevRunWork(const struct chrDevComm* comm, struct chrDevShared
   typedef typename R::S S;
   const R r(chrDevScalarFromArg<S>(sh.scalarBits), sh.work.opArg);
   const bool ll = sh.work.proto == CHR_PROTO_LL;
-  const bool piped = (CHR_DEV_PUB_WARP == 2 || (CHR_DEV_PUB_WARP == 1 && OP == CHR_DEV_COPY)) && !ll &&
-                     blockDim.x >= 64 && blockDim.x % 32 == 0;
+  const bool piped = CHR_DEV_PUB_WARP && !ll && blockDim.x >= 64 && blockDim.x % 32 == 0;
   const uint32_t nWorkers = piped ? blockDim.x - 32 : blockDim.x;
   const bool worker = threadIdx.x < nWorkers;
   chrDevAbort ab = {sh.abortFlag, &sh.aborted, 0};
