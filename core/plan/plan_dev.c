@@ -46,11 +46,21 @@
 /* A rough estimate for ncclGroupSimulateEnd: 10 us per hop, 100 GB/s. */
 static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops + (float)bytes / 1e5f; }
 
-/* A send or receive: as many lanes as the count fills (both ends compute the same). */
+/* A send or receive: as many lanes as the count fills (both ends compute the same), one per
+ * CHORUS_GPU_P2P_BYTES_PER_LANE up to DEV_P2P_DENSE_LANES lanes and one per twice that beyond: on 2
+ * H100s (docs/perf/gpu-2gpu.md, run e10) 8 lanes moved a 1 MB send in 16.5 us against 17.2 with 16,
+ * 16 lanes a 2 MB one in 19.8 against 21.2 with 32, and a 4 MB all-to-all took 23.8 us on 16 lanes
+ * per peer against 33.5 on 32 (each lane is two CTAs and, with a rank's copies to itself, four works
+ * to plan, check and pass), while below 512 KB fewer lanes than one per 64 KB were slower. */
+#define DEV_P2P_DENSE_LANES 8
 static ncclResult_t planP2p(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
   t->algo = CHR_ALGO_UNDEF;
   const size_t perLane = (size_t)chrParamInt(CHR_P_GPU_P2P_BYTES_PER_LANE);
   size_t lanes = t->proto == CHR_PROTO_LL ? 1 : (bytes + perLane - 1) / perLane;
+  if (lanes > DEV_P2P_DENSE_LANES) {
+    lanes = (bytes + 2 * perLane - 1) / (2 * perLane);
+    if (lanes < DEV_P2P_DENSE_LANES) lanes = DEV_P2P_DENSE_LANES;
+  }
   t->nChannels = lanes < 1 ? 1 : lanes > (size_t)shape->p2pLanes ? shape->p2pLanes : (int)lanes;
   t->estimatedUs = devEstimateUs(1, bytes);
   t->comm->lastAlgo = "P2P";
