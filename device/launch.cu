@@ -217,16 +217,16 @@ static ncclResult_t isCapturing(const struct chrDevRank* rk, cudaStream_t stream
 #define CHR_DEV_FIT_THREADS 1
 #endif
 static unsigned threadsFor(const struct chrWork* works, int total) {
+  if (!CHR_DEV_FIT_THREADS) return CHR_DEV_THREADS;
   uint64_t lines = 0;
-  for (int i = 0; i < total && CHR_DEV_FIT_THREADS; i++) {
+  for (int i = 0; i < total; i++) {
     const struct chrWork* w = &works[i];
     if (w->proto != CHR_PROTO_LL) return CHR_DEV_THREADS;
     const uint64_t step = w->chunkElems > 0 && w->chunkElems < w->len ? w->chunkElems : w->len;
     const uint64_t l = (step * w->typeSize + CHR_DEV_LL_LINE_DATA - 1) / CHR_DEV_LL_LINE_DATA;
+    if (l >= CHR_DEV_THREADS) return CHR_DEV_THREADS;
     if (l > lines) lines = l;
-    if (lines >= CHR_DEV_THREADS) return CHR_DEV_THREADS;
   }
-  if (!CHR_DEV_FIT_THREADS) return CHR_DEV_THREADS;
   const uint64_t warps = (lines + 31) / 32;
   return warps < 2 ? 64 : (unsigned)(warps * 32);
 }
