@@ -24,6 +24,7 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "config/algo_select.h"
+#include "config/param.h"
 #include "plan/plan.h"
 
 /* Binary tree over positions 0..n-1 rooted at 0: position p's lowest set bit b makes it the parent
@@ -156,6 +157,7 @@ ncclResult_t chrPlanWorks(struct chrCollTask* t) {
     w->sendbuff = (uint64_t)(uintptr_t)t->sendbuff;
     w->recvbuff = (uint64_t)(uintptr_t)t->recvbuff;
     CHECK(workOp(t, w));
+    if (chrParamInt(CHR_P_SEND_AHEAD)) w->flags |= CHR_WORK_SEND_AHEAD;
     if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
       int isSend = t->func == ncclFuncSend;
       w->pattern = isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV;
