@@ -41,7 +41,6 @@
  * 16-64 KB all-reduce on 2 H100s took 8.2-8.5 us under CUDA graphs against 6.2-6.8 up to 8 KB
  * (docs/perf/gpu-2gpu.md, run e7). */
 #define DEV_LL_BYTES_PER_CHANNEL (8u << 10)
-#define DEV_P2P_LL_MAX_BYTES (64u << 10)
 
 /* A rough estimate for ncclGroupSimulateEnd: 10 us per hop, 100 GB/s. */
 static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops + (float)bytes / 1e5f; }
@@ -51,13 +50,15 @@ static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops 
  * H100s (docs/perf/gpu-2gpu.md, run e10) 8 lanes moved a 1 MB send in 16.5 us against 17.2 with 16,
  * 16 lanes a 2 MB one in 19.8 against 21.2 with 32, and a 4 MB all-to-all took 23.8 us on 16 lanes
  * per peer against 33.5 on 32 (each lane is two CTAs and, with a rank's copies to itself, four works
- * to plan, check and pass), while below 512 KB fewer lanes than one per 64 KB were slower. */
+ * to plan, check and pass), while below 512 KB fewer lanes than one per 64 KB were slower. An LL
+ * send (up to CHORUS_GPU_P2P_LL_MAX_BYTES) takes one lane per CHORUS_GPU_P2P_LL_BYTES_PER_LANE. */
 #define DEV_P2P_DENSE_LANES 8
 static ncclResult_t planP2p(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
   t->algo = CHR_ALGO_UNDEF;
-  const size_t perLane = (size_t)chrParamInt(CHR_P_GPU_P2P_BYTES_PER_LANE);
-  size_t lanes = t->proto == CHR_PROTO_LL ? 1 : (bytes + perLane - 1) / perLane;
-  if (lanes > DEV_P2P_DENSE_LANES) {
+  const int ll = t->proto == CHR_PROTO_LL;
+  const size_t perLane = (size_t)chrParamInt(ll ? CHR_P_GPU_P2P_LL_BYTES_PER_LANE : CHR_P_GPU_P2P_BYTES_PER_LANE);
+  size_t lanes = (bytes + perLane - 1) / perLane;
+  if (!ll && lanes > DEV_P2P_DENSE_LANES) {
     lanes = (bytes + 2 * perLane - 1) / (2 * perLane);
     if (lanes < DEV_P2P_DENSE_LANES) lanes = DEV_P2P_DENSE_LANES;
   }
@@ -208,7 +209,7 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
    * data, each of which costs SIMPLE a pair of barriers and a fence, so LL stays the faster
    * protocol to larger calls (4 GPUs: 1 MB 23.4 us LL vs 32.0 SIMPLE). Not the other collectives:
    * on 4 GPUs a 1 MB broadcast ran 15.0 us SIMPLE vs 18.2 LL (docs/perf/gpu-scaling.md). */
-  size_t llMax = isP2p ? DEV_P2P_LL_MAX_BYTES : (size_t)chrParamInt(CHR_P_GPU_LL_MAX_BYTES);
+  size_t llMax = (size_t)chrParamInt(isP2p ? CHR_P_GPU_P2P_LL_MAX_BYTES : CHR_P_GPU_LL_MAX_BYTES);
   if (t->func == ncclFuncAllReduce && n > 2) llMax = llMax * (size_t)n / 2;
   t->proto = ll && (!simple || bytes <= llMax) ? CHR_PROTO_LL : CHR_PROTO_SIMPLE;
   size_t simpleStep = isP2p ? shape.p2pStepBytes : shape.stepBytes;

@@ -157,7 +157,12 @@ ncclResult_t chrPlanWorks(struct chrCollTask* t) {
     w->sendbuff = (uint64_t)(uintptr_t)t->sendbuff;
     w->recvbuff = (uint64_t)(uintptr_t)t->recvbuff;
     CHECK(workOp(t, w));
-    if (chrParamInt(CHR_P_SEND_AHEAD)) w->flags |= CHR_WORK_SEND_AHEAD;
+    /* Send ahead (plan/work.h chrLoopOrder) for LL by default: on 2 H200s, LL all-reduces of
+     * 256 KB-1 MB (the pair exchange, several loops per channel) took 10.0/13.8/17.2 us against
+     * 13.0/18.5/27.0 loop by loop; SIMPLE moved within a few percent either way (all-reduce 1-4 GB
+     * 1-2% faster, all-gather and reduce-scatter 64-512 MB 2-7% slower; docs/perf/gpu-2gpu.md, e12). */
+    const int64_t ahead = chrParamInt(CHR_P_SEND_AHEAD);
+    if (ahead == 2 || (ahead == 1 && w->proto == CHR_PROTO_LL)) w->flags |= CHR_WORK_SEND_AHEAD;
     if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
       int isSend = t->func == ncclFuncSend;
       w->pattern = isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV;

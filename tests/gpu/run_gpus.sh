@@ -19,7 +19,8 @@
 #            in the same command: PERF_COLLS (default all seven), float, SIDE_MIN (8) .. PERF_MAX (8G),
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
-#            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run)
+#            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run);
+#            SIDE_TYPE (float): the datatype, any of chorus-perf -d's (files tagged .<type> unless float)
 #   knobs    Chorus alone, each of KNOBS_COLL (all-reduce) in one process (-t RANKS): KNOBS_MID_SIZES (64K 64M)
 #            checked for each setting of KNOBS_MID, 32 MB .. KNOBS_BIG_MAX (1G) timed for each of KNOBS_BIG (a
 #            setting: "default" or NAME=VALUE,NAME=VALUE for the environment; defaults: the planner parameters
@@ -160,6 +161,8 @@ if want side; then
     algoenv=()
     tag=
     [ "$algo" = default ] || { algoenv=(NCCL_ALGO="$algo"); tag=.$(echo "$algo" | tr 'A-Z' 'a-z'); }
+    typeargs=()
+    [ "${SIDE_TYPE:-float}" = float ] || { typeargs=(-d "$SIDE_TYPE"); tag=$tag.$SIDE_TYPE; }
     colls=${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}
     # PERF_COLLS_RING / PERF_COLLS_TREE: the collectives for a forced algorithm (only all-reduce has
     # a tree; both libraries run the others on the ring under NCCL_ALGO=TREE)
@@ -172,7 +175,7 @@ if want side; then
             set -- $sweep
             case " ${SIDE_SWEEPS:-small large} " in *" $1 "*) ;; *) continue ;; esac
             sidePerf "$lib $mode$tag $coll $1" "$OUT/side-$lib-$mode$tag-$coll-$1" $lib $mode "${algoenv[@]}" -- \
-              "$coll" -b "$2" -e "$3" -f 2 -n "$4" -w "$5" -c "$6"
+              "$coll" -b "$2" -e "$3" -f 2 -n "$4" -w "$5" -c "$6" "${typeargs[@]}"
           done
         done
       done

@@ -4,6 +4,7 @@ runs on two libraries (Chorus and NVIDIA's NCCL, chorus-perf built once; tests/g
 
   gpu_side.py DIR          reads DIR/side-<lib>-<mode>-<coll>-<sweep>.json, lib "chorus" or "nvidia",
                            mode "thr" or "proc", with ".ring" / ".tree" when NCCL_ALGO was forced
+                           and ".<type>" (e.g. ".bfloat16") when the datatype was not float
 
 One table per (mode, collective): per size, each library's time (µs, out of place), the part of it
 spent inside the library's calls ("in calls": enqueueing; files from before chorus-perf measured it
@@ -18,6 +19,8 @@ import os
 import sys
 
 from gpu_table import human  # the size labels of the one-GPU tables (same folder)
+
+ALGOS = {"ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat"}  # NCCL_ALGO tags
 
 
 def load(folder):
@@ -51,9 +54,10 @@ def main():
     for (mode, coll), libs in sorted(runs.items()):
         ours, theirs = libs.get("chorus", {}), libs.get("nvidia", {})
         n = next(iter(ours.values() or theirs.values()), {}).get("nranks", "?")
-        base, _, algo = mode.partition(".")
+        base, *tags = mode.split(".")
         where = f"one process, {n} GPUs (-t)" if base == "thr" else f"{n} processes, one GPU each (-np)"
-        print(f"### {coll}, {where}{', NCCL_ALGO=' + algo.upper() if algo else ''}\n")
+        extra = "".join(f", NCCL_ALGO={t.upper()}" if t in ALGOS else f", {t}" for t in tags)
+        print(f"### {coll}, {where}{extra}\n")
         print("| size | Chorus µs | NCCL µs | Chorus in calls | NCCL in calls | Chorus busbw | NCCL busbw | "
               "Chorus / NCCL | wrong (C/N) |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
