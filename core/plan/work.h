@@ -66,7 +66,6 @@ struct chrWorkLink {
 /* Work flags. */
 #define CHR_WORK_SCALAR_PTR 0x1 /* opArg is the address of the PreMulSum scalar (device-resident) */
 #define CHR_WORK_ENGINE 0x2     /* a local copy the device launcher runs as cudaMemcpyAsync beside the kernel */
-#define CHR_WORK_SEND_AHEAD 0x4 /* ring loops overlap by a step (chrLoopOrder) */
 
 struct chrWork {
   uint8_t pattern;     /* enum chrPattern */
@@ -202,41 +201,6 @@ CHR_HD void chrWorkCounts(const struct chrWork* w, uint64_t* nSteps, uint64_t* n
   }
 }
 
-/*
- * The order of a looped work's steps. Loops of the ring all-reduce, reduce-scatter, all-gather and
- * the pair all-reduce begin with a step that only sends and end with one that only receives. Loop by
- * loop, the channel waits at every receive for a peer that published the data only just then (the
- * ranks run in step). With CHR_WORK_SEND_AHEAD, loop l's first step runs before loop l-1's last:
- *   (0,0) .. (0,P-2)  (1,0) (0,P-1) (1,1) .. (1,P-2)  (2,0) (1,P-1) ...  (L-1,P-1)
- * so the wait for loop l-1's last data hides behind loop l's first copy. Each link still sees its
- * steps in the same order (the swapped pair use different links), so positions, slot sizes and the
- * peer's view are the same whichever order a rank runs; and the swapped steps touch different
- * loops' elements, so in place stays safe. Index `index` of `loops` loops of `perLoop` steps.
- */
-CHR_HD void chrLoopOrder(const struct chrWork* w, uint64_t index, uint64_t perLoop, uint64_t* loop, uint64_t* s) {
-  const uint64_t loops = chrWorkLoops(w);
-  if (!(w->flags & CHR_WORK_SEND_AHEAD) || perLoop < 2 || index < perLoop - 1) {
-    *loop = index / perLoop;
-    *s = index % perLoop;
-    return;
-  }
-  const uint64_t j = index - (perLoop - 1);
-  const uint64_t l = j / perLoop + 1, k = j % perLoop;
-  if (l >= loops) { /* the last loop's last step */
-    *loop = loops - 1;
-    *s = perLoop - 1;
-  } else if (k == 0) {
-    *loop = l;
-    *s = 0;
-  } else if (k == 1) {
-    *loop = l - 1;
-    *s = perLoop - 1;
-  } else {
-    *loop = l;
-    *s = k - 1;
-  }
-}
-
 /* Elements of loop `loop` (not for the ring all-reduce): offset from the start of a block, count. */
 CHR_HD void chrLoopSpan(const struct chrWork* w, uint64_t loop, uint64_t* off, uint64_t* n) {
   *off = w->start + loop * w->chunkElems;
@@ -257,9 +221,9 @@ CHR_HD void chrLoopSpan(const struct chrWork* w, uint64_t loop, uint64_t* off, u
  */
 CHR_HD void chrStepRingAllReduce(const struct chrWork* w, uint64_t index, struct chrStep* st) {
   int n = w->nRanks;
-  uint64_t loop, step;
-  chrLoopOrder(w, index, (uint64_t)(2 * n - 1), &loop, &step);
-  int s = (int)step;
+  uint64_t perLoop = (uint64_t)(2 * n - 1);
+  uint64_t loop = index / perLoop;
+  int s = (int)(index % perLoop);
   uint64_t loopElems = (uint64_t)n * w->chunkElems;
   uint64_t loopStart = w->start + loop * loopElems;
   uint64_t loopCount = w->start + w->len - loopStart;
@@ -295,10 +259,9 @@ CHR_HD void chrStepRingAllReduce(const struct chrWork* w, uint64_t index, struct
  * is safe: step 1 reads each input element before it writes that output element.
  */
 CHR_HD void chrStepPairAllReduce(const struct chrWork* w, uint64_t index, struct chrStep* st) {
-  uint64_t off, len, loop, step;
-  chrLoopOrder(w, index, 2, &loop, &step);
-  chrLoopSpan(w, loop, &off, &len);
-  const int recv = (int)step;
+  uint64_t off, len;
+  chrLoopSpan(w, index / 2, &off, &len);
+  const int recv = (int)(index % 2);
   chrStepRing(st, recv, !recv);
   st->count = len;
   st->localOff = (int64_t)off;
@@ -322,9 +285,8 @@ CHR_HD void chrStepRingOther(const struct chrWork* w, const int* ringOrder, uint
   int n = w->nRanks;
   uint64_t off, len;
   if (w->pattern == CHR_PAT_RING_REDUCESCATTER || w->pattern == CHR_PAT_RING_ALLGATHER) {
-    uint64_t loop, step;
-    chrLoopOrder(w, index, (uint64_t)n, &loop, &step);
-    int s = (int)step;
+    uint64_t loop = index / (uint64_t)n;
+    int s = (int)(index % (uint64_t)n);
     chrLoopSpan(w, loop, &off, &len);
     chrStepRing(st, s > 0, s < n - 1);
     st->count = len;

@@ -24,7 +24,6 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "config/algo_select.h"
-#include "config/param.h"
 #include "plan/plan.h"
 
 /* Binary tree over positions 0..n-1 rooted at 0: position p's lowest set bit b makes it the parent
@@ -157,12 +156,6 @@ ncclResult_t chrPlanWorks(struct chrCollTask* t) {
     w->sendbuff = (uint64_t)(uintptr_t)t->sendbuff;
     w->recvbuff = (uint64_t)(uintptr_t)t->recvbuff;
     CHECK(workOp(t, w));
-    /* Send ahead (plan/work.h chrLoopOrder) for LL by default: on 2 H200s, LL all-reduces of
-     * 256 KB-1 MB (the pair exchange, several loops per channel) took 10.0/13.8/17.2 us against
-     * 13.0/18.5/27.0 loop by loop; SIMPLE moved within a few percent either way (all-reduce 1-4 GB
-     * 1-2% faster, all-gather and reduce-scatter 64-512 MB 2-7% slower; docs/perf/gpu-2gpu.md, e12). */
-    const int64_t ahead = chrParamInt(CHR_P_SEND_AHEAD);
-    if (ahead == 2 || (ahead == 1 && w->proto == CHR_PROTO_LL)) w->flags |= CHR_WORK_SEND_AHEAD;
     if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
       int isSend = t->func == ncclFuncSend;
       w->pattern = isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV;
