@@ -51,13 +51,10 @@ static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops 
  * 16 lanes a 2 MB one in 19.8 against 21.2 with 32, and a 4 MB all-to-all took 23.8 us on 16 lanes
  * per peer against 33.5 on 32 (each lane is two CTAs and, with a rank's copies to itself, four works
  * to plan, check and pass), while below 512 KB fewer lanes than one per 64 KB were slower.
- * An LL send (up to CHORUS_GPU_P2P_LL_MAX_BYTES, 512 KB) takes one lane per
+ * An LL send (up to CHORUS_GPU_P2P_LL_MAX_BYTES, 256 KB) takes one lane per
  * CHORUS_GPU_P2P_LL_BYTES_PER_LANE (32 KB, one LL step): on 2 H200s (run e13) 64/128/256 KB sends
  * took 9.8/10.5/11.1 us against 13.3/12.3/12.5 with LL on one lane up to 64 KB and SIMPLE beyond,
- * and 128/256/512 KB all-to-alls 12.5/12.8/15.2 against 16.7/15.5/16.4; 8 KB per lane was slower.
- * LL up to 512 KB rather than 256 (run e15): a 512 KB send 10.9 us against 12.6, 512 KB / 1 MB
- * all-to-alls 12.9/14.0 against 14.0/16.3; up to 1 MB made 1 MB slower (17.4-19.7: 32 lanes), and
- * 64 KB per lane slower everywhere. */
+ * and 128/256/512 KB all-to-alls 12.5/12.8/15.2 against 16.7/15.5/16.4; 8 KB per lane was slower. */
 #define DEV_P2P_DENSE_LANES 8
 static ncclResult_t planP2p(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
   t->algo = CHR_ALGO_UNDEF;
