@@ -54,7 +54,10 @@ static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops 
  * An LL send (up to CHORUS_GPU_P2P_LL_MAX_BYTES, 256 KB) takes one lane per
  * CHORUS_GPU_P2P_LL_BYTES_PER_LANE (32 KB, one LL step): on 2 H200s (run e13) 64/128/256 KB sends
  * took 9.8/10.5/11.1 us against 13.3/12.3/12.5 with LL on one lane up to 64 KB and SIMPLE beyond,
- * and 128/256/512 KB all-to-alls 12.5/12.8/15.2 against 16.7/15.5/16.4; 8 KB per lane was slower. */
+ * and 128/256/512 KB all-to-alls 12.5/12.8/15.2 against 16.7/15.5/16.4; 8 KB per lane was slower.
+ * Not 512 KB: it sped a 512 KB send and a 1 MB all-to-all in one run (e15: 10.9 against 12.6 us,
+ * 14.0 against 16.3) and slowed that all-to-all to 21-22 us, in both layouts, in the next (e16,
+ * a sweep beside NCCL; 16.2-16.4 with 256 KB in e14). */
 #define DEV_P2P_DENSE_LANES 8
 static ncclResult_t planP2p(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
   t->algo = CHR_ALGO_UNDEF;
