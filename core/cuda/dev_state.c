@@ -196,8 +196,10 @@ fail_free_state:
   return res;
 }
 
+int chrDevCommConnectsLazily(const struct ncclComm* comm) { return comm->dev != NULL && comm->dev->ipc != NULL; }
+
 ncclResult_t chrDevCommConnect(struct ncclComm* comm, const unsigned char* need) {
-  if (comm->dev == NULL || comm->dev->ipc == NULL) return ncclSuccess; /* a group is connected from the start */
+  if (!chrDevCommConnectsLazily(comm)) return ncclSuccess; /* a group is connected from the start */
   return chrDevIpcConnect(comm, need);
 }
 

@@ -63,6 +63,10 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape);
  * every peer (never waits for them), so attach every comm of a group before connecting any. */
 ncclResult_t chrDevCommAttach(struct ncclComm* comm);
 
+/* Whether a comm connects its peers as its works first name them (IPC mode), rather than all of
+ * them at attach (group mode): the caller need not scan a launch's works for peers otherwise. */
+int chrDevCommConnectsLazily(const struct ncclComm* comm);
+
 /* Connect the peers with need[peer] != 0 that are not connected yet (IPC mode: waits for each one's
  * blob, i.e. for its attach); nothing to do in group mode. */
 ncclResult_t chrDevCommConnect(struct ncclComm* comm, const unsigned char* need);

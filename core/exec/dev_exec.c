@@ -261,7 +261,7 @@ void chrDevFreeLaunch(struct chrDevLaunchPlan* p) {
 /* Every peer the plan's works name gets connected first (IPC mode: the first time, this waits for the
  * peer's own first GPU call). */
 static ncclResult_t connectPeers(struct ncclComm* comm, const struct chrDevLaunchPlan* plan) {
-  if (comm->dev->ipc == NULL) return ncclSuccess; /* group mode: connected from the start (no scan per launch) */
+  if (!chrDevCommConnectsLazily(comm)) return ncclSuccess; /* group mode: connected from the start (no scan per launch) */
   unsigned char* need = calloc((size_t)comm->nRanks, 1);
   if (need == NULL) return chrFail(ncclSystemError, "out of memory for %d ranks", comm->nRanks);
   int nColl = 0;
