@@ -32,6 +32,7 @@ static long splitPlans;            /* rank plans the launcher cuts into several 
 static long selfCopyWorks;         /* a rank's send to itself and receive from itself as local copies */
 static long engineWorks;           /* of those, the ones for the copy engine (CHR_WORK_ENGINE) */
 static long pairWorks;             /* 2-rank all-reduces in one exchange (CHR_PAT_PAIR_ALLREDUCE) */
+static long simplePairWorks;       /* ... of them SIMPLE (CHORUS_GPU_PAIR_MAX_BYTES) */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -252,7 +253,11 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
         const int isTree = wk->pattern == CHR_PAT_TREE_ROOT || wk->pattern == CHR_PAT_TREE_UP || wk->pattern == CHR_PAT_TREE_DOWN;
         treeWorks += isTree;
         pairWorks += wk->pattern == CHR_PAT_PAIR_ALLREDUCE;
-        if (wk->pattern == CHR_PAT_PAIR_ALLREDUCE && (n != 2 || wk->proto != CHR_PROTO_LL)) {
+        simplePairWorks += wk->pattern == CHR_PAT_PAIR_ALLREDUCE && wk->proto == CHR_PROTO_SIMPLE;
+        /* LL always; SIMPLE up to CHORUS_GPU_PAIR_MAX_BYTES (read here from the environment) */
+        const char* pairMax = getenv("CHORUS_GPU_PAIR_MAX_BYTES");
+        const int simplePairOk = pairMax && (uint64_t)t->count * (uint64_t)t->typeSize <= strtoull(pairMax, NULL, 0);
+        if (wk->pattern == CHR_PAT_PAIR_ALLREDUCE && (n != 2 || (wk->proto != CHR_PROTO_LL && !simplePairOk))) {
           fprintf(stderr, "FAIL %s: rank %d: a pair all-reduce on %d ranks with protocol %d\n", c->name, r, n, wk->proto);
           return 1;
         }
@@ -410,6 +415,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: no small all-reduce on 2 ranks was planned as one exchange\n");
     failures++;
   }
+  const char* pairMax = getenv("CHORUS_GPU_PAIR_MAX_BYTES");
+  if (n == 2 && !algo && !proto && pairMax && strtoull(pairMax, NULL, 0) >= (1u << 30) && simplePairWorks == 0) {
+    fprintf(stderr, "FAIL: CHORUS_GPU_PAIR_MAX_BYTES=%s, but no SIMPLE all-reduce was planned as one exchange\n", pairMax);
+    failures++;
+  }
   const int expectsTuning = getenv("CHORUS_TEST_EXPECT_ALGO") || getenv("CHORUS_TEST_EXPECT_PROTO") ||
                             getenv("CHORUS_TEST_EXPECT_CHANNELS") || getenv("CHORUS_TEST_EXPECT_CHUNK");
   if (expectsTuning && tunedTasks == 0) {
@@ -434,8 +444,8 @@ int main(int argc, char** argv) {
   }
   if (failures == 0)
     printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, widest tree %d lanes, %ld pair "
-           "all-reduce works, %ld works on p2p lanes > 0, %ld local copies to self (%ld on the copy engine), %ld rank plans "
-           "in several launches, %ld collectives checked against the default rule)\n", n, count, treeWorks, widestTree,
-           pairWorks, lanedWorks, selfCopyWorks, engineWorks, splitPlans, ruleTasks);
+           "all-reduce works (%ld SIMPLE), %ld works on p2p lanes > 0, %ld local copies to self (%ld on the copy engine), "
+           "%ld rank plans in several launches, %ld collectives checked against the default rule)\n", n, count, treeWorks,
+           widestTree, pairWorks, simplePairWorks, lanedWorks, selfCopyWorks, engineWorks, splitPlans, ruleTasks);
   return failures ? 1 : 0;
 }
