@@ -34,6 +34,8 @@
 #            run_on_device.sh's perf step): chorus-gpu-ceiling, then chorus-perf -t 2 for ONEGPU_COLLS
 #            (default reducescatter; empty: the ceiling alone) from ONEGPU_MIN (2G) to ONEGPU_MAX (8G), timed only:
 #            onegpu-ceiling.txt and perf-<coll>-big.json for tools/bench/gpu_table.py
+#   ceprobe  chorus-ce-probe: the copy-engine send design prototyped between two processes on GPUs 0
+#            and 1, beside plain copies (ce-probe.txt; CEPROBE_MIN, CEPROBE_MAX)
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (built there, or OFI_PLUGIN: a prebuilt
@@ -210,6 +212,15 @@ if want onegpu; then
       note "onegpu $coll: FAILED ($(tail -1 "$OUT/perf-$coll-big.txt"))"
   done
   note "one-GPU rows: $(ls "$OUT"/perf-*-big.json 2>/dev/null | tr '\n' ' ')"
+fi
+
+section "copy-engine sends, prototype (GPUs 0 and 1)"
+if want ceprobe; then
+  # chorus-ce-probe (tools/gpu/ce_probe.cu): the design of docs/perf/gpu-2gpu.md "Next" 0 between two
+  # processes, beside the copy engine's plain rate, CEPROBE_MIN (64M) .. CEPROBE_MAX (8G)
+  timeout 240 "$BUILD/bin/chorus-ce-probe" --min "${CEPROBE_MIN:-64M}" --max "${CEPROBE_MAX:-8G}" --iters 5 \
+    >"$OUT/ce-probe.txt" 2>&1 || note "ceprobe: FAILED ($(tail -1 "$OUT/ce-probe.txt"))"
+  grep -h "wrong" "$OUT/ce-probe.txt" | sed "s/^/ceprobe: /" >>"$SUMMARY"
 fi
 
 section "planner knobs (Chorus)"

@@ -1,0 +1,324 @@
+/*
+ * ce_probe.cu (chorus-ce-probe): a standalone prototype of copy-engine sends between two processes,
+ * each with its own GPU, as docs/perf/gpu-2gpu.md ("Next", item 0) designs them, measured beside the
+ * copy engine's own ceiling in the same run. Nothing of Chorus: it answers whether the design is
+ * worth building into the library before it is.
+ *
+ * Two ranks (processes forked before any CUDA call), rank r on GPU r, each sending `bytes` to the
+ * other and receiving as much from it, `iters` times per size (the traffic of a 2-rank send/recv in
+ * nccl-tests). Per transfer and direction, a mailbox slot in host memory both processes map:
+ *   - each end posts (its buffer's CUDA IPC handle and an IPC event recorded on its stream just
+ *     before) with one compare-and-swap on the slot's state, which tells who came first; no one
+ *     waits on the host for the peer;
+ *   - the first makes its stream wait (cuStreamWaitValue64) for its `done` word (host memory both
+ *     processes registered with the GPU) to reach the transfer's number;
+ *   - the second, on a copy stream: waits for the first's event and for its own stream, copies
+ *     (cudaMemcpyAsync between the two GPUs, one side IPC-opened), writes the first's `done` word
+ *     (cuStreamWriteValue64, ordered after the copy), and its own stream waits for the copy stream.
+ * Then the data is checked (every element, on the GPU). The ceiling lines: the same buffers copied
+ * with plain cudaMemcpyAsync back to back, both ranks at once, pushing (each rank copies its data
+ * into the peer's buffer) and pulling.
+ *
+ *   chorus-ce-probe [--min 64M] [--max 8G] [--iters 5]
+ * Prints "key value unit" lines: ce_sendrecv_<size> (µs per iteration, GB/s per direction),
+ * push_<size>, pull_<size>, the copies each role issued, the first IPC open's time, and
+ * wrong_<size> (elements that differ; must be 0). Needs 2 GPUs with peer access.
+ */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <atomic>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CK(call)                                                                                    \
+  do {                                                                                              \
+    cudaError_t e_ = (call);                                                                        \
+    if (e_ != cudaSuccess) {                                                                        \
+      fprintf(stderr, "chorus-ce-probe rank %d: %s: %s\n", gRank, #call, cudaGetErrorString(e_));    \
+      exit(1);                                                                                      \
+    }                                                                                               \
+  } while (0)
+
+enum { SLOTS = 16, SEND = 0, RECV = 1 };
+
+/* What one end of a transfer posts. */
+struct Post {
+  cudaIpcMemHandle_t mem; /* its buffer (the sender's source, the receiver's destination) */
+  uint64_t offset;
+  int event;              /* index into the poster's event ring for this direction */
+};
+
+/* One direction (from rank `dir` to the other). state = generation << 2 | posted bits (1 << role). */
+struct Mailbox {
+  std::atomic<uint64_t> state[SLOTS];
+  struct Post post[SLOTS][2];
+  uint64_t done[2][8];    /* done[role]: the transfer number the first-arriving end waits for (own cache line) */
+};
+
+struct Shared {
+  struct Mailbox box[2];
+  cudaIpcMemHandle_t buf[2][2];        /* [rank][SEND or RECV] */
+  cudaIpcEventHandle_t ev[2][2][SLOTS]; /* [rank][direction][slot] */
+  std::atomic<int> barrier[2];
+  std::atomic<int> stop;
+  uint64_t copies[2][2];               /* [rank][role]: copies this rank issued as the second, by role */
+  double openUs[2];
+};
+
+static int gRank;
+static struct Shared* sh;
+typedef CUresult (*WaitFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+static WaitFn waitValue, writeValue;
+
+static double nowUs(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void barrier(int round) {
+  sh->barrier[gRank].store(round);
+  while (sh->barrier[1 - gRank].load() < round) {
+    if (sh->stop.load()) exit(1);
+  }
+}
+
+__global__ void fill(uint32_t* p, uint64_t n, uint32_t seed) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    p[i] = (uint32_t)(i * 2654435761u) ^ seed;
+}
+
+__global__ void check(const uint32_t* p, uint64_t n, uint32_t seed, unsigned long long* wrong) {
+  unsigned long long w = 0;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    w += p[i] != ((uint32_t)(i * 2654435761u) ^ seed);
+  if (w) atomicAdd(wrong, w);
+}
+
+struct Rank {
+  int peer;
+  cudaStream_t stream, copy;
+  void* buf[2];          /* SEND: source, RECV: destination */
+  void* peerBuf[2];      /* the peer's, IPC-opened once */
+  cudaEvent_t ev[2][SLOTS];     /* mine, by direction */
+  cudaEvent_t peerEv[2][SLOTS]; /* the peer's, IPC-opened */
+  cudaEvent_t own, copied;
+  CUdeviceptr done[2][2];       /* device addresses of box[dir].done[role][0] */
+};
+
+/* One end of transfer k (k >= 1) in direction dir (the sender's rank), as `role`. */
+static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t bytes) {
+  struct Mailbox* mb = &sh->box[dir];
+  const int slot = (int)(k % SLOTS);
+  /* The slot is free for k once the transfer k - SLOTS is done with it (its second end resets it). */
+  while ((mb->state[slot].load() >> 2) != k) {
+    if (sh->stop.load()) exit(1);
+  }
+  /* Record before posting: the peer's wait binds to the latest record when it is enqueued. */
+  CK(cudaEventRecord(R->ev[dir][slot], R->stream));
+  mb->post[slot][role].mem = sh->buf[gRank][role];
+  mb->post[slot][role].offset = 0;
+  mb->post[slot][role].event = slot;
+  uint64_t s = mb->state[slot].load();
+  for (;;) {
+    if (s & (1u << (1 - role))) break; /* the other end came first */
+    if (mb->state[slot].compare_exchange_weak(s, s | (1u << role))) {
+      /* First: wait for the second to copy and say so. */
+      if (waitValue((CUstream)R->stream, R->done[dir][role], k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+        fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWaitValue64 failed\n", gRank);
+        exit(1);
+      }
+      return;
+    }
+  }
+  /* Second: copy, then tell the first. */
+  const struct Post* other = &mb->post[slot][1 - role];
+  CK(cudaStreamWaitEvent(R->copy, R->peerEv[dir][other->event], 0));
+  CK(cudaEventRecord(R->own, R->stream));
+  CK(cudaStreamWaitEvent(R->copy, R->own, 0));
+  void* src = role == SEND ? R->buf[SEND] : R->peerBuf[SEND];
+  void* dst = role == SEND ? R->peerBuf[RECV] : R->buf[RECV];
+  CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, R->copy));
+  if (writeValue((CUstream)R->copy, R->done[dir][1 - role], k, 0) != CUDA_SUCCESS) {
+    fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWriteValue64 failed\n", gRank);
+    exit(1);
+  }
+  CK(cudaEventRecord(R->copied, R->copy));
+  CK(cudaStreamWaitEvent(R->stream, R->copied, 0));
+  sh->copies[gRank][role]++;
+  mb->state[slot].store((k + SLOTS) << 2); /* free for k + SLOTS */
+}
+
+static uint64_t parseBytes(const char* s) {
+  char* end;
+  double v = strtod(s, &end);
+  switch (*end) {
+    case 'G': case 'g': v *= 1 << 30; break;
+    case 'M': case 'm': v *= 1 << 20; break;
+    case 'K': case 'k': v *= 1 << 10; break;
+  }
+  return (uint64_t)v;
+}
+
+static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
+  gRank = rank;
+  struct Rank R;
+  memset(&R, 0, sizeof(R));
+  R.peer = 1 - rank;
+  CK(cudaSetDevice(rank));
+  cudaError_t pe = cudaDeviceEnablePeerAccess(R.peer, 0);
+  if (pe != cudaSuccess && pe != cudaErrorPeerAccessAlreadyEnabled) {
+    fprintf(stderr, "chorus-ce-probe rank %d: no peer access to GPU %d: %s\n", rank, R.peer, cudaGetErrorString(pe));
+    return 1;
+  }
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (lib) {
+    waitValue = (WaitFn)dlsym(lib, "cuStreamWaitValue64_v2");
+    writeValue = (WaitFn)dlsym(lib, "cuStreamWriteValue64_v2");
+  }
+  if (!waitValue || !writeValue) {
+    fprintf(stderr, "chorus-ce-probe rank %d: no cuStreamWaitValue64_v2 / cuStreamWriteValue64_v2\n", rank);
+    return 1;
+  }
+  typedef CUresult (*GetDevFn)(CUdevice*, int);
+  typedef CUresult (*GetAttrFn)(int*, CUdevice_attribute, CUdevice);
+  GetDevFn getDev = (GetDevFn)dlsym(lib, "cuDeviceGet");
+  GetAttrFn getAttr = (GetAttrFn)dlsym(lib, "cuDeviceGetAttribute");
+  CUdevice cuDev;
+  int memOps = -1;
+  if (getDev && getAttr && getDev(&cuDev, rank) == CUDA_SUCCESS)
+    getAttr(&memOps, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, cuDev);
+  if (rank == 0) printf("stream_mem_ops_64 %d flag\n", memOps);
+  CK(cudaStreamCreateWithFlags(&R.stream, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&R.copy, cudaStreamNonBlocking));
+  CK(cudaEventCreateWithFlags(&R.own, cudaEventDisableTiming));
+  CK(cudaEventCreateWithFlags(&R.copied, cudaEventDisableTiming));
+  for (int b = 0; b < 2; b++) {
+    CK(cudaMalloc(&R.buf[b], maxB));
+    CK(cudaIpcGetMemHandle(&sh->buf[rank][b], R.buf[b]));
+  }
+  for (int d = 0; d < 2; d++)
+    for (int s = 0; s < SLOTS; s++) {
+      CK(cudaEventCreateWithFlags(&R.ev[d][s], cudaEventDisableTiming | cudaEventInterprocess));
+      CK(cudaIpcGetEventHandle(&sh->ev[rank][d][s], R.ev[d][s]));
+    }
+  CK(cudaHostRegister(sh, sizeof(*sh), cudaHostRegisterMapped | cudaHostRegisterPortable));
+  for (int d = 0; d < 2; d++)
+    for (int role = 0; role < 2; role++) {
+      void* p = NULL;
+      CK(cudaHostGetDevicePointer(&p, &sh->box[d].done[role][0], 0));
+      R.done[d][role] = (CUdeviceptr)(uintptr_t)p;
+    }
+  barrier(1);
+  const double t0 = nowUs();
+  for (int b = 0; b < 2; b++) CK(cudaIpcOpenMemHandle(&R.peerBuf[b], sh->buf[R.peer][b], cudaIpcMemLazyEnablePeerAccess));
+  sh->openUs[rank] = (nowUs() - t0) / 2;
+  for (int d = 0; d < 2; d++)
+    for (int s = 0; s < SLOTS; s++) CK(cudaIpcOpenEventHandle(&R.peerEv[d][s], sh->ev[R.peer][d][s]));
+  unsigned long long* wrong;
+  CK(cudaMalloc(&wrong, sizeof(*wrong)));
+  barrier(2);
+  if (rank == 0) printf("ipc_open_first %.1f us\n", sh->openUs[0]);
+
+  uint64_t k = 1;
+  int round = 3;
+  for (uint64_t bytes = minB; bytes <= maxB; bytes *= 2) {
+    const uint64_t n = bytes / 4;
+    /* The protocol: send to the peer (direction = my rank), receive from it (direction = its rank). */
+    CK(cudaMemsetAsync(R.buf[RECV], 0, bytes, R.stream));
+    fill<<<264, 512, 0, R.stream>>>((uint32_t*)R.buf[SEND], n, 0x1000u * (rank + 1) + (uint32_t)(bytes >> 20));
+    CK(cudaStreamSynchronize(R.stream));
+    barrier(round++);
+    postOne(&R, rank, SEND, k, bytes); /* warm-up, checked below like the rest */
+    postOne(&R, R.peer, RECV, k, bytes);
+    k++;
+    CK(cudaStreamSynchronize(R.stream));
+    CK(cudaStreamSynchronize(R.copy));
+    barrier(round++);
+    double t = nowUs();
+    for (int i = 0; i < iters; i++, k++) {
+      postOne(&R, rank, SEND, k, bytes);
+      postOne(&R, R.peer, RECV, k, bytes);
+    }
+    CK(cudaStreamSynchronize(R.stream));
+    CK(cudaStreamSynchronize(R.copy));
+    t = (nowUs() - t) / iters;
+    barrier(round++);
+    CK(cudaMemset(wrong, 0, sizeof(*wrong)));
+    check<<<264, 512, 0, R.stream>>>((const uint32_t*)R.buf[RECV], n, 0x1000u * (R.peer + 1) + (uint32_t)(bytes >> 20),
+                                     wrong);
+    unsigned long long w = 0;
+    CK(cudaMemcpy(&w, wrong, sizeof(w), cudaMemcpyDeviceToHost));
+    printf("rank%d_ce_sendrecv_%llu %.1f us %.2f GB/s\n", rank, (unsigned long long)bytes, t, bytes / t / 1e3);
+    printf("rank%d_wrong_%llu %llu elements\n", rank, (unsigned long long)bytes, w);
+    /* The ceiling in the same run: both ranks copying at once, plain cudaMemcpyAsync, no protocol. */
+    for (int pull = 0; pull < 2; pull++) {
+      barrier(round++);
+      double c = nowUs();
+      for (int i = 0; i < iters; i++) {
+        if (pull) CK(cudaMemcpyAsync(R.buf[RECV], R.peerBuf[SEND], bytes, cudaMemcpyDeviceToDevice, R.stream));
+        else CK(cudaMemcpyAsync(R.peerBuf[RECV], R.buf[SEND], bytes, cudaMemcpyDeviceToDevice, R.stream));
+      }
+      CK(cudaStreamSynchronize(R.stream));
+      c = (nowUs() - c) / iters;
+      printf("rank%d_%s_%llu %.1f us %.2f GB/s\n", rank, pull ? "pull" : "push", (unsigned long long)bytes, c,
+             bytes / c / 1e3);
+    }
+    fflush(stdout);
+  }
+  barrier(round++);
+  printf("rank%d_copies_issued_as_sender %llu copies\nrank%d_copies_issued_as_receiver %llu copies\n", rank,
+         (unsigned long long)sh->copies[rank][SEND], rank, (unsigned long long)sh->copies[rank][RECV]);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  uint64_t minB = 64ull << 20, maxB = 8ull << 30;
+  int iters = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--min")) minB = parseBytes(argv[i + 1]);
+    else if (!strcmp(argv[i], "--max")) maxB = parseBytes(argv[i + 1]);
+    else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
+    else {
+      fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (minB < 4 || minB > maxB || iters < 1) {
+    fprintf(stderr, "chorus-ce-probe: bad sizes or iterations\n");
+    return 2;
+  }
+  sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) {
+    perror("chorus-ce-probe: mmap");
+    return 1;
+  }
+  /* mmap's anonymous pages start zeroed: every counter and atomic is 0 */
+  for (int d = 0; d < 2; d++)
+    for (int s = 0; s < SLOTS; s++) sh->box[d].state[s].store((uint64_t)(s == 0 ? SLOTS : s) << 2);
+  pid_t kids[2];
+  for (int r = 0; r < 2; r++) {
+    kids[r] = fork();
+    if (kids[r] == 0) {
+      setvbuf(stdout, NULL, _IOLBF, 0);
+      _exit(runRank(r, minB, maxB, iters));
+    }
+  }
+  int rc = 0;
+  for (int r = 0; r < 2; r++) {
+    int st = 0;
+    waitpid(kids[r], &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      rc = 1;
+      sh->stop.store(1); /* the other rank stops spinning */
+    }
+  }
+  return rc;
+}
