@@ -251,11 +251,12 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
     CK(cudaStreamSynchronize(R.copy));
     t = (nowUs() - t) / iters;
     barrier(round++);
-    CK(cudaMemset(wrong, 0, sizeof(*wrong)));
+    CK(cudaMemsetAsync(wrong, 0, sizeof(*wrong), R.stream)); /* R.stream does not wait for the legacy stream */
     check<<<264, 512, 0, R.stream>>>((const uint32_t*)R.buf[RECV], n, 0x1000u * (R.peer + 1) + (uint32_t)(bytes >> 20),
                                      wrong);
     unsigned long long w = 0;
-    CK(cudaMemcpy(&w, wrong, sizeof(w), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpyAsync(&w, wrong, sizeof(w), cudaMemcpyDeviceToHost, R.stream));
+    CK(cudaStreamSynchronize(R.stream));
     printf("rank%d_ce_sendrecv_%llu %.1f us %.2f GB/s\n", rank, (unsigned long long)bytes, t, bytes / t / 1e3);
     printf("rank%d_wrong_%llu %llu elements\n", rank, (unsigned long long)bytes, w);
     /* The ceiling in the same run: both ranks copying at once, plain cudaMemcpyAsync, no protocol. */
