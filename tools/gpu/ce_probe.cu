@@ -272,6 +272,7 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       printf("rank%d_%s_%llu %.1f us %.2f GB/s\n", rank, pull ? "pull" : "push", (unsigned long long)bytes, c,
              bytes / c / 1e3);
     }
+    barrier(round++); /* the peer is done with my buffers before the next size refills them */
     fflush(stdout);
   }
   barrier(round++);
