@@ -19,8 +19,10 @@
  * with plain cudaMemcpyAsync back to back, both ranks at once, pushing (each rank copies its data
  * into the peer's buffer) and pulling.
  *
- *   chorus-ce-probe [--min 64M] [--max 8G] [--iters 5]
- * Prints "key value unit" lines: ce_sendrecv_<size> (µs per iteration, GB/s per direction),
+ *   chorus-ce-probe [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1]
+ * --oneway 1: rank 0 only sends and rank 1 only receives (a 2-rank broadcast's traffic; the ceiling
+ * lines then time rank 0 pushing and rank 1 pulling, one at a time).
+ * Prints "key value unit" lines: ce_sendrecv_<size> (ce_send_ one way; µs per iteration, GB/s per direction),
  * push_<size>, pull_<size>, the copies each role issued, the first IPC open's time, and
  * wrong_<size> (elements that differ; must be 0). Needs 2 GPUs with peer access.
  */
@@ -73,6 +75,7 @@ struct Shared {
 };
 
 static int gRank;
+static int gOneWay; /* --oneway: rank 0 sends, rank 1 receives (a 2-rank broadcast's traffic) */
 static struct Shared* sh;
 typedef CUresult (*WaitFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 static WaitFn waitValue, writeValue;
@@ -236,16 +239,17 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
     fill<<<264, 512, 0, R.stream>>>((uint32_t*)R.buf[SEND], n, 0x1000u * (rank + 1) + (uint32_t)(bytes >> 20));
     CK(cudaStreamSynchronize(R.stream));
     barrier(round++);
-    postOne(&R, rank, SEND, k, bytes); /* warm-up, checked below like the rest */
-    postOne(&R, R.peer, RECV, k, bytes);
+    const int sends = !gOneWay || rank == 0, recvs = !gOneWay || rank == 1;
+    if (sends) postOne(&R, rank, SEND, k, bytes); /* warm-up, checked below like the rest */
+    if (recvs) postOne(&R, R.peer, RECV, k, bytes);
     k++;
     CK(cudaStreamSynchronize(R.stream));
     CK(cudaStreamSynchronize(R.copy));
     barrier(round++);
     double t = nowUs();
     for (int i = 0; i < iters; i++, k++) {
-      postOne(&R, rank, SEND, k, bytes);
-      postOne(&R, R.peer, RECV, k, bytes);
+      if (sends) postOne(&R, rank, SEND, k, bytes);
+      if (recvs) postOne(&R, R.peer, RECV, k, bytes);
     }
     CK(cudaStreamSynchronize(R.stream));
     CK(cudaStreamSynchronize(R.copy));
@@ -257,13 +261,14 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
     unsigned long long w = 0;
     CK(cudaMemcpyAsync(&w, wrong, sizeof(w), cudaMemcpyDeviceToHost, R.stream));
     CK(cudaStreamSynchronize(R.stream));
-    printf("rank%d_ce_sendrecv_%llu %.1f us %.2f GB/s\n", rank, (unsigned long long)bytes, t, bytes / t / 1e3);
-    printf("rank%d_wrong_%llu %llu elements\n", rank, (unsigned long long)bytes, w);
+    printf("rank%d_ce_%s_%llu %.1f us %.2f GB/s\n", rank, gOneWay ? "send" : "sendrecv", (unsigned long long)bytes, t,
+           bytes / t / 1e3);
+    if (recvs) printf("rank%d_wrong_%llu %llu elements\n", rank, (unsigned long long)bytes, w);
     /* The ceiling in the same run: both ranks copying at once, plain cudaMemcpyAsync, no protocol. */
     for (int pull = 0; pull < 2; pull++) {
       barrier(round++);
       double c = nowUs();
-      for (int i = 0; i < iters; i++) {
+      for (int i = 0; i < iters && (!gOneWay || rank == pull); i++) { /* one way: rank 0 pushes, rank 1 pulls */
         if (pull) CK(cudaMemcpyAsync(R.buf[RECV], R.peerBuf[SEND], bytes, cudaMemcpyDeviceToDevice, R.stream));
         else CK(cudaMemcpyAsync(R.peerBuf[RECV], R.buf[SEND], bytes, cudaMemcpyDeviceToDevice, R.stream));
       }
@@ -288,8 +293,9 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--min")) minB = parseBytes(argv[i + 1]);
     else if (!strcmp(argv[i], "--max")) maxB = parseBytes(argv[i + 1]);
     else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--oneway")) gOneWay = atoi(argv[i + 1]);
     else {
-      fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1]\n", argv[0]);
       return 2;
     }
   }
