@@ -138,7 +138,8 @@ ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const str
 ncclResult_t chrDevCheckPlan(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
                              int nChannels) {
   const int n = rk->cfg.nRanks, rank = rk->cfg.rank;
-  signed char* owner = rk->p2pOwner; /* the channel using each p2p end; channels < 128 fit */
+  static_assert(CHR_DEV_MAX_CHANNELS <= 128, "p2pOwner holds a channel in a signed char");
+  signed char* owner = rk->p2pOwner; /* the channel using each p2p end */
   memset(owner, -1, (size_t)rk->cfg.p2pConns * (size_t)n * 2);
   int k = 0;
   for (int c = 0; c < nChannels; c++) {
