@@ -19,7 +19,10 @@
  * with plain cudaMemcpyAsync back to back, both ranks at once, pushing (each rank copies its data
  * into the peer's buffer) and pulling.
  *
- *   chorus-ce-probe [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1]
+ *   chorus-ce-probe [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value]
+ * --signal value: instead of the IPC event, the first end's stream writes its `ready` word
+ * (cuStreamWriteValue64, after its prior work) before it posts, and the second's copy stream waits
+ * for it (cuStreamWaitValue64): no event ring to guard, nothing to open; both ways measured.
  * --oneway 1: rank 0 only sends and rank 1 only receives (a 2-rank broadcast's traffic; the ceiling
  * lines then time rank 0 pushing and rank 1 pulling, one at a time).
  * Prints "key value unit" lines: ce_sendrecv_<size> (ce_send_ one way; µs per iteration, GB/s per direction),
@@ -62,6 +65,7 @@ struct Mailbox {
   std::atomic<uint64_t> state[SLOTS];
   struct Post post[SLOTS][2];
   uint64_t done[2][8];    /* done[role]: the transfer number the first-arriving end waits for (own cache line) */
+  uint64_t ready[2][8];   /* --signal value: ready[role], the transfer number whose data this end's stream has reached */
 };
 
 struct Shared {
@@ -76,6 +80,8 @@ struct Shared {
 
 static int gRank;
 static int gOneWay; /* --oneway: rank 0 sends, rank 1 receives (a 2-rank broadcast's traffic) */
+static int gValue;  /* --signal value: the first end's stream writes ready = k, the second's copy waits for it,
+                       instead of an IPC event (no event to reuse, nothing to open) */
 static struct Shared* sh;
 typedef CUresult (*WaitFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 static WaitFn waitValue, writeValue;
@@ -114,6 +120,7 @@ struct Rank {
   cudaEvent_t peerEv[2][SLOTS]; /* the peer's, IPC-opened */
   cudaEvent_t own, copied;
   CUdeviceptr done[2][2];       /* device addresses of box[dir].done[role][0] */
+  CUdeviceptr ready[2][2];      /* ... and of box[dir].ready[role][0] */
 };
 
 /* One end of transfer k (k >= 1) in direction dir (the sender's rank), as `role`. */
@@ -125,7 +132,14 @@ static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t byte
     if (sh->stop.load()) exit(1);
   }
   /* Record before posting: the peer's wait binds to the latest record when it is enqueued. */
-  CK(cudaEventRecord(R->ev[dir][slot], R->stream));
+  if (gValue) {
+    if (writeValue((CUstream)R->stream, R->ready[dir][role], k, 0) != CUDA_SUCCESS) {
+      fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWriteValue64 (ready) failed\n", gRank);
+      exit(1);
+    }
+  } else {
+    CK(cudaEventRecord(R->ev[dir][slot], R->stream));
+  }
   mb->post[slot][role].mem = sh->buf[gRank][role];
   mb->post[slot][role].offset = 0;
   mb->post[slot][role].event = slot;
@@ -143,7 +157,14 @@ static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t byte
   }
   /* Second: copy, then tell the first. */
   const struct Post* other = &mb->post[slot][1 - role];
-  CK(cudaStreamWaitEvent(R->copy, R->peerEv[dir][other->event], 0));
+  if (gValue) {
+    if (waitValue((CUstream)R->copy, R->ready[dir][1 - role], k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+      fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWaitValue64 (ready) failed\n", gRank);
+      exit(1);
+    }
+  } else {
+    CK(cudaStreamWaitEvent(R->copy, R->peerEv[dir][other->event], 0));
+  }
   CK(cudaEventRecord(R->own, R->stream));
   CK(cudaStreamWaitEvent(R->copy, R->own, 0));
   void* src = role == SEND ? R->buf[SEND] : R->peerBuf[SEND];
@@ -198,7 +219,7 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
   int memOps = -1;
   if (getDev && getAttr && getDev(&cuDev, rank) == CUDA_SUCCESS)
     getAttr(&memOps, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, cuDev);
-  if (rank == 0) printf("stream_mem_ops_64 %d flag\n", memOps);
+  if (rank == 0) printf("stream_mem_ops_64 %d flag\nsignal %s\noneway %d\n", memOps, gValue ? "value" : "event", gOneWay);
   CK(cudaStreamCreateWithFlags(&R.stream, cudaStreamNonBlocking));
   CK(cudaStreamCreateWithFlags(&R.copy, cudaStreamNonBlocking));
   CK(cudaEventCreateWithFlags(&R.own, cudaEventDisableTiming));
@@ -218,6 +239,8 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       void* p = NULL;
       CK(cudaHostGetDevicePointer(&p, &sh->box[d].done[role][0], 0));
       R.done[d][role] = (CUdeviceptr)(uintptr_t)p;
+      CK(cudaHostGetDevicePointer(&p, &sh->box[d].ready[role][0], 0));
+      R.ready[d][role] = (CUdeviceptr)(uintptr_t)p;
     }
   barrier(1);
   const double t0 = nowUs();
@@ -294,8 +317,10 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--max")) maxB = parseBytes(argv[i + 1]);
     else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--oneway")) gOneWay = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--signal") && !strcmp(argv[i + 1], "value")) gValue = 1;
+    else if (!strcmp(argv[i], "--signal") && !strcmp(argv[i + 1], "event")) gValue = 0;
     else {
-      fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value]\n", argv[0]);
       return 2;
     }
   }
