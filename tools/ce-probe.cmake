@@ -4,7 +4,7 @@
 if(CMAKE_CUDA_COMPILER)
   add_executable(chorus-ce-probe ${CMAKE_CURRENT_SOURCE_DIR}/gpu/ce_probe.cu)
   set_target_properties(chorus-ce-probe PROPERTIES CUDA_RUNTIME_LIBRARY Static)
-  target_include_directories(chorus-ce-probe PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  target_include_directories(chorus-ce-probe PRIVATE ${CMAKE_SOURCE_DIR}/core ${CUDAToolkit_INCLUDE_DIRS})
   target_link_libraries(chorus-ce-probe PRIVATE ${CMAKE_DL_LIBS})
   install(TARGETS chorus-ce-probe RUNTIME DESTINATION bin)
 endif()

@@ -6,15 +6,19 @@
  *
  * Two ranks (processes forked before any CUDA call), rank r on GPU r, each sending `bytes` to the
  * other and receiving as much from it, `iters` times per size (the traffic of a 2-rank send/recv in
- * nccl-tests). Per transfer and direction, a mailbox slot in host memory both processes map:
- *   - each end posts (its buffer's CUDA IPC handle and an IPC event recorded on its stream just
- *     before) with one compare-and-swap on the slot's state, which tells who came first; no one
- *     waits on the host for the peer;
+ * nccl-tests). Per transfer and direction, a mailbox slot in host memory both processes map
+ * (core/cuda/ce_mailbox.h, whose protocol tests/unit/test_ce_mailbox.c checks on the CPU):
+ *   - each end signals on its stream that its data is in place (an IPC event record, or a write of
+ *     its `ready` word), for every transfer of the group before anything else, and records one
+ *     event of its stream for the group's copies to wait for;
+ *   - each end posts (its buffer's CUDA IPC handle, its event's index) with one compare-and-swap on
+ *     the slot's state, which tells who came first; no one waits on the host for the peer;
  *   - the first makes its stream wait (cuStreamWaitValue64) for its `done` word (host memory both
  *     processes registered with the GPU) to reach the transfer's number;
- *   - the second, on a copy stream: waits for the first's event and for its own stream, copies
- *     (cudaMemcpyAsync between the two GPUs, one side IPC-opened), writes the first's `done` word
- *     (cuStreamWriteValue64, ordered after the copy), and its own stream waits for the copy stream.
+ *   - the second, on a copy stream: waits for the first's signal and for the group's event of its own
+ *     stream, copies (cudaMemcpyAsync between the two GPUs, one side IPC-opened), writes the first's
+ *     `done` word (cuStreamWriteValue64, ordered after the copy), and its own stream waits for the
+ *     copy stream.
  * Then the data is checked (every element, on the GPU). The ceiling lines: the same buffers copied
  * with plain cudaMemcpyAsync back to back, both ranks at once, pushing (each rank copies its data
  * into the peer's buffer) and pulling.
@@ -42,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuda/ce_mailbox.h"
+
 #define CK(call)                                                                                    \
   do {                                                                                              \
     cudaError_t e_ = (call);                                                                        \
@@ -51,25 +57,18 @@
     }                                                                                               \
   } while (0)
 
-enum { SLOTS = 16, SEND = 0, RECV = 1 };
+enum { SLOTS = CHR_CE_SLOTS, SEND = CHR_CE_SEND, RECV = CHR_CE_RECV };
 
-/* What one end of a transfer posts. */
+/* What one end of a transfer posts (as the bytes of a chrCePost). */
 struct Post {
   cudaIpcMemHandle_t mem; /* its buffer (the sender's source, the receiver's destination) */
   uint64_t offset;
   int event;              /* index into the poster's event ring for this direction */
 };
-
-/* One direction (from rank `dir` to the other). state = generation << 2 | posted bits (1 << role). */
-struct Mailbox {
-  std::atomic<uint64_t> state[SLOTS];
-  struct Post post[SLOTS][2];
-  uint64_t done[2][8];    /* done[role]: the transfer number the first-arriving end waits for (own cache line) */
-  uint64_t ready[2][8];   /* --signal value: ready[role], the transfer number whose data this end's stream has reached */
-};
+static_assert(sizeof(struct Post) <= CHR_CE_POST_BYTES, "a post outgrew chrCePost");
 
 struct Shared {
-  struct Mailbox box[2];
+  struct chrCeMailbox box[2]; /* box[d]: rank d sends, the other receives (core/cuda/ce_mailbox.h) */
   cudaIpcMemHandle_t buf[2][2];        /* [rank][SEND or RECV] */
   cudaIpcEventHandle_t ev[2][2][SLOTS]; /* [rank][direction][slot] */
   std::atomic<int> barrier[2];
@@ -123,15 +122,19 @@ struct Rank {
   CUdeviceptr ready[2][2];      /* ... and of box[dir].ready[role][0] */
 };
 
-/* One end of transfer k (k >= 1) in direction dir (the sender's rank), as `role`. */
-static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t bytes) {
-  struct Mailbox* mb = &sh->box[dir];
+/* A group of transfers (an iteration: a send and a receive) goes in two passes, as
+ * tests/unit/test_ce_mailbox.c checks on the CPU: first every transfer's signal (ready word or
+ * event) and one event of the stream that the group's copies wait for, before any wait is queued;
+ * then the posts. Queuing a first end's wait before the other transfer's signal, or before the
+ * point a copy waits for, makes a cycle when each rank comes first on one transfer and second on
+ * the other. */
+static void prepareOne(struct Rank* R, int dir, int role, uint64_t k) {
   const int slot = (int)(k % SLOTS);
-  /* The slot is free for k once the transfer k - SLOTS is done with it (its second end resets it). */
-  while ((mb->state[slot].load() >> 2) != k) {
+  /* The slot is free for k once the transfer k - SLOTS is done with it (its second end released it);
+   * only then may its event be recorded again (the peer's wait binds to the latest record). */
+  while (!chrCeSlotFree(&sh->box[dir], k)) {
     if (sh->stop.load()) exit(1);
   }
-  /* Record before posting: the peer's wait binds to the latest record when it is enqueued. */
   if (gValue) {
     if (writeValue((CUstream)R->stream, R->ready[dir][role], k, 0) != CUDA_SUCCESS) {
       fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWriteValue64 (ready) failed\n", gRank);
@@ -140,23 +143,31 @@ static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t byte
   } else {
     CK(cudaEventRecord(R->ev[dir][slot], R->stream));
   }
-  mb->post[slot][role].mem = sh->buf[gRank][role];
-  mb->post[slot][role].offset = 0;
-  mb->post[slot][role].event = slot;
-  uint64_t s = mb->state[slot].load();
-  for (;;) {
-    if (s & (1u << (1 - role))) break; /* the other end came first */
-    if (mb->state[slot].compare_exchange_weak(s, s | (1u << role))) {
-      /* First: wait for the second to copy and say so. */
-      if (waitValue((CUstream)R->stream, R->done[dir][role], k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
-        fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWaitValue64 failed\n", gRank);
-        exit(1);
-      }
-      return;
+}
+
+/* One end of transfer k (k >= 1) in direction dir (the sender's rank), as `role`, after its group's
+ * prepareOne calls and the record of R->own. */
+static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t bytes) {
+  struct chrCeMailbox* mb = &sh->box[dir];
+  struct Post p;
+  memset(&p, 0, sizeof(p));
+  p.mem = sh->buf[gRank][role];
+  p.event = (int)(k % SLOTS);
+  struct chrCePost mine, theirs;
+  memset(&mine, 0, sizeof(mine));
+  memcpy(mine.bytes, &p, sizeof(p));
+  if (chrCePost(mb, role, k, &mine, &theirs)) {
+    /* First: wait for the second to copy and say so. */
+    if (waitValue((CUstream)R->stream, R->done[dir][role], k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+      fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWaitValue64 failed\n", gRank);
+      exit(1);
     }
+    return;
   }
   /* Second: copy, then tell the first. */
-  const struct Post* other = &mb->post[slot][1 - role];
+  struct Post otherPost;
+  memcpy(&otherPost, theirs.bytes, sizeof(otherPost));
+  const struct Post* other = &otherPost;
   if (gValue) {
     if (waitValue((CUstream)R->copy, R->ready[dir][1 - role], k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
       fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWaitValue64 (ready) failed\n", gRank);
@@ -165,8 +176,7 @@ static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t byte
   } else {
     CK(cudaStreamWaitEvent(R->copy, R->peerEv[dir][other->event], 0));
   }
-  CK(cudaEventRecord(R->own, R->stream));
-  CK(cudaStreamWaitEvent(R->copy, R->own, 0));
+  CK(cudaStreamWaitEvent(R->copy, R->own, 0)); /* the group's point of this rank's stream */
   void* src = role == SEND ? R->buf[SEND] : R->peerBuf[SEND];
   void* dst = role == SEND ? R->peerBuf[RECV] : R->buf[RECV];
   CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, R->copy));
@@ -177,7 +187,16 @@ static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t byte
   CK(cudaEventRecord(R->copied, R->copy));
   CK(cudaStreamWaitEvent(R->stream, R->copied, 0));
   sh->copies[gRank][role]++;
-  mb->state[slot].store((k + SLOTS) << 2); /* free for k + SLOTS */
+  chrCeRelease(mb, k); /* free for k + SLOTS */
+}
+
+/* One iteration: this rank's send to the peer and its receive from it (or one of them, one way). */
+static void group(struct Rank* R, uint64_t k, uint64_t bytes, int sends, int recvs) {
+  if (sends) prepareOne(R, gRank, SEND, k);
+  if (recvs) prepareOne(R, R->peer, RECV, k);
+  CK(cudaEventRecord(R->own, R->stream));
+  if (sends) postOne(R, gRank, SEND, k, bytes);
+  if (recvs) postOne(R, R->peer, RECV, k, bytes);
 }
 
 static uint64_t parseBytes(const char* s) {
@@ -263,16 +282,14 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
     CK(cudaStreamSynchronize(R.stream));
     barrier(round++);
     const int sends = !gOneWay || rank == 0, recvs = !gOneWay || rank == 1;
-    if (sends) postOne(&R, rank, SEND, k, bytes); /* warm-up, checked below like the rest */
-    if (recvs) postOne(&R, R.peer, RECV, k, bytes);
+    group(&R, k, bytes, sends, recvs); /* warm-up, checked below like the rest */
     k++;
     CK(cudaStreamSynchronize(R.stream));
     CK(cudaStreamSynchronize(R.copy));
     barrier(round++);
     double t = nowUs();
     for (int i = 0; i < iters; i++, k++) {
-      if (sends) postOne(&R, rank, SEND, k, bytes);
-      if (recvs) postOne(&R, R.peer, RECV, k, bytes);
+      group(&R, k, bytes, sends, recvs);
     }
     CK(cudaStreamSynchronize(R.stream));
     CK(cudaStreamSynchronize(R.copy));
@@ -334,8 +351,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   /* mmap's anonymous pages start zeroed: every counter and atomic is 0 */
-  for (int d = 0; d < 2; d++)
-    for (int s = 0; s < SLOTS; s++) sh->box[d].state[s].store((uint64_t)(s == 0 ? SLOTS : s) << 2);
+  for (int d = 0; d < 2; d++) chrCeMailboxInit(&sh->box[d]);
   pid_t kids[2];
   for (int r = 0; r < 2; r++) {
     kids[r] = fork();

@@ -1,0 +1,76 @@
+/*
+ * ce_mailbox.h: the rendezvous of a copy-engine transfer (docs/perf/gpu-2gpu.md, "Next" 0), in memory
+ * both ends map (one process, or two sharing a segment). Header-only, C and C++ (GCC's __atomic
+ * builtins on plain words), no CUDA: chorus-ce-probe (tools/gpu/ce_probe.cu) runs it between two
+ * GPUs, tests/unit/test_ce_mailbox.c between two processes on the CPU.
+ *
+ * A mailbox is one direction between two ranks. Transfer k (1, 2, 3, ... in each direction, the
+ * same numbering at both ends) uses slot k % CHR_CE_SLOTS. Each end posts what the other needs (its
+ * buffer, opaque bytes here) and learns from one compare-and-swap on the slot's state which end came
+ * first:
+ *   - the first end's stream will wait until done[its role] >= k (the GPU waits, not the host);
+ *   - the second end copies, then sets done[the first's role] = k (on the GPU, after the copy) and
+ *     releases the slot, which frees it for transfer k + CHR_CE_SLOTS.
+ * Neither end waits on the host for the other, except when it is CHR_CE_SLOTS transfers ahead in one
+ * direction (chrCeSlotFree is then false until the other end catches up). ready[role] is a word an
+ * end's stream may write (>= k once its data for transfer k is in place) for the second end to wait
+ * for, in place of an event. done and ready only grow: a wait for ">= k" never misses a later value.
+ * state = generation << 2 | posted bits (1 << role); a slot holds generation k while transfer k
+ * may use it.
+ */
+#ifndef CHORUS_CUDA_CE_MAILBOX_H_
+#define CHORUS_CUDA_CE_MAILBOX_H_
+
+#include <stdint.h>
+#include <string.h>
+
+#define CHR_CE_SLOTS 16
+#define CHR_CE_POST_BYTES 96
+enum { CHR_CE_SEND = 0, CHR_CE_RECV = 1 };
+
+struct chrCePost {
+  unsigned char bytes[CHR_CE_POST_BYTES]; /* what the other end needs: a buffer's handle and offset, ... */
+};
+
+struct chrCeMailbox {
+  uint64_t state[CHR_CE_SLOTS];
+  struct chrCePost post[CHR_CE_SLOTS][2];
+  uint64_t done[2][8];  /* done[role][0], a cache line each */
+  uint64_t ready[2][8]; /* ready[role][0] */
+};
+
+/* A mailbox before its first transfer (all zero but the slots' first generations). */
+static inline void chrCeMailboxInit(struct chrCeMailbox* mb) {
+  memset(mb, 0, sizeof(*mb));
+  for (int s = 0; s < CHR_CE_SLOTS; s++)
+    __atomic_store_n(&mb->state[s], (uint64_t)(s == 0 ? CHR_CE_SLOTS : s) << 2, __ATOMIC_RELEASE);
+}
+
+/* 1 when transfer k's slot is free for it (the transfer k - CHR_CE_SLOTS has released it). */
+static inline int chrCeSlotFree(const struct chrCeMailbox* mb, uint64_t k) {
+  return (__atomic_load_n(&mb->state[k % CHR_CE_SLOTS], __ATOMIC_ACQUIRE) >> 2) == k;
+}
+
+/* Posts `mine` as `role` for transfer k, whose slot must be free (chrCeSlotFree). Returns 1 when this
+ * end came first (nothing more to do on the host), 0 when second: *other then holds the first end's
+ * post, and the caller copies and then calls chrCeRelease. */
+static inline int chrCePost(struct chrCeMailbox* mb, int role, uint64_t k, const struct chrCePost* mine,
+                            struct chrCePost* other) {
+  const int slot = (int)(k % CHR_CE_SLOTS);
+  mb->post[slot][role] = *mine;
+  uint64_t s = __atomic_load_n(&mb->state[slot], __ATOMIC_ACQUIRE);
+  for (;;) {
+    if (s & (1u << (1 - role))) break; /* the other end posted first */
+    if (__atomic_compare_exchange_n(&mb->state[slot], &s, s | (1u << role), 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      return 1;
+  }
+  *other = mb->post[slot][1 - role];
+  return 0;
+}
+
+/* The second end, once it no longer needs the first's post: the slot is free for k + CHR_CE_SLOTS. */
+static inline void chrCeRelease(struct chrCeMailbox* mb, uint64_t k) {
+  __atomic_store_n(&mb->state[k % CHR_CE_SLOTS], (k + CHR_CE_SLOTS) << 2, __ATOMIC_RELEASE);
+}
+
+#endif /* CHORUS_CUDA_CE_MAILBOX_H_ */
