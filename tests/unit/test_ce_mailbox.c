@@ -1,12 +1,24 @@
 /*
- * test_ce_mailbox.c: the copy-engine rendezvous (core/cuda/ce_mailbox.h) between two processes, with
- * each process's CUDA streams played by threads that run queued operations in order (wait for a
- * word, write a word, copy, record and wait for a point in another stream), as chorus-ce-probe
- * queues them on GPUs. Both ranks send to each other and receive from each other, ITERS times, with
- * random delays on the host and in the streams so that either end comes first. Each transfer's data
- * is made on the sender's stream just before and checked on the receiver's stream just after, so a
- * copy that ran before its data was there, or over data not yet read, is a failure; so is a hang
- * (the test gives up after a time limit) or a slot used twice at once.
+ * test_ce_mailbox.c: the copy-engine rendezvous (core/cuda/ce_mailbox.h) between processes, with each
+ * process's CUDA streams played by threads that run queued operations in order (wait for a word,
+ * write a word, copy, record a point of a stream and wait for it), queued as chorus-ce-probe queues
+ * them on GPUs.
+ *
+ * The programs are the ones NCCL runs without deadlock: a sequence of steps, each a random set of
+ * transfers between ranks (a send at one end, the matching receive at the other), and each rank
+ * closes its group after a random number of steps (so one rank may have a step's transfers in one
+ * group and the next step's in another while its peer has both in one: NCCL completes such a
+ * program), its calls within a group in any order. 2 and 3 ranks (processes), random delays on the host and in the streams, so that
+ * either end of a transfer comes first. Each transfer's data is made on the sender's stream before
+ * its group and checked on the receiver's after it, so a copy that ran before its data was there,
+ * or over data not yet read, fails; so does a hang (a time limit) or a post read by the wrong
+ * transfer.
+ *
+ * Found so far: a stream's wait queued before another transfer's signal or before the point its
+ * copy waits for (each rank first on one transfer and second on the other: a cycle), and one copy
+ * stream per rank (a rank second on two transfers of one group queues the copy whose signal comes
+ * later first, and the other copy, which the signal waits for, behind it): so every signal and the
+ * group's point are queued before any wait, and each peer and direction has a copy stream of its own.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -20,44 +32,51 @@
 
 #include "cuda/ce_mailbox.h"
 
-#define ITERS 3000
-#define WORDS 64
-#define QUEUE 4096
+#define MAXR 3
+#define STEPS 1500
+#define RING 8     /* buffers per ordered pair: transfer k uses k % RING */
+#define WORDS 32
+#define QUEUE 8192
 #define LIMIT_SEC 60
 
 struct Shared {
-  struct chrCeMailbox box[2];  /* box[d]: rank d sends, the other receives */
-  uint64_t src[2][WORDS];      /* rank r's send buffer */
-  uint64_t dst[2][WORDS];      /* rank r's receive buffer */
+  struct chrCeMailbox box[MAXR][MAXR]; /* box[s][d]: rank s sends to rank d */
+  uint64_t src[MAXR][MAXR][RING][WORDS];
+  uint64_t dst[MAXR][MAXR][RING][WORDS];
   int failures;
   int stop;
+  long ends;   /* transfer ends queued, both ranks together */
+  long seconds; /* ... of them second to arrive (their copies) */
+  long pushes;  /* ... of those, the sending end */
 };
 static struct Shared* sh;
-static int me;
+static int me, nRanks;
+static double deadline;
 
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + t.tv_nsec / 1e9;
 }
-static double deadline;
 
-/* The first failure of the run is reported; the waits it cuts short are not failures of their own. */
-static void fail(const char* what, uint64_t k) {
+/* The first failure of a run is reported; the waits it cuts short are not failures of their own. */
+static void fail(const char* what, int peer, uint64_t k) {
   if (__atomic_exchange_n(&sh->stop, 1, __ATOMIC_ACQ_REL)) return;
-  fprintf(stderr, "rank %d: transfer %llu: %s\n", me, (unsigned long long)k, what);
+  fprintf(stderr, "%d ranks, rank %d, peer %d, transfer %llu: %s\n", nRanks, me, peer, (unsigned long long)k, what);
   __atomic_add_fetch(&sh->failures, 1, __ATOMIC_RELAXED);
 }
 
+static int stopped(void) { return __atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE) || now() > deadline; }
+
 /* A stream: operations run in order by one thread. */
-enum { OP_WAIT, OP_WRITE, OP_COPY, OP_FILL, OP_CHECK, OP_POINT, OP_WAITPOINT };
+enum { OP_WAIT, OP_WRITE, OP_COPY, OP_FILL, OP_CHECK };
 struct Op {
-  int kind;
-  uint64_t* word;           /* WAIT / WRITE */
+  int kind, peer;
+  uint64_t* word; /* WAIT (until *word >= value) / WRITE (*word = value) */
   uint64_t value;
-  uint64_t* to;             /* COPY / FILL / CHECK */
+  uint64_t* to;   /* COPY / FILL / CHECK */
   const uint64_t* from;
-  volatile uint64_t* point; /* POINT: *point = value; WAITPOINT: until *point >= value */
+  uint64_t k;     /* FILL / CHECK: the transfer whose data it is */
 };
 struct Stream {
   struct Op q[QUEUE];
@@ -66,27 +85,21 @@ struct Stream {
   pthread_cond_t cv;
   pthread_t thread;
   int quit;
+  unsigned seed;
 };
 
-static uint64_t pattern(int rank, uint64_t k, int i) { return (uint64_t)rank << 56 ^ k << 20 ^ (uint64_t)i * 0x9e37u; }
-
-static void jitter(unsigned* seed) {
-  const int r = rand_r(seed) % 8;
-  if (r == 0) usleep(rand_r(seed) % 200);
-  else if (r == 1) sched_yield();
+static uint64_t pattern(int from, int to, uint64_t k, int i) {
+  return (uint64_t)from << 60 ^ (uint64_t)to << 56 ^ k << 16 ^ (uint64_t)i * 0x9e37u;
 }
 
-static int spinUntil(uint64_t* word, uint64_t value) {
-  while (__atomic_load_n(word, __ATOMIC_ACQUIRE) < value) {
-    if (__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE) || now() > deadline) return 0;
-    sched_yield();
-  }
-  return 1;
+static void jitter(unsigned* seed) {
+  const int r = rand_r(seed) % 16;
+  if (r == 0) usleep(rand_r(seed) % 100);
+  else if (r < 3) sched_yield();
 }
 
 static void* streamMain(void* arg) {
   struct Stream* s = (struct Stream*)arg;
-  unsigned seed = (unsigned)(me * 7919 + (uintptr_t)s % 1000);
   for (;;) {
     pthread_mutex_lock(&s->lock);
     while (s->head == s->tail && !s->quit) pthread_cond_wait(&s->cv, &s->lock);
@@ -96,36 +109,30 @@ static void* streamMain(void* arg) {
     }
     struct Op op = s->q[s->head % QUEUE];
     pthread_mutex_unlock(&s->lock);
-    jitter(&seed);
+    jitter(&s->seed);
     switch (op.kind) {
       case OP_WAIT:
-        if (!spinUntil(op.word, op.value)) fail("a stream's wait never ended", op.value);
+        while (__atomic_load_n(op.word, __ATOMIC_ACQUIRE) < op.value && !stopped()) sched_yield();
+        if (__atomic_load_n(op.word, __ATOMIC_ACQUIRE) < op.value) fail("a stream's wait never ended", op.peer, op.value);
         break;
       case OP_WRITE: __atomic_store_n(op.word, op.value, __ATOMIC_RELEASE); break;
       case OP_COPY:
         for (int i = 0; i < WORDS; i++) __atomic_store_n(&op.to[i], __atomic_load_n(&op.from[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_RELEASE);
         break;
       case OP_FILL:
-        for (int i = 0; i < WORDS; i++) __atomic_store_n(&op.to[i], pattern(me, op.value, i), __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_RELEASE);
+        for (int i = 0; i < WORDS; i++) __atomic_store_n(&op.to[i], pattern(me, op.peer, op.k, i), __ATOMIC_RELAXED);
         break;
       case OP_CHECK:
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
         for (int i = 0; i < WORDS; i++)
-          if (__atomic_load_n(&op.to[i], __ATOMIC_RELAXED) != pattern(1 - me, op.value, i)) {
-            fail("received data is not the sender's", op.value);
+          if (__atomic_load_n(&op.to[i], __ATOMIC_RELAXED) != pattern(op.peer, me, op.k, i)) {
+            fail("received data is not the sender's", op.peer, op.k);
             break;
           }
-        break;
-      case OP_POINT: __atomic_store_n(op.point, op.value, __ATOMIC_RELEASE); break;
-      case OP_WAITPOINT:
-        if (!spinUntil((uint64_t*)op.point, op.value)) fail("a stream's wait for the other stream never ended", op.value);
         break;
     }
     pthread_mutex_lock(&s->lock);
     s->head++;
-    pthread_cond_signal(&s->cv);
+    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->lock);
   }
 }
@@ -138,102 +145,176 @@ static void enqueue(struct Stream* s, struct Op op) {
   pthread_mutex_unlock(&s->lock);
 }
 
-static struct Stream mainStream, copyStream;
-static volatile uint64_t ownPoint, copiedPoint; /* the "events" between this rank's two streams */
-static uint64_t points;
+/* This rank's streams: the user's, and a copy stream per peer and direction (copy[peer][role]).
+ * Points between streams ("events") are words that only grow: mainReached is the user stream's,
+ * copiedPoint[peer][role] each copy stream's. */
+static struct Stream mainStream, copyStream[MAXR][2];
+static uint64_t groups;      /* host: groups queued so far */
+static uint64_t mainReached; /* written by the user stream: the last group whose point it passed */
+static uint64_t copiedPoint[MAXR][2], copies[MAXR][2];
 
-/* A group of transfers (one launch: here a send and a receive) is queued in two passes, as
- * chorus-ce-probe does: first every transfer's ready word and one point of this rank's stream,
- * before any wait; then the posts, whose waits come after all of those. A wait queued before another
- * transfer's ready word or before the point a copy waits for makes a cycle when both ranks come
- * first on one transfer and second on the other: each stream then waits for the other rank's copy,
- * which waits for that rank's stream (the first version of the design did that, and hung here). */
-static int prepareOne(int dir, int role, uint64_t k) {
-  struct chrCeMailbox* mb = &sh->box[dir];
-  while (!chrCeSlotFree(mb, k)) {
-    if (__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE) || now() > deadline) return 0;
-    sched_yield();
-  }
-  enqueue(&mainStream, (struct Op){.kind = OP_WRITE, .word = &mb->ready[role][0], .value = k});
-  return 1;
+/* One transfer of a group, from this rank's side. */
+struct Xfer {
+  int peer, role; /* role CHR_CE_SEND: this rank sends to peer */
+  uint64_t k;     /* the transfer's number in its direction */
+};
+
+static struct chrCeMailbox* boxOf(const struct Xfer* x) {
+  return x->role == CHR_CE_SEND ? &sh->box[me][x->peer] : &sh->box[x->peer][me];
+}
+static uint64_t* bufOf(const struct Xfer* x, int dst) {
+  const int s = x->role == CHR_CE_SEND ? me : x->peer, d = x->role == CHR_CE_SEND ? x->peer : me;
+  return dst ? sh->dst[s][d][x->k % RING] : sh->src[s][d][x->k % RING];
 }
 
-static void postOne(int dir, int role, uint64_t k, uint64_t groupPoint, unsigned* seed) {
-  struct chrCeMailbox* mb = &sh->box[dir];
-  jitter(seed);
-  struct chrCePost mine, other;
-  memset(&mine, 0, sizeof(mine));
-  mine.bytes[0] = (unsigned char)(me + 1);
-  mine.bytes[1] = (unsigned char)role;
-  memcpy(&mine.bytes[8], &k, sizeof(k));
-  if (chrCePost(mb, role, k, &mine, &other)) {
-    enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .word = &mb->done[role][0], .value = k});
-    return;
+/* A group, queued in two passes: every transfer's ready word and the group's point of the user
+ * stream, then the posts (a first end's wait on the user stream; a second end's copy on its copy
+ * stream, after the peer's ready word and the group's point, then done for the peer and a point
+ * the user stream waits for). */
+static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
+  for (int i = 0; i < n; i++)
+    if (xs[i].role == CHR_CE_SEND)
+      enqueue(&mainStream, (struct Op){.kind = OP_FILL, .peer = xs[i].peer, .to = bufOf(&xs[i], 0), .k = xs[i].k});
+  for (int i = 0; i < n; i++) {
+    struct chrCeMailbox* mb = boxOf(&xs[i]);
+    while (!chrCeSlotFree(mb, xs[i].k))
+      if (stopped()) return;
+      else sched_yield();
+    enqueue(&mainStream, (struct Op){.kind = OP_WRITE, .word = &mb->ready[xs[i].role][0], .value = xs[i].k});
   }
-  uint64_t otherK;
-  memcpy(&otherK, &other.bytes[8], sizeof(otherK));
-  if (other.bytes[0] != (unsigned char)(2 - me) || other.bytes[1] != (unsigned char)(1 - role) || otherK != k)
-    fail("the first end's post is not the one for this transfer", k);
-  enqueue(&copyStream, (struct Op){.kind = OP_WAIT, .word = &mb->ready[1 - role][0], .value = k});
-  enqueue(&copyStream, (struct Op){.kind = OP_WAITPOINT, .point = &ownPoint, .value = groupPoint});
-  const int sender = dir, receiver = 1 - dir;
-  enqueue(&copyStream, (struct Op){.kind = OP_COPY, .to = sh->dst[receiver], .from = sh->src[sender]});
-  enqueue(&copyStream, (struct Op){.kind = OP_WRITE, .word = &mb->done[1 - role][0], .value = k});
-  enqueue(&copyStream, (struct Op){.kind = OP_POINT, .point = &copiedPoint, .value = ++points});
-  enqueue(&mainStream, (struct Op){.kind = OP_WAITPOINT, .point = &copiedPoint, .value = points});
-  chrCeRelease(mb, k);
+  const uint64_t point = ++groups;
+  enqueue(&mainStream, (struct Op){.kind = OP_WRITE, .word = &mainReached, .value = point});
+  for (int i = 0; i < n; i++) {
+    const struct Xfer* x = &xs[i];
+    struct chrCeMailbox* mb = boxOf(x);
+    jitter(seed);
+    struct chrCePost mine, other;
+    memset(&mine, 0, sizeof(mine));
+    mine.bytes[0] = (unsigned char)(me + 1);
+    mine.bytes[1] = (unsigned char)x->role;
+    memcpy(&mine.bytes[8], &x->k, sizeof(x->k));
+    __atomic_add_fetch(&sh->ends, 1, __ATOMIC_RELAXED);
+    if (chrCePost(mb, x->role, x->k, &mine, &other)) {
+      enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->done[x->role][0], .value = x->k});
+      continue;
+    }
+    uint64_t otherK;
+    memcpy(&otherK, &other.bytes[8], sizeof(otherK));
+    if (other.bytes[0] != (unsigned char)(x->peer + 1) || other.bytes[1] != (unsigned char)(1 - x->role) || otherK != x->k)
+      fail("the first end's post is not the one for this transfer", x->peer, x->k);
+    __atomic_add_fetch(&sh->seconds, 1, __ATOMIC_RELAXED);
+    if (x->role == CHR_CE_SEND) __atomic_add_fetch(&sh->pushes, 1, __ATOMIC_RELAXED);
+    struct Stream* cs = &copyStream[x->peer][x->role];
+    enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->ready[1 - x->role][0], .value = x->k});
+    enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mainReached, .value = point});
+    enqueue(cs, (struct Op){.kind = OP_COPY, .to = bufOf(x, 1), .from = bufOf(x, 0)});
+    enqueue(cs, (struct Op){.kind = OP_WRITE, .word = &mb->done[1 - x->role][0], .value = x->k});
+    const uint64_t c = ++copies[x->peer][x->role];
+    enqueue(cs, (struct Op){.kind = OP_WRITE, .word = &copiedPoint[x->peer][x->role], .value = c});
+    enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &copiedPoint[x->peer][x->role], .value = c});
+    chrCeRelease(mb, x->k);
+  }
+  for (int i = 0; i < n; i++)
+    if (xs[i].role == CHR_CE_RECV)
+      enqueue(&mainStream, (struct Op){.kind = OP_CHECK, .peer = xs[i].peer, .to = bufOf(&xs[i], 1), .k = xs[i].k});
 }
 
+/* The program: STEPS steps of up to 3 random transfers (the same on every rank: one seed); a rank
+ * ends its group after a step with probability 1/2, and after 3 steps at most (so that a pair has
+ * fewer than RING transfers in one group). */
 static int runRank(int rank) {
   me = rank;
-  struct Stream* streams[2] = {&mainStream, &copyStream};
-  for (int i = 0; i < 2; i++) {
-    pthread_mutex_init(&streams[i]->lock, NULL);
-    pthread_cond_init(&streams[i]->cv, NULL);
-    if (pthread_create(&streams[i]->thread, NULL, streamMain, streams[i]) != 0) return 1;
+  groups = mainReached = 0;
+  memset(copiedPoint, 0, sizeof(copiedPoint));
+  memset(copies, 0, sizeof(copies));
+  struct Stream* all[1 + 2 * MAXR];
+  int nStreams = 0;
+  all[nStreams++] = &mainStream;
+  for (int p = 0; p < nRanks; p++)
+    for (int r = 0; r < 2; r++)
+      if (p != rank) all[nStreams++] = &copyStream[p][r];
+  for (int i = 0; i < nStreams; i++) {
+    memset(all[i], 0, sizeof(*all[i]));
+    all[i]->seed = 1000u * (unsigned)rank + (unsigned)i;
+    pthread_mutex_init(&all[i]->lock, NULL);
+    pthread_cond_init(&all[i]->cv, NULL);
+    if (pthread_create(&all[i]->thread, NULL, streamMain, all[i]) != 0) return 1;
   }
-  unsigned seed = 12345u + (unsigned)rank * 777u;
-  for (uint64_t k = 1; k <= ITERS && !__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE); k++) {
-    /* the user's work: data for transfer k, made on the stream before the send */
-    enqueue(&mainStream, (struct Op){.kind = OP_FILL, .to = sh->src[rank], .value = k});
-    const int sendFirst = rand_r(&seed) % 2;
-    const int dirs[2] = {sendFirst ? rank : 1 - rank, sendFirst ? 1 - rank : rank};
-    const int roles[2] = {sendFirst ? CHR_CE_SEND : CHR_CE_RECV, sendFirst ? CHR_CE_RECV : CHR_CE_SEND};
-    if (!prepareOne(dirs[0], roles[0], k) || !prepareOne(dirs[1], roles[1], k)) break;
-    enqueue(&mainStream, (struct Op){.kind = OP_POINT, .point = &ownPoint, .value = k});
-    for (int i = 0; i < 2; i++) postOne(dirs[i], roles[i], k, k, &seed);
-    /* the user's work: reads what transfer k brought */
-    enqueue(&mainStream, (struct Op){.kind = OP_CHECK, .to = sh->dst[rank], .value = k});
+  unsigned program = 777u, mine = 4242u + (unsigned)rank;
+  uint64_t next[MAXR][MAXR] = {{0}}; /* transfers so far from s to d */
+  struct Xfer group[9];
+  int n = 0, steps = 0;
+  for (int step = 0; step < STEPS && !stopped(); step++) {
+    const int count = 1 + rand_r(&program) % 3;
+    for (int t = 0; t < count; t++) {
+      const int s = rand_r(&program) % nRanks;
+      const int d = (s + 1 + rand_r(&program) % (nRanks - 1)) % nRanks;
+      const uint64_t k = ++next[s][d];
+      if (s == rank) group[n++] = (struct Xfer){.peer = d, .role = CHR_CE_SEND, .k = k};
+      if (d == rank) group[n++] = (struct Xfer){.peer = s, .role = CHR_CE_RECV, .k = k};
+    }
+    if (++steps == 3 || rand_r(&mine) % 2 || step == STEPS - 1) {
+      for (int i = n - 1; i > 0; i--) { /* a group's calls come in any order (NCCL: they run together) */
+        const int j = rand_r(&mine) % (i + 1);
+        const struct Xfer t = group[i];
+        group[i] = group[j];
+        group[j] = t;
+      }
+      /* ... but calls to one peer in one direction match in call order: the k-th send to a peer is
+       * the k-th receive there. The numbers follow the calls, and the ready and done words, which
+       * only grow, are written in that order. */
+      for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+          if (group[j].peer == group[i].peer && group[j].role == group[i].role && group[j].k < group[i].k) {
+            const uint64_t t = group[i].k;
+            group[i].k = group[j].k;
+            group[j].k = t;
+          }
+      runGroup(group, n, &mine);
+      n = 0;
+      steps = 0;
+    }
   }
-  for (int i = 0; i < 2; i++) {
-    pthread_mutex_lock(&streams[i]->lock);
-    streams[i]->quit = 1;
-    pthread_cond_broadcast(&streams[i]->cv);
-    pthread_mutex_unlock(&streams[i]->lock);
+  for (int i = 0; i < nStreams; i++) {
+    pthread_mutex_lock(&all[i]->lock);
+    all[i]->quit = 1;
+    pthread_cond_broadcast(&all[i]->cv);
+    pthread_mutex_unlock(&all[i]->lock);
   }
-  for (int i = 0; i < 2; i++) pthread_join(streams[i]->thread, NULL);
-  if (now() > deadline) fail("time limit: a transfer hung", 0);
+  for (int i = 0; i < nStreams; i++) pthread_join(all[i]->thread, NULL);
+  if (now() > deadline) fail("time limit: a transfer hung", -1, 0);
   return __atomic_load_n(&sh->failures, __ATOMIC_ACQUIRE) ? 1 : 0;
 }
 
-int main(void) {
-  sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (sh == MAP_FAILED) return 1;
-  chrCeMailboxInit(&sh->box[0]);
-  chrCeMailboxInit(&sh->box[1]);
+static int runWorld(int ranks) {
+  nRanks = ranks;
+  memset(sh, 0, sizeof(*sh));
+  for (int s = 0; s < MAXR; s++)
+    for (int d = 0; d < MAXR; d++) chrCeMailboxInit(&sh->box[s][d]);
   deadline = now() + LIMIT_SEC;
-  pid_t kids[2];
-  for (int r = 0; r < 2; r++) {
+  pid_t kids[MAXR];
+  for (int r = 0; r < ranks; r++) {
     kids[r] = fork();
     if (kids[r] < 0) return 1;
     if (kids[r] == 0) _exit(runRank(r));
   }
   int rc = 0;
-  for (int r = 0; r < 2; r++) {
+  for (int r = 0; r < ranks; r++) {
     int st = 0;
     waitpid(kids[r], &st, 0);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
   }
-  printf("ce mailbox: %d transfers each way between 2 processes, %d failures\n", ITERS, sh->failures);
-  return rc || sh->failures ? 1 : 0;
+  printf("ce mailbox: %d ranks, %d steps of random transfers, groups closed at random: %ld transfers, copied by the "
+         "second end to post: %ld the sender, %ld the receiver; %d failures\n", ranks, STEPS, sh->ends / 2, sh->pushes,
+         sh->seconds - sh->pushes, sh->failures);
+  /* every transfer has exactly one second end, which copies */
+  return rc || sh->failures || sh->ends != 2 * sh->seconds;
+}
+
+int main(void) {
+  sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) return 1;
+  int rc = runWorld(2);
+  rc |= runWorld(3);
+  return rc ? 1 : 0;
 }

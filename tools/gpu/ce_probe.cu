@@ -15,7 +15,8 @@
  *     the slot's state, which tells who came first; no one waits on the host for the peer;
  *   - the first makes its stream wait (cuStreamWaitValue64) for its `done` word (host memory both
  *     processes registered with the GPU) to reach the transfer's number;
- *   - the second, on a copy stream: waits for the first's signal and for the group's event of its own
+ *   - the second, on a copy stream of the direction's (one per direction: one stream for both would
+ *     queue a copy behind one that waits for it): waits for the first's signal and for the group's event of its own
  *     stream, copies (cudaMemcpyAsync between the two GPUs, one side IPC-opened), writes the first's
  *     `done` word (cuStreamWriteValue64, ordered after the copy), and its own stream waits for the
  *     copy stream.
@@ -112,12 +113,12 @@ __global__ void check(const uint32_t* p, uint64_t n, uint32_t seed, unsigned lon
 
 struct Rank {
   int peer;
-  cudaStream_t stream, copy;
+  cudaStream_t stream, copy[2]; /* a copy stream per direction (role): one would serialize copies that wait on each other */
   void* buf[2];          /* SEND: source, RECV: destination */
   void* peerBuf[2];      /* the peer's, IPC-opened once */
   cudaEvent_t ev[2][SLOTS];     /* mine, by direction */
   cudaEvent_t peerEv[2][SLOTS]; /* the peer's, IPC-opened */
-  cudaEvent_t own, copied;
+  cudaEvent_t own, copied[2];
   CUdeviceptr done[2][2];       /* device addresses of box[dir].done[role][0] */
   CUdeviceptr ready[2][2];      /* ... and of box[dir].ready[role][0] */
 };
@@ -169,23 +170,23 @@ static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t byte
   memcpy(&otherPost, theirs.bytes, sizeof(otherPost));
   const struct Post* other = &otherPost;
   if (gValue) {
-    if (waitValue((CUstream)R->copy, R->ready[dir][1 - role], k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+    if (waitValue((CUstream)R->copy[role], R->ready[dir][1 - role], k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
       fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWaitValue64 (ready) failed\n", gRank);
       exit(1);
     }
   } else {
-    CK(cudaStreamWaitEvent(R->copy, R->peerEv[dir][other->event], 0));
+    CK(cudaStreamWaitEvent(R->copy[role], R->peerEv[dir][other->event], 0));
   }
-  CK(cudaStreamWaitEvent(R->copy, R->own, 0)); /* the group's point of this rank's stream */
+  CK(cudaStreamWaitEvent(R->copy[role], R->own, 0)); /* the group's point of this rank's stream */
   void* src = role == SEND ? R->buf[SEND] : R->peerBuf[SEND];
   void* dst = role == SEND ? R->peerBuf[RECV] : R->buf[RECV];
-  CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, R->copy));
-  if (writeValue((CUstream)R->copy, R->done[dir][1 - role], k, 0) != CUDA_SUCCESS) {
+  CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, R->copy[role]));
+  if (writeValue((CUstream)R->copy[role], R->done[dir][1 - role], k, 0) != CUDA_SUCCESS) {
     fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWriteValue64 failed\n", gRank);
     exit(1);
   }
-  CK(cudaEventRecord(R->copied, R->copy));
-  CK(cudaStreamWaitEvent(R->stream, R->copied, 0));
+  CK(cudaEventRecord(R->copied[role], R->copy[role]));
+  CK(cudaStreamWaitEvent(R->stream, R->copied[role], 0));
   sh->copies[gRank][role]++;
   chrCeRelease(mb, k); /* free for k + SLOTS */
 }
@@ -240,9 +241,9 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
     getAttr(&memOps, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, cuDev);
   if (rank == 0) printf("stream_mem_ops_64 %d flag\nsignal %s\noneway %d\n", memOps, gValue ? "value" : "event", gOneWay);
   CK(cudaStreamCreateWithFlags(&R.stream, cudaStreamNonBlocking));
-  CK(cudaStreamCreateWithFlags(&R.copy, cudaStreamNonBlocking));
+  for (int r = 0; r < 2; r++) CK(cudaStreamCreateWithFlags(&R.copy[r], cudaStreamNonBlocking));
   CK(cudaEventCreateWithFlags(&R.own, cudaEventDisableTiming));
-  CK(cudaEventCreateWithFlags(&R.copied, cudaEventDisableTiming));
+  for (int r = 0; r < 2; r++) CK(cudaEventCreateWithFlags(&R.copied[r], cudaEventDisableTiming));
   for (int b = 0; b < 2; b++) {
     CK(cudaMalloc(&R.buf[b], maxB));
     CK(cudaIpcGetMemHandle(&sh->buf[rank][b], R.buf[b]));
@@ -285,14 +286,14 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
     group(&R, k, bytes, sends, recvs); /* warm-up, checked below like the rest */
     k++;
     CK(cudaStreamSynchronize(R.stream));
-    CK(cudaStreamSynchronize(R.copy));
+    for (int r = 0; r < 2; r++) CK(cudaStreamSynchronize(R.copy[r]));
     barrier(round++);
     double t = nowUs();
     for (int i = 0; i < iters; i++, k++) {
       group(&R, k, bytes, sends, recvs);
     }
     CK(cudaStreamSynchronize(R.stream));
-    CK(cudaStreamSynchronize(R.copy));
+    for (int r = 0; r < 2; r++) CK(cudaStreamSynchronize(R.copy[r]));
     t = (nowUs() - t) / iters;
     barrier(round++);
     CK(cudaMemsetAsync(wrong, 0, sizeof(*wrong), R.stream)); /* R.stream does not wait for the legacy stream */
