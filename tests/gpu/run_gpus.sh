@@ -35,8 +35,8 @@
 #            (default reducescatter; empty: the ceiling alone) from ONEGPU_MIN (2G) to ONEGPU_MAX (8G), timed only:
 #            onegpu-ceiling.txt and perf-<coll>-big.json for tools/bench/gpu_table.py
 #   ceprobe  chorus-ce-probe: the copy-engine send design prototyped between two processes on GPUs 0
-#            and 1, beside plain copies, both ways (IPC-event and stream-value signals) and one way
-#            (ce-probe-oneway*.txt; CEPROBE_MIN, CEPROBE_MAX)
+#            and 1, beside plain copies, both ways (IPC-event and stream-value signals), one way, and
+#            as two threads of one process (ce-probe-*.txt; CEPROBE_MIN, CEPROBE_MAX)
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (built there, or OFI_PLUGIN: a prebuilt
@@ -219,14 +219,14 @@ section "copy-engine sends, prototype (GPUs 0 and 1)"
 if want ceprobe; then
   # chorus-ce-probe (tools/gpu/ce_probe.cu): the design of docs/perf/gpu-2gpu.md "Next" 0 between two
   # processes, beside the copy engine's plain rate, CEPROBE_MIN (64M) .. CEPROBE_MAX (8G)
-  # both directions at once (send/recv's traffic) with each of the two signals, then one way (a
-  # 2-rank broadcast's)
-  for run in "0 event" "0 value" "1 value"; do
+  # both directions at once (send/recv's traffic) with each of the two signals, one way (a 2-rank
+  # broadcast's), and the two ranks as threads of one process
+  for run in "0 event 0" "0 value 0" "1 value 0" "0 value 1"; do
     set -- $run
-    f=$OUT/ce-probe-oneway$1-$2.txt
-    timeout 150 "$BUILD/bin/chorus-ce-probe" --min "${CEPROBE_MIN:-64M}" --max "${CEPROBE_MAX:-8G}" --iters 5 \
-      --oneway $1 --signal $2 >"$f" 2>&1 || note "ceprobe oneway=$1 signal=$2: FAILED ($(tail -1 "$f"))"
-    grep -h "wrong" "$f" | sed "s/^/ceprobe oneway=$1 signal=$2: /" >>"$SUMMARY"
+    f=$OUT/ce-probe-oneway$1-$2-threads$3.txt
+    timeout 120 "$BUILD/bin/chorus-ce-probe" --min "${CEPROBE_MIN:-64M}" --max "${CEPROBE_MAX:-8G}" --iters 5 \
+      --oneway $1 --signal $2 --threads $3 >"$f" 2>&1 || note "ceprobe $run: FAILED ($(tail -1 "$f"))"
+    grep -h "wrong" "$f" | sed "s/^/ceprobe oneway=$1 signal=$2 threads=$3: /" >>"$SUMMARY"
   done
 fi
 

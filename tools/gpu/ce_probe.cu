@@ -25,6 +25,8 @@
  * into the peer's buffer) and pulling.
  *
  *   chorus-ce-probe [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value]
+ * --threads 1: the two ranks are threads of one process (a one-process communicator over two GPUs):
+ * raw pointers and plain events instead of CUDA IPC.
  * --signal value: instead of the IPC event, the first end's stream writes its `ready` word
  * (cuStreamWriteValue64, after its prior work) before it posts, and the second's copy stream waits
  * for it (cuStreamWaitValue64): no event ring to guard, nothing to open; both ways measured.
@@ -37,6 +39,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <atomic>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,9 +79,13 @@ struct Shared {
   std::atomic<int> stop;
   uint64_t copies[2][2];               /* [rank][role]: copies this rank issued as the second, by role */
   double openUs[2];
+  void* rawBuf[2][2];              /* --threads: [rank][SEND or RECV] */
+  cudaEvent_t rawEv[2][2][SLOTS];  /* --threads: [rank][direction][slot] */
+  std::atomic<int> registered;
 };
 
-static int gRank;
+static __thread int gRank; /* per rank: a process, or a thread with --threads */
+static int gThreads;       /* --threads: the two ranks are threads of one process (raw pointers and events) */
 static int gOneWay; /* --oneway: rank 0 sends, rank 1 receives (a 2-rank broadcast's traffic) */
 static int gValue;  /* --signal value: the first end's stream writes ready = k, the second's copy waits for it,
                        instead of an IPC event (no event to reuse, nothing to open) */
@@ -246,14 +253,22 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
   for (int r = 0; r < 2; r++) CK(cudaEventCreateWithFlags(&R.copied[r], cudaEventDisableTiming));
   for (int b = 0; b < 2; b++) {
     CK(cudaMalloc(&R.buf[b], maxB));
-    CK(cudaIpcGetMemHandle(&sh->buf[rank][b], R.buf[b]));
+    if (gThreads) sh->rawBuf[rank][b] = R.buf[b];
+    else CK(cudaIpcGetMemHandle(&sh->buf[rank][b], R.buf[b]));
   }
   for (int d = 0; d < 2; d++)
     for (int s = 0; s < SLOTS; s++) {
-      CK(cudaEventCreateWithFlags(&R.ev[d][s], cudaEventDisableTiming | cudaEventInterprocess));
-      CK(cudaIpcGetEventHandle(&sh->ev[rank][d][s], R.ev[d][s]));
+      CK(cudaEventCreateWithFlags(&R.ev[d][s], cudaEventDisableTiming | (gThreads ? 0 : cudaEventInterprocess)));
+      if (gThreads) sh->rawEv[rank][d][s] = R.ev[d][s];
+      else CK(cudaIpcGetEventHandle(&sh->ev[rank][d][s], R.ev[d][s]));
     }
-  CK(cudaHostRegister(sh, sizeof(*sh), cudaHostRegisterMapped | cudaHostRegisterPortable));
+  /* once per process (portable: every device sees it) */
+  if (!gThreads || sh->registered.exchange(1) == 0)
+    CK(cudaHostRegister(sh, sizeof(*sh), cudaHostRegisterMapped | cudaHostRegisterPortable));
+  else
+    while (sh->registered.load() != 2) {
+    }
+  if (gThreads) sh->registered.store(2);
   for (int d = 0; d < 2; d++)
     for (int role = 0; role < 2; role++) {
       void* p = NULL;
@@ -264,10 +279,16 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
     }
   barrier(1);
   const double t0 = nowUs();
-  for (int b = 0; b < 2; b++) CK(cudaIpcOpenMemHandle(&R.peerBuf[b], sh->buf[R.peer][b], cudaIpcMemLazyEnablePeerAccess));
+  for (int b = 0; b < 2; b++) {
+    if (gThreads) R.peerBuf[b] = sh->rawBuf[R.peer][b];
+    else CK(cudaIpcOpenMemHandle(&R.peerBuf[b], sh->buf[R.peer][b], cudaIpcMemLazyEnablePeerAccess));
+  }
   sh->openUs[rank] = (nowUs() - t0) / 2;
   for (int d = 0; d < 2; d++)
-    for (int s = 0; s < SLOTS; s++) CK(cudaIpcOpenEventHandle(&R.peerEv[d][s], sh->ev[R.peer][d][s]));
+    for (int s = 0; s < SLOTS; s++) {
+      if (gThreads) R.peerEv[d][s] = sh->rawEv[R.peer][d][s];
+      else CK(cudaIpcOpenEventHandle(&R.peerEv[d][s], sh->ev[R.peer][d][s]));
+    }
   unsigned long long* wrong;
   CK(cudaMalloc(&wrong, sizeof(*wrong)));
   barrier(2);
@@ -337,8 +358,10 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--oneway")) gOneWay = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--signal") && !strcmp(argv[i + 1], "value")) gValue = 1;
     else if (!strcmp(argv[i], "--signal") && !strcmp(argv[i + 1], "event")) gValue = 0;
+    else if (!strcmp(argv[i], "--threads")) gThreads = atoi(argv[i + 1]);
     else {
-      fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value] [--threads 0|1]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -353,6 +376,22 @@ int main(int argc, char** argv) {
   }
   /* mmap's anonymous pages start zeroed: every counter and atomic is 0 */
   for (int d = 0; d < 2; d++) chrCeMailboxInit(&sh->box[d]);
+  if (gThreads) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    pthread_t t[2];
+    static int rcs[2];
+    struct Arg { int r; uint64_t minB, maxB; int iters; } args[2];
+    for (int r = 0; r < 2; r++) {
+      args[r] = (struct Arg){r, minB, maxB, iters};
+      pthread_create(&t[r], NULL, [](void* a) -> void* {
+        const struct Arg* x = (const struct Arg*)a;
+        rcs[x->r] = runRank(x->r, x->minB, x->maxB, x->iters);
+        return NULL;
+      }, &args[r]);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+    return rcs[0] || rcs[1];
+  }
   pid_t kids[2];
   for (int r = 0; r < 2; r++) {
     kids[r] = fork();
