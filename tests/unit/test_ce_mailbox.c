@@ -292,6 +292,7 @@ static int runWorld(int ranks) {
   for (int s = 0; s < MAXR; s++)
     for (int d = 0; d < MAXR; d++) chrCeMailboxInit(&sh->box[s][d]);
   deadline = now() + LIMIT_SEC;
+  fflush(stdout); /* a child must not inherit (and print again) what the parent has buffered */
   pid_t kids[MAXR];
   for (int r = 0; r < ranks; r++) {
     kids[r] = fork();
