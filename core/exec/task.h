@@ -39,6 +39,8 @@ struct chrCollTask {
   int algo, proto;       /* CHR_ALGO_*, CHR_PROTO_* (config/algo_select.h) */
   int nChannels;
   size_t chunkElems;     /* elements per step slot */
+  int pairExchange;      /* a 2-rank all-reduce of GPU buffers in one exchange (plan_dev.c decides,
+                            plan/works.c writes CHR_PAT_PAIR_ALLREDUCE) */
   float estimatedUs;
   struct chrWork* works; /* nChannels entries, one per channel (plan/works.c) */
   /* Device launch (dev_exec.c): a rank's send to itself and its receive from itself that run as

@@ -188,6 +188,13 @@ static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* sh
     size_t chunk = t->chunkElems * t->typeSize;
     if (chunk >= CHR_ALIGN_BYTES && chunk % CHR_ALIGN_BYTES) t->chunkElems = (chunk / CHR_ALIGN_BYTES * CHR_ALIGN_BYTES) / t->typeSize;
   }
+  /* An all-reduce on 2 ranks: one exchange instead of the ring's two hops (plan/work.h
+   * CHR_PAT_PAIR_ALLREDUCE, written by plan/works.c); LL, where the hops' latency is the cost (2 H100s,
+   * under CUDA graphs: 8.9 us per 8-byte all-reduce against 6.7 for an all-gather, whose step program
+   * has the same shape), and SIMPLE up to CHORUS_GPU_PAIR_MAX_BYTES (default 0: not yet measured
+   * against the ring on GPUs). */
+  t->pairExchange = t->func == ncclFuncAllReduce && comm->nRanks == 2 && bestA == CHR_ALGO_RING &&
+                    (bestP == CHR_PROTO_LL || bytes <= (size_t)chrParamInt(CHR_P_GPU_PAIR_MAX_BYTES));
   t->estimatedUs = devEstimateUs(devHops(t->func, bestA, comm->nRanks), bytes);
   comm->lastAlgo = chrAlgoName(bestA);
   comm->lastProto = chrProtoName(bestP);

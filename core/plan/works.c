@@ -24,7 +24,6 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "config/algo_select.h"
-#include "config/param.h"
 #include "plan/plan.h"
 
 /* Binary tree over positions 0..n-1 rooted at 0: position p's lowest set bit b makes it the parent
@@ -170,15 +169,7 @@ ncclResult_t chrPlanWorks(struct chrCollTask* t) {
       treeLane(t, c, ringPos, w);
     } else {
       w->pattern = ringPattern(t->func);
-      /* A small all-reduce of GPU buffers on 2 ranks: one exchange instead of the ring's two hops
-       * (plan/work.h); LL, where the hops' latency is the cost (2 H100s, under CUDA graphs: 8.9
-       * us per 8-byte all-reduce against 6.7 for an all-gather, whose step program has the same
-       * shape as this one), and SIMPLE up to CHORUS_GPU_PAIR_MAX_BYTES (default 0: not yet
-       * measured against the ring on GPUs). */
-      if (t->func == ncclFuncAllReduce && comm->nRanks == 2 && t->onDevice &&
-          (w->proto == CHR_PROTO_LL ||
-           (uint64_t)t->count * (uint64_t)t->typeSize <= (uint64_t)chrParamInt(CHR_P_GPU_PAIR_MAX_BYTES)))
-        w->pattern = CHR_PAT_PAIR_ALLREDUCE;
+      if (t->pairExchange) w->pattern = CHR_PAT_PAIR_ALLREDUCE; /* the planner's choice (plan_dev.c) */
       /* Every channel runs the comm's one ring; a GPU may have more channels than the host's
        * CHR_MAX_CHANNELS, and those take the ring of the host channel they fold onto. */
       const struct chrChannel* ch = &comm->channels[c % CHR_MAX_CHANNELS];

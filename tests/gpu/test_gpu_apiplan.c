@@ -33,6 +33,7 @@ static long selfCopyWorks;         /* a rank's send to itself and receive from i
 static long engineWorks;           /* of those, the ones for the copy engine (CHR_WORK_ENGINE) */
 static long pairWorks;             /* 2-rank all-reduces in one exchange (CHR_PAT_PAIR_ALLREDUCE) */
 static long simplePairWorks;       /* ... of them SIMPLE (CHORUS_GPU_PAIR_MAX_BYTES) */
+static const char* pairMaxEnv;     /* CHORUS_GPU_PAIR_MAX_BYTES as the test runs with it, or NULL */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -254,9 +255,8 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
         treeWorks += isTree;
         pairWorks += wk->pattern == CHR_PAT_PAIR_ALLREDUCE;
         simplePairWorks += wk->pattern == CHR_PAT_PAIR_ALLREDUCE && wk->proto == CHR_PROTO_SIMPLE;
-        /* LL always; SIMPLE up to CHORUS_GPU_PAIR_MAX_BYTES (read here from the environment) */
-        const char* pairMax = getenv("CHORUS_GPU_PAIR_MAX_BYTES");
-        const int simplePairOk = pairMax && (uint64_t)t->count * (uint64_t)t->typeSize <= strtoull(pairMax, NULL, 0);
+        /* LL always; SIMPLE up to CHORUS_GPU_PAIR_MAX_BYTES (read from the environment, not the library) */
+        const int simplePairOk = pairMaxEnv && (uint64_t)t->count * (uint64_t)t->typeSize <= strtoull(pairMaxEnv, NULL, 0);
         if (wk->pattern == CHR_PAT_PAIR_ALLREDUCE && (n != 2 || (wk->proto != CHR_PROTO_LL && !simplePairOk))) {
           fprintf(stderr, "FAIL %s: rank %d: a pair all-reduce on %d ranks with protocol %d\n", c->name, r, n, wk->proto);
           return 1;
@@ -360,6 +360,7 @@ static int checkPartition(ncclComm_t comm) {
 int main(int argc, char** argv) {
   int n = argc > 1 ? atoi(argv[1]) : 3;
   if (n < 1 || n > MAX_RANKS) return 2;
+  pairMaxEnv = getenv("CHORUS_GPU_PAIR_MAX_BYTES");
   ncclComm_t comms[MAX_RANKS];
   /* Every rank on device 0, as on the one-GPU machine: the device shape (channels from the SM count)
    * must be the same for all ranks, which it is only when they share one device. */
@@ -415,9 +416,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: no small all-reduce on 2 ranks was planned as one exchange\n");
     failures++;
   }
-  const char* pairMax = getenv("CHORUS_GPU_PAIR_MAX_BYTES");
-  if (n == 2 && !algo && !proto && pairMax && strtoull(pairMax, NULL, 0) >= (1u << 30) && simplePairWorks == 0) {
-    fprintf(stderr, "FAIL: CHORUS_GPU_PAIR_MAX_BYTES=%s, but no SIMPLE all-reduce was planned as one exchange\n", pairMax);
+  if (n == 2 && !algo && !proto && pairMaxEnv && strtoull(pairMaxEnv, NULL, 0) >= (1u << 30) && simplePairWorks == 0) {
+    fprintf(stderr, "FAIL: CHORUS_GPU_PAIR_MAX_BYTES=%s, but no SIMPLE all-reduce was planned as one exchange\n", pairMaxEnv);
     failures++;
   }
   const int expectsTuning = getenv("CHORUS_TEST_EXPECT_ALGO") || getenv("CHORUS_TEST_EXPECT_PROTO") ||
