@@ -71,7 +71,12 @@ struct chrDevLLWord {
     uint64_t u;
     S e[8 / sizeof(S)];
   };
+  static __device__ __forceinline__ uint64_t half2Sums(uint64_t a, uint64_t b) {
+    return (uint64_t)chrDevHalf2Sum((uint32_t)a, (uint32_t)b) |
+           (uint64_t)chrDevHalf2Sum((uint32_t)(a >> 32), (uint32_t)(b >> 32)) << 32;
+  }
   static __device__ __forceinline__ uint64_t red(const R& r, uint64_t a, uint64_t b) {
+    if constexpr (chrDevHalfSum<R>::red) return half2Sums(a, b);
     U x, y;
     x.u = a;
     y.u = b;
@@ -80,6 +85,7 @@ struct chrDevLLWord {
     return x.u;
   }
   static __device__ __forceinline__ uint64_t redPre(const R& r, uint64_t a, uint64_t b) {
+    if constexpr (chrDevHalfSum<R>::redPre) return half2Sums(a, b);
     U x, y;
     x.u = a;
     y.u = b;

@@ -33,7 +33,12 @@ struct chrDevPack {
     S e[16 / sizeof(S)];
   };
 
+  static __device__ __forceinline__ uint4 half2Sums(uint4 a, uint4 b) {
+    return make_uint4(chrDevHalf2Sum(a.x, b.x), chrDevHalf2Sum(a.y, b.y), chrDevHalf2Sum(a.z, b.z),
+                      chrDevHalf2Sum(a.w, b.w));
+  }
   static __device__ __forceinline__ uint4 red(const R& r, uint4 a, uint4 b) {
+    if constexpr (chrDevHalfSum<R>::red) return half2Sums(a, b);
     U x, y;
     x.v = a;
     y.v = b;
@@ -42,6 +47,7 @@ struct chrDevPack {
     return x.v;
   }
   static __device__ __forceinline__ uint4 redPre(const R& r, uint4 a, uint4 b) {
+    if constexpr (chrDevHalfSum<R>::redPre) return half2Sums(a, b);
     U x, y;
     x.v = a;
     y.v = b;

@@ -36,7 +36,8 @@
 #            onegpu-ceiling.txt and perf-<coll>-big.json for tools/bench/gpu_table.py
 #   ceprobe  chorus-ce-probe: the copy-engine send design prototyped between two processes on GPUs 0
 #            and 1, beside plain copies, both ways (IPC-event and stream-value signals), one way, and
-#            as two threads of one process (ce-probe-*.txt; CEPROBE_MIN, CEPROBE_MAX)
+#            as two threads of one process (ce-probe-*.txt; CEPROBE_MIN, CEPROBE_MAX; CEPROBE_RUNS:
+#            "oneway signal threads issuer;..." to pick the runs)
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (built there, or OFI_PLUGIN: a prebuilt
@@ -221,12 +222,14 @@ if want ceprobe; then
   # processes, beside the copy engine's plain rate, CEPROBE_MIN (64M) .. CEPROBE_MAX (8G)
   # both directions at once (send/recv's traffic) with each of the two signals, one way (a 2-rank
   # broadcast's), and the two ranks as threads of one process
-  for run in "0 event 0" "0 value 0" "1 value 0" "0 value 1"; do
+  # CEPROBE_RUNS: "oneway signal threads issuer" per run (issuer: second, sender or receiver)
+  IFS=';' read -ra CE_RUNS <<<"${CEPROBE_RUNS:-0 event 0 second;0 value 0 second;1 value 0 second;0 value 1 second}"
+  for run in "${CE_RUNS[@]}"; do
     set -- $run
-    f=$OUT/ce-probe-oneway$1-$2-threads$3.txt
+    f=$OUT/ce-probe-oneway$1-$2-threads$3-$4.txt
     timeout 120 "$BUILD/bin/chorus-ce-probe" --min "${CEPROBE_MIN:-64M}" --max "${CEPROBE_MAX:-8G}" --iters 5 \
-      --oneway $1 --signal $2 --threads $3 >"$f" 2>&1 || note "ceprobe $run: FAILED ($(tail -1 "$f"))"
-    grep -h "wrong" "$f" | sed "s/^/ceprobe oneway=$1 signal=$2 threads=$3: /" >>"$SUMMARY"
+      --oneway $1 --signal $2 --threads $3 --issuer $4 >"$f" 2>&1 || note "ceprobe $run: FAILED ($(tail -1 "$f"))"
+    grep -h "wrong" "$f" | sed "s/^/ceprobe oneway=$1 signal=$2 threads=$3 issuer=$4: /" >>"$SUMMARY"
   done
 fi
 

@@ -30,6 +30,10 @@
  * --signal value: instead of the IPC event, the first end's stream writes its `ready` word
  * (cuStreamWriteValue64, after its prior work) before it posts, and the second's copy stream waits
  * for it (cuStreamWaitValue64): no event ring to guard, nothing to open; both ways measured.
+ * --issuer sender|receiver: that end always issues the copy (on its own GPU), waiting on the host for
+ * the other end's post; an experiment on which GPU should drive a copy (the second to arrive is
+ * either, and a GPU that drives both directions at once may not move both at full rate: the
+ * pushpull_onegpu line measures that with plain copies).
  * --oneway 1: rank 0 only sends and rank 1 only receives (a 2-rank broadcast's traffic; the ceiling
  * lines then time rank 0 pushing and rank 1 pulling, one at a time).
  * Prints "key value unit" lines: ce_sendrecv_<size> (ce_send_ one way; µs per iteration, GB/s per direction),
@@ -82,6 +86,7 @@ struct Shared {
   void* rawBuf[2][2];              /* --threads: [rank][SEND or RECV] */
   cudaEvent_t rawEv[2][2][SLOTS];  /* --threads: [rank][direction][slot] */
   std::atomic<int> registered;
+  std::atomic<int> setupDone; /* --threads: rank 0 has set up (rank 1 waits for it) */
 };
 
 static __thread int gRank; /* per rank: a process, or a thread with --threads */
@@ -89,6 +94,8 @@ static int gThreads;       /* --threads: the two ranks are threads of one proces
 static int gOneWay; /* --oneway: rank 0 sends, rank 1 receives (a 2-rank broadcast's traffic) */
 static int gValue;  /* --signal value: the first end's stream writes ready = k, the second's copy waits for it,
                        instead of an IPC event (no event to reuse, nothing to open) */
+static int gIssuer = -1; /* --issuer sender|receiver: that end always issues the copy, waiting on the host for the
+                            other's post (an experiment: which GPU drives the copy); -1: the second to arrive */
 static struct Shared* sh;
 typedef CUresult (*WaitFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 static WaitFn waitValue, writeValue;
@@ -164,6 +171,10 @@ static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t byte
   struct chrCePost mine, theirs;
   memset(&mine, 0, sizeof(mine));
   memcpy(mine.bytes, &p, sizeof(p));
+  if (gIssuer == role) /* the issuer posts only once the other end has: it then comes second */
+    while (__atomic_load_n(&mb->state[k % SLOTS], __ATOMIC_ACQUIRE) != ((k << 2) | (1u << (1 - role)))) {
+      if (sh->stop.load()) exit(1);
+    }
   if (chrCePost(mb, role, k, &mine, &theirs)) {
     /* First: wait for the second to copy and say so. */
     if (waitValue((CUstream)R->stream, R->done[dir][role], k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
@@ -203,6 +214,11 @@ static void group(struct Rank* R, uint64_t k, uint64_t bytes, int sends, int rec
   if (sends) prepareOne(R, gRank, SEND, k);
   if (recvs) prepareOne(R, R->peer, RECV, k);
   CK(cudaEventRecord(R->own, R->stream));
+  if (gIssuer == SEND) { /* the ends that never wait on the host post first: no host cycle */
+    if (recvs) postOne(R, R->peer, RECV, k, bytes);
+    if (sends) postOne(R, gRank, SEND, k, bytes);
+    return;
+  }
   if (sends) postOne(R, gRank, SEND, k, bytes);
   if (recvs) postOne(R, R->peer, RECV, k, bytes);
 }
@@ -223,9 +239,15 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
   struct Rank R;
   memset(&R, 0, sizeof(R));
   R.peer = 1 - rank;
+  /* --threads: rank 1 sets up once rank 0 has (one hung at start-up in two of six runs, f2, when both
+   * made their contexts and enabled peer access at once) */
+  while (gThreads && rank == 1 && !sh->setupDone.load()) {
+    if (sh->stop.load()) return 1;
+  }
   int nDev = 0;
   if (cudaGetDeviceCount(&nDev) != cudaSuccess || nDev < 2) {
     if (rank == 0) printf("SKIP: chorus-ce-probe needs 2 GPUs (%d found)\n", nDev);
+    sh->setupDone.store(1);
     return 77;
   }
   CK(cudaSetDevice(rank));
@@ -282,6 +304,7 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       CK(cudaHostGetDevicePointer(&p, &sh->box[d].ready[role][0], 0));
       R.ready[d][role] = (CUdeviceptr)(uintptr_t)p;
     }
+  if (rank == 0) sh->setupDone.store(1);
   barrier(1);
   const double t0 = nowUs();
   for (int b = 0; b < 2; b++) {
@@ -332,7 +355,7 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
     printf("rank%d_ce_%s_%llu %.1f us %.2f GB/s\n", rank, gOneWay ? "send" : "sendrecv", (unsigned long long)bytes, t,
            bytes / t / 1e3);
     if (recvs) printf("rank%d_wrong_%llu %llu elements\n", rank, (unsigned long long)bytes, w);
-    wrongTotal += w;
+    if (recvs) wrongTotal += w; /* one way, rank 0 receives nothing: its buffer is not checked */
     /* The ceiling in the same run: both ranks copying at once, plain cudaMemcpyAsync, no protocol. */
     for (int pull = 0; pull < 2; pull++) {
       barrier(round++);
@@ -345,6 +368,18 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       c = (nowUs() - c) / iters;
       printf("rank%d_%s_%llu %.1f us %.2f GB/s\n", rank, pull ? "pull" : "push", (unsigned long long)bytes, c,
              bytes / c / 1e3);
+    }
+    if (!gOneWay) { /* one GPU drives both directions at once (push and pull on two streams), the other idles */
+      barrier(round++);
+      double c = nowUs();
+      for (int i = 0; i < iters && rank == 0; i++) {
+        CK(cudaMemcpyAsync(R.peerBuf[RECV], R.buf[SEND], bytes, cudaMemcpyDeviceToDevice, R.copy[SEND]));
+        CK(cudaMemcpyAsync(R.buf[RECV], R.peerBuf[SEND], bytes, cudaMemcpyDeviceToDevice, R.copy[RECV]));
+      }
+      for (int r = 0; r < 2; r++) CK(cudaStreamSynchronize(R.copy[r]));
+      c = (nowUs() - c) / iters;
+      if (rank == 0)
+        printf("rank0_pushpull_onegpu_%llu %.1f us %.2f GB/s\n", (unsigned long long)bytes, c, bytes / c / 1e3);
     }
     barrier(round++); /* the peer is done with my buffers before the next size refills them */
     fflush(stdout);
@@ -366,8 +401,12 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--signal") && !strcmp(argv[i + 1], "value")) gValue = 1;
     else if (!strcmp(argv[i], "--signal") && !strcmp(argv[i + 1], "event")) gValue = 0;
     else if (!strcmp(argv[i], "--threads")) gThreads = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "sender")) gIssuer = SEND;
+    else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "receiver")) gIssuer = RECV;
+    else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "second")) gIssuer = -1;
     else {
-      fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value] [--threads 0|1]\n",
+      fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value] [--threads 0|1]\n"
+              "       [--issuer second|sender|receiver]\n",
               argv[0]);
       return 2;
     }
@@ -393,6 +432,7 @@ int main(int argc, char** argv) {
       pthread_create(&t[r], NULL, [](void* a) -> void* {
         const struct Arg* x = (const struct Arg*)a;
         rcs[x->r] = runRank(x->r, x->minB, x->maxB, x->iters);
+        if (rcs[x->r]) sh->stop.store(1); /* the other thread stops waiting for this one */
         return NULL;
       }, &args[r]);
     }
