@@ -72,8 +72,8 @@ struct chrDevLLWord {
     S e[8 / sizeof(S)];
   };
   static __device__ __forceinline__ uint64_t half2Sums(uint64_t a, uint64_t b) {
-    return (uint64_t)chrDevHalf2Sum((uint32_t)a, (uint32_t)b) |
-           (uint64_t)chrDevHalf2Sum((uint32_t)(a >> 32), (uint32_t)(b >> 32)) << 32;
+    return (uint64_t)chrDevHalf2Sum<R::type>((uint32_t)a, (uint32_t)b) |
+           (uint64_t)chrDevHalf2Sum<R::type>((uint32_t)(a >> 32), (uint32_t)(b >> 32)) << 32;
   }
   static __device__ __forceinline__ uint64_t red(const R& r, uint64_t a, uint64_t b) {
     if constexpr (chrDevHalfSum<R>::red) return half2Sums(a, b);

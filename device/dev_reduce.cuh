@@ -151,30 +151,39 @@ struct chrDevRed {
   }
 };
 
-/* float16 partial sums, two halves per instruction (add.rn.f16x2: IEEE, round to nearest even,
- * subnormals kept). They give the bits of red() (decode, one float add, encode) for every pair of
- * non-NaN halves: the float sum of two halves is exact unless their exponents differ by more than
- * 13, and then the smaller is below an eighth of the larger's half-precision ulp, so both round to
- * the larger; overflow is the same one rounding. A NaN result becomes 0x7e00, the NaN red() gives on
- * the device (its float add returns the canonical NaN, which encodes to 0x7e00).
- * tests/gpu/test_gpu_half_sum.cu checks every pair of halves on the GPU against red(). The float
- * path decodes each half in about fifteen instructions; this is about three per element, which is
- * what float16 all-reduces were short of (e.g. 0.97-1.04 of NCCL from 32 MB against 1.15-1.21 for
- * float, run f2 of docs/perf/gpu-2gpu.md). */
+/* float16 and bfloat16 partial sums, two elements per instruction (add.rn.f16x2 / add.rn.bf16x2:
+ * IEEE, round to nearest even, subnormals kept). They give the bits of red() (decode, one float add,
+ * encode) for every pair of non-NaN operands: the float sum of two such numbers is exact unless their
+ * exponents differ by more than 13 (half) or 16 (bfloat16), and then the smaller is below an eighth
+ * of the larger's ulp in the small type, so both round to the larger; overflow is the same one
+ * rounding. A NaN result becomes the NaN red() gives on the device (its float add returns the
+ * canonical NaN, which encodes to 0x7e00 as a half and 0x7fff as a bfloat16).
+ * tests/gpu/test_gpu_half_sum.cu checks every pair of codes of both types on the GPU against red().
+ * The float path decodes a half in about fifteen instructions; this is about three per element,
+ * which is what float16 reductions were short of (run f2 of docs/perf/gpu-2gpu.md: all-reduce 0.97-1.04
+ * of NCCL from 32 MB, reduce-scatter 0.88-0.93; f3, with it: 1.03-1.25 and 1.24-1.36). */
 template <class R>
 struct chrDevHalfSum {
   /* red() is a sum for these ops; redPre() too but for PreMulSum (its b*s is a float product) */
-  static const bool red = R::type == ncclFloat16 &&
+  static const bool red = (R::type == ncclFloat16 || R::type == ncclBfloat16) &&
                           (R::op == CHR_DEV_SUM || R::op == CHR_DEV_PREMULSUM || R::op == CHR_DEV_SUMPOSTDIV);
   static const bool redPre = red && R::op != CHR_DEV_PREMULSUM;
 };
 
 #ifdef __CUDACC__
+template <int TY>
 __device__ __forceinline__ uint32_t chrDevHalf2Sum(uint32_t a, uint32_t b) {
   uint32_t r;
-  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  const uint32_t nan = __vcmpgtu2(r & 0x7fff7fffu, 0x7c007c00u); /* 0xffff per NaN half */
-  return (r & ~nan) | (0x7e007e00u & nan);
+  if constexpr (TY == ncclFloat16) {
+    asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    const uint32_t nan = __vcmpgtu2(r & 0x7fff7fffu, 0x7c007c00u); /* 0xffff per NaN half */
+    return (r & ~nan) | (0x7e007e00u & nan);
+  } else {
+    static_assert(TY == ncclBfloat16, "float16 or bfloat16");
+    asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    const uint32_t nan = __vcmpgtu2(r & 0x7fff7fffu, 0x7f807f80u);
+    return (r & ~nan) | (0x7fff7fffu & nan);
+  }
 }
 #endif
 

@@ -34,8 +34,8 @@ struct chrDevPack {
   };
 
   static __device__ __forceinline__ uint4 half2Sums(uint4 a, uint4 b) {
-    return make_uint4(chrDevHalf2Sum(a.x, b.x), chrDevHalf2Sum(a.y, b.y), chrDevHalf2Sum(a.z, b.z),
-                      chrDevHalf2Sum(a.w, b.w));
+    return make_uint4(chrDevHalf2Sum<R::type>(a.x, b.x), chrDevHalf2Sum<R::type>(a.y, b.y),
+                      chrDevHalf2Sum<R::type>(a.z, b.z), chrDevHalf2Sum<R::type>(a.w, b.w));
   }
   static __device__ __forceinline__ uint4 red(const R& r, uint4 a, uint4 b) {
     if constexpr (chrDevHalfSum<R>::red) return half2Sums(a, b);

@@ -1,9 +1,9 @@
 /*
- * test_gpu_half_sum.cu (gpu.halfsum): the kernels' packed float16 sums (chrDevHalf2Sum,
+ * test_gpu_half_sum.cu (gpu.halfsum): the kernels' packed float16 and bfloat16 sums (chrDevHalf2Sum,
  * device/dev_reduce.cuh) against the element arithmetic they stand in for (chrDevRed::red: decode,
- * one float add, encode), on the GPU, for every ordered pair of 16-bit codes (2^32 pairs, each in the
- * low and the high half of the word), and through the SIMPLE and LL pack helpers the kernels call
- * (chrDevPack, chrDevLLWord) for sum, SumPostDiv and PreMulSum. The CPU cannot run the PTX add;
+ * one float add, encode), on the GPU, for every ordered pair of 16-bit codes of each type (2^32
+ * pairs, each in the low and the high half of the word), and through the SIMPLE and LL pack helpers
+ * the kernels call (chrDevPack, chrDevLLWord) for sum, SumPostDiv and PreMulSum. The CPU cannot run the PTX add;
  * gpu.arith checks red() itself against the host's chrReduce. SKIP (77) without a GPU.
  */
 #include <cuda_runtime.h>
@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "device/dev_kernel.cuh"
-
-typedef chrDevRed<ncclFloat16, CHR_DEV_SUM> HalfSum;
 
 struct Result {
   unsigned long long wrong;
@@ -29,11 +27,12 @@ __device__ void note(Result* res, uint32_t a, uint32_t b, uint32_t got, uint32_t
 }
 
 /* Block x covers a = x; its threads sweep every b. Lane 0 holds (a, b), lane 1 (b, a). */
+template <int TY>
 __global__ void everyPair(Result* res) {
-  const HalfSum r(0, 1);
+  const chrDevRed<TY, CHR_DEV_SUM> r(0, 1);
   const uint32_t a = blockIdx.x;
   for (uint32_t b = threadIdx.x; b < 65536u; b += blockDim.x) {
-    const uint32_t got = chrDevHalf2Sum(a | b << 16, b | a << 16);
+    const uint32_t got = chrDevHalf2Sum<TY>(a | b << 16, b | a << 16);
     const uint32_t want = r.red((uint16_t)a, (uint16_t)b) | (uint32_t)r.red((uint16_t)b, (uint16_t)a) << 16;
     if (got != want) note(res, a, b, got, want);
   }
@@ -41,10 +40,10 @@ __global__ void everyPair(Result* res) {
 
 /* The pack helpers pick the packed path at compile time for these ops; each must give the bits of
  * its element-wise red()/redPre(). */
-template <int OP>
+template <int TY, int OP>
 __device__ void packsOf(Result* res, uint32_t seed) {
-  typedef chrDevRed<ncclFloat16, OP> R;
-  const R r((uint16_t)0x3c00 /* 1.0 */, 3);
+  typedef chrDevRed<TY, OP> R;
+  const R r((uint16_t)(TY == ncclFloat16 ? 0x3c00 : 0x3f80) /* 1.0 */, 3);
   uint32_t w[8];
   for (int i = 0; i < 8; i++) {
     seed = seed * 1664525u + 1013904223u;
@@ -67,11 +66,12 @@ __device__ void packsOf(Result* res, uint32_t seed) {
     }
 }
 
+template <int TY>
 __global__ void packs(Result* res) {
   const uint32_t seed = blockIdx.x * blockDim.x + threadIdx.x;
-  packsOf<CHR_DEV_SUM>(res, seed);
-  packsOf<CHR_DEV_SUMPOSTDIV>(res, seed ^ 0x9e3779b9u);
-  packsOf<CHR_DEV_PREMULSUM>(res, seed ^ 0x7f4a7c15u);
+  packsOf<TY, CHR_DEV_SUM>(res, seed);
+  packsOf<TY, CHR_DEV_SUMPOSTDIV>(res, seed ^ 0x9e3779b9u);
+  packsOf<TY, CHR_DEV_PREMULSUM>(res, seed ^ 0x7f4a7c15u);
 }
 
 static int report(const char* what, const Result& r) {
@@ -91,17 +91,21 @@ int main(void) {
     return 77;
   }
   Result* res;
-  if (cudaMallocManaged(&res, 2 * sizeof(Result)) != cudaSuccess) return 1;
-  memset(res, 0, 2 * sizeof(Result));
-  everyPair<<<65536, 256>>>(&res[0]);
-  packs<<<1024, 256>>>(&res[1]);
+  if (cudaMallocManaged(&res, 4 * sizeof(Result)) != cudaSuccess) return 1;
+  memset(res, 0, 4 * sizeof(Result));
+  everyPair<ncclFloat16><<<65536, 256>>>(&res[0]);
+  packs<ncclFloat16><<<1024, 256>>>(&res[1]);
+  everyPair<ncclBfloat16><<<65536, 256>>>(&res[2]);
+  packs<ncclBfloat16><<<1024, 256>>>(&res[3]);
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
     printf("FAIL gpu.halfsum: %s\n", cudaGetErrorString(e));
     return 1;
   }
-  int rc = report("every pair of halves (2^32, both lanes)", res[0]);
-  rc |= report("pack helpers (sum, SumPostDiv, PreMulSum; SIMPLE and LL)", res[1]);
+  int rc = report("float16, every pair (2^32, both lanes)", res[0]);
+  rc |= report("float16, pack helpers (sum, SumPostDiv, PreMulSum; SIMPLE and LL)", res[1]);
+  rc |= report("bfloat16, every pair (2^32, both lanes)", res[2]);
+  rc |= report("bfloat16, pack helpers (sum, SumPostDiv, PreMulSum; SIMPLE and LL)", res[3]);
   cudaFree(res);
   return rc;
 }

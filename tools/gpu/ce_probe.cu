@@ -85,8 +85,7 @@ struct Shared {
   double openUs[2];
   void* rawBuf[2][2];              /* --threads: [rank][SEND or RECV] */
   cudaEvent_t rawEv[2][2][SLOTS];  /* --threads: [rank][direction][slot] */
-  std::atomic<int> registered;
-  std::atomic<int> setupDone; /* --threads: rank 0 has set up (rank 1 waits for it) */
+  std::atomic<int> registered; /* --threads: 0, 1 while the first thread registers, 2 once it has */
 };
 
 static __thread int gRank; /* per rank: a process, or a thread with --threads */
@@ -239,15 +238,9 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
   struct Rank R;
   memset(&R, 0, sizeof(R));
   R.peer = 1 - rank;
-  /* --threads: rank 1 sets up once rank 0 has (one hung at start-up in two of six runs, f2, when both
-   * made their contexts and enabled peer access at once) */
-  while (gThreads && rank == 1 && !sh->setupDone.load()) {
-    if (sh->stop.load()) return 1;
-  }
   int nDev = 0;
   if (cudaGetDeviceCount(&nDev) != cudaSuccess || nDev < 2) {
     if (rank == 0) printf("SKIP: chorus-ce-probe needs 2 GPUs (%d found)\n", nDev);
-    sh->setupDone.store(1);
     return 77;
   }
   CK(cudaSetDevice(rank));
@@ -289,13 +282,18 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       if (gThreads) sh->rawEv[rank][d][s] = R.ev[d][s];
       else CK(cudaIpcGetEventHandle(&sh->ev[rank][d][s], R.ev[d][s]));
     }
-  /* once per process (portable: every device sees it) */
-  if (!gThreads || sh->registered.exchange(1) == 0)
+  /* once per process (portable: every device sees it). With --threads the first thread to come
+   * registers and the other waits for it; an exchange here instead of the compare-and-swap let a late
+   * second thread set the word back to 1 and wait for a 2 that never came (f2, f3 start-up hangs). */
+  int unregistered = 0;
+  if (!gThreads || sh->registered.compare_exchange_strong(unregistered, 1)) {
     CK(cudaHostRegister(sh, sizeof(*sh), cudaHostRegisterMapped | cudaHostRegisterPortable));
-  else
+    if (gThreads) sh->registered.store(2);
+  } else {
     while (sh->registered.load() != 2) {
+      if (sh->stop.load()) exit(1);
     }
-  if (gThreads) sh->registered.store(2);
+  }
   for (int d = 0; d < 2; d++)
     for (int role = 0; role < 2; role++) {
       void* p = NULL;
@@ -304,7 +302,6 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       CK(cudaHostGetDevicePointer(&p, &sh->box[d].ready[role][0], 0));
       R.ready[d][role] = (CUdeviceptr)(uintptr_t)p;
     }
-  if (rank == 0) sh->setupDone.store(1);
   barrier(1);
   const double t0 = nowUs();
   for (int b = 0; b < 2; b++) {
