@@ -17,6 +17,14 @@
  * for, in place of an event. done and ready only grow: a wait for ">= k" never misses a later value.
  * state = generation << 2 | posted bits (1 << role); a slot holds generation k while transfer k
  * may use it.
+ *
+ * Sender-issued mode (between processes: a GPU that drives both directions at once through CUDA IPC
+ * moves about half the link each way, so each copy must run on its sender's GPU). Both ends post as
+ * above and both streams wait for their done word; the sender issues every copy, in transfer order
+ * per direction: from its own call when the receiver has posted and no earlier transfer of that
+ * direction waits, else from an agent thread of its process, which a receiver that posts second
+ * wakes (chrCeOtherPosted tells the agent which transfers it may now issue). The sender releases the
+ * slot; the receiver never copies nor releases.
  */
 #ifndef CHORUS_CUDA_CE_MAILBOX_H_
 #define CHORUS_CUDA_CE_MAILBOX_H_
@@ -51,21 +59,29 @@ static inline int chrCeSlotFree(const struct chrCeMailbox* mb, uint64_t k) {
   return (__atomic_load_n(&mb->state[k % CHR_CE_SLOTS], __ATOMIC_ACQUIRE) >> 2) == k;
 }
 
-/* Posts `mine` as `role` for transfer k, whose slot must be free (chrCeSlotFree). Returns 1 when this
- * end came first (nothing more to do on the host), 0 when second: *other then holds the first end's
+/* Posts `mine` as `role` for transfer k, whose slot must be free (chrCeSlotFree), with one atomic OR
+ * on the slot's state. Returns 1 when this end came first (nothing more to do on the host), 0 when second: *other then holds the first end's
  * post, and the caller copies and then calls chrCeRelease. */
 static inline int chrCePost(struct chrCeMailbox* mb, int role, uint64_t k, const struct chrCePost* mine,
                             struct chrCePost* other) {
   const int slot = (int)(k % CHR_CE_SLOTS);
   mb->post[slot][role] = *mine;
-  uint64_t s = __atomic_load_n(&mb->state[slot], __ATOMIC_ACQUIRE);
-  for (;;) {
-    if (s & (1u << (1 - role))) break; /* the other end posted first */
-    if (__atomic_compare_exchange_n(&mb->state[slot], &s, s | (1u << role), 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-      return 1;
-  }
+  /* both ends set their bit (the sender-issued mode's agent looks for the receiver's), and the one
+   * that finds the other's already set came second */
+  const uint64_t before = __atomic_fetch_or(&mb->state[slot], (uint64_t)1 << role, __ATOMIC_ACQ_REL);
+  if (!(before & ((uint64_t)1 << (1 - role)))) return 1;
   *other = mb->post[slot][1 - role];
   return 0;
+}
+
+/* Sender-issued mode: 1 when the other end (of role 1 - role) has posted transfer k, whose slot holds
+ * generation k; *other then holds its post. */
+static inline int chrCeOtherPosted(struct chrCeMailbox* mb, int role, uint64_t k, struct chrCePost* other) {
+  const int slot = (int)(k % CHR_CE_SLOTS);
+  const uint64_t s = __atomic_load_n(&mb->state[slot], __ATOMIC_ACQUIRE);
+  if (s >> 2 != k || !(s & (1u << (1 - role)))) return 0;
+  *other = mb->post[slot][1 - role];
+  return 1;
 }
 
 /* The second end, once it no longer needs the first's post: the slot is free for k + CHR_CE_SLOTS. */

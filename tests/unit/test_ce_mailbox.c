@@ -19,13 +19,21 @@
  * stream per rank (a rank second on two transfers of one group queues the copy whose signal comes
  * later first, and the other copy, which the signal waits for, behind it): so every signal and the
  * group's point are queued before any wait, and each peer and direction has a copy stream of its own.
+ *
+ * Both modes of the header run: the second end to post copies (as between threads of one process),
+ * and the sender copies (between processes), from its own call or from an agent thread of its
+ * process that a receiver posting second wakes through a futex; there a copy issued out of transfer
+ * order would queue behind a copy whose receiver waits for it, which the time limit catches.
  */
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,9 +56,12 @@ struct Shared {
   long ends;   /* transfer ends queued, both ranks together */
   long seconds; /* ... of them second to arrive (their copies) */
   long pushes;  /* ... of those, the sending end */
+  long byAgent; /* sender-issued mode: copies the agent thread issued (the rest, the sender's call) */
+  uint32_t bell[MAXR]; /* sender-issued mode: rank r's agent sleeps on bell[r] (a futex) */
 };
 static struct Shared* sh;
 static int me, nRanks;
+static int senderIssues; /* the mode of this run: 1 = the sender issues every copy */
 static double deadline;
 
 static double now(void) {
@@ -167,10 +178,83 @@ static uint64_t* bufOf(const struct Xfer* x, int dst) {
   return dst ? sh->dst[s][d][x->k % RING] : sh->src[s][d][x->k % RING];
 }
 
+/* The copy of transfer x on its copy stream: after the peer's ready word and this rank's group point,
+ * then done for the peer (and, sender-issued, for this rank too: its user stream waits for it). */
+static void queueCopy(const struct Xfer* x, uint64_t point) {
+  struct chrCeMailbox* mb = boxOf(x);
+  struct Stream* cs = &copyStream[x->peer][x->role];
+  enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->ready[1 - x->role][0], .value = x->k});
+  enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mainReached, .value = point});
+  enqueue(cs, (struct Op){.kind = OP_COPY, .to = bufOf(x, 1), .from = bufOf(x, 0)});
+  enqueue(cs, (struct Op){.kind = OP_WRITE, .word = &mb->done[1 - x->role][0], .value = x->k});
+  if (senderIssues) enqueue(cs, (struct Op){.kind = OP_WRITE, .word = &mb->done[x->role][0], .value = x->k});
+  __atomic_add_fetch(&sh->seconds, 1, __ATOMIC_RELAXED);
+  if (x->role == CHR_CE_SEND) __atomic_add_fetch(&sh->pushes, 1, __ATOMIC_RELAXED);
+}
+
+static void checkPost(const struct Xfer* x, const struct chrCePost* other) {
+  uint64_t otherK;
+  memcpy(&otherK, &other->bytes[8], sizeof(otherK));
+  if (other->bytes[0] != (unsigned char)(x->peer + 1) || other->bytes[1] != (unsigned char)(1 - x->role) || otherK != x->k)
+    fail("the other end's post is not the one for this transfer", x->peer, x->k);
+}
+
+/* Sender-issued mode: this rank's sends not yet issued, per peer in transfer order (a ring), guarded
+ * by agentLock; the user's thread appends, and whichever of it and the agent holds the lock issues
+ * every head whose receiver has posted. */
+#define PENDING 64
+static struct { struct Xfer x; uint64_t point; } pending[MAXR][PENDING];
+static unsigned pendHead[MAXR], pendTail[MAXR];
+static pthread_mutex_t agentLock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t agentThread;
+static int agentQuit;
+
+static void issueReady(int byAgent) {
+  pthread_mutex_lock(&agentLock);
+  for (int p = 0; p < nRanks; p++)
+    while (pendHead[p] != pendTail[p]) {
+      const struct Xfer* x = &pending[p][pendHead[p] % PENDING].x;
+      struct chrCePost other;
+      if (!chrCeOtherPosted(boxOf(x), x->role, x->k, &other)) break; /* later ones wait behind it */
+      checkPost(x, &other);
+      queueCopy(x, pending[p][pendHead[p] % PENDING].point);
+      chrCeRelease(boxOf(x), x->k);
+      if (byAgent) __atomic_add_fetch(&sh->byAgent, 1, __ATOMIC_RELAXED);
+      pendHead[p]++;
+    }
+  pthread_mutex_unlock(&agentLock);
+}
+
+static unsigned pendingLeft(void) {
+  unsigned left = 0;
+  pthread_mutex_lock(&agentLock);
+  for (int p = 0; p < nRanks; p++) left += pendTail[p] - pendHead[p];
+  pthread_mutex_unlock(&agentLock);
+  return left;
+}
+
+static void ring(int rank) {
+  __atomic_add_fetch(&sh->bell[rank], 1, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &sh->bell[rank], FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static void* agentMain(void* unused) {
+  (void)unused;
+  for (;;) {
+    const uint32_t seen = __atomic_load_n(&sh->bell[me], __ATOMIC_ACQUIRE);
+    issueReady(1);
+    if (__atomic_load_n(&agentQuit, __ATOMIC_ACQUIRE)) return NULL;
+    const struct timespec wait = {0, 1000000}; /* asleep until a bell, or a millisecond */
+    syscall(SYS_futex, &sh->bell[me], FUTEX_WAIT, seen, &wait, NULL, 0);
+  }
+}
+
 /* A group, queued in two passes: every transfer's ready word and the group's point of the user
  * stream, then the posts (a first end's wait on the user stream; a second end's copy on its copy
  * stream, after the peer's ready word and the group's point, then done for the peer and a point
- * the user stream waits for). */
+ * the user stream waits for). Sender-issued: every end's user stream waits for its done word, the
+ * sender's copies go through the pending rings, and a receiver that posts second rings the sender's
+ * agent. */
 static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
   for (int i = 0; i < n; i++)
     if (xs[i].role == CHR_CE_SEND)
@@ -194,21 +278,32 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
     mine.bytes[1] = (unsigned char)x->role;
     memcpy(&mine.bytes[8], &x->k, sizeof(x->k));
     __atomic_add_fetch(&sh->ends, 1, __ATOMIC_RELAXED);
-    if (chrCePost(mb, x->role, x->k, &mine, &other)) {
+    const int first = chrCePost(mb, x->role, x->k, &mine, &other);
+    if (senderIssues) {
+      enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->done[x->role][0], .value = x->k});
+      if (x->role == CHR_CE_RECV) {
+        if (!first) {
+          checkPost(x, &other);
+          ring(x->peer); /* the sender came first: its agent issues the copy */
+        }
+        continue;
+      }
+      pthread_mutex_lock(&agentLock);
+      const unsigned t = pendTail[x->peer]++;
+      if (t - pendHead[x->peer] >= PENDING) fail("pending ring full", x->peer, x->k);
+      pending[x->peer][t % PENDING].x = *x;
+      pending[x->peer][t % PENDING].point = point;
+      pthread_mutex_unlock(&agentLock);
+      issueReady(0); /* the receiver posted first: issued here unless an earlier send still waits */
+      continue;
+    }
+    if (first) {
       enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->done[x->role][0], .value = x->k});
       continue;
     }
-    uint64_t otherK;
-    memcpy(&otherK, &other.bytes[8], sizeof(otherK));
-    if (other.bytes[0] != (unsigned char)(x->peer + 1) || other.bytes[1] != (unsigned char)(1 - x->role) || otherK != x->k)
-      fail("the first end's post is not the one for this transfer", x->peer, x->k);
-    __atomic_add_fetch(&sh->seconds, 1, __ATOMIC_RELAXED);
-    if (x->role == CHR_CE_SEND) __atomic_add_fetch(&sh->pushes, 1, __ATOMIC_RELAXED);
+    checkPost(x, &other);
+    queueCopy(x, point);
     struct Stream* cs = &copyStream[x->peer][x->role];
-    enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->ready[1 - x->role][0], .value = x->k});
-    enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mainReached, .value = point});
-    enqueue(cs, (struct Op){.kind = OP_COPY, .to = bufOf(x, 1), .from = bufOf(x, 0)});
-    enqueue(cs, (struct Op){.kind = OP_WRITE, .word = &mb->done[1 - x->role][0], .value = x->k});
     const uint64_t c = ++copies[x->peer][x->role];
     enqueue(cs, (struct Op){.kind = OP_WRITE, .word = &copiedPoint[x->peer][x->role], .value = c});
     enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &copiedPoint[x->peer][x->role], .value = c});
@@ -240,6 +335,8 @@ static int runRank(int rank) {
     pthread_cond_init(&all[i]->cv, NULL);
     if (pthread_create(&all[i]->thread, NULL, streamMain, all[i]) != 0) return 1;
   }
+  agentQuit = 0;
+  if (senderIssues && pthread_create(&agentThread, NULL, agentMain, NULL) != 0) return 1;
   unsigned program = 777u, mine = 4242u + (unsigned)rank;
   uint64_t next[MAXR][MAXR] = {{0}}; /* transfers so far from s to d */
   struct Xfer group[9];
@@ -275,6 +372,13 @@ static int runRank(int rank) {
       steps = 0;
     }
   }
+  /* every send issued before the streams stop (the agent goes on until the receivers have posted) */
+  if (senderIssues) {
+    while (pendingLeft() && !stopped()) usleep(100);
+    __atomic_store_n(&agentQuit, 1, __ATOMIC_RELEASE);
+    ring(me);
+    pthread_join(agentThread, NULL);
+  }
   for (int i = 0; i < nStreams; i++) {
     pthread_mutex_lock(&all[i]->lock);
     all[i]->quit = 1;
@@ -286,8 +390,9 @@ static int runRank(int rank) {
   return __atomic_load_n(&sh->failures, __ATOMIC_ACQUIRE) ? 1 : 0;
 }
 
-static int runWorld(int ranks) {
+static int runWorld(int ranks, int bySender) {
   nRanks = ranks;
+  senderIssues = bySender;
   memset(sh, 0, sizeof(*sh));
   for (int s = 0; s < MAXR; s++)
     for (int d = 0; d < MAXR; d++) chrCeMailboxInit(&sh->box[s][d]);
@@ -305,17 +410,27 @@ static int runWorld(int ranks) {
     waitpid(kids[r], &st, 0);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
   }
-  printf("ce mailbox: %d ranks, %d steps of random transfers, groups closed at random: %ld transfers, copied by the "
-         "second end to post: %ld the sender, %ld the receiver; %d failures\n", ranks, STEPS, sh->ends / 2, sh->pushes,
-         sh->seconds - sh->pushes, sh->failures);
-  /* every transfer has exactly one second end, which copies */
-  return rc || sh->failures || sh->ends != 2 * sh->seconds;
+  if (bySender)
+    printf("ce mailbox, the sender issues: %d ranks, %d steps of random transfers, groups closed at random: %ld "
+           "transfers, copied from the sender's call %ld, by its agent %ld; %d failures\n", ranks, STEPS, sh->ends / 2,
+           sh->pushes - sh->byAgent, sh->byAgent, sh->failures);
+  else
+    printf("ce mailbox, the second issues: %d ranks, %d steps of random transfers, groups closed at random: %ld "
+           "transfers, copied by the second end to post: %ld the sender, %ld the receiver; %d failures\n", ranks, STEPS,
+           sh->ends / 2, sh->pushes, sh->seconds - sh->pushes, sh->failures);
+  /* every transfer is copied once (sender-issued: by its sender, and by the agent at least once when
+   * a receiver came second) */
+  const long fromCall = sh->pushes - sh->byAgent;
+  return rc || sh->failures || sh->ends != 2 * sh->seconds ||
+         (bySender && (sh->pushes != sh->seconds || fromCall <= 0 || sh->byAgent <= 0));
 }
 
 int main(void) {
   sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) return 1;
-  int rc = runWorld(2);
-  rc |= runWorld(3);
+  int rc = runWorld(2, 0);
+  rc |= runWorld(3, 0);
+  rc |= runWorld(2, 1);
+  rc |= runWorld(3, 1);
   return rc ? 1 : 0;
 }
