@@ -87,7 +87,30 @@ CHR_HD float chrDevF32FromBits(uint32_t u) {
 
 /* ---- IEEE half ---- */
 
-CHR_HD float chrDevHalfToFloat(uint16_t h) {
+/* CHR_DEV_HW_CONVERT=1 (a build switch, off until a GPU has run it beside the default): on the device,
+ * half and bfloat16 convert with the GPU's cvt instructions. Encoding gives the integer version's bits
+ * for every float (a NaN gets its NaN by a select, no branch: a branch to the integer code kept both
+ * live and tripled the kernels' spills). Decoding a NaN half gives a NaN without the integer
+ * version's payload; no kernel result depends on it, as the kernels only compare a decoded value
+ * (max, min: the result is the operand's own bits) or feed it to a float operation, which returns the
+ * canonical NaN anyway. gpu.halfsum checks every half code and every float on a GPU. About one
+ * instruction instead of fifteen for a half's decode, which every float16 op but the packed sums
+ * pays (PreMulSum, which ncclAvg is, max, min, product). */
+#ifndef CHR_DEV_HW_CONVERT
+#define CHR_DEV_HW_CONVERT 0
+#endif
+/* bfloat16's integer encode is five instructions already, and its cvt raised the bfloat16 kernels'
+ * spills (product 24 -> 60 bytes, PreMulSum 56 -> 96, ptxas sm_90): a switch of its own */
+#ifndef CHR_DEV_HW_CONVERT_BF16
+#define CHR_DEV_HW_CONVERT_BF16 0
+#endif
+#if CHR_DEV_HW_CONVERT && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define CHR_DEV_HW_CVT 1
+#else
+#define CHR_DEV_HW_CVT 0
+#endif
+
+CHR_HD float chrDevHalfToFloatSoft(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t em = (uint32_t)(h & 0x7fffu) << 13;
   uint32_t normal = em + ((127u - 15u) << 23);
@@ -100,7 +123,17 @@ CHR_HD float chrDevHalfToFloat(uint16_t h) {
   return chrDevF32FromBits(r | sign);
 }
 
-CHR_HD uint16_t chrDevFloatToHalf(float f) {
+CHR_HD float chrDevHalfToFloat(uint16_t h) {
+#if CHR_DEV_HW_CVT
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#else
+  return chrDevHalfToFloatSoft(h);
+#endif
+}
+
+CHR_HD uint16_t chrDevFloatToHalfSoft(float f) {
   uint32_t u = chrDevF32Bits(f);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t a = u & 0x7fffffffu;
@@ -115,6 +148,17 @@ CHR_HD uint16_t chrDevFloatToHalf(float f) {
   return (uint16_t)(r | sign);
 }
 
+CHR_HD uint16_t chrDevFloatToHalf(float f) {
+#if CHR_DEV_HW_CVT
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  const uint16_t nan = (uint16_t)(((chrDevF32Bits(f) >> 16) & 0x8000u) | 0x7e00u);
+  return f != f ? nan : h;
+#else
+  return chrDevFloatToHalfSoft(f);
+#endif
+}
+
 /* ---- bfloat16 ---- */
 
 CHR_HD float chrDevBf16ToFloat(uint16_t b) {
@@ -123,11 +167,22 @@ CHR_HD float chrDevBf16ToFloat(uint16_t b) {
   return chrDevF32FromBits(u);
 }
 
-CHR_HD uint16_t chrDevFloatToBf16(float f) {
+CHR_HD uint16_t chrDevFloatToBf16Soft(float f) {
   uint32_t u = chrDevF32Bits(f);
   uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   uint32_t nan = (u >> 16) | 0x0040u;
   return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? nan : rounded);
+}
+
+CHR_HD uint16_t chrDevFloatToBf16(float f) {
+#if CHR_DEV_HW_CVT && CHR_DEV_HW_CONVERT_BF16
+  uint16_t b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  const uint16_t nan = (uint16_t)((chrDevF32Bits(f) >> 16) | 0x0040u);
+  return f != f ? nan : b;
+#else
+  return chrDevFloatToBf16Soft(f);
+#endif
 }
 
 /* ---- float8 ---- */

@@ -20,7 +20,8 @@
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
 #            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run);
-#            SIDE_TYPE (float): the datatype, any of chorus-perf -d's (files tagged .<type> unless float)
+#            SIDE_TYPE (float): the datatype, any of chorus-perf -d's (files tagged .<type> unless float);
+#            SIDE_OP (sum): the reduction, any of chorus-perf -o's (tagged .<op> unless sum)
 #   knobs    Chorus alone, each of KNOBS_COLL (all-reduce) in one process (-t RANKS): KNOBS_MID_SIZES (64K 64M)
 #            checked for each setting of KNOBS_MID, 32 MB .. KNOBS_BIG_MAX (1G) timed for each of KNOBS_BIG (a
 #            setting: "default" or NAME=VALUE,NAME=VALUE for the environment; defaults: the planner parameters
@@ -167,6 +168,7 @@ if want side; then
     [ "$algo" = default ] || { algoenv=(NCCL_ALGO="$algo"); tag=.$(echo "$algo" | tr 'A-Z' 'a-z'); }
     typeargs=()
     [ "${SIDE_TYPE:-float}" = float ] || { typeargs=(-d "$SIDE_TYPE"); tag=$tag.$SIDE_TYPE; }
+    [ "${SIDE_OP:-sum}" = sum ] || { typeargs+=(-o "$SIDE_OP"); tag=$tag.$SIDE_OP; }
     colls=${PERF_COLLS:-allreduce allgather reducescatter broadcast reduce alltoall sendrecv}
     # PERF_COLLS_RING / PERF_COLLS_TREE: the collectives for a forced algorithm (only all-reduce has
     # a tree; both libraries run the others on the ring under NCCL_ALGO=TREE)

@@ -3,9 +3,19 @@
  * device/dev_reduce.cuh) against the element arithmetic they stand in for (chrDevRed::red: decode,
  * one float add, encode), on the GPU, for every ordered pair of 16-bit codes of each type (2^32
  * pairs, each in the low and the high half of the word), and through the SIMPLE and LL pack helpers
- * the kernels call (chrDevPack, chrDevLLWord) for sum, SumPostDiv and PreMulSum. The CPU cannot run the PTX add;
- * gpu.arith checks red() itself against the host's chrReduce. SKIP (77) without a GPU.
+ * the kernels call (chrDevPack, chrDevLLWord) for sum, SumPostDiv and PreMulSum. Also the GPU's own
+ * conversions of CHR_DEV_HW_CONVERT (device/dev_float.h; this test is built with it on, whatever the
+ * library's default) against the integer ones the host shares: every half code decoded (identical
+ * bits, a NaN for a NaN), every float encoded to half and to bfloat16 (2^32 each, identical bits). The CPU cannot run
+ * the PTX; gpu.arith checks the integer versions and red() against the host's chrReduce. SKIP (77)
+ * without a GPU.
  */
+#ifndef CHR_DEV_HW_CONVERT
+#define CHR_DEV_HW_CONVERT 1
+#endif
+#ifndef CHR_DEV_HW_CONVERT_BF16
+#define CHR_DEV_HW_CONVERT_BF16 1
+#endif
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +45,24 @@ __global__ void everyPair(Result* res) {
     const uint32_t got = chrDevHalf2Sum<TY>(a | b << 16, b | a << 16);
     const uint32_t want = r.red((uint16_t)a, (uint16_t)b) | (uint32_t)r.red((uint16_t)b, (uint16_t)a) << 16;
     if (got != want) note(res, a, b, got, want);
+  }
+}
+
+/* Every half code decoded (block 0), and every float encoded: block x holds the high 16 bits. */
+__global__ void conversions(Result* res) {
+  const uint32_t h = blockIdx.x * blockDim.x + threadIdx.x;
+  if (h < 65536u) {
+    const float f = chrDevHalfToFloat((uint16_t)h), soft = chrDevHalfToFloatSoft((uint16_t)h);
+    const uint32_t got = chrDevF32Bits(f), want = chrDevF32Bits(soft);
+    if (soft != soft ? f == f : got != want) note(&res[0], h, 0, got, want); /* a NaN's payload may differ */
+  }
+  for (uint32_t lo = threadIdx.x; lo < 65536u; lo += blockDim.x) {
+    const uint32_t u = blockIdx.x << 16 | lo;
+    const float f = chrDevF32FromBits(u);
+    const uint16_t h = chrDevFloatToHalf(f), hs = chrDevFloatToHalfSoft(f);
+    if (h != hs) note(&res[1], u >> 16, u & 0xffffu, h, hs);
+    const uint16_t b = chrDevFloatToBf16(f), bs = chrDevFloatToBf16Soft(f);
+    if (b != bs) note(&res[2], u >> 16, u & 0xffffu, b, bs);
   }
 }
 
@@ -91,8 +119,9 @@ int main(void) {
     return 77;
   }
   Result* res;
-  if (cudaMallocManaged(&res, 4 * sizeof(Result)) != cudaSuccess) return 1;
-  memset(res, 0, 4 * sizeof(Result));
+  if (cudaMallocManaged(&res, 7 * sizeof(Result)) != cudaSuccess) return 1;
+  memset(res, 0, 7 * sizeof(Result));
+  conversions<<<65536, 256>>>(&res[4]);
   everyPair<ncclFloat16><<<65536, 256>>>(&res[0]);
   packs<ncclFloat16><<<1024, 256>>>(&res[1]);
   everyPair<ncclBfloat16><<<65536, 256>>>(&res[2]);
@@ -106,6 +135,9 @@ int main(void) {
   rc |= report("float16, pack helpers (sum, SumPostDiv, PreMulSum; SIMPLE and LL)", res[1]);
   rc |= report("bfloat16, every pair (2^32, both lanes)", res[2]);
   rc |= report("bfloat16, pack helpers (sum, SumPostDiv, PreMulSum; SIMPLE and LL)", res[3]);
+  rc |= report("cvt: every half decoded", res[4]);
+  rc |= report("cvt: every float encoded to half (first: high, low 16 bits)", res[5]);
+  rc |= report("cvt: every float encoded to bfloat16 (first: high, low 16 bits)", res[6]);
   cudaFree(res);
   return rc;
 }
