@@ -225,7 +225,7 @@ if want ceprobe; then
   # both directions at once (send/recv's traffic) with each of the two signals, one way (a 2-rank
   # broadcast's), and the two ranks as threads of one process
   # CEPROBE_RUNS: "oneway signal threads issuer" per run (issuer: second, sender or receiver)
-  IFS=';' read -ra CE_RUNS <<<"${CEPROBE_RUNS:-0 event 0 second;0 value 0 second;1 value 0 second;0 value 1 second}"
+  IFS=';' read -ra CE_RUNS <<<"${CEPROBE_RUNS:-0 value 0 agent;0 event 0 agent;1 value 0 agent;0 value 1 agent;0 value 0 second;0 value 1 second}"
   for run in "${CE_RUNS[@]}"; do
     set -- $run
     f=$OUT/ce-probe-oneway$1-$2-threads$3-$4.txt

@@ -30,6 +30,10 @@
  * --signal value: instead of the IPC event, the first end's stream writes its `ready` word
  * (cuStreamWriteValue64, after its prior work) before it posts, and the second's copy stream waits
  * for it (cuStreamWaitValue64): no event ring to guard, nothing to open; both ways measured.
+ * --issuer agent: the design measured to be needed between processes (core/cuda/ce_mailbox.h's
+ * sender-issued mode): the sender issues every copy, in order, from its own call when the receiver
+ * has posted, else from an agent thread of its process that the receiver's post wakes (a futex);
+ * both streams wait for their done word, and the copy waits for the sender's group point as a value.
  * --issuer sender|receiver: that end always issues the copy (on its own GPU), waiting on the host for
  * the other end's post; an experiment on which GPU should drive a copy (the second to arrive is
  * either, and a GPU that drives both directions at once may not move both at full rate: the
@@ -49,7 +53,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +92,8 @@ struct Shared {
   void* rawBuf[2][2];              /* --threads: [rank][SEND or RECV] */
   cudaEvent_t rawEv[2][2][SLOTS];  /* --threads: [rank][direction][slot] */
   std::atomic<int> registered; /* --threads: 0, 1 while the first thread registers, 2 once it has */
+  uint64_t point[2][8];        /* --issuer agent: point[rank][0], the last group its user stream passed */
+  uint32_t bell[2];            /* --issuer agent: rank r's agent sleeps on bell[r] (a futex) */
 };
 
 static __thread int gRank; /* per rank: a process, or a thread with --threads */
@@ -94,7 +102,9 @@ static int gOneWay; /* --oneway: rank 0 sends, rank 1 receives (a 2-rank broadca
 static int gValue;  /* --signal value: the first end's stream writes ready = k, the second's copy waits for it,
                        instead of an IPC event (no event to reuse, nothing to open) */
 static int gIssuer = -1; /* --issuer sender|receiver: that end always issues the copy, waiting on the host for the
-                            other's post (an experiment: which GPU drives the copy); -1: the second to arrive */
+                            other's post (an experiment: which GPU drives the copy); -1: the second to arrive;
+                            AGENT: the sender issues without waiting (core/cuda/ce_mailbox.h, sender-issued) */
+enum { AGENT = 2 };
 static struct Shared* sh;
 typedef CUresult (*WaitFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 static WaitFn waitValue, writeValue;
@@ -134,7 +144,74 @@ struct Rank {
   cudaEvent_t own, copied[2];
   CUdeviceptr done[2][2];       /* device addresses of box[dir].done[role][0] */
   CUdeviceptr ready[2][2];      /* ... and of box[dir].ready[role][0] */
+  /* --issuer agent */
+  int rank;
+  CUdeviceptr point;            /* sh->point[rank][0] as the GPU sees it */
+  uint64_t groups;              /* groups queued (the user stream writes each one's number at its point) */
+  pthread_mutex_t lock;         /* the pending ring and the copy stream's order */
+  struct { uint64_t k, bytes, point; } pending[SLOTS];
+  unsigned pendHead, pendTail;
+  pthread_t agent;
+  int agentQuit;
 };
+
+static void streamWait(cudaStream_t st, CUdeviceptr word, uint64_t v, const char* what) {
+  if (waitValue((CUstream)st, word, v, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+    fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWaitValue64 (%s) failed\n", gRank, what);
+    exit(1);
+  }
+}
+static void streamWrite(cudaStream_t st, CUdeviceptr word, uint64_t v, const char* what) {
+  if (writeValue((CUstream)st, word, v, 0) != CUDA_SUCCESS) {
+    fprintf(stderr, "chorus-ce-probe rank %d: cuStreamWriteValue64 (%s) failed\n", gRank, what);
+    exit(1);
+  }
+}
+
+/* --issuer agent: issue, in transfer order, every pending send whose receiver has posted; from the
+ * user's thread after a post, and from the agent thread when a receiver posting second rings. The
+ * copy waits for the receiver's signal and for this rank's group point as a value (an event would
+ * bind to its latest record, which may already be a later group that waits for this copy). */
+static void issueReady(struct Rank* R) {
+  pthread_mutex_lock(&R->lock);
+  while (R->pendHead != R->pendTail) {
+    const unsigned i = R->pendHead % SLOTS;
+    const uint64_t k = R->pending[i].k;
+    struct chrCeMailbox* mb = &sh->box[R->rank];
+    struct chrCePost theirs;
+    if (!chrCeOtherPosted(mb, SEND, k, &theirs)) break;
+    struct Post other;
+    memcpy(&other, theirs.bytes, sizeof(other));
+    if (gValue) streamWait(R->copy[SEND], R->ready[R->rank][RECV], k, "ready");
+    else CK(cudaStreamWaitEvent(R->copy[SEND], R->peerEv[R->rank][other.event], 0));
+    streamWait(R->copy[SEND], R->point, R->pending[i].point, "point");
+    CK(cudaMemcpyAsync(R->peerBuf[RECV], R->buf[SEND], R->pending[i].bytes, cudaMemcpyDeviceToDevice, R->copy[SEND]));
+    streamWrite(R->copy[SEND], R->done[R->rank][RECV], k, "done");
+    streamWrite(R->copy[SEND], R->done[R->rank][SEND], k, "done");
+    sh->copies[R->rank][SEND]++;
+    chrCeRelease(mb, k);
+    R->pendHead++;
+  }
+  pthread_mutex_unlock(&R->lock);
+}
+
+static void ringBell(int rank) {
+  __atomic_add_fetch(&sh->bell[rank], 1, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &sh->bell[rank], FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static void* agentMain(void* arg) {
+  struct Rank* R = (struct Rank*)arg;
+  gRank = R->rank;
+  CK(cudaSetDevice(R->rank)); /* the current device is per thread */
+  for (;;) {
+    const uint32_t seen = __atomic_load_n(&sh->bell[R->rank], __ATOMIC_ACQUIRE);
+    issueReady(R);
+    if (__atomic_load_n(&R->agentQuit, __ATOMIC_ACQUIRE)) return NULL;
+    const struct timespec wait = {0, 1000000};
+    syscall(SYS_futex, &sh->bell[R->rank], FUTEX_WAIT, seen, &wait, NULL, 0);
+  }
+}
 
 /* A group of transfers (an iteration: a send and a receive) goes in two passes, as
  * tests/unit/test_ce_mailbox.c checks on the CPU: first every transfer's signal (ready word or
@@ -170,6 +247,22 @@ static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t byte
   struct chrCePost mine, theirs;
   memset(&mine, 0, sizeof(mine));
   memcpy(mine.bytes, &p, sizeof(p));
+  if (gIssuer == AGENT) { /* both ends' streams wait for their done word; the sender issues */
+    const int first = chrCePost(mb, role, k, &mine, &theirs);
+    streamWait(R->stream, R->done[dir][role], k, "done");
+    if (role == RECV) {
+      if (!first) ringBell(R->peer); /* the sender came first: its agent issues */
+      return;
+    }
+    pthread_mutex_lock(&R->lock);
+    const unsigned t = R->pendTail++;
+    R->pending[t % SLOTS].k = k;
+    R->pending[t % SLOTS].bytes = bytes;
+    R->pending[t % SLOTS].point = R->groups;
+    pthread_mutex_unlock(&R->lock);
+    issueReady(R);
+    return;
+  }
   if (gIssuer == role) /* the issuer posts only once the other end has: it then comes second */
     while (__atomic_load_n(&mb->state[k % SLOTS], __ATOMIC_ACQUIRE) != ((k << 2) | (1u << (1 - role)))) {
       if (sh->stop.load()) exit(1);
@@ -213,6 +306,7 @@ static void group(struct Rank* R, uint64_t k, uint64_t bytes, int sends, int rec
   if (sends) prepareOne(R, gRank, SEND, k);
   if (recvs) prepareOne(R, R->peer, RECV, k);
   CK(cudaEventRecord(R->own, R->stream));
+  if (gIssuer == AGENT) streamWrite(R->stream, R->point, ++R->groups, "point");
   if (gIssuer == SEND) { /* the ends that never wait on the host post first: no host cycle */
     if (recvs) postOne(R, R->peer, RECV, k, bytes);
     if (sends) postOne(R, gRank, SEND, k, bytes);
@@ -302,6 +396,13 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       CK(cudaHostGetDevicePointer(&p, &sh->box[d].ready[role][0], 0));
       R.ready[d][role] = (CUdeviceptr)(uintptr_t)p;
     }
+  R.rank = rank;
+  {
+    void* p = NULL;
+    CK(cudaHostGetDevicePointer(&p, &sh->point[rank][0], 0));
+    R.point = (CUdeviceptr)(uintptr_t)p;
+  }
+  pthread_mutex_init(&R.lock, NULL);
   barrier(1);
   const double t0 = nowUs();
   for (int b = 0; b < 2; b++) {
@@ -318,6 +419,10 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
   CK(cudaMalloc(&wrong, sizeof(*wrong)));
   barrier(2);
   if (rank == 0) printf("ipc_open_first %.1f us\n", sh->openUs[0]);
+  if (gIssuer == AGENT && pthread_create(&R.agent, NULL, agentMain, &R) != 0) {
+    fprintf(stderr, "chorus-ce-probe rank %d: no agent thread\n", rank);
+    return 1;
+  }
 
   uint64_t k = 1;
   int round = 3;
@@ -384,6 +489,13 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
   barrier(round++);
   printf("rank%d_copies_issued_as_sender %llu copies\nrank%d_copies_issued_as_receiver %llu copies\n", rank,
          (unsigned long long)sh->copies[rank][SEND], rank, (unsigned long long)sh->copies[rank][RECV]);
+  if (gIssuer == AGENT) {
+    __atomic_store_n(&R.agentQuit, 1, __ATOMIC_RELEASE);
+    ringBell(rank);
+    pthread_join(R.agent, NULL);
+    printf("rank%d_agent_pending_left %u sends\n", rank, R.pendTail - R.pendHead);
+    if (R.pendTail != R.pendHead) return 1;
+  }
   return wrongTotal ? 1 : 0; /* wrong data fails the run (gpu.x2.ceprobe.* check it) */
 }
 
@@ -401,9 +513,10 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "sender")) gIssuer = SEND;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "receiver")) gIssuer = RECV;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "second")) gIssuer = -1;
+    else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "agent")) gIssuer = AGENT;
     else {
       fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value] [--threads 0|1]\n"
-              "       [--issuer second|sender|receiver]\n",
+              "       [--issuer second|sender|receiver|agent]\n",
               argv[0]);
       return 2;
     }
