@@ -2,7 +2,8 @@
  * dev_float.h: the small floating types (half, bfloat16, float8 e4m3/e5m2) decoded to float and
  * encoded back, for the kernels, with the SAME integer bit operations as the host's
  * core/exec/float_convert.h, so device and host round, saturate and quiet NaNs identically (bit for
- * bit, NaN payloads included). The rules are those of float_convert.h: exact decoding, encoding to
+ * bit, NaN payloads included; the off-by-default CHR_DEV_HW_CONVERT below drops a decoded half NaN's
+ * payload, which no kernel result depends on). The rules are those of float_convert.h: exact decoding, encoding to
  * nearest-even with subnormals, half/bf16 overflow to inf, float8 "satfinite".
  *
  * Compiles as C (static inline) and as CUDA (__host__ __device__), so tests/gpu checks these very

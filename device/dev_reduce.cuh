@@ -4,7 +4,8 @@
  * - integers wrap (unsigned arithmetic), max/min compare signed types as signed;
  * - float/double: one IEEE operation at a time, never fused (the _rn intrinsics on the device);
  * - half/bf16/fp8: decoded to float, computed in float, encoded once per reduction step
- *   (dev_float.h, the host's own bit operations); PreMulSum computes b*s in float and adds it to a
+ *   (dev_float.h, the host's own bit operations); half and bf16 partial sums in the kernels' pack
+ *   helpers add two elements per instruction with the same bits (chrDevHalfSum, below); PreMulSum computes b*s in float and adds it to a
  *   in float before the one encoding, as the host does;
  * - max/min return an operand's bits and propagate NaN: (a != a || a > b) ? a : b, a being the
  *   running value (the received data) and b the new term, as in the host's src0/src1;
