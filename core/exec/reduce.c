@@ -18,6 +18,7 @@
 
 #include <string.h>
 #include "exec/float_convert.h"
+#include "exec/reduce_avx2.h"
 #include "log/log.h"
 
 /* Under-aligned, alias-anything element types for loads and stores. */
@@ -163,6 +164,13 @@ CHR_DEFINE_SMALL(chrReduceE5m2, chrU8, chrFp8e5m2ToFloat, chrFloatToFp8e5m2)
 
 void chrReduce(const chrRedOp* op, void* dst0, void* dst1, const void* src0, const void* src1, size_t count) {
   if (count == 0) return;
+#if CHR_HAVE_AVX2_PATH
+  if ((op->type == ncclFloat16 || op->type == ncclBfloat16) && op->kind != chrRedMax && op->kind != chrRedMin &&
+      chrReduceAvx2Usable()) {
+    chrReduceAvx2(op, dst0, dst1, src0, src1, count);
+    return;
+  }
+#endif
   switch (op->type) {
     case ncclInt8: chrReduceI8(op, dst0, dst1, src0, src1, count); break;
     case ncclUint8: chrReduceU8(op, dst0, dst1, src0, src1, count); break;
