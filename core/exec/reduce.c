@@ -165,8 +165,7 @@ CHR_DEFINE_SMALL(chrReduceE5m2, chrU8, chrFp8e5m2ToFloat, chrFloatToFp8e5m2)
 void chrReduce(const chrRedOp* op, void* dst0, void* dst1, const void* src0, const void* src1, size_t count) {
   if (count == 0) return;
 #if CHR_HAVE_AVX2_PATH
-  if ((op->type == ncclFloat16 || op->type == ncclBfloat16) && op->kind != chrRedMax && op->kind != chrRedMin &&
-      chrReduceAvx2Usable()) {
+  if ((op->type == ncclFloat16 || op->type == ncclBfloat16) && chrReduceAvx2Usable()) {
     chrReduceAvx2(op, dst0, dst1, src0, src1, count);
     return;
   }

@@ -1,6 +1,6 @@
 /*
- * reduce_avx2.c: float16 and bfloat16 sums, products and PreMulSum (ncclAvg) on x86-64 CPUs with
- * AVX2 (and F16C for float16), eight elements at a time. reduce.c's portable loops convert each
+ * reduce_avx2.c: float16 and bfloat16 arithmetic (sum, product, max, min, PreMulSum: ncclAvg) on
+ * x86-64 CPUs with AVX2 (and F16C for float16), eight elements at a time. reduce.c's portable loops convert each
  * element with float_convert.h's bit operations, which the compiler vectorises for sums but which
  * held float16 to a fifth of float's speed per byte and bfloat16 PreMulSum to a fifth too; here a
  * half converts in one instruction (vcvtph2ps, vcvtps2ph rounding to nearest even) and a bfloat16 in
@@ -10,7 +10,8 @@
  * float_convert.h does), the float operations are the same IEEE operations one at a time (no FMA: a
  * multiply, then an add), encoding rounds to nearest even (half: subnormals and overflow to inf),
  * and a NaN result is encoded as float_convert.h encodes it (half: 0x7e00 with the NaN's sign, where
- * vcvtps2ph would keep part of the payload; bfloat16: the top half with the quiet bit).
+ * vcvtps2ph would keep part of the payload; bfloat16: the top half with the quiet bit). max and min
+ * compare the decoded values and return an operand's own bits, NaN first, as reduce.h says.
  * unit.test_reduce_avx2 compares both paths over every code and random operands.
  */
 #include "exec/reduce_avx2.h"
@@ -69,6 +70,17 @@ CHR_AVX2 static inline __m256 two8(chrRedKind kind, __m256 s, __m256 a, __m256 b
   }
 }
 
+/* max/min: (a != a || a > b) ? a : b (a < b for min) on the decoded values, the chosen operand's bits. */
+CHR_AVX2 static inline void select8(chrU16v* p, chrRedKind kind, __m256 x, __m256 y, const chrU16v* a,
+                                    const chrU16v* b) {
+  const __m256 pick = _mm256_or_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q),
+                                   kind == chrRedMax ? _mm256_cmp_ps(x, y, _CMP_GT_OQ) : _mm256_cmp_ps(x, y, _CMP_LT_OQ));
+  const __m256i wide = _mm256_castps_si256(pick); /* 0 or -1 per 32-bit lane: packs keeps them 0 / -1 */
+  const __m128i mask = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packs_epi32(wide, wide), 0x08));
+  const __m128i r = _mm_blendv_epi8(_mm_loadu_si128((const __m128i*)b), _mm_loadu_si128((const __m128i*)a), mask);
+  _mm_storeu_si128((__m128i*)p, r);
+}
+
 /* The portable expressions, for the last count % 8 elements. */
 static inline uint16_t tail(chrRedKind kind, float s, const chrU16v* a, uint16_t b, float (*dec)(uint16_t),
                             uint16_t (*enc)(float)) {
@@ -76,6 +88,8 @@ static inline uint16_t tail(chrRedKind kind, float s, const chrU16v* a, uint16_t
   if (!a) return kind == chrRedPreMulSum ? enc(y * s) : b;
   const float x = dec(*a);
   switch (kind) {
+    case chrRedMax: return (x != x || x > y) ? *a : b;
+    case chrRedMin: return (x != x || x < y) ? *a : b;
     case chrRedProd: return enc(x * y);
     case chrRedPreMulSum: return enc(x + y * s);
     default: return enc(x + y);
@@ -108,6 +122,11 @@ CHR_AVX2 void chrReduceAvx2(const chrRedOp* op, void* dst0, void* dst1, const vo
   size_t i = 0;
   for (; i < vec; i += 8) {
     const __m256 y = half ? decHalf8(b + i) : decBf8(b + i);
+    if (kind == chrRedMax || kind == chrRedMin) { /* a != NULL here: without it, a copy (above) */
+      select8(d0 + i, kind, half ? decHalf8(a + i) : decBf8(a + i), y, a + i, b + i);
+      if (d1 && d1 != d0) memcpy((void*)(d1 + i), (const void*)(d0 + i), 16);
+      continue;
+    }
     __m256 v;
     if (a) v = two8(kind, s8, half ? decHalf8(a + i) : decBf8(a + i), y);
     else v = one8(kind, s8, y);

@@ -1,7 +1,7 @@
 /*
  * reduce_avx2.h: the float16 and bfloat16 arithmetic of chrReduce with AVX2 (and F16C) vectors
- * (reduce_avx2.c), where the compiler can build it; reduce.c calls it for sum, product and PreMulSum
- * when chrReduceAvx2Usable() says the CPU has AVX2 and F16C. The same bits as reduce.c's portable
+ * (reduce_avx2.c), where the compiler can build it; reduce.c calls it for every op when
+ * chrReduceAvx2Usable() says the CPU has AVX2 and F16C. The same bits as reduce.c's portable
  * loops.
  */
 #ifndef CHORUS_EXEC_REDUCE_AVX2_H_
@@ -14,7 +14,7 @@
 #define CHR_HAVE_AVX2_PATH 1
 /* 1 when this CPU has AVX2 and F16C (asked once). */
 int chrReduceAvx2Usable(void);
-/* chrReduce for ncclFloat16 or ncclBfloat16 and op->kind sum, product or PreMulSum (not max/min). */
+/* chrReduce for ncclFloat16 or ncclBfloat16 (sum, product, max, min, PreMulSum). */
 void chrReduceAvx2(const chrRedOp* op, void* dst0, void* dst1, const void* src0, const void* src1, size_t count);
 #else
 #define CHR_HAVE_AVX2_PATH 0

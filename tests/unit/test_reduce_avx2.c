@@ -5,8 +5,9 @@
  * both operands are NaN is the CPU's choice, so there any NaN passes), for both types:
  *  - every code plus -0 (every decode and its re-encode), times 1, and scaled;
  *  - every pair of a set of special codes (zeros, subnormals, the normal range's edges, the largest
- *    finite, ties just below overflow, inf, NaNs) and 4M random pairs, for sum, product and
- *    PreMulSum with several scalars;
+ *    finite, ties just below overflow, inf, NaNs) and 4M random pairs, for sum, product, max, min
+ *    and PreMulSum (with several scalars); max and min must return the very operand reduce.h says,
+ *    NaNs included;
  *  - the call shapes: without src0 (a copy, or the scaled copy of PreMulSum), with dst1, in place,
  *    every count from 0 to 40 (the 8-wide loop's tail), unaligned buffers.
  * SKIP (77) where the CPU has no AVX2 or F16C, or the build has no such path.
@@ -42,14 +43,17 @@ static uint16_t want(chrRedKind kind, float s, const uint16_t* a, uint16_t b) {
   if (!a) return kind == chrRedPreMulSum ? enc(y * s) : b;
   const float x = dec(*a);
   switch (kind) {
+    case chrRedMax: return (x != x || x > y) ? *a : b;
+    case chrRedMin: return (x != x || x < y) ? *a : b;
     case chrRedProd: return enc(x * y);
     case chrRedPreMulSum: return enc(x + y * s);
     default: return enc(x + y);
   }
 }
 
+static chrRedKind checking; /* the op of the check in progress: max and min must match exactly */
 static int same(uint16_t got, uint16_t w, int bothNan) {
-  if (bothNan) return isNan(got) && isNan(w);
+  if (bothNan && checking != chrRedMax && checking != chrRedMin) return isNan(got) && isNan(w);
   return got == w;
 }
 
@@ -63,6 +67,7 @@ static uint16_t next16(void) {
 
 /* count pairs a[i], b[i] through chrReduceAvx2 and the portable expressions. */
 static void checkPairs(const chrRedOp* op, const uint16_t* a, const uint16_t* b, size_t count, const char* what) {
+  checking = op->kind;
   uint16_t* d = malloc(count * 2 + 2);
   chrReduceAvx2(op, d, NULL, a, b, count);
   uint16_t sBits;
@@ -86,7 +91,7 @@ static chrRedOp opOf(chrRedKind kind, uint16_t scalar) {
 }
 
 static void checkType(void) {
-  const chrRedKind kinds[] = {chrRedSum, chrRedProd, chrRedPreMulSum};
+  const chrRedKind kinds[] = {chrRedSum, chrRedProd, chrRedPreMulSum, chrRedMax, chrRedMin};
   /* 0.5, about 1/3, about 0.1, the smallest subnormal, the largest finite, -1 */
   const uint16_t halfScalars[] = {0x3800, 0x3555, 0x2e66, 0x0001, 0x7bff, 0xbc00};
   const uint16_t bfScalars[] = {0x3f00, 0x3eab, 0x3dcd, 0x0001, 0x7f7f, 0xbf80};
@@ -128,7 +133,7 @@ static void checkType(void) {
       pa[i * ns + j] = special[i];
       pb[i * ns + j] = special[j];
     }
-  for (size_t k = 0; k < 3; k++) {
+  for (size_t k = 0; k < 5; k++) {
     chrRedOp op = opOf(kinds[k], scalars[k]);
     checkPairs(&op, pa, pb, ns * ns, "special pairs");
   }
@@ -141,7 +146,7 @@ static void checkType(void) {
     ra[i] = next16();
     rb[i] = next16();
   }
-  for (size_t k = 0; k < 3; k++) {
+  for (size_t k = 0; k < 5; k++) {
     chrRedOp op = opOf(kinds[k], scalars[k]);
     checkPairs(&op, ra, rb, nr, "random pairs");
   }
@@ -149,8 +154,9 @@ static void checkType(void) {
   /* shapes: dst1, in place, src0 NULL, counts 0..40, unaligned (byte offset 1) */
   unsigned char* raw = malloc(4 * 100 + 8);
   for (size_t count = 0; count <= 40; count++)
-    for (size_t k = 0; k < 3; k++) {
+    for (size_t k = 0; k < 5; k++) {
       chrRedOp op = opOf(kinds[k], scalars[k]);
+      checking = op.kind;
       const float s = dec(scalars[k]);
       uint16_t x[48], y[48], d0[48], d1[48], w[48];
       for (size_t i = 0; i < count; i++) {
