@@ -21,17 +21,7 @@
 #include "exec/reduce.h"
 #include "test_reduce_ref.h"
 
-static int failures = 0;
-#define EXPECT(cond, ...)                                  \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      if (failures++ < 30) {                               \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);    \
-        fprintf(stderr, __VA_ARGS__);                      \
-        fprintf(stderr, "\n");                             \
-      }                                                    \
-    }                                                      \
-  } while (0)
+#include "test_expect.h"
 
 /* ---- random numbers ---- */
 static uint64_t rngState = 0x243f6a8885a308d3ull;

@@ -19,17 +19,7 @@
 #include "exec/reduce.h"
 #include "exec/reduce_avx2.h"
 
-static int failures = 0;
-#define EXPECT(cond, ...)                                  \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      if (failures++ < 20) {                               \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);    \
-        fprintf(stderr, __VA_ARGS__);                      \
-        fprintf(stderr, "\n");                             \
-      }                                                    \
-    }                                                      \
-  } while (0)
+#include "test_expect.h"
 
 #if CHR_HAVE_AVX2_PATH
 static int half; /* the type of this pass: float16 (1) or bfloat16 (0) */

@@ -12,17 +12,7 @@
 #include "exec/float_convert.h"
 #include "test_reduce_ref.h"
 
-static int failures = 0;
-#define EXPECT(cond, ...)                                  \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      if (failures++ < 20) {                               \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);    \
-        fprintf(stderr, __VA_ARGS__);                      \
-        fprintf(stderr, "\n");                             \
-      }                                                    \
-    }                                                      \
-  } while (0)
+#include "test_expect.h"
 
 typedef struct {
   RefFmt* ref;
