@@ -38,6 +38,10 @@
  * the other end's post; an experiment on which GPU should drive a copy (the second to arrive is
  * either, and a GPU that drives both directions at once may not move both at full rate: the
  * pushpull_onegpu line measures that with plain copies).
+ * --beside 1: also time an HBM copy kernel on each GPU (its own buffers, about half the SMs) alone and
+ * while both ranks push to each other on the copy engine, and the pushes beside it: whether the
+ * engine's traffic slows SM work running at the same time and the other way round (an all-to-all's
+ * self copy and peer transfers, or an all-reduce that hands part of its bytes to the engine).
  * --oneway 1: rank 0 only sends and rank 1 only receives (a 2-rank broadcast's traffic; the ceiling
  * lines then time rank 0 pushing and rank 1 pulling, one at a time).
  * Prints "key value unit" lines: ce_sendrecv_<size> (ce_send_ one way; µs per iteration, GB/s per direction),
@@ -99,6 +103,7 @@ struct Shared {
 static __thread int gRank; /* per rank: a process, or a thread with --threads */
 static int gThreads;       /* --threads: the two ranks are threads of one process (raw pointers and events) */
 static int gOneWay; /* --oneway: rank 0 sends, rank 1 receives (a 2-rank broadcast's traffic) */
+static int gBeside; /* --beside: a copy kernel alone and beside the engine's pushes */
 static int gValue;  /* --signal value: the first end's stream writes ready = k, the second's copy waits for it,
                        instead of an IPC event (no event to reuse, nothing to open) */
 static int gIssuer = -1; /* --issuer sender|receiver: that end always issues the copy, waiting on the host for the
@@ -127,6 +132,11 @@ __global__ void fill(uint32_t* p, uint64_t n, uint32_t seed) {
     p[i] = (uint32_t)(i * 2654435761u) ^ seed;
 }
 
+__global__ void hbmCopy(uint4* dst, const uint4* src, uint64_t n) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    dst[i] = src[i];
+}
+
 __global__ void check(const uint32_t* p, uint64_t n, uint32_t seed, unsigned long long* wrong) {
   unsigned long long w = 0;
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
@@ -138,6 +148,7 @@ struct Rank {
   int peer;
   cudaStream_t stream, copy[2]; /* a copy stream per direction (role): one would serialize copies that wait on each other */
   void* buf[2];          /* SEND: source, RECV: destination */
+  void* scratch[2];      /* --beside: the copy kernel's own source and destination */
   void* peerBuf[2];      /* the peer's, IPC-opened once */
   cudaEvent_t ev[2][SLOTS];     /* mine, by direction */
   cudaEvent_t peerEv[2][SLOTS]; /* the peer's, IPC-opened */
@@ -367,6 +378,7 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
   for (int r = 0; r < 2; r++) CK(cudaEventCreateWithFlags(&R.copied[r], cudaEventDisableTiming));
   for (int b = 0; b < 2; b++) {
     CK(cudaMalloc(&R.buf[b], maxB));
+    if (gBeside) CK(cudaMalloc(&R.scratch[b], maxB));
     if (gThreads) sh->rawBuf[rank][b] = R.buf[b];
     else CK(cudaIpcGetMemHandle(&sh->buf[rank][b], R.buf[b]));
   }
@@ -471,6 +483,45 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       printf("rank%d_%s_%llu %.1f us %.2f GB/s\n", rank, pull ? "pull" : "push", (unsigned long long)bytes, c,
              bytes / c / 1e3);
     }
+    if (gBeside && !gOneWay) { /* a copy kernel alone, then beside both ranks' pushes, and the pushes beside it */
+      const uint64_t n16 = bytes / 16;
+      double t[3];
+      for (int mode = 0; mode < 2; mode++) {
+        barrier(round++);
+        cudaEvent_t k0, k1, c0, c1;
+        CK(cudaEventCreate(&k0));
+        CK(cudaEventCreate(&k1));
+        CK(cudaEventCreate(&c0));
+        CK(cudaEventCreate(&c1));
+        CK(cudaEventRecord(k0, R.stream));
+        for (int i = 0; i < iters; i++)
+          hbmCopy<<<66, 1024, 0, R.stream>>>((uint4*)R.scratch[RECV], (const uint4*)R.scratch[SEND], n16);
+        CK(cudaEventRecord(k1, R.stream));
+        if (mode) {
+          CK(cudaEventRecord(c0, R.copy[SEND]));
+          for (int i = 0; i < iters; i++)
+            CK(cudaMemcpyAsync(R.peerBuf[RECV], R.buf[SEND], bytes, cudaMemcpyDeviceToDevice, R.copy[SEND]));
+          CK(cudaEventRecord(c1, R.copy[SEND]));
+        }
+        CK(cudaStreamSynchronize(R.stream));
+        CK(cudaStreamSynchronize(R.copy[SEND]));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, k0, k1));
+        t[mode] = ms * 1e3 / iters;
+        if (mode) {
+          CK(cudaEventElapsedTime(&ms, c0, c1));
+          t[2] = ms * 1e3 / iters;
+        }
+        CK(cudaEventDestroy(k0));
+        CK(cudaEventDestroy(k1));
+        CK(cudaEventDestroy(c0));
+        CK(cudaEventDestroy(c1));
+      }
+      printf("rank%d_kernel_alone_%llu %.1f us %.2f GB/s\n", rank, (unsigned long long)bytes, t[0], bytes / t[0] / 1e3);
+      printf("rank%d_kernel_beside_ce_%llu %.1f us %.2f GB/s\n", rank, (unsigned long long)bytes, t[1], bytes / t[1] / 1e3);
+      printf("rank%d_ce_push_beside_kernel_%llu %.1f us %.2f GB/s\n", rank, (unsigned long long)bytes, t[2],
+             bytes / t[2] / 1e3);
+    }
     if (!gOneWay) { /* one GPU drives both directions at once (push and pull on two streams), the other idles */
       barrier(round++);
       double c = nowUs();
@@ -510,13 +561,14 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--signal") && !strcmp(argv[i + 1], "value")) gValue = 1;
     else if (!strcmp(argv[i], "--signal") && !strcmp(argv[i + 1], "event")) gValue = 0;
     else if (!strcmp(argv[i], "--threads")) gThreads = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--beside")) gBeside = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "sender")) gIssuer = SEND;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "receiver")) gIssuer = RECV;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "second")) gIssuer = -1;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "agent")) gIssuer = AGENT;
     else {
       fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value] [--threads 0|1]\n"
-              "       [--issuer second|sender|receiver|agent]\n",
+              "       [--issuer second|sender|receiver|agent] [--beside 0|1]\n",
               argv[0]);
       return 2;
     }
