@@ -165,9 +165,15 @@ CHR_DEFINE_SMALL(chrReduceE5m2, chrU8, chrFp8e5m2ToFloat, chrFloatToFp8e5m2)
 void chrReduce(const chrRedOp* op, void* dst0, void* dst1, const void* src0, const void* src1, size_t count) {
   if (count == 0) return;
 #if CHR_HAVE_AVX2_PATH
+  /* float16 and bfloat16: whole groups of 8 in AVX2 vectors (reduce_avx2.c), the rest below */
   if ((op->type == ncclFloat16 || op->type == ncclBfloat16) && chrReduceAvx2Usable()) {
-    chrReduceAvx2(op, dst0, dst1, src0, src1, count);
-    return;
+    const size_t done = chrReduceAvx2(op, dst0, dst1, src0, src1, count);
+    if (done == count) return;
+    dst0 = (char*)dst0 + 2 * done;
+    if (dst1) dst1 = (char*)dst1 + 2 * done;
+    if (src0) src0 = (const char*)src0 + 2 * done;
+    src1 = (const char*)src1 + 2 * done;
+    count -= done;
   }
 #endif
   switch (op->type) {

@@ -4,7 +4,8 @@
  * element with float_convert.h's bit operations, which the compiler vectorises for sums but which
  * held float16 to a fifth of float's speed per byte and bfloat16 PreMulSum to a fifth too; here a
  * half converts in one instruction (vcvtph2ps, vcvtps2ph rounding to nearest even) and a bfloat16 in
- * a few integer ones. reduce.c picks this path at run time (chrReduceAvx2Usable).
+ * a few integer ones. reduce.c picks this path at run time (chrReduceAvx2Usable) and runs the last
+ * count % 8 elements, and copies, in its own loops.
  *
  * The bits are reduce.c's: decoding is exact (a signalling NaN comes out quiet with its payload, as
  * float_convert.h does), the float operations are the same IEEE operations one at a time (no FMA: a
@@ -81,64 +82,34 @@ CHR_AVX2 static inline void select8(chrU16v* p, chrRedKind kind, __m256 x, __m25
   _mm_storeu_si128((__m128i*)p, r);
 }
 
-/* The portable expressions, for the last count % 8 elements. */
-static inline uint16_t tail(chrRedKind kind, float s, const chrU16v* a, uint16_t b, float (*dec)(uint16_t),
-                            uint16_t (*enc)(float)) {
-  const float y = dec(b);
-  if (!a) return kind == chrRedPreMulSum ? enc(y * s) : b;
-  const float x = dec(*a);
-  switch (kind) {
-    case chrRedMax: return (x != x || x > y) ? *a : b;
-    case chrRedMin: return (x != x || x < y) ? *a : b;
-    case chrRedProd: return enc(x * y);
-    case chrRedPreMulSum: return enc(x + y * s);
-    default: return enc(x + y);
-  }
-}
-
-/* One loop for both types: `kind` and the type are the same for the whole call, so the branches on
- * them are well predicted (and the compiler unswitches what it can). Without src0 the result is
- * ONE(b): b itself (copied, not re-encoded) but for PreMulSum. */
-CHR_AVX2 void chrReduceAvx2(const chrRedOp* op, void* dst0, void* dst1, const void* src0, const void* src1,
-                            size_t count) {
+/* The whole groups of 8: `kind` and the type are the same for the whole call, so the branches on them
+ * are well predicted (and the compiler unswitches what it can). Without src0 only PreMulSum computes
+ * (its ONE(b) is b * s); the others copy src1, which reduce.c's loop does as fast. */
+CHR_AVX2 size_t chrReduceAvx2(const chrRedOp* op, void* dst0, void* dst1, const void* src0, const void* src1,
+                              size_t count) {
+  const chrRedKind kind = op->kind;
+  const chrU16v* a = (const chrU16v*)src0;
+  if (a == NULL && kind != chrRedPreMulSum) return 0;
   const int half = op->type == ncclFloat16;
-  float (*dec)(uint16_t) = half ? chrHalfToFloat : chrBf16ToFloat;
-  uint16_t (*enc)(float) = half ? chrFloatToHalf : chrFloatToBf16;
   uint16_t sBits;
   memcpy(&sBits, op->scalar.bytes, sizeof sBits);
-  const float s = dec(sBits);
-  const __m256 s8 = _mm256_set1_ps(s);
-  const chrRedKind kind = op->kind;
+  const __m256 s8 = _mm256_set1_ps(half ? chrHalfToFloat(sBits) : chrBf16ToFloat(sBits));
   chrU16v* d0 = (chrU16v*)dst0;
   chrU16v* d1 = (chrU16v*)dst1;
-  const chrU16v* a = (const chrU16v*)src0;
   const chrU16v* b = (const chrU16v*)src1;
-  if (a == NULL && kind != chrRedPreMulSum) { /* a copy of src1 */
-    if (d0 != b) memmove((void*)d0, (const void*)b, count * 2);
-    if (d1 && d1 != b) memmove((void*)d1, (const void*)b, count * 2);
-    return;
-  }
   const size_t vec = count & ~(size_t)7;
-  size_t i = 0;
-  for (; i < vec; i += 8) {
+  for (size_t i = 0; i < vec; i += 8) {
     const __m256 y = half ? decHalf8(b + i) : decBf8(b + i);
-    if (kind == chrRedMax || kind == chrRedMin) { /* a != NULL here: without it, a copy (above) */
+    if (kind == chrRedMax || kind == chrRedMin) { /* a != NULL here (above) */
       select8(d0 + i, kind, half ? decHalf8(a + i) : decBf8(a + i), y, a + i, b + i);
-      if (d1 && d1 != d0) memcpy((void*)(d1 + i), (const void*)(d0 + i), 16);
-      continue;
+    } else {
+      const __m256 v = a ? two8(kind, s8, half ? decHalf8(a + i) : decBf8(a + i), y) : one8(kind, s8, y);
+      if (half) encHalf8(d0 + i, v);
+      else encBf8(d0 + i, v);
     }
-    __m256 v;
-    if (a) v = two8(kind, s8, half ? decHalf8(a + i) : decBf8(a + i), y);
-    else v = one8(kind, s8, y);
-    if (half) encHalf8(d0 + i, v);
-    else encBf8(d0 + i, v);
     if (d1 && d1 != d0) memcpy((void*)(d1 + i), (const void*)(d0 + i), 16);
   }
-  for (; i < count; i++) {
-    const uint16_t v = tail(kind, s, a ? a + i : NULL, b[i], dec, enc);
-    d0[i] = v;
-    if (d1) d1[i] = v;
-  }
+  return vec;
 }
 
 int chrReduceAvx2Usable(void) {
