@@ -156,13 +156,6 @@ __device__ __forceinline__ void chrDevSimpleElems(const R& r, const chrDevStepPt
   }
 }
 
-/* CHR_DEV_WARP_RUNS=1 (a build switch, default 0: the kernel as it was): each warp moves U * 32
- * consecutive packs per iteration (U * 512 bytes, as NCCL's warps do) instead of the CTA's threads
- * taking packs nThreads apart, so one warp's stores to the peer form one contiguous run. */
-#ifndef CHR_DEV_WARP_RUNS
-#define CHR_DEV_WARP_RUNS 0
-#endif
-
 template <class R>
 __device__ void chrDevSimpleStep(const R& r, const chrDevStepPtrs& p, uint32_t tid, uint32_t nThreads) {
   typedef typename R::S S;
@@ -172,14 +165,6 @@ __device__ void chrDevSimpleStep(const R& r, const chrDevStepPtrs& p, uint32_t t
     const uint64_t stride = nThreads;
     uint64_t idx = tid;
     const int U = chrDevUnroll<S>::N;
-#if CHR_DEV_WARP_RUNS
-    if (nThreads % 32 == 0) {
-      const uint64_t run = (uint64_t)U * 32, round = run * (nThreads / 32);
-      const uint64_t full = nPacks / round * round;
-      for (uint64_t base = (tid / 32) * run; base < full; base += round) chrDevSimplePacks<R, U>(r, p, base + tid % 32, 32);
-      idx = full + tid;
-    }
-#endif
     for (; idx + (U - 1) * stride < nPacks; idx += U * stride) chrDevSimplePacks<R, U>(r, p, idx, stride);
     for (; idx < nPacks; idx += stride) chrDevSimplePacks<R, 1>(r, p, idx, stride);
     chrDevSimpleElems<R, false>(r, p, nPacks * chrDevPack<R>::E, tid, nThreads);
