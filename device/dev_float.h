@@ -89,7 +89,8 @@ CHR_HD float chrDevF32FromBits(uint32_t u) {
 /* ---- IEEE half ---- */
 
 /* CHR_DEV_HW_CONVERT=1 (a build switch, off until a GPU has run it beside the default): on the device,
- * half and bfloat16 convert with the GPU's cvt instructions. Encoding gives the integer version's bits
+ * halves convert with the GPU's cvt instructions (not bfloat16: its integer encode is five
+ * instructions already, and cvt raised its kernels' spills, product 24 -> 60 bytes). Encoding gives the integer version's bits
  * for every float (a NaN gets its NaN by a select, no branch: a branch to the integer code kept both
  * live and tripled the kernels' spills). Decoding a NaN half gives a NaN without the integer
  * version's payload; no kernel result depends on it, as the kernels only compare a decoded value
@@ -99,11 +100,6 @@ CHR_HD float chrDevF32FromBits(uint32_t u) {
  * pays (PreMulSum, which ncclAvg is, max, min, product). */
 #ifndef CHR_DEV_HW_CONVERT
 #define CHR_DEV_HW_CONVERT 0
-#endif
-/* bfloat16's integer encode is five instructions already, and its cvt raised the bfloat16 kernels'
- * spills (product 24 -> 60 bytes, PreMulSum 56 -> 96, ptxas sm_90): a switch of its own */
-#ifndef CHR_DEV_HW_CONVERT_BF16
-#define CHR_DEV_HW_CONVERT_BF16 0
 #endif
 #if CHR_DEV_HW_CONVERT && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define CHR_DEV_HW_CVT 1
@@ -168,22 +164,11 @@ CHR_HD float chrDevBf16ToFloat(uint16_t b) {
   return chrDevF32FromBits(u);
 }
 
-CHR_HD uint16_t chrDevFloatToBf16Soft(float f) {
+CHR_HD uint16_t chrDevFloatToBf16(float f) {
   uint32_t u = chrDevF32Bits(f);
   uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   uint32_t nan = (u >> 16) | 0x0040u;
   return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? nan : rounded);
-}
-
-CHR_HD uint16_t chrDevFloatToBf16(float f) {
-#if CHR_DEV_HW_CVT && CHR_DEV_HW_CONVERT_BF16
-  uint16_t b;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
-  const uint16_t nan = (uint16_t)((chrDevF32Bits(f) >> 16) | 0x0040u);
-  return f != f ? nan : b;
-#else
-  return chrDevFloatToBf16Soft(f);
-#endif
 }
 
 /* ---- float8 ---- */
