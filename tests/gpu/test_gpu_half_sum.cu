@@ -4,8 +4,8 @@
  * one float add, encode), on the GPU, for every ordered pair of 16-bit codes of each type (2^32
  * pairs, each in the low and the high half of the word), and through the SIMPLE and LL pack helpers
  * the kernels call (chrDevPack, chrDevLLWord) for sum, SumPostDiv and PreMulSum. Also the GPU's own
- * conversions of CHR_DEV_HW_CONVERT (device/dev_float.h; this test is built with it on, whatever the
- * library's default) against the integer ones the host shares: every half code decoded (identical
+ * conversions of CHR_DEV_HW_CONVERT (device/dev_float.h, on by default; this test is built with it on
+ * whatever the library's build says) against the integer ones the host shares: every half code decoded (identical
  * bits, a NaN for a NaN), every float encoded to half (2^32, identical bits). The CPU cannot run
  * the PTX; gpu.arith checks the integer versions and red() against the host's chrReduce. SKIP (77)
  * without a GPU.
