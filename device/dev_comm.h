@@ -47,6 +47,7 @@ union chrDevLLLine {
 /* Errors a kernel reports in chrDevComm.error (first one wins; the kernel then returns). */
 #define CHR_DEV_ERR_NONE 0
 #define CHR_DEV_ERR_BAD_LINK 1   /* a work names a link this comm has no connection for */
+#define CHR_DEV_ERR_ENGINE 2     /* a copy-engine send could not run (set by the host, device/ce_sends.cu) */
 
 struct chrDevConn {
   char* buff;               /* SIMPLE: CHR_DEV_STEPS slots of stepBytes (receiver's memory) */

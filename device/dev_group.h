@@ -25,8 +25,20 @@
 #define CHR_DEV_HEAD_BYTES 128   /* a sent connection's head word, on a line of its own */
 #define CHR_DEV_ALIGN(x) (((x) + 255) & ~(size_t)255)
 
+/* A connected peer, as its blob names it: what names the copy-engine mailboxes of the pair. */
+struct chrDevPeerId {
+  uint64_t token, serial; /* its process's random token, its rank's serial in that process */
+  int same;               /* in this process */
+  int known;              /* connected */
+};
+
+struct chrCeRank;
+
 struct chrDevRank {
   struct chrDevRankConfig cfg;    /* cfg.ringOrder points at ringOrder below */
+  uint64_t serial;                /* this rank's number among the ranks its process made */
+  struct chrDevPeerId* peerId;    /* nRanks */
+  struct chrCeRank* ce;           /* copy-engine sends (ce_sends.h); NULL until the first */
   int* ringOrder;                 /* host copy */
   int* ringPos;                   /* rank -> ring position */
   int next, prev;                 /* ring neighbours */
@@ -71,6 +83,9 @@ struct chrDevGroup {
   struct chrDevGroupConfig cfg;
   struct chrDevRank** ranks;      /* cfg.nRanks, each connected to every rank (itself included) */
 };
+
+/* This process's random token (rank.cu), as the blobs carry it. */
+uint64_t chrDevProcToken(void);
 
 /* Checks a rank configuration; no CUDA call (the group's checks run without a GPU). */
 ncclResult_t chrDevCheckRankConfig(const struct chrDevRankConfig* cfg);

@@ -12,10 +12,12 @@
  * kernels that are resident at the same time. Moving them behind the collectives of their group is
  * allowed: the operations of one group are unordered, as with NCCL.
  *
- * Engine works (CHR_WORK_ENGINE: a rank's large copy to itself) leave the kernels: they run as
+ * Engine works (CHR_WORK_ENGINE) leave the kernels. A rank's large copy to itself runs as
  * cudaMemcpyAsync (the driver's device-to-device copy) on the rank's side stream, forked from the launch's stream before its kernels and
  * joined back after them, so the copy and the kernels run at the same time (graph capture records
- * the fork and join as its own dependencies).
+ * the fork and join as its own dependencies). A large send or receive to another rank runs through
+ * ce_sends.cu: its ready word is queued before the kernels and its post and done wait after them
+ * (never under capture: a host mailbox cannot be replayed).
  *
  * Under CUDA graph capture a launch whose works do not fit in the arguments gets graph-owned storage
  * (graph_works.h) instead of a slot: the graph keeps the arguments, and a slot's later contents
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include "config/algo_select.h" /* CHR_PROTO_LL */
+#include "device/ce_sends.h"
 #include "device/dev_args.h"
 #include "device/dev_error.h"
 #include "device/dev_group.h"
@@ -144,7 +147,7 @@ static ncclResult_t takeSlot(struct chrDevRank* rk, int count, int* slotOut) {
 }
 
 static int isP2p(const struct chrWork* w) {
-  return w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV;
+  return (w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV) && !(w->flags & CHR_WORK_ENGINE);
 }
 
 static int isEngine(const struct chrWork* w) { return w->pattern == CHR_PAT_LOCAL && (w->flags & CHR_WORK_ENGINE); }
@@ -162,16 +165,21 @@ static int reserve(struct chrWork** array, int* cap, int count) {
 /* A copy of the plan's kernel works with, per channel, its collective works first and its
  * point-to-point works after them, each in their order, from base[c] on; collEnd[c] is where channel
  * c's point-to-point works start and end[c] becomes where its works end. The engine works go to
- * rk->engine instead (*nEngine of them). NULL when out of memory. */
+ * rk->engine instead: the copies to itself first (*nEngine of them), then the sends and receives to
+ * other ranks in plan order (*nCe of them, from rk->engine + *nEngine). NULL when out of memory. */
 static struct chrWork* sortForKernels(struct chrDevRank* rk, const struct chrWork* works, const int* base, int* end,
-                                      int nChannels, int total, int* collEnd, int* nEngine) {
+                                      int nChannels, int total, int* collEnd, int* nEngine, int* nCe) {
   if (!reserve(&rk->sorted, &rk->sortedCap, total) || !reserve(&rk->engine, &rk->engineCap, total)) return NULL;
   struct chrWork* sorted = rk->sorted;
   *nEngine = 0;
-  for (int c = 0; c < nChannels; c++) {
+  *nCe = 0;
+  for (int c = 0; c < nChannels; c++)
+    for (int i = base[c]; i < end[c]; i++) *nEngine += isEngine(&works[i]);
+  for (int c = 0, local = 0; c < nChannels; c++) {
     int k = base[c];
     for (int i = base[c]; i < end[c]; i++)
-      if (isEngine(&works[i])) rk->engine[(*nEngine)++] = works[i];
+      if (isEngine(&works[i])) rk->engine[local++] = works[i];
+      else if (chrCeIsEngineP2p(&works[i])) rk->engine[*nEngine + (*nCe)++] = works[i];
       else if (!isP2p(&works[i])) sorted[k++] = works[i];
     collEnd[c] = k;
     for (int i = base[c]; i < end[c]; i++)
@@ -304,13 +312,22 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
   pthread_once(&kernelTableOnce, fillKernelTable);
 
   CHR_DEV_SCOPE(rk->cfg.cudaDev);
-  int nEngine = 0, forked = 0;
+  int nEngine = 0, nCe = 0, forked = 0;
   struct chrWork* sorted = NULL;
   int collEnd[CHR_DEV_MAX_CHANNELS];
-  sorted = sortForKernels(rk, works, base, end, nChannels, total, collEnd, &nEngine);
+  sorted = sortForKernels(rk, works, base, end, nChannels, total, collEnd, &nEngine, &nCe);
   if (sorted == NULL) {
     res = chrDevFail(ncclSystemError, "rank %d: no memory to order a plan of %d works", rk->cfg.rank, total);
     goto fail;
+  }
+  if (nCe > 0) {
+    int capturing = 0;
+    res = isCapturing(rk, stream, &capturing);
+    if (res == ncclSuccess && capturing)
+      res = chrDevFail(ncclInvalidUsage, "rank %d: copy-engine sends cannot be captured into a CUDA graph", rk->cfg.rank);
+    /* every ready word before anything of the launch waits */
+    if (res == ncclSuccess) res = chrCeSignal(rk, rk->engine + nEngine, nCe, stream);
+    if (res != ncclSuccess) goto fail;
   }
   if (nEngine > 0) {
     forked = 1; /* joined below whatever happens: a capture must not end with the side stream forked */
@@ -330,6 +347,7 @@ extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chr
     if (res != ncclSuccess) goto fail;
     for (int c = 0; c < nChannels; c++) base[c] += take[c];
   }
+  if (nCe > 0) res = chrCePost(rk, rk->engine + nEngine, nCe, stream);
 fail:
   /* Joined even after a failed launch: a stream left forked would break a capture, and the copies
    * must be done before the stream's later work reads their output. */

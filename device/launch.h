@@ -48,8 +48,8 @@ extern "C" {
 /* 3: per-rank states (chrDevRank*) with CUDA IPC, for ranks in several processes. 4: point-to-point
  * lanes (p2pStepBytes in the configurations), chrDevMemAlloc / chrDevMemFree. 5: works carry their call's
  * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
- * (CHR_DEV_MAX_CHANNELS). */
-#define CHR_DEV_API_VERSION 6
+ * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h). */
+#define CHR_DEV_API_VERSION 7
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))

@@ -24,18 +24,20 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "device/ce_sends.h"
 #include "device/graph_works.h"
 #include "device/dev_error.h"
 #include "device/dev_group.h"
 
 #define CHR_DEV_BLOB_MAGIC 0x42444843u /* "CHDB" */
-#define CHR_DEV_BLOB_VERSION 2
+#define CHR_DEV_BLOB_VERSION 3
 
 struct chrDevBlobData {
   uint32_t magic, version;
   int32_t rank, nRanks, nChannels, p2pConns, llLines, cudaDev;
   uint64_t stepBytes, p2pStepBytes, arenaBytes, ringHash;
   uint64_t pid, procToken;
+  uint64_t serial; /* the rank's number in its process (names the copy-engine mailboxes, ce_sends.cu) */
   uint64_t base; /* the arena's address in the exporting process */
   uint32_t hasIpc; /* 0: CUDA IPC unavailable there (ranks of that process can still connect) */
   uint32_t pad;
@@ -45,6 +47,7 @@ static_assert(sizeof(struct chrDevBlobData) <= CHR_DEV_BLOB_BYTES, "the blob out
 
 static uint64_t procToken;
 static pthread_once_t tokenOnce = PTHREAD_ONCE_INIT;
+static uint64_t rankSerials; /* ranks made by this process */
 
 static void makeProcToken(void) {
   uint64_t t = 0;
@@ -57,6 +60,11 @@ static void makeProcToken(void) {
   clock_gettime(CLOCK_REALTIME, &ts);
   t ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_sec;
   procToken = t ? t : 1;
+}
+
+uint64_t chrDevProcToken(void) {
+  pthread_once(&tokenOnce, makeProcToken);
+  return procToken;
 }
 
 static uint64_t hashInts(const int* v, int n) {
@@ -150,6 +158,7 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   int prev = -1;
   cudaGetDevice(&prev);
   cudaSetDevice(rk->cfg.cudaDev);
+  chrCeDestroy(rk); /* its copies may use the peers' memory: before that is closed */
   if (rk->peerBase)
     for (int p = 0; p < rk->cfg.nRanks; p++)
       if (rk->peerOpened[p] && rk->peerBase[p]) cudaIpcCloseMemHandle(rk->peerBase[p]);
@@ -166,6 +175,7 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   free(rk->img);
   free(rk->peerBase);
   free(rk->peerOpened);
+  free(rk->peerId);
   free(rk->ringOrder);
   free(rk->ringPos);
   free(rk->p2pOwner);
@@ -216,9 +226,11 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   rk->ringPos = (int*)malloc((size_t)n * sizeof(int));
   rk->peerBase = (char**)calloc((size_t)n, sizeof(char*));
   rk->peerOpened = (unsigned char*)calloc((size_t)n, 1);
+  rk->peerId = (struct chrDevPeerId*)calloc((size_t)n, sizeof(struct chrDevPeerId));
+  rk->serial = __atomic_add_fetch(&rankSerials, 1, __ATOMIC_RELAXED);
   rk->p2pOwner = (signed char*)malloc((size_t)rk->cfg.p2pConns * (size_t)n * 2 + 1);
   if (rk->ringOrder == NULL || rk->ringPos == NULL || rk->peerBase == NULL || rk->peerOpened == NULL ||
-      rk->p2pOwner == NULL) {
+      rk->peerId == NULL || rk->p2pOwner == NULL) {
     res = chrDevFail(ncclSystemError, "out of memory for rank %d of %d", cfg->rank, n);
     goto fail_destroy;
   }
@@ -301,6 +313,7 @@ extern "C" ncclResult_t chrDevRankExport(struct chrDevRank* rk, struct chrDevRan
   d.ringHash = rk->ringHash;
   d.pid = (uint64_t)getpid();
   d.procToken = procToken;
+  d.serial = rk->serial;
   d.base = (uint64_t)(uintptr_t)rk->arena;
   ncclResult_t res = ncclSuccess;
   int prevDev = -1;
@@ -489,6 +502,7 @@ extern "C" ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, con
     if (res != ncclSuccess) goto fail_unmap;
     rk->peerBase[peers[mapped]] = base;
     rk->peerOpened[peers[mapped]] = (unsigned char)opened;
+    rk->peerId[peers[mapped]] = (struct chrDevPeerId){d.procToken, d.serial, sameProcess(&d), 1};
   }
   /* Only the new ends are written: a running kernel of this rank may be storing its positions in the
    * others. No kernel can have used these (the launcher refuses links to unconnected peers). */
@@ -513,6 +527,7 @@ fail_unmap:
     if (rk->peerOpened[p]) cudaIpcCloseMemHandle(rk->peerBase[p]);
     rk->peerBase[p] = NULL;
     rk->peerOpened[p] = 0;
+    rk->peerId[p].known = 0;
   }
 fail_free:
   if (prevDev >= 0) cudaSetDevice(prevDev);
@@ -530,6 +545,7 @@ extern "C" void chrDevRankSetAbort(struct chrDevRank* rk, uint32_t value) {
   if (rk == NULL) return;
   rk->flags[0] = value;
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (value) chrCeAbort(rk); /* streams parked on a copy-engine mailbox go on */
 }
 
 extern "C" uint32_t chrDevRankKernelError(const struct chrDevRank* rk) { return rk ? rk->flags[1] : 0; }

@@ -3,7 +3,9 @@
  * works (the kernel still refuses a link it has no connection for, as a last guard). Checked: the
  * pattern and its link layout (plan/work.h), types and ops the kernels have, slot capacity for a
  * step, ring positions, and that a point-to-point end is used from one channel only within a launch
- * (two CTAs would race on its position).
+ * (two CTAs would race on its position). An engine send or receive (a P2P work flagged
+ * CHR_WORK_ENGINE, core/exec/dev_exec.c) is one cudaMemcpyAsync between the two ranks' buffers: it
+ * names its peer and direction and uses no connection end and no slot.
  */
 #include <string.h>
 #include "device/dev_error.h"
@@ -15,6 +17,35 @@
 static const int typeSizes[CHR_DEV_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
 static int isIntType(int type) { return type <= ncclUint64; }
+
+/* A send to another rank or a receive from one that the launcher runs on the copy engine. */
+static int isEngineP2p(const struct chrWork* w) {
+  return (w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV) && (w->flags & CHR_WORK_ENGINE);
+}
+
+/* Its one link names a connected peer other than the rank (a copy to itself is a local work), and
+ * its buffer is the whole one: the copy moves [0, count) in one piece. */
+static ncclResult_t checkEngineP2p(const struct chrDevRank* rk, int rank, int channel, const struct chrWork* w) {
+  const int n = rk->cfg.nRanks, isSend = w->pattern == CHR_PAT_P2P_SEND;
+  const struct chrWorkLink* L = &w->links[0];
+  if (w->nLinks != 1 || !L->p2p || L->isSend != isSend)
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: engine %s with %d links (one p2p %s link expected)", rank,
+                      channel, isSend ? "send" : "receive", w->nLinks, isSend ? "send" : "recv");
+  if (L->peer < 0 || L->peer >= n || L->peer == rank)
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: engine %s with rank %d of %d", rank, channel,
+                      isSend ? "send" : "receive", L->peer, n);
+  if (rk->peerBase[L->peer] == NULL)
+    return chrDevFail(ncclInvalidUsage, "rank %d channel %d: engine %s with rank %d, which is not connected to this rank",
+                      rank, channel, isSend ? "send" : "receive", L->peer);
+  if (w->len != w->count || w->start != 0)
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: engine %s of elements [%llu, +%llu) of %llu (the whole "
+                      "buffer expected)", rank, channel, isSend ? "send" : "receive", (unsigned long long)w->start,
+                      (unsigned long long)w->len, (unsigned long long)w->count);
+  if (w->len > 0 && (isSend ? w->sendbuff : w->recvbuff) == 0)
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: engine %s of %llu elements at NULL", rank, channel,
+                      isSend ? "send" : "receive", (unsigned long long)w->len);
+  return ncclSuccess;
+}
 
 /* Direction each link must have for the pattern (1 send, 0 recv), and whether it is point-to-point. */
 static ncclResult_t checkLinks(const struct chrDevRank* rk, int rank, int channel, const struct chrWork* w) {
@@ -103,6 +134,7 @@ ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const str
     return chrDevFail(ncclInvalidArgument, "rank %d channel %d: protocol %d (SIMPLE and LL only)", rank, channel, w->proto);
   if (w->nRanks != n) return chrDevFail(ncclInvalidArgument, "rank %d: work for %d ranks, group of %d", rank, w->nRanks, n);
   if (w->nLinks > CHR_WORK_MAX_LINKS) return chrDevFail(ncclInvalidArgument, "rank %d: %d links", rank, w->nLinks);
+  if (isEngineP2p(w)) return checkEngineP2p(rk, rank, channel, w); /* no connection, no slot */
   ncclResult_t res = checkLinks(rk, rank, channel, w);
   if (res != ncclSuccess) return res;
   switch (w->pattern) {
@@ -147,6 +179,7 @@ ncclResult_t chrDevCheckPlan(struct chrDevRank* rk, const struct chrWork* works,
       const struct chrWork* w = &works[k];
       ncclResult_t res = chrDevCheckWork(rk, c, w);
       if (res != ncclSuccess) return res;
+      if (isEngineP2p(w)) continue; /* uses no connection end */
       for (int l = 0; l < w->nLinks; l++) {
         const struct chrWorkLink* L = &w->links[l];
         if (!L->p2p) continue;

@@ -15,8 +15,9 @@
  * direction (chrCeSlotFree is then false until the other end catches up). ready[role] is a word an
  * end's stream may write (>= k once its data for transfer k is in place) for the second end to wait
  * for, in place of an event. done and ready only grow: a wait for ">= k" never misses a later value.
- * state = generation << 2 | posted bits (1 << role); a slot holds generation k while transfer k
- * may use it.
+ * state = round << 2 | posted bits (1 << role), where transfer k is of round (k - 1) / CHR_CE_SLOTS:
+ * a slot holds transfer k's round while k may use it, so an all-zero mailbox is ready for transfers
+ * 1 .. CHR_CE_SLOTS (two processes may create and map it without an initializing step).
  *
  * Sender-issued mode (between processes: a GPU that drives both directions at once through CUDA IPC
  * moves about half the link each way, so each copy must run on its sender's GPU). Both ends post as
@@ -47,16 +48,15 @@ struct chrCeMailbox {
   uint64_t ready[2][8]; /* ready[role][0] */
 };
 
-/* A mailbox before its first transfer (all zero but the slots' first generations). */
-static inline void chrCeMailboxInit(struct chrCeMailbox* mb) {
-  memset(mb, 0, sizeof(*mb));
-  for (int s = 0; s < CHR_CE_SLOTS; s++)
-    __atomic_store_n(&mb->state[s], (uint64_t)(s == 0 ? CHR_CE_SLOTS : s) << 2, __ATOMIC_RELEASE);
-}
+/* A mailbox before its first transfer: all zero. */
+static inline void chrCeMailboxInit(struct chrCeMailbox* mb) { memset(mb, 0, sizeof(*mb)); }
+
+/* The round of transfer k (k >= 1): the value its slot's state holds above the posted bits. */
+static inline uint64_t chrCeRound(uint64_t k) { return (k - 1) / CHR_CE_SLOTS; }
 
 /* 1 when transfer k's slot is free for it (the transfer k - CHR_CE_SLOTS has released it). */
 static inline int chrCeSlotFree(const struct chrCeMailbox* mb, uint64_t k) {
-  return (__atomic_load_n(&mb->state[k % CHR_CE_SLOTS], __ATOMIC_ACQUIRE) >> 2) == k;
+  return (__atomic_load_n(&mb->state[k % CHR_CE_SLOTS], __ATOMIC_ACQUIRE) >> 2) == chrCeRound(k);
 }
 
 /* Posts `mine` as `role` for transfer k, whose slot must be free (chrCeSlotFree), with one atomic OR
@@ -79,14 +79,14 @@ static inline int chrCePost(struct chrCeMailbox* mb, int role, uint64_t k, const
 static inline int chrCeOtherPosted(struct chrCeMailbox* mb, int role, uint64_t k, struct chrCePost* other) {
   const int slot = (int)(k % CHR_CE_SLOTS);
   const uint64_t s = __atomic_load_n(&mb->state[slot], __ATOMIC_ACQUIRE);
-  if (s >> 2 != k || !(s & (1u << (1 - role)))) return 0;
+  if (s >> 2 != chrCeRound(k) || !(s & (1u << (1 - role)))) return 0;
   *other = mb->post[slot][1 - role];
   return 1;
 }
 
 /* The second end, once it no longer needs the first's post: the slot is free for k + CHR_CE_SLOTS. */
 static inline void chrCeRelease(struct chrCeMailbox* mb, uint64_t k) {
-  __atomic_store_n(&mb->state[k % CHR_CE_SLOTS], (k + CHR_CE_SLOTS) << 2, __ATOMIC_RELEASE);
+  __atomic_store_n(&mb->state[k % CHR_CE_SLOTS], (chrCeRound(k) + 1) << 2, __ATOMIC_RELEASE);
 }
 
 #endif /* CHORUS_CUDA_CE_MAILBOX_H_ */

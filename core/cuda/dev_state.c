@@ -223,7 +223,10 @@ ncclResult_t chrDevCommPoll(struct ncclComm* comm) {
   uint32_t kerr = lib->rankKernelError(st->rank);
   if (kerr != 0) {
     chrFail(ncclInternalError, "comm %p rank %d: a kernel reported error %u (%s)", (void*)comm, comm->rank, kerr,
-            kerr == CHR_DEV_ERR_BAD_LINK ? "a work named a link the rank has no connection for" : "unknown");
+            kerr == CHR_DEV_ERR_BAD_LINK ? "a work named a link the rank has no connection for"
+            : kerr == CHR_DEV_ERR_ENGINE ? "a copy-engine send could not run: a receive buffer CUDA IPC cannot share, "
+                                           "sizes that differ between the ends, or a failed CUDA call"
+                                         : "unknown");
     chrCommSetAsyncError(comm, ncclInternalError);
     return ncclInternalError;
   }

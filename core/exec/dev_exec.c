@@ -14,6 +14,17 @@
  * sends to r + d and receives from r - d, so each send meets the matching receive in the same round,
  * and rounds complete one after another whatever order the user gave.
  *
+ * Engine sends. A send to another rank, or a receive from one, of at least CHORUS_GPU_CE_MIN_BYTES
+ * (0: never) is one work flagged CHR_WORK_ENGINE instead of lane works: the device library runs it
+ * as one cudaMemcpyAsync on the sender's GPU, beside the kernels, after the two ends meet in a host
+ * mailbox (the copy engine moves more than the SMs' pushes at large sizes). Both ends decide from
+ * the bytes alone, which NCCL requires to match, so nothing is negotiated. Not under CUDA graph
+ * capture: a replay would not repeat the mailbox's rendezvous, so captured calls keep the kernels.
+ * The device library numbers a rank's engine transfers per (peer, direction) in the order it finds
+ * them, and the k-th send from A to B must meet the k-th receive at B from A: so every engine work
+ * goes to channel 0, ahead of everything there, in call order (which NCCL makes the same on both
+ * ends for one peer).
+ *
  * Streams. The launch goes to the first task's stream; other streams of the comm's tasks in the group
  * are joined before (the launch stream waits for each) and after (each waits for the launch). A rank
  * whose previous launch went to another stream waits for it first, so a rank's kernels never run
@@ -79,7 +90,7 @@ ncclResult_t chrDevPartition(struct chrCollTask** list, struct chrCollTask** dev
 
 /* A point-to-point work in a launch: its channel (lane k: sends on 2k, receives on 2k + 1), round
  * (the ring distance to the peer, counted in the direction of the transfer; -1 for a rank's copy
- * to itself) and call order. */
+ * to itself, -2 for an engine send or receive) and call order. */
 struct p2pEntry {
   int channel, delta, order;
   struct chrWork work;
@@ -100,6 +111,42 @@ static int byChannelRound(const void* a, const void* b) {
 static int workRuns(const struct chrWork* w) { return w->pattern != CHR_PAT_NONE && w->len > 0; }
 
 static int isP2pTask(const struct chrCollTask* t) { return t->func == ncclFuncSend || t->func == ncclFuncRecv; }
+
+/* The first work of a task that has something to do; NULL when none does. */
+static const struct chrWork* firstRun(const struct chrCollTask* t) {
+  for (int c = 0; c < t->nChannels; c++)
+    if (workRuns(&t->works[c])) return &t->works[c];
+  return NULL;
+}
+
+/* A send to another rank or a receive from one that runs as one engine work (header comment):
+ * ceMin bytes or more (CHORUS_GPU_CE_MIN_BYTES; 0: never), outside graph capture. A rank's send to
+ * itself keeps the self-copy pairing below; a task that moves nothing never gets here (no-op). */
+static int isEngineP2p(const struct chrCollTask* t, const struct ncclComm* comm, uint64_t ceMin, int capturing) {
+  return ceMin > 0 && !capturing && !t->noop && isP2pTask(t) && t->root != comm->rank && t->count > 0 &&
+         (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin && firstRun(t) != NULL;
+}
+
+/* The engine work of such a task: the whole buffer in one piece. Its one link names the peer and the
+ * direction (the device library matches transfers per peer and direction) and no connection: the
+ * bytes go from buffer to buffer, through no slot, so a step is the whole buffer. */
+static struct chrWork engineP2pWork(const struct chrCollTask* t) {
+  const int isSend = t->func == ncclFuncSend;
+  struct chrWork w = *firstRun(t);
+  w.pattern = (uint8_t)(isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV);
+  w.flags |= CHR_WORK_ENGINE;
+  w.proto = CHR_PROTO_SIMPLE;
+  w.nLinks = 1;
+  memset(w.links, 0, sizeof(w.links));
+  w.links[0] = (struct chrWorkLink){.peer = t->root, .isSend = (uint8_t)isSend, .p2p = 1, .conn = 0};
+  w.start = 0;
+  w.len = w.count = (uint64_t)t->count;
+  w.chunkElems = w.len;
+  w.typeSize = (uint8_t)t->typeSize;
+  w.sendbuff = isSend ? (uint64_t)(uintptr_t)t->sendbuff : 0;
+  w.recvbuff = isSend ? 0 : (uint64_t)(uintptr_t)t->recvbuff;
+  return w;
+}
 
 /* A rank's sends to itself and receives from itself, the k-th of one with the k-th of the other (as
  * NCCL matches them), when their bytes agree: such a pair becomes local copies (selfCopies) instead
@@ -169,15 +216,22 @@ static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* 
   return k;
 }
 
-ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, struct chrDevLaunchPlan* p) {
+ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, int capturing, struct chrDevLaunchPlan* p) {
   int n = comm->nRanks, nP2p = 0, total = 0;
   memset(p, 0, sizeof(*p));
   pairSelfTasks(comm, list);
   const uint64_t engineMin = (uint64_t)chrParamInt(CHR_P_GPU_SELF_COPY_ENGINE);
+  const uint64_t ceMin = (uint64_t)chrParamInt(CHR_P_GPU_CE_MIN_BYTES);
   struct chrWork copies[2];
   int copyChannels[2];
   for (struct chrCollTask* t = list; t; t = t->next) {
     if (t->comm != comm || t->noop || isPairedRecv(t)) continue;
+    if (isEngineP2p(t, comm, ceMin, capturing)) { /* one work, on channel 0 */
+      p->nP2p[0]++;
+      nP2p++;
+      if (p->p2pChannels < 1) p->p2pChannels = 1;
+      continue;
+    }
     const struct chrCollTask* selfRecv = t->selfPair;
     for (int c = 0; c < t->nChannels; c++) {
       if (!workRuns(&t->works[c])) continue;
@@ -225,6 +279,10 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
         w->call = call;
       }
       call++;
+      continue;
+    }
+    if (isEngineP2p(t, comm, ceMin, capturing)) { /* ahead of everything on channel 0, in call order */
+      order[k++] = (struct p2pEntry){.channel = 0, .delta = -2, .order = seq, .work = engineP2pWork(t)};
       continue;
     }
     const struct chrCollTask* selfRecv = t->selfPair;
@@ -296,20 +354,23 @@ static ncclResult_t launchComm(struct ncclComm* comm, struct chrCollTask* list) 
   CHECK(chrDevCommPoll(comm));
   if (comm->abortFlag) return chrFail(ncclRemoteError, "operation interrupted: communicator %p was aborted", (void*)comm);
   struct chrDevRankState* st = comm->dev;
-  ncclResult_t res = ncclSuccess;
+  const int dev = comm->cudaDev;
+  cudaStream_t s0 = streams[0];
+  /* Asked before the plan is made: a captured launch keeps its sends on the kernels (engine sends
+   * meet in a host mailbox, which a graph's replays would not repeat). */
+  int capturing = 0;
+  ncclResult_t res = lib->streamCapturing(dev, s0, &capturing);
+  if (res != ncclSuccess)
+    return chrFail(res, "comm %p rank %d: querying graph capture on GPU %d failed: %s", (void*)comm, comm->rank, dev,
+                   lib->lastError());
   struct chrDevLaunchPlan plan;
-  CHECK(chrDevBuildLaunch(comm, list, &plan));
+  CHECK(chrDevBuildLaunch(comm, list, capturing, &plan));
   res = connectPeers(comm, &plan);
   if (res != ncclSuccess) {
     chrDevFreeLaunch(&plan);
     return res;
   }
-  const int dev = comm->cudaDev;
-  cudaStream_t s0 = streams[0];
-  int capturing = 0;
-  const char* what = "querying graph capture";
-  res = lib->streamCapturing(dev, s0, &capturing);
-  what = "joining the group's streams";
+  const char* what = "joining the group's streams";
   for (int i = 1; i < nStreams && res == ncclSuccess; i++) {
     res = lib->eventRecord(dev, st->join, streams[i]);
     if (res == ncclSuccess) res = lib->streamWaitEvent(dev, s0, st->join);

@@ -17,7 +17,9 @@ ncclResult_t chrDevPartition(struct chrCollTask** list, struct chrCollTask** dev
 /* One comm's launches for a list of planned device tasks: the collectives' works channel after
  * channel (nColl[c] on channel c), then the point-to-point works channel after channel (nP2p[c] on
  * channel c: lane k's sends on 2k, its receives on 2k + 1), each channel's in round order
- * (dev_exec.c). Exposed for the CPU test that runs them through the simulation. */
+ * (dev_exec.c). capturing: the launch stream is being captured into a CUDA graph, so no send
+ * becomes an engine work (CHORUS_GPU_CE_MIN_BYTES; otherwise those go first on channel 0, in call
+ * order). Exposed for the CPU test that runs them through the simulation. */
 struct chrDevLaunchPlan {
   struct chrWork* coll;
   int nColl[CHR_DEV_MAX_CHANNELS];
@@ -26,7 +28,8 @@ struct chrDevLaunchPlan {
   int nP2p[CHR_DEV_MAX_CHANNELS];
   int p2pChannels;
 };
-ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, struct chrDevLaunchPlan* plan);
+ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, int capturing,
+                               struct chrDevLaunchPlan* plan);
 void chrDevFreeLaunch(struct chrDevLaunchPlan* plan);
 
 /* Launch every device task of the list (NULL-terminated), each comm's tasks as one launch on its

@@ -65,7 +65,8 @@ struct chrWorkLink {
 
 /* Work flags. */
 #define CHR_WORK_SCALAR_PTR 0x1 /* opArg is the address of the PreMulSum scalar (device-resident) */
-#define CHR_WORK_ENGINE 0x2     /* a local copy the device launcher runs as cudaMemcpyAsync beside the kernel */
+#define CHR_WORK_ENGINE 0x2     /* a local copy, or a send/receive to another rank, that the device launcher runs as
+                                   cudaMemcpyAsync beside the kernel (core/exec/dev_exec.c) */
 
 struct chrWork {
   uint8_t pattern;     /* enum chrPattern */

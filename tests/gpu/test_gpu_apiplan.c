@@ -6,7 +6,9 @@
  * sends on channel 2k and receives on 2k + 1, in round order), and the plans of all ranks run through the reference simulation
  * (gpu_sim.c: 8-slot connections, channels strictly in order, deadlocks detected) on host memory;
  * the outputs must match the test's reference. Also: the partition of a group's tasks into host and
- * device tasks.
+ * device tasks. With CHORUS_GPU_CE_MIN_BYTES set (gpu.apiplan.cesend.*), the sends to other ranks of
+ * that many bytes or more are one engine work per end, first on channel 0 in call order, and the
+ * simulation copies them pair by pair; the plans made as if under graph capture must have none.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,10 @@ static long engineWorks;           /* of those, the ones for the copy engine (CH
 static long pairWorks;             /* 2-rank all-reduces in one exchange (CHR_PAT_PAIR_ALLREDUCE) */
 static long simplePairWorks;       /* ... of them SIMPLE (CHORUS_GPU_PAIR_MAX_BYTES) */
 static const char* pairMaxEnv;     /* CHORUS_GPU_PAIR_MAX_BYTES as the test runs with it, or NULL */
+static uint64_t ceMin;             /* CHORUS_GPU_CE_MIN_BYTES as the test runs with it (0: unset or off) */
+static long ceSendWorks, ceRecvWorks; /* sends to other ranks / receives from them as engine works */
+static long ceMixedPlans;          /* rank plans with an engine work and a lane transfer to one peer, one direction */
+static long ceCapturedPlans;       /* rank plans made as under graph capture, checked to have no engine work */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -156,6 +162,78 @@ static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunch
 
 static int* collLaunch[MAX_RANKS]; /* per rank: the kernel each collective work runs in */
 
+static int isEngineP2pWork(const struct chrWork* w) {
+  return (w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV) && (w->flags & CHR_WORK_ENGINE);
+}
+
+/* What dev_exec.c makes an engine work (read from the environment, not the library): a send to
+ * another rank or a receive from one of at least CHORUS_GPU_CE_MIN_BYTES, outside graph capture. */
+static int wantsEngine(const struct chrCollTask* t, int rank, int capturing) {
+  return ceMin > 0 && !capturing && (t->func == ncclFuncSend || t->func == ncclFuncRecv) && t->root != rank &&
+         t->count > 0 && (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin;
+}
+
+/* The engine works of a rank's plan, against its tasks (head: call order): one per task that wants
+ * one and none other, all at the head of channel 0 and in call order (the device library numbers
+ * them per peer and direction in the order it finds them, and both ends must number alike), each
+ * the whole buffer in one piece with one link to the peer. Counts them, and the plans where one goes
+ * to a peer that a lane transfer of the same direction goes to as well (sizes mixed in one group). */
+static int checkEngineP2p(const char* name, int rank, const struct chrCollTask* head, const struct chrDevLaunchPlan* p,
+                          int capturing) {
+  const struct chrCollTask* t = head;
+  int lead = 1, k = 0, mixed = 0;
+  for (int ch = 0, at = 0; ch < CHR_DEV_MAX_CHANNELS; at += p->nP2p[ch], ch++)
+    for (int i = at; i < at + p->nP2p[ch]; i++) {
+      const struct chrWork* w = &p->p2p[i];
+      if (!isEngineP2pWork(w)) {
+        lead = 0;
+        if (w->pattern != CHR_PAT_P2P_SEND && w->pattern != CHR_PAT_P2P_RECV) continue;
+        for (int j = 0; j < p->nP2p[0] && !mixed; j++) /* the engine works lead channel 0 (checked) */
+          mixed = isEngineP2pWork(&p->p2p[j]) && p->p2p[j].pattern == w->pattern &&
+                  p->p2p[j].links[0].peer == w->links[0].peer;
+        continue;
+      }
+      if (ch != 0 || !lead) {
+        fprintf(stderr, "FAIL %s: rank %d: engine work %d on channel %d, after other works (all go first on channel 0)\n",
+                name, rank, k, ch);
+        return 1;
+      }
+      while (t && !wantsEngine(t, rank, capturing)) t = t->next;
+      if (t == NULL) {
+        fprintf(stderr, "FAIL %s: rank %d: engine work %d (%s rank %d, %llu bytes) but no more sends of %llu bytes or more "
+                "to other ranks%s\n", name, rank, k, w->pattern == CHR_PAT_P2P_SEND ? "to" : "from", w->links[0].peer,
+                (unsigned long long)(w->len * w->typeSize), (unsigned long long)ceMin, capturing ? " (capturing)" : "");
+        return 1;
+      }
+      const int isSend = t->func == ncclFuncSend;
+      const uint64_t buf = (uint64_t)(uintptr_t)(isSend ? t->sendbuff : t->recvbuff);
+      if (w->pattern != (isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV) || w->nLinks != 1 || w->links[0].peer != t->root ||
+          w->links[0].isSend != isSend || !w->links[0].p2p || w->links[0].conn != 0 || w->start != 0 ||
+          w->len != t->count || w->count != t->count || w->typeSize != t->typeSize || w->chunkElems != w->len ||
+          w->proto != CHR_PROTO_SIMPLE || (isSend ? w->sendbuff : w->recvbuff) != buf ||
+          (isSend ? w->recvbuff : w->sendbuff) != 0) {
+        fprintf(stderr, "FAIL %s: rank %d: engine work %d (pattern %d, %d links, peer %d, [%llu, +%llu) of %llu) is not "
+                "the %s %s rank %d of %zu elements, in call order\n", name, rank, k, w->pattern, w->nLinks,
+                w->links[0].peer, (unsigned long long)w->start, (unsigned long long)w->len, (unsigned long long)w->count,
+                isSend ? "send" : "receive", isSend ? "to" : "from", t->root, t->count);
+        return 1;
+      }
+      ceSendWorks += isSend;
+      ceRecvWorks += !isSend;
+      k++;
+      t = t->next;
+    }
+  while (t && !wantsEngine(t, rank, capturing)) t = t->next;
+  if (t) {
+    fprintf(stderr, "FAIL %s: rank %d: the %s %s rank %d of %zu bytes is no engine work (CHORUS_GPU_CE_MIN_BYTES=%llu%s)\n",
+            name, rank, t->func == ncclFuncSend ? "send" : "receive", t->func == ncclFuncSend ? "to" : "from", t->root,
+            t->count * t->typeSize, (unsigned long long)ceMin, capturing ? ", capturing" : "");
+    return 1;
+  }
+  ceMixedPlans += mixed;
+  return 0;
+}
+
 static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_t* scalars, const struct ncCase* c) {
   struct chrDevLaunchPlan plans[MAX_RANKS];
   ncclRedOp_t redops[MAX_RANKS][NC_MAX_OPS];
@@ -229,9 +307,21 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
       } else if (checkTuned(c->name, r, t) || checkDefaultRule(c->name, r, t)) {
         return 1;
       }
-    if (chrDevBuildLaunch(comms[r], head, &plans[r]) != ncclSuccess) {
+    if (chrDevBuildLaunch(comms[r], head, 0, &plans[r]) != ncclSuccess) {
       fprintf(stderr, "FAIL %s: rank %d: launch: %s\n", c->name, r, ncclGetLastError(NULL));
       return 1;
+    }
+    if (checkEngineP2p(c->name, r, head, &plans[r], 0)) return 1;
+    if (ceMin > 0) { /* the same calls captured into a graph: every send on the kernels */
+      struct chrDevLaunchPlan captured;
+      if (chrDevBuildLaunch(comms[r], head, 1, &captured) != ncclSuccess) {
+        fprintf(stderr, "FAIL %s: rank %d: launch (capturing): %s\n", c->name, r, ncclGetLastError(NULL));
+        return 1;
+      }
+      const int bad = checkEngineP2p(c->name, r, head, &captured, 1);
+      chrDevFreeLaunch(&captured);
+      if (bad) return 1;
+      ceCapturedPlans++;
     }
     int launches = 0, total = 0;
     for (int ch = 0; ch < plans[r].collChannels; ch++) total += plans[r].nColl[ch];
@@ -361,6 +451,8 @@ int main(int argc, char** argv) {
   int n = argc > 1 ? atoi(argv[1]) : 3;
   if (n < 1 || n > MAX_RANKS) return 2;
   pairMaxEnv = getenv("CHORUS_GPU_PAIR_MAX_BYTES");
+  const char* ceEnv = getenv("CHORUS_GPU_CE_MIN_BYTES");
+  ceMin = ceEnv ? strtoull(ceEnv, NULL, 0) : 0;
   ncclComm_t comms[MAX_RANKS];
   /* Every rank on device 0, as on the one-GPU machine: the device shape (channels from the SM count)
    * must be the same for all ranks, which it is only when they share one device. */
@@ -438,6 +530,21 @@ int main(int argc, char** argv) {
             selfCopyWorks);
     failures++;
   }
+  /* CHORUS_GPU_CE_MIN_BYTES: the cases hold sends to other ranks of up to MBs, so some must have gone
+   * to the copy engine, every send with its receive, and plans made as under capture were checked
+   * (none had any); above one byte (gpu.apiplan.cesend.mixed.*), some group must have sent to one
+   * peer both through the engine and through the lanes (a small all-to-all and a large ring in one
+   * group). */
+  if (ceMin > 0 && n > 1 && (ceSendWorks == 0 || ceSendWorks != ceRecvWorks || ceCapturedPlans == 0)) {
+    fprintf(stderr, "FAIL: CHORUS_GPU_CE_MIN_BYTES=%llu, but %ld engine sends and %ld engine receives were planned (%ld "
+            "plans checked as captured)\n", (unsigned long long)ceMin, ceSendWorks, ceRecvWorks, ceCapturedPlans);
+    failures++;
+  }
+  if (ceMin > 1 && n > 1 && ceMixedPlans == 0) {
+    fprintf(stderr, "FAIL: CHORUS_GPU_CE_MIN_BYTES=%llu, but no plan had an engine work and a lane transfer to one peer\n",
+            (unsigned long long)ceMin);
+    failures++;
+  }
   if (splitPlans == 0) {
     fprintf(stderr, "FAIL: no plan needed several launches (the cases mix reductions in one group)\n");
     failures++;
@@ -445,7 +552,9 @@ int main(int argc, char** argv) {
   if (failures == 0)
     printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, widest tree %d lanes, %ld pair "
            "all-reduce works (%ld SIMPLE), %ld works on p2p lanes > 0, %ld local copies to self (%ld on the copy engine), "
-           "%ld rank plans in several launches, %ld collectives checked against the default rule)\n", n, count, treeWorks,
-           widestTree, pairWorks, simplePairWorks, lanedWorks, selfCopyWorks, engineWorks, splitPlans, ruleTasks);
+           "%ld rank plans in several launches, %ld collectives checked against the default rule, %ld engine sends and "
+           "%ld engine receives, %ld plans with both an engine work and a lane transfer to one peer)\n", n, count,
+           treeWorks, widestTree, pairWorks, simplePairWorks, lanedWorks, selfCopyWorks, engineWorks, splitPlans, ruleTasks,
+           ceSendWorks, ceRecvWorks, ceMixedPlans);
   return failures ? 1 : 0;
 }

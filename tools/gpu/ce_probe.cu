@@ -275,7 +275,7 @@ static void postOne(struct Rank* R, int dir, int role, uint64_t k, uint64_t byte
     return;
   }
   if (gIssuer == role) /* the issuer posts only once the other end has: it then comes second */
-    while (__atomic_load_n(&mb->state[k % SLOTS], __ATOMIC_ACQUIRE) != ((k << 2) | (1u << (1 - role)))) {
+    while (__atomic_load_n(&mb->state[k % SLOTS], __ATOMIC_ACQUIRE) != ((chrCeRound(k) << 2) | (1u << (1 - role)))) {
       if (sh->stop.load()) exit(1);
     }
   if (chrCePost(mb, role, k, &mine, &theirs)) {

@@ -1,0 +1,537 @@
+/*
+ * ce_sends.cu: copy-engine sends between ranks (ce_sends.h says how they run).
+ *
+ * Per rank, per peer: an outgoing pair (this rank sends: the copy stream, the queue of sends not yet
+ * issued, the agent thread, the peer's buffers opened by CUDA IPC) and an incoming one (this rank
+ * receives). Each pair's mailbox is a shared-memory segment named after both ends' process tokens and
+ * rank serials; both ends create or open it (an all-zero mailbox is a fresh one), and the second end
+ * to map it removes the name, so nothing is left in /dev/shm once both have it. Within a process a
+ * segment is mapped and registered with CUDA once, whichever ranks use it.
+ */
+#include <cuda.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "cuda/ce_mailbox.h"
+#include "device/ce_sends.h"
+#include "device/dev_error.h"
+#include "device/dev_group.h"
+
+#define SEG_BYTES 4096
+#define MAX_OPENED 64      /* a peer's buffers kept open per pair; the oldest is closed beyond that */
+#define AGENT_NAP_NS 100000000L
+
+struct ceSeg {
+  struct chrCeMailbox box;
+  uint32_t bell;   /* the sender's agent sleeps on it (a futex both processes map) */
+  uint32_t ends;   /* ends that have mapped the segment: the second removes its name */
+};
+static_assert(sizeof(struct ceSeg) <= SEG_BYTES, "a mailbox segment outgrew its page");
+
+/* What the receiver posts. */
+struct cePostData {
+  uint32_t ok;        /* 0: the buffer cannot be shared (the sender writes the done words and reports it) */
+  uint32_t viaIpc;    /* 1: handle + offset; 0: ptr, in the sender's own process */
+  uint64_t bytes;
+  uint64_t ptr;
+  uint64_t offset;
+  cudaIpcMemHandle_t handle;
+};
+static_assert(sizeof(struct cePostData) <= CHR_CE_POST_BYTES, "a post outgrew chrCePost");
+
+/* ---- segments, mapped once per process ---- */
+
+struct ceMap {
+  struct ceMap* next;
+  char name[96];
+  struct ceSeg* seg;
+  char* dev;          /* its device address (registered, portable) */
+  int refs;
+};
+static pthread_mutex_t mapLock = PTHREAD_MUTEX_INITIALIZER;
+static struct ceMap* maps;
+
+static ncclResult_t mapSegment(const char* name, struct ceMap** out) {
+  pthread_mutex_lock(&mapLock);
+  ncclResult_t res = ncclSuccess;
+  struct ceMap* m = maps;
+  while (m && strcmp(m->name, name) != 0) m = m->next;
+  if (m) {
+    m->refs++;
+  } else {
+    void* p = MAP_FAILED;
+    int fd = shm_open(name, O_RDWR | O_CREAT, 0600);
+    m = (struct ceMap*)calloc(1, sizeof *m);
+    if (fd < 0 || m == NULL) {
+      res = chrDevFail(ncclSystemError, "copy-engine mailbox %s: %s", name, fd < 0 ? strerror(errno) : "out of memory");
+      goto fail;
+    }
+    /* Both ends may create it; each sets the same size, and new pages read as zero. */
+    if (ftruncate(fd, SEG_BYTES) != 0 ||
+        (p = mmap(NULL, SEG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+      res = chrDevFail(ncclSystemError, "copy-engine mailbox %s: %s", name, strerror(errno));
+      goto fail;
+    }
+    close(fd);
+    fd = -1;
+    {
+      cudaError_t e = cudaHostRegister(p, SEG_BYTES, cudaHostRegisterPortable | cudaHostRegisterMapped);
+      if (e == cudaSuccess) e = cudaHostGetDevicePointer((void**)&m->dev, p, 0);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        res = chrDevFail(ncclUnhandledCudaError, "registering copy-engine mailbox %s with CUDA: %s", name,
+                         cudaGetErrorString(e));
+        cudaHostUnregister(p);
+        cudaGetLastError();
+        goto fail;
+      }
+    }
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->seg = (struct ceSeg*)p;
+    m->refs = 1;
+    m->next = maps;
+    maps = m;
+    goto done;
+  fail:
+    if (p != MAP_FAILED) munmap(p, SEG_BYTES);
+    if (fd >= 0) close(fd);
+    free(m);
+    m = NULL;
+  }
+done:
+  pthread_mutex_unlock(&mapLock);
+  if (m) {
+    /* this end has it: the second end of the pair removes the name */
+    if (__atomic_add_fetch(&m->seg->ends, 1, __ATOMIC_ACQ_REL) == 2) shm_unlink(name);
+  }
+  *out = m;
+  return res;
+}
+
+static void unmapSegment(struct ceMap* m) {
+  if (m == NULL) return;
+  pthread_mutex_lock(&mapLock);
+  if (--m->refs == 0) {
+    struct ceMap** at = &maps;
+    while (*at != m) at = &(*at)->next;
+    *at = m->next;
+    /* A pair whose other end never mapped it leaves the name behind: remove it (a later open
+     * by that end would find an empty mailbox and wait, as it would for a rank that is gone). */
+    if (__atomic_load_n(&m->seg->ends, __ATOMIC_ACQUIRE) < 2) shm_unlink(m->name);
+    cudaHostUnregister(m->seg);
+    cudaGetLastError();
+    munmap(m->seg, SEG_BYTES);
+    free(m);
+  }
+  pthread_mutex_unlock(&mapLock);
+}
+
+/* ---- driver entry points (stream memory operations, address ranges) ---- */
+
+typedef CUresult (*valueFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+typedef CUresult (*rangeFn)(CUdeviceptr*, size_t*, CUdeviceptr);
+static valueFn waitValue64, writeValue64;
+static rangeFn addressRange;
+static pthread_once_t resolveOnce = PTHREAD_ONCE_INIT;
+
+static void* entryPoint(const char* name) {
+  void* p = NULL;
+  cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    p = NULL;
+  cudaGetLastError();
+  return p;
+}
+
+static void resolve(void) {
+  waitValue64 = (valueFn)entryPoint("cuStreamWaitValue64");
+  writeValue64 = (valueFn)entryPoint("cuStreamWriteValue64");
+  addressRange = (rangeFn)entryPoint("cuMemGetAddressRange");
+}
+
+static ncclResult_t streamWait(cudaStream_t s, const char* word, uint64_t v, int rank) {
+  if (waitValue64((CUstream)s, (CUdeviceptr)(uintptr_t)word, v, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
+    return chrDevFail(ncclUnhandledCudaError, "rank %d: cuStreamWaitValue64 on a copy-engine mailbox failed", rank);
+  return ncclSuccess;
+}
+
+static ncclResult_t streamWrite(cudaStream_t s, const char* word, uint64_t v, int rank) {
+  if (writeValue64((CUstream)s, (CUdeviceptr)(uintptr_t)word, v, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS)
+    return chrDevFail(ncclUnhandledCudaError, "rank %d: cuStreamWriteValue64 on a copy-engine mailbox failed", rank);
+  return ncclSuccess;
+}
+
+/* ---- per rank ---- */
+
+struct cePending {
+  uint64_t k, bytes;
+  const void* src;
+};
+
+struct ceOpened {
+  cudaIpcMemHandle_t handle;
+  char* base;
+};
+
+struct cePair {
+  struct ceMap* map;   /* NULL until first used */
+  uint64_t k;          /* transfers numbered */
+};
+
+/* This rank's sends to one peer. */
+struct ceOut {
+  struct cePair pair;
+  struct chrDevRank* rk;
+  int peer;
+  pthread_mutex_t lock; /* the queue, the copy stream's order, the opened buffers */
+  struct cePending queue[CHR_CE_SLOTS];
+  uint64_t head, tail;
+  cudaStream_t copy;
+  struct ceOpened opened[MAX_OPENED];
+  int nOpened;
+  pthread_t agent;
+  int agentRunning;
+  int quit;
+};
+
+struct chrCeRank {
+  struct ceOut* out;   /* nRanks */
+  struct cePair* in;   /* nRanks */
+  uint64_t* ks;        /* the launch's transfer numbers, between chrCeSignal and chrCePost */
+  int ksCap;
+  int aborted;
+};
+
+static char* word(const struct ceMap* m, const uint64_t* hostWord) {
+  return m->dev + ((const char*)hostWord - (const char*)m->seg);
+}
+
+static ncclResult_t ensureState(struct chrDevRank* rk) {
+  if (rk->ce) return ncclSuccess;
+  pthread_once(&resolveOnce, resolve);
+  if (!waitValue64 || !writeValue64 || !addressRange)
+    return chrDevFail(ncclInvalidUsage, "rank %d: copy-engine sends need the driver's stream memory operations "
+                      "(cuStreamWaitValue64), not found; unset CHORUS_GPU_CE_MIN_BYTES", rk->cfg.rank);
+  const int n = rk->cfg.nRanks;
+  struct chrCeRank* ce = (struct chrCeRank*)calloc(1, sizeof *ce);
+  if (ce) ce->out = (struct ceOut*)calloc((size_t)n, sizeof *ce->out);
+  if (ce) ce->in = (struct cePair*)calloc((size_t)n, sizeof *ce->in);
+  if (!ce || !ce->out || !ce->in) {
+    if (ce) {
+      free(ce->out);
+      free(ce->in);
+      free(ce);
+    }
+    return chrDevFail(ncclSystemError, "rank %d: out of memory for copy-engine sends", rk->cfg.rank);
+  }
+  for (int p = 0; p < n; p++) {
+    ce->out[p].rk = rk;
+    ce->out[p].peer = p;
+    pthread_mutex_init(&ce->out[p].lock, NULL);
+  }
+  rk->ce = ce;
+  return ncclSuccess;
+}
+
+/* The mailbox of the transfers from rank `from` to rank `to`, one of which is this rank. */
+static ncclResult_t openPair(struct chrDevRank* rk, struct cePair* pair, int from, int to) {
+  if (pair->map) return ncclSuccess;
+  const int peer = from == rk->cfg.rank ? to : from;
+  const struct chrDevPeerId* id = &rk->peerId[peer];
+  if (!id->known)
+    return chrDevFail(ncclInternalError, "rank %d: a copy-engine send with rank %d, which is not connected", rk->cfg.rank,
+                      peer);
+  const uint64_t mineToken = chrDevProcToken(), mineSerial = rk->serial;
+  const int iSend = from == rk->cfg.rank;
+  char name[96];
+  snprintf(name, sizeof name, "/chorus-ce-%016llx-%llx-%016llx-%llx",
+           (unsigned long long)(iSend ? mineToken : id->token), (unsigned long long)(iSend ? mineSerial : id->serial),
+           (unsigned long long)(iSend ? id->token : mineToken), (unsigned long long)(iSend ? id->serial : mineSerial));
+  return mapSegment(name, &pair->map);
+}
+
+static void raiseError(struct chrDevRank* rk) {
+  uint32_t none = CHR_DEV_ERR_NONE;
+  __atomic_compare_exchange_n((uint32_t*)&rk->flags[1], &none, (uint32_t)CHR_DEV_ERR_ENGINE, 0, __ATOMIC_SEQ_CST,
+                              __ATOMIC_SEQ_CST);
+}
+
+/* The receiver's buffer in this process: its own address, or its allocation opened by CUDA IPC (kept
+ * open; the oldest of MAX_OPENED is closed, after the copies that may use it). Under o->lock. */
+static char* peerBuffer(struct ceOut* o, const struct cePostData* d) {
+  if (!d->viaIpc) return (char*)(uintptr_t)d->ptr;
+  for (int i = 0; i < o->nOpened; i++)
+    if (memcmp(&o->opened[i].handle, &d->handle, sizeof d->handle) == 0) return o->opened[i].base + d->offset;
+  if (o->nOpened == MAX_OPENED) {
+    if (cudaStreamSynchronize(o->copy) != cudaSuccess) return NULL;
+    cudaIpcCloseMemHandle(o->opened[0].base);
+    memmove(&o->opened[0], &o->opened[1], sizeof(o->opened[0]) * (MAX_OPENED - 1));
+    o->nOpened--;
+  }
+  void* p = NULL;
+  if (cudaIpcOpenMemHandle(&p, d->handle, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  o->opened[o->nOpened].handle = d->handle;
+  o->opened[o->nOpened].base = (char*)p;
+  o->nOpened++;
+  return (char*)p + d->offset;
+}
+
+/* One send whose receiver has posted: the copy stream waits for both ready words, copies, writes both
+ * done words. When it cannot, the done words are written from here and the error word is raised. */
+static void issueOne(struct ceOut* o, const struct cePending* s, const struct cePostData* d) {
+  struct chrDevRank* rk = o->rk;
+  struct ceMap* m = o->pair.map;
+  struct chrCeMailbox* mb = &m->seg->box;
+  const int rank = rk->cfg.rank;
+  char* dst = NULL;
+  int ok = !rk->ce->aborted && d->ok && d->bytes == s->bytes;
+  if (ok) dst = peerBuffer(o, d);
+  ok = ok && dst != NULL;
+  if (ok && s->bytes > 0) {
+    ok = streamWait(o->copy, word(m, &mb->ready[CHR_CE_RECV][0]), s->k, rank) == ncclSuccess &&
+         streamWait(o->copy, word(m, &mb->ready[CHR_CE_SEND][0]), s->k, rank) == ncclSuccess &&
+         cudaMemcpyAsync(dst, s->src, s->bytes, cudaMemcpyDeviceToDevice, o->copy) == cudaSuccess;
+    cudaGetLastError();
+  }
+  if (ok)
+    ok = streamWrite(o->copy, word(m, &mb->done[CHR_CE_RECV][0]), s->k, rank) == ncclSuccess &&
+         streamWrite(o->copy, word(m, &mb->done[CHR_CE_SEND][0]), s->k, rank) == ncclSuccess;
+  if (!ok && !__atomic_load_n(&rk->ce->aborted, __ATOMIC_ACQUIRE)) { /* (an abort has written them all) */
+    raiseError(rk);
+    __atomic_store_n(&mb->done[CHR_CE_RECV][0], s->k, __ATOMIC_RELEASE);
+    __atomic_store_n(&mb->done[CHR_CE_SEND][0], s->k, __ATOMIC_RELEASE);
+  }
+  chrCeRelease(mb, s->k);
+}
+
+/* Issues, in transfer order, every queued send whose receiver has posted. From the user's call and
+ * from the agent. */
+static void issueReady(struct ceOut* o) {
+  pthread_mutex_lock(&o->lock);
+  while (o->head != o->tail) {
+    const struct cePending* s = &o->queue[o->head % CHR_CE_SLOTS];
+    struct chrCePost theirs;
+    if (!chrCeOtherPosted(&o->pair.map->seg->box, CHR_CE_SEND, s->k, &theirs)) break;
+    struct cePostData d;
+    memcpy(&d, theirs.bytes, sizeof d);
+    issueOne(o, s, &d);
+    o->head++;
+  }
+  pthread_mutex_unlock(&o->lock);
+}
+
+static void* agentMain(void* arg) {
+  struct ceOut* o = (struct ceOut*)arg;
+  cudaSetDevice(o->rk->cfg.cudaDev); /* the current device is per thread */
+  uint32_t* bell = &o->pair.map->seg->bell;
+  for (;;) {
+    const uint32_t seen = __atomic_load_n(bell, __ATOMIC_ACQUIRE);
+    issueReady(o);
+    if (__atomic_load_n(&o->quit, __ATOMIC_ACQUIRE)) return NULL;
+    /* Shared futex (both processes map the word); the nap bounds a missed wake-up and the quit. */
+    const struct timespec nap = {0, AGENT_NAP_NS};
+    syscall(SYS_futex, bell, FUTEX_WAIT, seen, &nap, NULL, 0);
+  }
+}
+
+static void ringBell(struct ceMap* m) {
+  __atomic_add_fetch(&m->seg->bell, 1, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &m->seg->bell, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static ncclResult_t startOut(struct chrDevRank* rk, struct ceOut* o) {
+  if (o->agentRunning) return ncclSuccess;
+  ncclResult_t res = ncclSuccess;
+  if (o->copy == NULL) CHR_DEV_CUDA_GOTO(cudaStreamCreateWithFlags(&o->copy, cudaStreamNonBlocking), res, fail);
+  if (pthread_create(&o->agent, NULL, agentMain, o) != 0)
+    return chrDevFail(ncclSystemError, "rank %d: cannot start the copy-engine agent for rank %d", rk->cfg.rank, o->peer);
+  o->agentRunning = 1;
+fail:
+  return res;
+}
+
+static struct cePair* pairOf(struct chrDevRank* rk, const struct chrWork* w, int* role) {
+  *role = w->pattern == CHR_PAT_P2P_SEND ? CHR_CE_SEND : CHR_CE_RECV;
+  const int peer = w->links[0].peer;
+  return *role == CHR_CE_SEND ? &rk->ce->out[peer].pair : &rk->ce->in[peer];
+}
+
+static uint64_t bytesOf(const struct chrWork* w) { return w->len * (uint64_t)w->typeSize; }
+
+ncclResult_t chrCeSignal(struct chrDevRank* rk, const struct chrWork* works, int n, cudaStream_t stream) {
+  ncclResult_t res = ensureState(rk);
+  if (res != ncclSuccess) return res;
+  struct chrCeRank* ce = rk->ce;
+  if (n > ce->ksCap) {
+    uint64_t* grown = (uint64_t*)realloc(ce->ks, sizeof(uint64_t) * (size_t)n);
+    if (grown == NULL) return chrDevFail(ncclSystemError, "rank %d: out of memory for %d engine sends", rk->cfg.rank, n);
+    ce->ks = grown;
+    ce->ksCap = n;
+  }
+  const int me = rk->cfg.rank;
+  for (int i = 0; i < n; i++) {
+    const struct chrWork* w = &works[i];
+    int role;
+    struct cePair* pair = pairOf(rk, w, &role);
+    const int peer = w->links[0].peer;
+    res = openPair(rk, pair, role == CHR_CE_SEND ? me : peer, role == CHR_CE_SEND ? peer : me);
+    if (res != ncclSuccess) return res;
+    if (role == CHR_CE_SEND) {
+      res = startOut(rk, &ce->out[peer]);
+      if (res != ncclSuccess) return res;
+    }
+    const uint64_t k = ++pair->k;
+    ce->ks[i] = k;
+    struct chrCeMailbox* mb = &pair->map->seg->box;
+    /* Free once transfer k - CHR_CE_SLOTS is issued: only an end that many transfers ahead waits. */
+    while (!chrCeSlotFree(mb, k)) {
+      if (rk->flags[0]) return chrDevFail(ncclRemoteError, "rank %d: aborted waiting for a copy-engine mailbox slot", me);
+      sched_yield();
+    }
+    res = streamWrite(stream, word(pair->map, &mb->ready[role][0]), k, me);
+    if (res != ncclSuccess) return res;
+  }
+  return ncclSuccess;
+}
+
+/* The receiver's post: its buffer as the sender's process will address it. */
+static void describeBuffer(struct chrDevRank* rk, const struct chrWork* w, struct cePostData* d) {
+  memset(d, 0, sizeof *d);
+  d->bytes = bytesOf(w);
+  d->ptr = w->recvbuff;
+  d->ok = 1;
+  if (rk->peerId[w->links[0].peer].same || d->bytes == 0) return;
+  d->viaIpc = 1;
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (addressRange(&base, &size, (CUdeviceptr)w->recvbuff) != CUDA_SUCCESS || w->recvbuff - base + d->bytes > size ||
+      cudaIpcGetMemHandle(&d->handle, (void*)(uintptr_t)base) != cudaSuccess) {
+    cudaGetLastError();
+    d->ok = 0;
+    return;
+  }
+  d->offset = w->recvbuff - base;
+}
+
+ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n, cudaStream_t stream) {
+  struct chrCeRank* ce = rk->ce;
+  const int me = rk->cfg.rank;
+  ncclResult_t res = ncclSuccess;
+  for (int i = 0; i < n; i++) {
+    const struct chrWork* w = &works[i];
+    int role;
+    struct cePair* pair = pairOf(rk, w, &role);
+    struct chrCeMailbox* mb = &pair->map->seg->box;
+    const uint64_t k = ce->ks[i];
+    struct chrCePost mine, theirs;
+    memset(&mine, 0, sizeof mine);
+    struct cePostData d;
+    if (role == CHR_CE_RECV) {
+      describeBuffer(rk, w, &d);
+      memcpy(mine.bytes, &d, sizeof d);
+    }
+    const int first = chrCePost(mb, role, k, &mine, &theirs);
+    ncclResult_t r = streamWait(stream, word(pair->map, &mb->done[role][0]), k, me);
+    if (r != ncclSuccess && res == ncclSuccess) res = r;
+    if (role == CHR_CE_RECV) {
+      if (!first) ringBell(pair->map); /* the sender came first: its agent issues */
+      if (!d.ok && res == ncclSuccess)
+        res = chrDevFail(ncclInvalidUsage, "rank %d: receive buffer %p from rank %d (%llu bytes) cannot be shared with "
+                         "CUDA IPC for a copy-engine send (not a cudaMalloc allocation?); unset CHORUS_GPU_CE_MIN_BYTES",
+                         me, (void*)(uintptr_t)w->recvbuff, w->links[0].peer, (unsigned long long)d.bytes);
+      continue;
+    }
+    struct ceOut* o = &ce->out[w->links[0].peer];
+    pthread_mutex_lock(&o->lock);
+    struct cePending* s = &o->queue[o->tail % CHR_CE_SLOTS];
+    s->k = k;
+    s->bytes = bytesOf(w);
+    s->src = (const void*)(uintptr_t)w->sendbuff;
+    o->tail++;
+    pthread_mutex_unlock(&o->lock);
+    issueReady(o);
+  }
+  return res;
+}
+
+/* Writes the words this rank's own streams wait on: its user stream's done words and, for its copy
+ * streams, both ready words of its sends (the receiver's is read by nobody else). */
+static void releaseWaits(struct chrCeRank* ce, int n) {
+  const uint64_t all = ~0ull;
+  for (int p = 0; p < n; p++) {
+    if (ce->out[p].pair.map) {
+      struct chrCeMailbox* mb = &ce->out[p].pair.map->seg->box;
+      __atomic_store_n(&mb->done[CHR_CE_SEND][0], all, __ATOMIC_RELEASE);
+      __atomic_store_n(&mb->ready[CHR_CE_SEND][0], all, __ATOMIC_RELEASE);
+      __atomic_store_n(&mb->ready[CHR_CE_RECV][0], all, __ATOMIC_RELEASE);
+    }
+    if (ce->in[p].map) __atomic_store_n(&ce->in[p].map->seg->box.done[CHR_CE_RECV][0], all, __ATOMIC_RELEASE);
+  }
+}
+
+void chrCeAbort(struct chrDevRank* rk) {
+  struct chrCeRank* ce = rk->ce;
+  if (ce == NULL) return;
+  __atomic_store_n(&ce->aborted, 1, __ATOMIC_SEQ_CST);
+  const int n = rk->cfg.nRanks;
+  releaseWaits(ce, n);
+  for (int p = 0; p < n; p++)
+    if (ce->out[p].pair.map) ringBell(ce->out[p].pair.map); /* the agent drains its queue without copying */
+  /* Copies already queued now run and then write their done words, smaller than the ones just
+   * written: give them a second (a copy stream parked on a word a live peer rewrote is left), then
+   * write again. */
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int p = 0; p < n; p++) {
+    cudaStream_t s = ce->out[p].copy;
+    while (s && cudaStreamQuery(s) == cudaErrorNotReady) {
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 1000000000L) break;
+      sched_yield();
+    }
+  }
+  cudaGetLastError();
+  releaseWaits(ce, n);
+}
+
+void chrCeDestroy(struct chrDevRank* rk) {
+  struct chrCeRank* ce = rk->ce;
+  if (ce == NULL) return;
+  for (int p = 0; p < rk->cfg.nRanks; p++) {
+    struct ceOut* o = &ce->out[p];
+    if (o->agentRunning) {
+      __atomic_store_n(&o->quit, 1, __ATOMIC_RELEASE);
+      ringBell(o->pair.map);
+      pthread_join(o->agent, NULL);
+    }
+    if (o->copy) {
+      if (!ce->aborted) cudaStreamSynchronize(o->copy);
+      cudaStreamDestroy(o->copy);
+    }
+    for (int i = 0; i < o->nOpened; i++) cudaIpcCloseMemHandle(o->opened[i].base);
+    cudaGetLastError();
+    pthread_mutex_destroy(&o->lock);
+    unmapSegment(o->pair.map);
+    unmapSegment(ce->in[p].map);
+  }
+  free(ce->out);
+  free(ce->in);
+  free(ce->ks);
+  free(ce);
+  rk->ce = NULL;
+}
