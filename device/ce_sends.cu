@@ -1,12 +1,20 @@
 /*
  * ce_sends.cu: copy-engine sends between ranks (ce_sends.h says how they run).
  *
- * Per rank, per peer: an outgoing pair (this rank sends: the copy stream, the queue of sends not yet
- * issued, the agent thread, the peer's buffers opened by CUDA IPC) and an incoming one (this rank
+ * Per rank, per peer and class (links[0].conn: 0 for sends and receives, 1 for transfers the planner
+ * makes of collectives, numbered apart because NCCL lets two ranks interleave their collectives and
+ * their sends differently): an outgoing pair (this rank sends: the copy stream, the queue of sends not
+ * yet issued, the agent thread, the peer's buffers opened by CUDA IPC) and an incoming one (this rank
  * receives). Each pair's mailbox is a shared-memory segment named after both ends' process tokens and
- * rank serials; both ends create or open it (an all-zero mailbox is a fresh one), and the second end
- * to map it removes the name, so nothing is left in /dev/shm once both have it. Within a process a
- * segment is mapped and registered with CUDA once, whichever ranks use it.
+ * rank serials and the class; both ends create or open it (an all-zero mailbox is a fresh one), and
+ * the second end to map it removes the name, so nothing is left in /dev/shm once both have it. Within
+ * a process a segment is mapped and registered with CUDA once, whichever ranks use it.
+ *
+ * A receive buffer that CUDA IPC cannot share (cuMemCreate memory, e.g. PyTorch's expandable
+ * segments) is received through a staging buffer of the incoming pair (cudaMalloc, grown as needed),
+ * which the sender fills and the receiver's stream copies out after its done wait; each staged
+ * transfer of a launch has its own region, and a buffer outgrown is kept until the rank is destroyed
+ * (the sender may still hold it open, and copies of this launch may still use it).
  */
 #include <cuda.h>
 #include <errno.h>
@@ -31,6 +39,8 @@
 #define SEG_BYTES 4096
 #define MAX_OPENED 64      /* a peer's buffers kept open per pair; the oldest is closed beyond that */
 #define AGENT_NAP_NS 100000000L
+#define CLASSES CHR_WORK_CLASSES /* links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL (plan/work.h) */
+#define STAGE_ALIGN 256
 
 struct ceSeg {
   struct chrCeMailbox box;
@@ -206,9 +216,18 @@ struct ceOut {
   int quit;
 };
 
+/* This rank's receives from one peer. */
+struct ceIn {
+  struct cePair pair;
+  char* staging;       /* for receive buffers CUDA IPC cannot share */
+  size_t stagingBytes, stagingUsed; /* used: by this launch's staged receives */
+  char** retired;      /* outgrown staging buffers, freed at destroy */
+  int nRetired;
+};
+
 struct chrCeRank {
-  struct ceOut* out;   /* nRanks */
-  struct cePair* in;   /* nRanks */
+  struct ceOut* out;   /* nRanks * CLASSES, [peer * CLASSES + class] */
+  struct ceIn* in;     /* nRanks * CLASSES */
   uint64_t* ks;        /* the launch's transfer numbers, between chrCeSignal and chrCePost */
   int ksCap;
   int aborted;
@@ -226,8 +245,8 @@ static ncclResult_t ensureState(struct chrDevRank* rk) {
                       "(cuStreamWaitValue64), not found; unset CHORUS_GPU_CE_MIN_BYTES", rk->cfg.rank);
   const int n = rk->cfg.nRanks;
   struct chrCeRank* ce = (struct chrCeRank*)calloc(1, sizeof *ce);
-  if (ce) ce->out = (struct ceOut*)calloc((size_t)n, sizeof *ce->out);
-  if (ce) ce->in = (struct cePair*)calloc((size_t)n, sizeof *ce->in);
+  if (ce) ce->out = (struct ceOut*)calloc((size_t)n * CLASSES, sizeof *ce->out);
+  if (ce) ce->in = (struct ceIn*)calloc((size_t)n * CLASSES, sizeof *ce->in);
   if (!ce || !ce->out || !ce->in) {
     if (ce) {
       free(ce->out);
@@ -236,17 +255,17 @@ static ncclResult_t ensureState(struct chrDevRank* rk) {
     }
     return chrDevFail(ncclSystemError, "rank %d: out of memory for copy-engine sends", rk->cfg.rank);
   }
-  for (int p = 0; p < n; p++) {
-    ce->out[p].rk = rk;
-    ce->out[p].peer = p;
-    pthread_mutex_init(&ce->out[p].lock, NULL);
+  for (int i = 0; i < n * CLASSES; i++) {
+    ce->out[i].rk = rk;
+    ce->out[i].peer = i / CLASSES;
+    pthread_mutex_init(&ce->out[i].lock, NULL);
   }
   rk->ce = ce;
   return ncclSuccess;
 }
 
-/* The mailbox of the transfers from rank `from` to rank `to`, one of which is this rank. */
-static ncclResult_t openPair(struct chrDevRank* rk, struct cePair* pair, int from, int to) {
+/* The mailbox of the transfers of class cls from rank `from` to rank `to`, one of which is this rank. */
+static ncclResult_t openPair(struct chrDevRank* rk, struct cePair* pair, int from, int to, int cls) {
   if (pair->map) return ncclSuccess;
   const int peer = from == rk->cfg.rank ? to : from;
   const struct chrDevPeerId* id = &rk->peerId[peer];
@@ -256,9 +275,9 @@ static ncclResult_t openPair(struct chrDevRank* rk, struct cePair* pair, int fro
   const uint64_t mineToken = chrDevProcToken(), mineSerial = rk->serial;
   const int iSend = from == rk->cfg.rank;
   char name[96];
-  snprintf(name, sizeof name, "/chorus-ce-%016llx-%llx-%016llx-%llx",
+  snprintf(name, sizeof name, "/chorus-ce-%016llx-%llx-%016llx-%llx-%d",
            (unsigned long long)(iSend ? mineToken : id->token), (unsigned long long)(iSend ? mineSerial : id->serial),
-           (unsigned long long)(iSend ? id->token : mineToken), (unsigned long long)(iSend ? id->serial : mineSerial));
+           (unsigned long long)(iSend ? id->token : mineToken), (unsigned long long)(iSend ? id->serial : mineSerial), cls);
   return mapSegment(name, &pair->map);
 }
 
@@ -365,10 +384,15 @@ fail:
   return res;
 }
 
-static struct cePair* pairOf(struct chrDevRank* rk, const struct chrWork* w, int* role) {
+/* A work's index into out / in (its peer and class), and its role. */
+static int pairIndex(const struct chrWork* w, int* role) {
   *role = w->pattern == CHR_PAT_P2P_SEND ? CHR_CE_SEND : CHR_CE_RECV;
-  const int peer = w->links[0].peer;
-  return *role == CHR_CE_SEND ? &rk->ce->out[peer].pair : &rk->ce->in[peer];
+  return w->links[0].peer * CLASSES + w->links[0].conn;
+}
+
+static struct cePair* pairOf(struct chrDevRank* rk, const struct chrWork* w, int* role) {
+  const int i = pairIndex(w, role);
+  return *role == CHR_CE_SEND ? &rk->ce->out[i].pair : &rk->ce->in[i].pair;
 }
 
 static uint64_t bytesOf(const struct chrWork* w) { return w->len * (uint64_t)w->typeSize; }
@@ -386,13 +410,15 @@ ncclResult_t chrCeSignal(struct chrDevRank* rk, const struct chrWork* works, int
   const int me = rk->cfg.rank;
   for (int i = 0; i < n; i++) {
     const struct chrWork* w = &works[i];
+    const int peer = w->links[0].peer, cls = w->links[0].conn;
+    if (peer < 0 || peer >= rk->cfg.nRanks || peer == me || cls >= CLASSES)
+      return chrDevFail(ncclInternalError, "rank %d: an engine transfer with rank %d, class %d", me, peer, cls);
     int role;
     struct cePair* pair = pairOf(rk, w, &role);
-    const int peer = w->links[0].peer;
-    res = openPair(rk, pair, role == CHR_CE_SEND ? me : peer, role == CHR_CE_SEND ? peer : me);
+    res = openPair(rk, pair, role == CHR_CE_SEND ? me : peer, role == CHR_CE_SEND ? peer : me, cls);
     if (res != ncclSuccess) return res;
     if (role == CHR_CE_SEND) {
-      res = startOut(rk, &ce->out[peer]);
+      res = startOut(rk, &ce->out[peer * CLASSES + cls]);
       if (res != ncclSuccess) return res;
     }
     const uint64_t k = ++pair->k;
@@ -409,54 +435,105 @@ ncclResult_t chrCeSignal(struct chrDevRank* rk, const struct chrWork* works, int
   return ncclSuccess;
 }
 
-/* The receiver's post: its buffer as the sender's process will address it. */
-static void describeBuffer(struct chrDevRank* rk, const struct chrWork* w, struct cePostData* d) {
+/* The allocation holding [ptr, ptr + bytes) as CUDA IPC shares it: 1 with its handle and the offset. */
+static int exportRange(uint64_t ptr, uint64_t bytes, cudaIpcMemHandle_t* handle, uint64_t* offset) {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (addressRange(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS || ptr - base + bytes > size ||
+      cudaIpcGetMemHandle(handle, (void*)(uintptr_t)base) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  *offset = ptr - base;
+  return 1;
+}
+
+/* A region of the pair's staging buffer for one receive of this launch; NULL when none can be had. */
+static char* stageRegion(struct ceIn* in, uint64_t bytes) {
+  const size_t need = (size_t)((bytes + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN);
+  if (in->staging == NULL || in->stagingUsed + need > in->stagingBytes) {
+    const size_t grow = in->stagingBytes * 2 > need ? in->stagingBytes * 2 : need;
+    char** kept = (char**)realloc(in->retired, sizeof(char*) * (size_t)(in->nRetired + 1));
+    if (kept == NULL) return NULL;
+    in->retired = kept;
+    char* p = NULL;
+    if (cudaMalloc((void**)&p, grow) != cudaSuccess) {
+      cudaGetLastError();
+      return NULL;
+    }
+    if (in->staging) in->retired[in->nRetired++] = in->staging; /* this launch's earlier regions live on */
+    in->staging = p;
+    in->stagingBytes = grow;
+    in->stagingUsed = 0;
+  }
+  char* r = in->staging + in->stagingUsed;
+  in->stagingUsed += need;
+  return r;
+}
+
+/* The receiver's post: its buffer as the sender's process will address it; *staged: a staging region
+ * stands in for it (the stream copies it out after the done wait). */
+static void describeBuffer(struct chrDevRank* rk, struct ceIn* in, const struct chrWork* w, struct cePostData* d,
+                           char** staged) {
   memset(d, 0, sizeof *d);
+  *staged = NULL;
   d->bytes = bytesOf(w);
   d->ptr = w->recvbuff;
   d->ok = 1;
   if (rk->peerId[w->links[0].peer].same || d->bytes == 0) return;
   d->viaIpc = 1;
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (addressRange(&base, &size, (CUdeviceptr)w->recvbuff) != CUDA_SUCCESS || w->recvbuff - base + d->bytes > size ||
-      cudaIpcGetMemHandle(&d->handle, (void*)(uintptr_t)base) != cudaSuccess) {
-    cudaGetLastError();
+  if (exportRange(w->recvbuff, d->bytes, &d->handle, &d->offset)) return;
+  char* region = stageRegion(in, d->bytes);
+  if (region == NULL || !exportRange((uint64_t)(uintptr_t)region, d->bytes, &d->handle, &d->offset)) {
     d->ok = 0;
     return;
   }
-  d->offset = w->recvbuff - base;
+  *staged = region;
 }
 
 ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n, cudaStream_t stream) {
   struct chrCeRank* ce = rk->ce;
   const int me = rk->cfg.rank;
   ncclResult_t res = ncclSuccess;
+  for (int i = 0; i < n; i++) { /* staging regions are per launch */
+    int role;
+    const int at = pairIndex(&works[i], &role);
+    if (role == CHR_CE_RECV) ce->in[at].stagingUsed = 0;
+  }
   for (int i = 0; i < n; i++) {
     const struct chrWork* w = &works[i];
     int role;
+    const int at = pairIndex(w, &role);
     struct cePair* pair = pairOf(rk, w, &role);
     struct chrCeMailbox* mb = &pair->map->seg->box;
     const uint64_t k = ce->ks[i];
     struct chrCePost mine, theirs;
     memset(&mine, 0, sizeof mine);
     struct cePostData d;
+    char* staged = NULL;
     if (role == CHR_CE_RECV) {
-      describeBuffer(rk, w, &d);
+      describeBuffer(rk, &ce->in[at], w, &d, &staged);
       memcpy(mine.bytes, &d, sizeof d);
     }
     const int first = chrCePost(mb, role, k, &mine, &theirs);
     ncclResult_t r = streamWait(stream, word(pair->map, &mb->done[role][0]), k, me);
     if (r != ncclSuccess && res == ncclSuccess) res = r;
+    if (staged && r == ncclSuccess) {
+      const cudaError_t e = cudaMemcpyAsync((void*)(uintptr_t)w->recvbuff, staged, d.bytes, cudaMemcpyDeviceToDevice,
+                                            stream);
+      if (e != cudaSuccess && res == ncclSuccess)
+        res = chrDevFail(ncclUnhandledCudaError, "rank %d: copying a staged receive out: %s", me, cudaGetErrorString(e));
+    }
     if (role == CHR_CE_RECV) {
       if (!first) ringBell(pair->map); /* the sender came first: its agent issues */
       if (!d.ok && res == ncclSuccess)
-        res = chrDevFail(ncclInvalidUsage, "rank %d: receive buffer %p from rank %d (%llu bytes) cannot be shared with "
-                         "CUDA IPC for a copy-engine send (not a cudaMalloc allocation?); unset CHORUS_GPU_CE_MIN_BYTES",
+        res = chrDevFail(ncclSystemError, "rank %d: receive buffer %p from rank %d (%llu bytes) cannot be shared with "
+                         "CUDA IPC for a copy-engine send, nor a staging buffer be allocated for it (GPU memory "
+                         "full?); CHORUS_GPU_CE_MIN_BYTES=0 turns copy-engine sends off",
                          me, (void*)(uintptr_t)w->recvbuff, w->links[0].peer, (unsigned long long)d.bytes);
       continue;
     }
-    struct ceOut* o = &ce->out[w->links[0].peer];
+    struct ceOut* o = &ce->out[at];
     pthread_mutex_lock(&o->lock);
     struct cePending* s = &o->queue[o->tail % CHR_CE_SLOTS];
     s->k = k;
@@ -480,7 +557,8 @@ static void releaseWaits(struct chrCeRank* ce, int n) {
       __atomic_store_n(&mb->ready[CHR_CE_SEND][0], all, __ATOMIC_RELEASE);
       __atomic_store_n(&mb->ready[CHR_CE_RECV][0], all, __ATOMIC_RELEASE);
     }
-    if (ce->in[p].map) __atomic_store_n(&ce->in[p].map->seg->box.done[CHR_CE_RECV][0], all, __ATOMIC_RELEASE);
+    if (ce->in[p].pair.map)
+      __atomic_store_n(&ce->in[p].pair.map->seg->box.done[CHR_CE_RECV][0], all, __ATOMIC_RELEASE);
   }
 }
 
@@ -488,7 +566,7 @@ void chrCeAbort(struct chrDevRank* rk) {
   struct chrCeRank* ce = rk->ce;
   if (ce == NULL) return;
   __atomic_store_n(&ce->aborted, 1, __ATOMIC_SEQ_CST);
-  const int n = rk->cfg.nRanks;
+  const int n = rk->cfg.nRanks * CLASSES;
   releaseWaits(ce, n);
   for (int p = 0; p < n; p++)
     if (ce->out[p].pair.map) ringBell(ce->out[p].pair.map); /* the agent drains its queue without copying */
@@ -512,7 +590,7 @@ void chrCeAbort(struct chrDevRank* rk) {
 void chrCeDestroy(struct chrDevRank* rk) {
   struct chrCeRank* ce = rk->ce;
   if (ce == NULL) return;
-  for (int p = 0; p < rk->cfg.nRanks; p++) {
+  for (int p = 0; p < rk->cfg.nRanks * CLASSES; p++) {
     struct ceOut* o = &ce->out[p];
     if (o->agentRunning) {
       __atomic_store_n(&o->quit, 1, __ATOMIC_RELEASE);
@@ -527,7 +605,12 @@ void chrCeDestroy(struct chrDevRank* rk) {
     cudaGetLastError();
     pthread_mutex_destroy(&o->lock);
     unmapSegment(o->pair.map);
-    unmapSegment(ce->in[p].map);
+    struct ceIn* in = &ce->in[p];
+    unmapSegment(in->pair.map);
+    if (in->staging) cudaFree(in->staging); /* the rank's streams are done with it (destroy's contract) */
+    for (int i = 0; i < in->nRetired; i++) cudaFree(in->retired[i]);
+    free(in->retired);
+    cudaGetLastError();
   }
   free(ce->out);
   free(ce->in);

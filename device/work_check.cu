@@ -5,7 +5,8 @@
  * step, ring positions, and that a point-to-point end is used from one channel only within a launch
  * (two CTAs would race on its position). An engine send or receive (a P2P work flagged
  * CHR_WORK_ENGINE, core/exec/dev_exec.c) is one cudaMemcpyAsync between the two ranks' buffers: it
- * names its peer and direction and uses no connection end and no slot.
+ * names its peer, direction and transfer class (links[0].conn: 0 a point-to-point call, 1 a
+ * collective's transfer) and uses no connection end and no slot.
  */
 #include <string.h>
 #include "device/dev_error.h"
@@ -23,8 +24,8 @@ static int isEngineP2p(const struct chrWork* w) {
   return (w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV) && (w->flags & CHR_WORK_ENGINE);
 }
 
-/* Its one link names a connected peer other than the rank (a copy to itself is a local work), and
- * its buffer is the whole one: the copy moves [0, count) in one piece. */
+/* Its one link names a connected peer other than the rank (a copy to itself is a local work) and a
+ * transfer class, and its buffer is the whole one: the copy moves [0, count) in one piece. */
 static ncclResult_t checkEngineP2p(const struct chrDevRank* rk, int rank, int channel, const struct chrWork* w) {
   const int n = rk->cfg.nRanks, isSend = w->pattern == CHR_PAT_P2P_SEND;
   const struct chrWorkLink* L = &w->links[0];
@@ -37,6 +38,10 @@ static ncclResult_t checkEngineP2p(const struct chrDevRank* rk, int rank, int ch
   if (rk->peerBase[L->peer] == NULL)
     return chrDevFail(ncclInvalidUsage, "rank %d channel %d: engine %s with rank %d, which is not connected to this rank",
                       rank, channel, isSend ? "send" : "receive", L->peer);
+  if (L->conn >= CHR_WORK_CLASSES)
+    return chrDevFail(ncclInvalidArgument, "rank %d channel %d: engine %s with rank %d of transfer class %d (0 "
+                      "point-to-point or 1 collective expected)", rank, channel, isSend ? "send" : "receive", L->peer,
+                      L->conn);
   if (w->len != w->count || w->start != 0)
     return chrDevFail(ncclInvalidArgument, "rank %d channel %d: engine %s of elements [%llu, +%llu) of %llu (the whole "
                       "buffer expected)", rank, channel, isSend ? "send" : "receive", (unsigned long long)w->start,

@@ -20,10 +20,18 @@
  * mailbox (the copy engine moves more than the SMs' pushes at large sizes). Both ends decide from
  * the bytes alone, which NCCL requires to match, so nothing is negotiated. Not under CUDA graph
  * capture: a replay would not repeat the mailbox's rendezvous, so captured calls keep the kernels.
- * The device library numbers a rank's engine transfers per (peer, direction) in the order it finds
- * them, and the k-th send from A to B must meet the k-th receive at B from A: so every engine work
- * goes to channel 0, ahead of everything there, in call order (which NCCL makes the same on both
- * ends for one peer).
+ * The device library numbers a rank's engine transfers per (peer, direction, class) in the order it
+ * finds them, and the k-th send from A to B must meet the k-th receive at B from A of the same
+ * class: so every engine work goes to channel 0, ahead of everything there, in call order (which
+ * NCCL makes the same on both ends for one peer, among the point-to-point calls and among the
+ * collectives). A broadcast of two ranks of that size is such a transfer too, from the root to the
+ * other rank (with, out of place, an engine copy of the root's own buffer): it leaves the
+ * collectives' launch (no works, no call number: both ranks leave out the same calls) for channel 0
+ * of the point-to-point launch, ahead of the point-to-point engine works, in call order. Its class
+ * (links[0].conn) is 1, the point-to-point calls' 0: NCCL orders a rank's collectives among
+ * themselves and its sends among themselves, but not the two together across groups (rank 0 may
+ * run group{send}, group{bcast} while rank 1 runs group{bcast, recv}), so one count for both would
+ * pair a broadcast with a send.
  *
  * Streams. The launch goes to the first task's stream; other streams of the comm's tasks in the group
  * are joined before (the launch stream waits for each) and after (each waits for the launch). A rank
@@ -90,9 +98,10 @@ ncclResult_t chrDevPartition(struct chrCollTask** list, struct chrCollTask** dev
 
 /* A point-to-point work in a launch: its channel (lane k: sends on 2k, receives on 2k + 1), round
  * (the ring distance to the peer, counted in the direction of the transfer; -1 for a rank's copy
- * to itself, -2 for an engine send or receive) and call order. */
+ * to itself, -2 for an engine send or receive, -3 for the engine works of a broadcast), call order,
+ * and its place among the works of one call (idx: the order they were made in). */
 struct p2pEntry {
-  int channel, delta, order;
+  int channel, delta, order, idx;
   struct chrWork work;
 };
 
@@ -103,7 +112,8 @@ static int byChannelRound(const void* a, const void* b) {
   const struct p2pEntry* y = b;
   if (x->channel != y->channel) return x->channel < y->channel ? -1 : 1;
   if (x->delta != y->delta) return x->delta < y->delta ? -1 : 1;
-  return x->order < y->order ? -1 : x->order > y->order;
+  if (x->order != y->order) return x->order < y->order ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 /* Works of a task that have something to do (empty channels of a small collective are left out; every
@@ -119,32 +129,49 @@ static const struct chrWork* firstRun(const struct chrCollTask* t) {
   return NULL;
 }
 
-/* A send to another rank or a receive from one that runs as one engine work (header comment):
- * ceMin bytes or more (CHORUS_GPU_CE_MIN_BYTES; 0: never), outside graph capture. A rank's send to
- * itself keeps the self-copy pairing below; a task that moves nothing never gets here (no-op). */
-static int isEngineP2p(const struct chrCollTask* t, const struct ncclComm* comm, uint64_t ceMin, int capturing) {
-  return ceMin > 0 && !capturing && !t->noop && isP2pTask(t) && t->root != comm->rank && t->count > 0 &&
-         (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin && firstRun(t) != NULL;
+/* A task that moves its whole buffer in one engine work instead of lane or ring works (header
+ * comment): ceMin bytes or more (CHORUS_GPU_CE_MIN_BYTES; 0: never), outside graph capture. A task
+ * that moves nothing never gets here (no-op). */
+static int engineSized(const struct chrCollTask* t, uint64_t ceMin, int capturing) {
+  return ceMin > 0 && !capturing && !t->noop && t->count > 0 && (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin &&
+         firstRun(t) != NULL;
 }
 
-/* The engine work of such a task: the whole buffer in one piece. Its one link names the peer and the
- * direction (the device library matches transfers per peer and direction) and no connection: the
- * bytes go from buffer to buffer, through no slot, so a step is the whole buffer. */
-static struct chrWork engineP2pWork(const struct chrCollTask* t) {
-  const int isSend = t->func == ncclFuncSend;
+/* A send to another rank or a receive from one as one engine work. A rank's send to itself keeps
+ * the self-copy pairing below. */
+static int isEngineP2p(const struct chrCollTask* t, const struct ncclComm* comm, uint64_t ceMin, int capturing) {
+  return isP2pTask(t) && t->root != comm->rank && engineSized(t, ceMin, capturing);
+}
+
+/* A broadcast of two ranks as one engine transfer from the root to the other rank (and, at the root,
+ * an engine copy of its own buffer when the call is out of place): it contributes nothing to the
+ * collectives' launch. */
+static int isEngineBcast(const struct chrCollTask* t, const struct ncclComm* comm, uint64_t ceMin, int capturing) {
+  return t->func == ncclFuncBroadcast && comm->nRanks == 2 && t->onDevice && engineSized(t, ceMin, capturing);
+}
+
+/* An engine work: the whole buffer of t in one piece, sent to `peer` (isSend) from buf or received
+ * from it into buf, as a send or receive (pattern and func) whatever t's function. Its one link names
+ * the peer, the direction and the transfer class (the device library matches transfers per peer,
+ * direction and class) and no connection: the bytes go from buffer to buffer, through no slot, so a
+ * step is the whole buffer. */
+static struct chrWork engineP2pWork(const struct chrCollTask* t, int peer, int isSend, const void* buf, int cls) {
   struct chrWork w = *firstRun(t);
   w.pattern = (uint8_t)(isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV);
+  w.func = (uint8_t)(isSend ? ncclFuncSend : ncclFuncRecv);
   w.flags |= CHR_WORK_ENGINE;
   w.proto = CHR_PROTO_SIMPLE;
+  w.dist = 0;
+  w.call = 0;
   w.nLinks = 1;
   memset(w.links, 0, sizeof(w.links));
-  w.links[0] = (struct chrWorkLink){.peer = t->root, .isSend = (uint8_t)isSend, .p2p = 1, .conn = 0};
+  w.links[0] = (struct chrWorkLink){.peer = peer, .isSend = (uint8_t)isSend, .p2p = 1, .conn = (uint8_t)cls};
   w.start = 0;
   w.len = w.count = (uint64_t)t->count;
   w.chunkElems = w.len;
   w.typeSize = (uint8_t)t->typeSize;
-  w.sendbuff = isSend ? (uint64_t)(uintptr_t)t->sendbuff : 0;
-  w.recvbuff = isSend ? 0 : (uint64_t)(uintptr_t)t->recvbuff;
+  w.sendbuff = isSend ? (uint64_t)(uintptr_t)buf : 0;
+  w.recvbuff = isSend ? 0 : (uint64_t)(uintptr_t)buf;
   return w;
 }
 
@@ -216,6 +243,24 @@ static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* 
   return k;
 }
 
+/* The engine works of a broadcast of two ranks (isEngineBcast), to out (2 at most; returns how
+ * many): at the root a send of its buffer to the other rank and, out of place, one engine copy of
+ * the whole buffer to its own output (selfCopies' engine copy, flagged as a rank's copy to itself,
+ * the only local work a launch of several ranks takes); at the other rank the receive. Class
+ * CHR_WORK_CLASS_COLL: numbered apart from the point-to-point calls' transfers. */
+static int engineBcastWorks(const struct chrCollTask* t, const struct ncclComm* comm, struct chrWork* out) {
+  if (t->root != comm->rank) {
+    out[0] = engineP2pWork(t, t->root, 0, t->recvbuff, CHR_WORK_CLASS_COLL);
+    return 1;
+  }
+  out[0] = engineP2pWork(t, 1 - comm->rank, 1, t->sendbuff, CHR_WORK_CLASS_COLL);
+  if (t->sendbuff == t->recvbuff) return 1;
+  int channel;
+  const int k = selfCopies(t, t, 0, 1, &out[1], &channel); /* engineMin 1 byte: the whole buffer at once */
+  if (k == 1) out[1].func = ncclFuncSend;
+  return 1 + k;
+}
+
 ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, int capturing, struct chrDevLaunchPlan* p) {
   int n = comm->nRanks, nP2p = 0, total = 0;
   memset(p, 0, sizeof(*p));
@@ -226,9 +271,11 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   int copyChannels[2];
   for (struct chrCollTask* t = list; t; t = t->next) {
     if (t->comm != comm || t->noop || isPairedRecv(t)) continue;
-    if (isEngineP2p(t, comm, ceMin, capturing)) { /* one work, on channel 0 */
-      p->nP2p[0]++;
-      nP2p++;
+    const int nEngine = isEngineBcast(t, comm, ceMin, capturing) ? engineBcastWorks(t, comm, copies)
+                        : isEngineP2p(t, comm, ceMin, capturing) ? 1 : 0;
+    if (nEngine > 0) { /* on channel 0 of the point-to-point launch */
+      p->nP2p[0] += nEngine;
+      nP2p += nEngine;
       if (p->p2pChannels < 1) p->p2pChannels = 1;
       continue;
     }
@@ -271,6 +318,14 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   int k = 0, seq = 0, call = 0;
   for (struct chrCollTask* t = list; t; t = t->next, seq++) {
     if (t->comm != comm || t->noop || isPairedRecv(t)) continue;
+    if (isEngineBcast(t, comm, ceMin, capturing)) {
+      /* ahead of the point-to-point engine works on channel 0, in call order; no collective works and
+       * no call number (both ranks leave out the same calls: they decide from the same bytes) */
+      const int nEngine = engineBcastWorks(t, comm, copies);
+      for (int i = 0; i < nEngine; i++)
+        order[k++] = (struct p2pEntry){.channel = 0, .delta = -3, .order = seq, .idx = i, .work = copies[i]};
+      continue;
+    }
     if (!isP2pTask(t)) { /* the launcher cuts between calls, never inside one */
       for (int c = 0; c < t->nChannels; c++) {
         if (!workRuns(&t->works[c])) continue;
@@ -281,8 +336,10 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
       call++;
       continue;
     }
-    if (isEngineP2p(t, comm, ceMin, capturing)) { /* ahead of everything on channel 0, in call order */
-      order[k++] = (struct p2pEntry){.channel = 0, .delta = -2, .order = seq, .work = engineP2pWork(t)};
+    if (isEngineP2p(t, comm, ceMin, capturing)) { /* on channel 0 ahead of the rest, in call order */
+      const int isSend = t->func == ncclFuncSend;
+      const struct chrWork w = engineP2pWork(t, t->root, isSend, isSend ? t->sendbuff : t->recvbuff, CHR_WORK_CLASS_P2P);
+      order[k++] = (struct p2pEntry){.channel = 0, .delta = -2, .order = seq, .idx = 0, .work = w};
       continue;
     }
     const struct chrCollTask* selfRecv = t->selfPair;
@@ -291,7 +348,8 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
       if (selfRecv) { /* the launcher runs a channel's copies before its transfers; so does the plan */
         const int nCopies = selfCopies(t, selfRecv, c, engineMin, copies, copyChannels);
         for (int i = 0; i < nCopies; i++)
-          order[k++] = (struct p2pEntry){.channel = copyChannels[i], .delta = -1, .order = seq, .work = copies[i]};
+          order[k++] = (struct p2pEntry){.channel = copyChannels[i], .delta = -1, .order = seq, .idx = 2 * c + i,
+                                         .work = copies[i]};
         continue;
       }
       int isSend = t->func == ncclFuncSend;
@@ -299,6 +357,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
       e->channel = chrDevTaskChannel(t, c);
       e->delta = isSend ? (t->root - comm->rank + n) % n : (comm->rank - t->root + n) % n;
       e->order = seq;
+      e->idx = c;
       e->work = t->works[c];
     }
   }

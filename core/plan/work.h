@@ -68,6 +68,13 @@ struct chrWorkLink {
 #define CHR_WORK_ENGINE 0x2     /* a local copy, or a send/receive to another rank, that the device launcher runs as
                                    cudaMemcpyAsync beside the kernel (core/exec/dev_exec.c) */
 
+/* The transfer class of an engine send or receive (CHR_WORK_ENGINE on a P2P work): its links[0].conn.
+ * The device library numbers engine transfers per peer, direction and class, so a rank's
+ * point-to-point calls and its collectives (a broadcast of two ranks) never share numbers. */
+#define CHR_WORK_CLASS_P2P 0
+#define CHR_WORK_CLASS_COLL 1
+#define CHR_WORK_CLASSES 2
+
 struct chrWork {
   uint8_t pattern;     /* enum chrPattern */
   uint8_t func;        /* ncclFunc_t */

@@ -115,29 +115,34 @@ static int rankWorks(const struct chrSimRank* rk) {
 }
 
 /* The first engine work of a rank at or after works[from] that sends to `peer` (isSend) or receives
- * from it; -1 when none is left. Works in array order, channel after channel: the order in which the
- * device library finds and numbers them. */
-static int nextEngine(const struct chrSimRank* rk, int from, int isSend, int peer) {
+ * from it, of transfer class cls (links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL); -1 when
+ * none is left. Works in array order, channel after channel: the order in which the device library
+ * finds and numbers them. */
+static int nextEngine(const struct chrSimRank* rk, int from, int isSend, int peer, int cls) {
   const int total = rankWorks(rk);
   for (int i = from; i < total; i++) {
     const struct chrWork* w = &rk->works[i];
-    if (isEngineP2p(w) && (w->pattern == CHR_PAT_P2P_SEND) == isSend && w->links[0].peer == peer) return i;
+    if (isEngineP2p(w) && (w->pattern == CHR_PAT_P2P_SEND) == isSend && w->links[0].peer == peer &&
+        w->links[0].conn == cls)
+      return i;
   }
   return -1;
 }
 
-static int countEngine(const struct chrSimRank* rk, int isSend, int peer) {
+static int countEngine(const struct chrSimRank* rk, int isSend, int peer, int cls) {
   int k = 0;
-  for (int i = nextEngine(rk, 0, isSend, peer); i >= 0; i = nextEngine(rk, i + 1, isSend, peer)) k++;
+  for (int i = nextEngine(rk, 0, isSend, peer, cls); i >= 0; i = nextEngine(rk, i + 1, isSend, peer, cls)) k++;
   return k;
 }
 
-/* The engine works of the plans. Per ordered pair (r, p), the k-th engine send of r to p meets the
- * k-th engine receive of p from r, as the device library numbers them; each pair must move the same
- * bytes, and the sender's bytes are copied into the receiver's buffer. Run after every channel's works
- * have finished: on the GPU the copies run on a side stream beside the launch's kernels, unordered
- * with them, and the operations of one group are unordered (as with NCCL), so a correct plan gives
- * the same result either way; after is the order the stream's join makes visible to later work. */
+/* The engine works of the plans. Per ordered pair (r, p) and transfer class, the k-th engine send of
+ * r to p meets the k-th engine receive of p from r of the same class, as the device library numbers
+ * them (a class of its own for the collectives' transfers, so a broadcast never meets a send); each
+ * pair must move the same bytes, and the sender's bytes are copied into the receiver's buffer. Run
+ * after every channel's works have finished: on the GPU the copies run on a side stream beside the
+ * launch's kernels, unordered with them, and the operations of one group are unordered (as with
+ * NCCL), so a correct plan gives the same result either way; after is the order the stream's join
+ * makes visible to later work. */
 static int runEngineP2p(struct sim* s) {
   for (int r = 0; r < s->n; r++) {
     const struct chrSimRank* rk = &s->ranks[r];
@@ -147,36 +152,38 @@ static int runEngineP2p(struct sim* s) {
       if (!isEngineP2p(w)) continue;
       const struct chrWorkLink* L = &w->links[0];
       if (w->nLinks != 1 || !L->p2p || L->peer < 0 || L->peer >= s->n || L->peer == r ||
-          L->isSend != (w->pattern == CHR_PAT_P2P_SEND))
-        return fail(s, "rank %d: engine work %d has %d links, the first to rank %d (p2p %d, send %d)", r, i, w->nLinks,
-                    L->peer, L->p2p, L->isSend);
+          L->isSend != (w->pattern == CHR_PAT_P2P_SEND) || L->conn >= CHR_WORK_CLASSES)
+        return fail(s, "rank %d: engine work %d has %d links, the first to rank %d (p2p %d, send %d, class %d)", r, i,
+                    w->nLinks, L->peer, L->p2p, L->isSend, L->conn);
     }
   }
   for (int r = 0; r < s->n; r++)
-    for (int p = 0; p < s->n; p++) {
-      if (p == r) continue;
-      const struct chrSimRank* from = &s->ranks[r];
-      const struct chrSimRank* to = &s->ranks[p];
-      const int nSend = countEngine(from, 1, p), nRecv = countEngine(to, 0, r);
-      if (nSend != nRecv)
-        return fail(s, "engine transfers from rank %d to rank %d: %d sends, %d receives", r, p, nSend, nRecv);
-      int i = nextEngine(from, 0, 1, p), j = nextEngine(to, 0, 0, r);
-      for (int k = 0; i >= 0 && j >= 0; k++, i = nextEngine(from, i + 1, 1, p), j = nextEngine(to, j + 1, 0, r)) {
-        const struct chrWork* ws = &from->works[i];
-        const struct chrWork* wr = &to->works[j];
-        const size_t bytes = (size_t)(ws->len * ws->typeSize);
-        if (bytes != (size_t)(wr->len * wr->typeSize))
-          return fail(s, "engine transfer %d from rank %d to rank %d: the send moves %zu bytes, the receive %zu", k, r, p,
-                      bytes, (size_t)(wr->len * wr->typeSize));
-        if (bytes == 0) continue;
-        const char* src = hostOf(s, ws->sendbuff + ws->start * ws->typeSize, bytes);
-        char* dst = hostOf(s, wr->recvbuff + wr->start * wr->typeSize, bytes);
-        if (src == NULL || dst == NULL)
-          return fail(s, "engine transfer %d from rank %d to rank %d: %s outside every buffer", k, r, p,
-                      src == NULL ? "the send's input" : "the receive's output");
-        memmove(dst, src, bytes);
+    for (int p = 0; p < s->n; p++)
+      for (int cls = 0; cls < CHR_WORK_CLASSES && p != r; cls++) {
+        const struct chrSimRank* from = &s->ranks[r];
+        const struct chrSimRank* to = &s->ranks[p];
+        const int nSend = countEngine(from, 1, p, cls), nRecv = countEngine(to, 0, r, cls);
+        if (nSend != nRecv)
+          return fail(s, "engine transfers of class %d from rank %d to rank %d: %d sends, %d receives", cls, r, p, nSend,
+                      nRecv);
+        int i = nextEngine(from, 0, 1, p, cls), j = nextEngine(to, 0, 0, r, cls);
+        for (int k = 0; i >= 0 && j >= 0;
+             k++, i = nextEngine(from, i + 1, 1, p, cls), j = nextEngine(to, j + 1, 0, r, cls)) {
+          const struct chrWork* ws = &from->works[i];
+          const struct chrWork* wr = &to->works[j];
+          const size_t bytes = (size_t)(ws->len * ws->typeSize);
+          if (bytes != (size_t)(wr->len * wr->typeSize))
+            return fail(s, "engine transfer %d of class %d from rank %d to rank %d: the send moves %zu bytes, the receive "
+                        "%zu", k, cls, r, p, bytes, (size_t)(wr->len * wr->typeSize));
+          if (bytes == 0) continue;
+          const char* src = hostOf(s, ws->sendbuff + ws->start * ws->typeSize, bytes);
+          char* dst = hostOf(s, wr->recvbuff + wr->start * wr->typeSize, bytes);
+          if (src == NULL || dst == NULL)
+            return fail(s, "engine transfer %d of class %d from rank %d to rank %d: %s outside every buffer", k, cls, r, p,
+                        src == NULL ? "the send's input" : "the receive's output");
+          memmove(dst, src, bytes);
+        }
       }
-    }
   return 0;
 }
 

@@ -30,9 +30,10 @@ struct chrSimRank {
 
 /* Runs every rank's plan to completion. Engine sends and receives (CHR_WORK_ENGINE on a P2P work)
  * take no step on their channel: once every channel has finished, the k-th engine send of rank r to
- * rank p is copied into the k-th engine receive of p from r (gpu_sim.c runEngineP2p). Returns 0, or
- * -1 with a message in err (a deadlock, a size disagreement between the ends of a link or of an
- * engine transfer, engine sends and receives of a pair that differ in number, an address outside
+ * rank p of a transfer class (links[0].conn, CHR_WORK_CLASSES of them) is copied into the k-th engine
+ * receive of p from r of that class (gpu_sim.c runEngineP2p). Returns 0, or -1 with a message in err
+ * (a deadlock, a size disagreement between the ends of a link or of an engine transfer, engine sends
+ * and receives of a pair and class that differ in number, a class out of range, an address outside
  * every region). */
 int chrSimRun(int nRanks, const int* ringOrder, const struct chrSimRank* ranks, const struct chrSimRegion* regions,
               int nRegions, char* err, size_t errLen);

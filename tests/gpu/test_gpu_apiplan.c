@@ -8,7 +8,10 @@
  * the outputs must match the test's reference. Also: the partition of a group's tasks into host and
  * device tasks. With CHORUS_GPU_CE_MIN_BYTES set (gpu.apiplan.cesend.*), the sends to other ranks of
  * that many bytes or more are one engine work per end, first on channel 0 in call order, and the
- * simulation copies them pair by pair; the plans made as if under graph capture must have none.
+ * simulation copies them pair by pair; on 2 ranks so are the broadcasts (the root's send, the other
+ * rank's receive, in transfer class 1; an engine copy at the root out of place), ahead of the sends
+ * and out of the collectives' launch; the plans made as if under graph capture must have none. On 2
+ * ranks a scenario of sends and broadcasts that the two ranks group differently checks the classes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +43,9 @@ static uint64_t ceMin;             /* CHORUS_GPU_CE_MIN_BYTES as the test runs w
 static long ceSendWorks, ceRecvWorks; /* sends to other ranks / receives from them as engine works */
 static long ceMixedPlans;          /* rank plans with an engine work and a lane transfer to one peer, one direction */
 static long ceCapturedPlans;       /* rank plans made as under graph capture, checked to have no engine work */
+static long ceBcastSends, ceBcastRecvs; /* 2-rank broadcasts as engine transfers (class 1): the root's, the other's */
+static long ceBcastCopies;         /* ... the root's engine copies of its own buffer (out of place) */
+static long ceClassScenarios;      /* the sends-and-broadcasts-across-groups scenario, run and passed */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -173,65 +179,284 @@ static int wantsEngine(const struct chrCollTask* t, int rank, int capturing) {
          t->count > 0 && (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin;
 }
 
-/* The engine works of a rank's plan, against its tasks (head: call order): one per task that wants
- * one and none other, all at the head of channel 0 and in call order (the device library numbers
- * them per peer and direction in the order it finds them, and both ends must number alike), each
- * the whole buffer in one piece with one link to the peer. Counts them, and the plans where one goes
- * to a peer that a lane transfer of the same direction goes to as well (sizes mixed in one group). */
+/* ... and a broadcast of two ranks of that size: the root's send and the other rank's receive, in
+ * transfer class 1 (the collectives'), with, at the root out of place, an engine copy of its buffer. */
+static int wantsEngineBcast(const struct chrCollTask* t, int capturing) {
+  return ceMin > 0 && !capturing && t->func == ncclFuncBroadcast && t->comm->nRanks == 2 && t->count > 0 &&
+         (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin;
+}
+
+/* The engine works that lead channel 0, as dev_exec.c must make them: the broadcasts' first (class
+ * 1), then the sends' and receives' (class 0), each in call order. */
+struct ceExpect {
+  const struct chrCollTask* t;
+  int isSend, peer, cls, copy; /* copy: the root's engine copy of its own buffer (a local work) */
+};
+
+static int expectedEngineWorks(const struct chrCollTask* head, int rank, int capturing, struct ceExpect* out, int cap) {
+  int k = 0;
+  for (const struct chrCollTask* t = head; t; t = t->next) {
+    if (!wantsEngineBcast(t, capturing)) continue;
+    const int root = t->root == rank;
+    if (k + 2 > cap) return -1;
+    out[k++] = (struct ceExpect){t, root, root ? 1 - rank : t->root, CHR_WORK_CLASS_COLL, 0};
+    if (root && t->sendbuff != t->recvbuff) out[k++] = (struct ceExpect){t, 1, rank, CHR_WORK_CLASS_COLL, 1};
+  }
+  for (const struct chrCollTask* t = head; t; t = t->next) {
+    if (!wantsEngine(t, rank, capturing)) continue;
+    if (k + 1 > cap) return -1;
+    out[k++] = (struct ceExpect){t, t->func == ncclFuncSend, t->root, CHR_WORK_CLASS_P2P, 0};
+  }
+  return k;
+}
+
+static const char* ceWhat(const struct ceExpect* e) {
+  return e->copy ? "root's engine copy of a broadcast" : e->cls == CHR_WORK_CLASS_COLL ? (e->isSend ? "broadcast's send" :
+         "broadcast's receive") : e->isSend ? "send" : "receive";
+}
+
+/* Whether w is the work e expects. */
+static int ceMatches(const struct chrWork* w, const struct ceExpect* e) {
+  const struct chrCollTask* t = e->t;
+  if (e->copy)
+    return w->pattern == CHR_PAT_LOCAL && (w->flags & CHR_WORK_ENGINE) && w->func == ncclFuncSend && w->nLinks == 0 &&
+           w->start == 0 && w->len == t->count && w->typeSize == t->typeSize && w->proto == CHR_PROTO_SIMPLE &&
+           w->sendbuff == (uint64_t)(uintptr_t)t->sendbuff && w->recvbuff == (uint64_t)(uintptr_t)t->recvbuff;
+  const uint64_t buf = (uint64_t)(uintptr_t)(e->isSend ? t->sendbuff : t->recvbuff);
+  return w->pattern == (e->isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV) && (w->flags & CHR_WORK_ENGINE) &&
+         w->func == (e->isSend ? ncclFuncSend : ncclFuncRecv) && w->nLinks == 1 && w->links[0].peer == e->peer &&
+         w->links[0].isSend == e->isSend && w->links[0].p2p && w->links[0].conn == e->cls && w->start == 0 &&
+         w->len == t->count && w->count == t->count && w->typeSize == t->typeSize && w->chunkElems == w->len &&
+         w->proto == CHR_PROTO_SIMPLE && w->op == CHR_DEV_SUM && (e->isSend ? w->sendbuff : w->recvbuff) == buf &&
+         (e->isSend ? w->recvbuff : w->sendbuff) == 0;
+}
+
+/* The engine works of a rank's plan, against its tasks (head: call order): one per send or receive
+ * that wants one, and the works of each broadcast that wants them, none other, all at the head of
+ * channel 0, the broadcasts' first, each kind in call order (the device library numbers them per
+ * peer, direction and class in the order it finds them, and both ends must number alike), each the
+ * whole buffer in one piece with one link to the peer that names the class. Such a broadcast has no
+ * collective work and no call number: the collectives' launch holds exactly the works of the other
+ * collectives, numbered 0.. in call order. Counts them, and the plans where one goes to a peer that a
+ * lane transfer of the same direction goes to as well (sizes mixed in one group); *lead: how many
+ * works lead channel 0 so. */
 static int checkEngineP2p(const char* name, int rank, const struct chrCollTask* head, const struct chrDevLaunchPlan* p,
-                          int capturing) {
-  const struct chrCollTask* t = head;
-  int lead = 1, k = 0, mixed = 0;
-  for (int ch = 0, at = 0; ch < CHR_DEV_MAX_CHANNELS; at += p->nP2p[ch], ch++)
-    for (int i = at; i < at + p->nP2p[ch]; i++) {
-      const struct chrWork* w = &p->p2p[i];
-      if (!isEngineP2pWork(w)) {
-        lead = 0;
-        if (w->pattern != CHR_PAT_P2P_SEND && w->pattern != CHR_PAT_P2P_RECV) continue;
-        for (int j = 0; j < p->nP2p[0] && !mixed; j++) /* the engine works lead channel 0 (checked) */
-          mixed = isEngineP2pWork(&p->p2p[j]) && p->p2p[j].pattern == w->pattern &&
-                  p->p2p[j].links[0].peer == w->links[0].peer;
-        continue;
-      }
-      if (ch != 0 || !lead) {
-        fprintf(stderr, "FAIL %s: rank %d: engine work %d on channel %d, after other works (all go first on channel 0)\n",
-                name, rank, k, ch);
-        return 1;
-      }
-      while (t && !wantsEngine(t, rank, capturing)) t = t->next;
-      if (t == NULL) {
-        fprintf(stderr, "FAIL %s: rank %d: engine work %d (%s rank %d, %llu bytes) but no more sends of %llu bytes or more "
-                "to other ranks%s\n", name, rank, k, w->pattern == CHR_PAT_P2P_SEND ? "to" : "from", w->links[0].peer,
-                (unsigned long long)(w->len * w->typeSize), (unsigned long long)ceMin, capturing ? " (capturing)" : "");
-        return 1;
-      }
-      const int isSend = t->func == ncclFuncSend;
-      const uint64_t buf = (uint64_t)(uintptr_t)(isSend ? t->sendbuff : t->recvbuff);
-      if (w->pattern != (isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV) || w->nLinks != 1 || w->links[0].peer != t->root ||
-          w->links[0].isSend != isSend || !w->links[0].p2p || w->links[0].conn != 0 || w->start != 0 ||
-          w->len != t->count || w->count != t->count || w->typeSize != t->typeSize || w->chunkElems != w->len ||
-          w->proto != CHR_PROTO_SIMPLE || (isSend ? w->sendbuff : w->recvbuff) != buf ||
-          (isSend ? w->recvbuff : w->sendbuff) != 0) {
-        fprintf(stderr, "FAIL %s: rank %d: engine work %d (pattern %d, %d links, peer %d, [%llu, +%llu) of %llu) is not "
-                "the %s %s rank %d of %zu elements, in call order\n", name, rank, k, w->pattern, w->nLinks,
-                w->links[0].peer, (unsigned long long)w->start, (unsigned long long)w->len, (unsigned long long)w->count,
-                isSend ? "send" : "receive", isSend ? "to" : "from", t->root, t->count);
-        return 1;
-      }
-      ceSendWorks += isSend;
-      ceRecvWorks += !isSend;
-      k++;
-      t = t->next;
+                          int capturing, int* lead) {
+  struct ceExpect want[MAX_TASKS * 2];
+  const int nWant = expectedEngineWorks(head, rank, capturing, want, MAX_TASKS * 2);
+  if (nWant < 0) {
+    fprintf(stderr, "test bug: too many engine works\n");
+    return 1;
+  }
+  *lead = nWant;
+  if (nWant > p->nP2p[0]) {
+    fprintf(stderr, "FAIL %s: rank %d: %d engine works expected first on channel 0, which holds %d works%s\n", name, rank,
+            nWant, p->nP2p[0], capturing ? " (capturing)" : "");
+    return 1;
+  }
+  for (int k = 0; k < nWant; k++) {
+    const struct chrWork* w = &p->p2p[k];
+    const struct ceExpect* e = &want[k];
+    if (!ceMatches(w, e)) {
+      fprintf(stderr, "FAIL %s: rank %d: work %d of channel 0 (pattern %d, flags %d, func %d, %d links, peer %d, class %d, "
+              "[%llu, +%llu) of %llu) is not the %s %s rank %d of %zu elements (class %d), in call order\n", name, rank, k,
+              w->pattern, w->flags, w->func, w->nLinks, w->nLinks ? w->links[0].peer : -1,
+              w->nLinks ? w->links[0].conn : -1, (unsigned long long)w->start, (unsigned long long)w->len,
+              (unsigned long long)w->count, ceWhat(e), e->copy ? "of" : e->isSend ? "to" : "from", e->peer, e->t->count,
+              e->cls);
+      return 1;
     }
-  while (t && !wantsEngine(t, rank, capturing)) t = t->next;
-  if (t) {
-    fprintf(stderr, "FAIL %s: rank %d: the %s %s rank %d of %zu bytes is no engine work (CHORUS_GPU_CE_MIN_BYTES=%llu%s)\n",
-            name, rank, t->func == ncclFuncSend ? "send" : "receive", t->func == ncclFuncSend ? "to" : "from", t->root,
-            t->count * t->typeSize, (unsigned long long)ceMin, capturing ? ", capturing" : "");
+    ceSendWorks += !e->copy && e->cls == CHR_WORK_CLASS_P2P && e->isSend;
+    ceRecvWorks += !e->copy && e->cls == CHR_WORK_CLASS_P2P && !e->isSend;
+    ceBcastSends += !e->copy && e->cls == CHR_WORK_CLASS_COLL && e->isSend;
+    ceBcastRecvs += !e->copy && e->cls == CHR_WORK_CLASS_COLL && !e->isSend;
+    ceBcastCopies += e->copy;
+  }
+  int mixed = 0, total = 0;
+  for (int ch = 0; ch < CHR_DEV_MAX_CHANNELS; ch++) total += p->nP2p[ch];
+  for (int i = nWant; i < total; i++) {
+    const struct chrWork* w = &p->p2p[i];
+    if (isEngineP2pWork(w)) {
+      fprintf(stderr, "FAIL %s: rank %d: engine work (%s rank %d, class %d, %llu bytes) past the %d expected first on "
+              "channel 0%s\n", name, rank, w->pattern == CHR_PAT_P2P_SEND ? "to" : "from", w->links[0].peer,
+              w->links[0].conn, (unsigned long long)(w->len * w->typeSize), nWant, capturing ? " (capturing)" : "");
+      return 1;
+    }
+    if (w->pattern != CHR_PAT_P2P_SEND && w->pattern != CHR_PAT_P2P_RECV) {
+      if (w->pattern != CHR_PAT_LOCAL) {
+        fprintf(stderr, "FAIL %s: rank %d: pattern %d in the point-to-point launch\n", name, rank, w->pattern);
+        return 1;
+      }
+      continue;
+    }
+    for (int j = 0; j < nWant && !mixed; j++)
+      mixed = !want[j].copy && want[j].cls == CHR_WORK_CLASS_P2P && p->p2p[j].pattern == w->pattern &&
+              p->p2p[j].links[0].peer == w->links[0].peer;
+  }
+  /* The collectives' launch: the works of every collective but the engine broadcasts, their calls
+   * numbered 0.. without gaps (both ranks leave out the same calls, so the launcher cuts alike). */
+  int calls = 0, works = 0, planned = 0, lastCall = -1;
+  for (const struct chrCollTask* t = head; t; t = t->next) {
+    if (t->func == ncclFuncSend || t->func == ncclFuncRecv || wantsEngineBcast(t, capturing)) continue;
+    calls++;
+    for (int c = 0; c < t->nChannels; c++) works += t->works[c].pattern != CHR_PAT_NONE && t->works[c].len > 0;
+  }
+  for (int ch = 0; ch < p->collChannels; ch++) planned += p->nColl[ch];
+  for (int i = 0; i < planned; i++) lastCall = p->coll[i].call > lastCall ? p->coll[i].call : lastCall;
+  if (planned != works || lastCall != calls - 1) {
+    fprintf(stderr, "FAIL %s: rank %d: the collectives' launch holds %d works of calls up to %d; expected the %d works of "
+            "%d calls (engine broadcasts left out)%s\n", name, rank, planned, lastCall, works, calls,
+            capturing ? " (capturing)" : "");
     return 1;
   }
   ceMixedPlans += mixed;
   return 0;
+}
+
+/* Transfer classes across groups (CHORUS_GPU_CE_MIN_BYTES of 1 MiB or less, 2 ranks). NCCL orders a
+ * rank's collectives among themselves and its point-to-point calls among themselves, not the two
+ * together: rank 0 runs group A {send 1 MiB to 1} then group B {broadcast 1 MiB from 0}, rank 1 one
+ * group {broadcast from 0, receive 1 MiB from 0}. The device library numbers each rank's engine
+ * transfers over the comm's life (per peer, direction and class), so each rank's launches run
+ * through the simulation as one plan, works after works (all on channel 0: every transfer is on the
+ * engine). With the broadcast's transfer in class 1 the send meets the receive and the broadcast its
+ * own; in one class with the send (every conn forced to 0 here, as a planner that forgot the class
+ * would make them), rank 1's broadcast output gets the send's bytes, and the check must see it. */
+static int ceScenarioRun(ncclComm_t* comms, const struct chrWork* const* works, const int* nWorks, char** bufs,
+                         const struct chrSimRegion* regions, int oneClass, char* what, size_t whatLen) {
+  enum { MIB = 1 << 20 };
+  memset(bufs[0], 0x11, MIB); /* rank 0: the send's input */
+  memset(bufs[1], 0x22, MIB); /* rank 0: the broadcast's input */
+  memset(bufs[2], NC_POISON, MIB); /* rank 0: the broadcast's output */
+  memset(bufs[3], NC_POISON, MIB); /* rank 1: the broadcast's output */
+  memset(bufs[4], NC_POISON, MIB); /* rank 1: the receive's output */
+  struct chrWork* copy[2] = {NULL, NULL};
+  struct chrSimRank ranks[2];
+  int ok = 1;
+  for (int r = 0; r < 2; r++) {
+    copy[r] = malloc(sizeof(struct chrWork) * (size_t)(nWorks[r] ? nWorks[r] : 1));
+    if (copy[r] == NULL) ok = 0;
+    else memcpy(copy[r], works[r], sizeof(struct chrWork) * (size_t)nWorks[r]);
+    for (int i = 0; copy[r] && oneClass && i < nWorks[r]; i++)
+      if (isEngineP2pWork(&copy[r][i])) copy[r][i].links[0].conn = CHR_WORK_CLASS_P2P;
+    ranks[r] = (struct chrSimRank){copy[r], &nWorks[r], 1, NULL};
+  }
+  char err[512] = "";
+  int res = -1;
+  if (ok) res = chrSimRun(2, comms[0]->ringOrder, ranks, regions, 5, err, sizeof(err));
+  free(copy[0]);
+  free(copy[1]);
+  if (!ok) {
+    snprintf(what, whatLen, "out of memory");
+    return -1;
+  }
+  if (res != 0) {
+    snprintf(what, whatLen, "simulation: %s", err);
+    return 1;
+  }
+  static const struct { int buf; unsigned char want; const char* name; } outs[3] = {
+      {2, 0x22, "rank 0's broadcast output"}, {3, 0x22, "rank 1's broadcast output"}, {4, 0x11, "rank 1's receive output"}};
+  for (int o = 0; o < 3; o++)
+    for (size_t i = 0; i < MIB; i++)
+      if ((unsigned char)bufs[outs[o].buf][i] != outs[o].want) {
+        snprintf(what, whatLen, "%s holds 0x%02x at byte %zu, expected 0x%02x (the %s's bytes)", outs[o].name,
+                 (unsigned char)bufs[outs[o].buf][i], i, outs[o].want, outs[o].want == 0x22 ? "broadcast" : "send");
+        return 1;
+      }
+  return 0;
+}
+
+static int checkClassScenario(ncclComm_t* comms) {
+  enum { MIB = 1 << 20 };
+  char* bufs[5];
+  struct chrSimRegion regions[5];
+  for (int i = 0; i < 5; i++) {
+    bufs[i] = malloc(MIB);
+    if (bufs[i] == NULL) return 1;
+    regions[i] = (struct chrSimRegion){(uint64_t)(uintptr_t)bufs[i], bufs[i], MIB};
+  }
+  const size_t count = MIB / 4; /* float32 */
+  struct chrCollTask a0, b0, b1, r1;
+  struct chrCollTask* all[4] = {&a0, &b0, &b1, &r1};
+  const struct {
+    ncclComm_t comm;
+    ncclFunc_t func;
+    const void* send;
+    void* recv;
+    int root;
+  } spec[4] = {{comms[0], ncclFuncSend, bufs[0], NULL, 1},       /* rank 0, group A */
+               {comms[0], ncclFuncBroadcast, bufs[1], bufs[2], 0}, /* rank 0, group B */
+               {comms[1], ncclFuncBroadcast, bufs[3], bufs[3], 0}, /* rank 1, group A': broadcast, then */
+               {comms[1], ncclFuncRecv, NULL, bufs[4], 0}};        /* the receive */
+  int bad = 0;
+  for (int i = 0; i < 4; i++) {
+    struct chrCollTask* t = all[i];
+    memset(t, 0, sizeof(*t));
+    t->comm = spec[i].comm;
+    t->func = spec[i].func;
+    t->sendbuff = spec[i].send;
+    t->recvbuff = spec[i].recv;
+    t->count = count;
+    t->type = ncclFloat32;
+    t->typeSize = 4;
+    t->userOp = ncclSum;
+    t->root = spec[i].root;
+    t->onDevice = 1;
+    if (!bad && chrPlanTask(t) != ncclSuccess) {
+      fprintf(stderr, "FAIL ce classes: planning: %s\n", ncclGetLastError(NULL));
+      bad = 1;
+    }
+  }
+  b1.next = &r1;
+  struct chrCollTask* groups[3] = {&a0, &b0, &b1}; /* rank 0: A, B; rank 1: A' */
+  struct chrDevLaunchPlan plans[3];
+  int built = 0;
+  for (int g = 0; g < 3 && !bad; g++, built++)
+    if (chrDevBuildLaunch(groups[g]->comm, groups[g], 0, &plans[g]) != ncclSuccess) {
+      fprintf(stderr, "FAIL ce classes: launch of group %d: %s\n", g, ncclGetLastError(NULL));
+      bad = 1;
+    }
+  /* Every work on the engine, on channel 0 of the point-to-point launch; no collective works. */
+  for (int g = 0; g < built && !bad; g++) {
+    const int rank = groups[g]->comm->rank;
+    int lead = 0;
+    if (checkEngineP2p("ce classes", rank, groups[g], &plans[g], 0, &lead)) bad = 1;
+    else if (plans[g].collChannels != 0 || plans[g].p2pChannels != 1 || plans[g].nP2p[0] != lead) {
+      fprintf(stderr, "FAIL ce classes: group %d of rank %d: %d collective channels, %d point-to-point channels, %d works "
+              "on channel 0, %d of them engine works (all expected there)\n", g, rank, plans[g].collChannels,
+              plans[g].p2pChannels, plans[g].nP2p[0], lead);
+      bad = 1;
+    }
+  }
+  struct chrWork* rank0 = NULL;
+  if (!bad) {
+    const int n0 = plans[0].nP2p[0] + plans[1].nP2p[0];
+    rank0 = malloc(sizeof(struct chrWork) * (size_t)n0);
+    if (rank0 == NULL) bad = 1;
+    else {
+      memcpy(rank0, plans[0].p2p, sizeof(struct chrWork) * (size_t)plans[0].nP2p[0]);
+      memcpy(rank0 + plans[0].nP2p[0], plans[1].p2p, sizeof(struct chrWork) * (size_t)plans[1].nP2p[0]);
+      const struct chrWork* works[2] = {rank0, plans[2].p2p};
+      const int nWorks[2] = {n0, plans[2].nP2p[0]};
+      char what[512];
+      if (ceScenarioRun(comms, works, nWorks, bufs, regions, 0, what, sizeof(what)) != 0) {
+        fprintf(stderr, "FAIL ce classes: rank 0 {send to 1}, {broadcast from 0}; rank 1 {broadcast from 0, receive from "
+                "0}: %s\n", what);
+        bad = 1;
+      } else if (ceScenarioRun(comms, works, nWorks, bufs, regions, 1, what, sizeof(what)) != 1) {
+        fprintf(stderr, "FAIL ce classes: with the broadcast's transfers in the send's class, the scenario still passed "
+                "(the check cannot see a broadcast paired with a send)\n");
+        bad = 1;
+      } else {
+        ceClassScenarios++;
+      }
+    }
+  }
+  free(rank0);
+  for (int g = 0; g < built; g++) chrDevFreeLaunch(&plans[g]);
+  for (int i = 0; i < 4; i++) free(all[i]->works);
+  for (int i = 0; i < 5; i++) free(bufs[i]);
+  return bad;
 }
 
 static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_t* scalars, const struct ncCase* c) {
@@ -311,14 +536,16 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
       fprintf(stderr, "FAIL %s: rank %d: launch: %s\n", c->name, r, ncclGetLastError(NULL));
       return 1;
     }
-    if (checkEngineP2p(c->name, r, head, &plans[r], 0)) return 1;
+    int lead = 0; /* engine works leading channel 0 */
+    if (checkEngineP2p(c->name, r, head, &plans[r], 0, &lead)) return 1;
     if (ceMin > 0) { /* the same calls captured into a graph: every send on the kernels */
       struct chrDevLaunchPlan captured;
       if (chrDevBuildLaunch(comms[r], head, 1, &captured) != ncclSuccess) {
         fprintf(stderr, "FAIL %s: rank %d: launch (capturing): %s\n", c->name, r, ncclGetLastError(NULL));
         return 1;
       }
-      const int bad = checkEngineP2p(c->name, r, head, &captured, 1);
+      int capturedLead = 0;
+      const int bad = checkEngineP2p(c->name, r, head, &captured, 1, &capturedLead);
       chrDevFreeLaunch(&captured);
       if (bad) return 1;
       ceCapturedPlans++;
@@ -331,7 +558,7 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
     if (checkLaunchCuts(c->name, r, &plans[r], &launches, collLaunch[r])) return 1;
     if (launches > 1) splitPlans++;
     for (int ch = 0, at = 0; ch < CHR_DEV_MAX_CHANNELS; at += plans[r].nP2p[ch], ch++)
-      for (int i = at; i < at + plans[r].nP2p[ch]; i++) {
+      for (int i = ch == 0 ? lead : at; i < at + plans[r].nP2p[ch]; i++) { /* the broadcasts' engine copies left out */
         const struct chrWork* wk = &plans[r].p2p[i];
         selfCopyWorks += wk->pattern == CHR_PAT_LOCAL;
         engineWorks += wk->pattern == CHR_PAT_LOCAL && (wk->flags & CHR_WORK_ENGINE);
@@ -473,6 +700,7 @@ int main(int argc, char** argv) {
   int count = 0;
   const struct ncCase* cases = ncCases(n, 0, &count);
   for (int i = 0; i < count && failures < 10; i++) failures += runCase(n, comms, sendA, recvA, scalars, &cases[i]);
+  if (n == 2 && ceMin > 0 && ceMin <= (1u << 20)) failures += checkClassScenario(comms);
   for (int r = 0; r < n; r++) {
     ncclCommDestroy(comms[r]);
     free(sendA[r]);
@@ -540,6 +768,25 @@ int main(int argc, char** argv) {
             "plans checked as captured)\n", (unsigned long long)ceMin, ceSendWorks, ceRecvWorks, ceCapturedPlans);
     failures++;
   }
+  /* ... and on 2 ranks the broadcasts too (the cases hold broadcasts of up to MBs, in and out of
+   * place), each send with its receive; on more ranks none. With 1 MiB or less, the scenario of
+   * sends and broadcasts interleaved differently across groups ran (checkClassScenario). */
+  if (ceMin > 0 && n == 2 && (ceBcastSends == 0 || ceBcastSends != ceBcastRecvs || ceBcastCopies == 0)) {
+    fprintf(stderr, "FAIL: CHORUS_GPU_CE_MIN_BYTES=%llu on 2 ranks, but %ld broadcast engine sends, %ld broadcast engine "
+            "receives and %ld root copies were planned\n", (unsigned long long)ceMin, ceBcastSends, ceBcastRecvs,
+            ceBcastCopies);
+    failures++;
+  }
+  if (n != 2 && ceBcastSends + ceBcastRecvs + ceBcastCopies != 0) {
+    fprintf(stderr, "FAIL: %ld broadcast engine works planned on %d ranks (2 only)\n",
+            ceBcastSends + ceBcastRecvs + ceBcastCopies, n);
+    failures++;
+  }
+  if (ceMin > 0 && ceMin <= (1u << 20) && n == 2 && ceClassScenarios != 1) {
+    fprintf(stderr, "FAIL: CHORUS_GPU_CE_MIN_BYTES=%llu on 2 ranks, but the transfer-class scenario did not pass\n",
+            (unsigned long long)ceMin);
+    failures++;
+  }
   if (ceMin > 1 && n > 1 && ceMixedPlans == 0) {
     fprintf(stderr, "FAIL: CHORUS_GPU_CE_MIN_BYTES=%llu, but no plan had an engine work and a lane transfer to one peer\n",
             (unsigned long long)ceMin);
@@ -553,8 +800,9 @@ int main(int argc, char** argv) {
     printf("gpu.apiplan n=%d: %d cases planned, launched and simulated (%ld tree works, widest tree %d lanes, %ld pair "
            "all-reduce works (%ld SIMPLE), %ld works on p2p lanes > 0, %ld local copies to self (%ld on the copy engine), "
            "%ld rank plans in several launches, %ld collectives checked against the default rule, %ld engine sends and "
-           "%ld engine receives, %ld plans with both an engine work and a lane transfer to one peer)\n", n, count,
-           treeWorks, widestTree, pairWorks, simplePairWorks, lanedWorks, selfCopyWorks, engineWorks, splitPlans, ruleTasks,
-           ceSendWorks, ceRecvWorks, ceMixedPlans);
+           "%ld engine receives, %ld plans with both an engine work and a lane transfer to one peer, engine broadcasts: "
+           "%ld sends, %ld receives, %ld root copies, %ld transfer-class scenarios)\n", n, count, treeWorks, widestTree,
+           pairWorks, simplePairWorks, lanedWorks, selfCopyWorks, engineWorks, splitPlans, ruleTasks, ceSendWorks,
+           ceRecvWorks, ceMixedPlans, ceBcastSends, ceBcastRecvs, ceBcastCopies, ceClassScenarios);
   return failures ? 1 : 0;
 }

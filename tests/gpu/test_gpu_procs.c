@@ -13,9 +13,12 @@
  *                            its next call must fail, and ncclCommAbort must return promptly
  * Processes on one GPU are time-sliced by the driver (milliseconds per flag round trip), so the case
  * list is short. CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (exits 77 when fewer are
- * present). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
+ * present). CHORUS_TEST_VMM=1: the receive arenas are cuMemCreate memory (what PyTorch's expandable
+ * segments give), which CUDA IPC cannot share: copy-engine sends then receive through staging
+ * (device/ce_sends.cu). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
  * initialises CUDA before forking). Every wait has a deadline: a hang fails, naming the case.
  */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <signal.h>
 #include <stdio.h>
@@ -84,13 +87,70 @@ static int waitStream(cudaStream_t s, double seconds) {
   }
 }
 
+/* CHORUS_TEST_VMM: the receive arena through the driver's virtual memory API (cuMemCreate, mapped and
+ * made accessible from this GPU), found through the runtime so the test links no libcuda. */
+static int useVmm(void) {
+  const char* v = getenv("CHORUS_TEST_VMM");
+  return v && *v == '1';
+}
+static size_t vmmBytes;
+
+static void* driverFn(const char* name) {
+  void* p = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    return NULL;
+  return p;
+}
+
+static int vmmAlloc(char** out, size_t bytes, int dev) {
+  CUresult (*granularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) =
+      driverFn("cuMemGetAllocationGranularity");
+  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) =
+      driverFn("cuMemCreate");
+  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = driverFn("cuMemAddressReserve");
+  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = driverFn("cuMemMap");
+  CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = driverFn("cuMemSetAccess");
+  if (!granularity || !create || !reserve || !map || !access) {
+    fprintf(stderr, "FAIL rank %d: the driver's virtual memory API was not found\n", myRank);
+    return 1;
+  }
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  size_t g = 0;
+  CUmemGenericAllocationHandle h;
+  CUdeviceptr va = 0;
+  CUmemAccessDesc desc;
+  memset(&desc, 0, sizeof desc);
+  desc.location = prop.location;
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) goto fail;
+  vmmBytes = (bytes + g - 1) / g * g;
+  if (create(&h, vmmBytes, &prop, 0) != CUDA_SUCCESS || reserve(&va, vmmBytes, g, 0, 0) != CUDA_SUCCESS ||
+      map(va, vmmBytes, 0, h, 0) != CUDA_SUCCESS || access(va, vmmBytes, &desc, 1) != CUDA_SUCCESS)
+    goto fail;
+  *out = (char*)(uintptr_t)va;
+  return 0;
+fail:
+  fprintf(stderr, "FAIL rank %d: a cuMemCreate arena of %zu bytes on GPU %d\n", myRank, bytes, dev);
+  return 1;
+}
+
 static int setup(struct rankBufs* B, int rank, int n, const ncclUniqueId* id) {
   myRank = rank;
   memset(B, 0, sizeof(*B));
   CUDA_OK(cudaSetDevice(gpuOf(rank)));
   CUDA_OK(cudaStreamCreateWithFlags(&B->s, cudaStreamNonBlocking));
   CUDA_OK(cudaMalloc((void**)&B->send, NC_ARENA));
-  CUDA_OK(cudaMalloc((void**)&B->recv, NC_ARENA));
+  if (useVmm()) {
+    if (vmmAlloc(&B->recv, NC_ARENA, gpuOf(rank))) return 1;
+  } else {
+    CUDA_OK(cudaMalloc((void**)&B->recv, NC_ARENA));
+  }
   B->up = malloc(NC_ARENA);
   B->down = malloc(NC_ARENA);
   if (B->up == NULL || B->down == NULL) return 1;
@@ -107,7 +167,7 @@ static int setup(struct rankBufs* B, int rank, int n, const ncclUniqueId* id) {
 static void release(struct rankBufs* B) {
   cudaStreamDestroy(B->s);
   cudaFree(B->send);
-  cudaFree(B->recv);
+  if (!useVmm()) cudaFree(B->recv); /* a VMM arena stays mapped until the process exits */
   free(B->up);
   free(B->down);
 }
