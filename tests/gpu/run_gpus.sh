@@ -13,6 +13,7 @@
 #            test_gpu_nccl_nvabi (compiled against NVIDIA's nccl.h) run on NVIDIA's own library
 #            on the GPUs, which shows the cases are NCCL's semantics and not Chorus's
 #   torch    tests/gpu/torch_ops.py and torch_ddp.py, 2 ranks on 2 GPUs (whatever RANKS), both communicator modes,
+#            torch_ops.py again with PyTorch's expandable segments (torch_ops.expandable-<lib>.txt),
 #            once on Chorus (preloaded) and once on the image's NVIDIA NCCL; ddp-*.json hold the
 #            loss trajectories, ddp-side.md puts them side by side
 #   side     chorus-perf built once, run on Chorus and on NVIDIA's libnccl.so.2 (LD_LIBRARY_PATH)
@@ -113,9 +114,12 @@ if want torch && python3 -c "import torch" 2>/dev/null; then
   for lib in chorus nvidia; do
     pre=()
     [ $lib = chorus ] && pre=(LD_PRELOAD="$BUILD/lib/libchorus.so")
-    for script in torch_ops torch_ddp; do
-      env "${pre[@]}" CHORUS_TEST_GPUS=2 CHORUS_TORCH_LABEL=$lib CHORUS_TORCH_JSON="$OUT/ddp-$lib.json" \
-        NCCL_DEBUG=VERSION timeout 280 python3 "$ROOT/tests/gpu/$script.py" >"$OUT/$script-$lib.txt" 2>&1
+    # torch_ops a second time with expandable segments (cuMemCreate memory, which CUDA IPC cannot share)
+    for script in torch_ops torch_ddp torch_ops.expandable; do
+      alloc=()
+      [ $script = torch_ops.expandable ] && alloc=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
+      env "${pre[@]}" "${alloc[@]}" CHORUS_TEST_GPUS=2 CHORUS_TORCH_LABEL=$lib CHORUS_TORCH_JSON="$OUT/ddp-$lib.json" \
+        NCCL_DEBUG=VERSION timeout 280 python3 "$ROOT/tests/gpu/${script%.expandable}.py" >"$OUT/$script-$lib.txt" 2>&1
       rc=$?
       note "$script on $lib: exit $rc ($(tail -1 "$OUT/$script-$lib.txt")); library: $(grep -m1 -iE "chorus|NCCL version" "$OUT/$script-$lib.txt" | cut -c1-120)"
       [ $rc = 0 ] || RC=1

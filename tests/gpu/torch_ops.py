@@ -3,7 +3,8 @@ Chorus's library preloaded, 2 processes sharing GPU 0 (Chorus allows several ran
 PyTorch's blocking communicator mode and once in its non-blocking one
 (TORCH_NCCL_USE_COMM_NONBLOCKING). Every result is compared with values computed locally:
 all_reduce (sum, avg, premul_sum, max), all_gather_into_tensor, reduce_scatter_tensor (sum and
-premul_sum), broadcast, reduce, send/recv, batch_isend_irecv, all_to_all_single (equal and uneven
+premul_sum), broadcast, reduce, send/recv, batch_isend_irecv (also of 80 MiB, and an 80 MiB broadcast:
+Chorus's copy engine), all_to_all_single (equal and uneven
 splits), new_group (a reordered group of both ranks, and one group per rank), barrier, and async
 ops (several in flight, polled with is_completed, then waited).
 
@@ -77,6 +78,20 @@ def checks(rank, world, dev):
     for req in dist.batch_isend_irecv(ops):
         req.wait()
     yield "batch_isend_irecv", torch.equal(got.cpu(), torch.full((12345,), float((rank - 1) % world + 1)))
+
+    # Large enough for Chorus's copy engine (CHORUS_GPU_CE_MIN_BYTES, 64 MiB): tensors inside PyTorch's
+    # cached segments (an offset into a cudaMalloc block, or expandable segments' cuMemCreate memory,
+    # which CUDA IPC cannot share and Chorus stages), a send/recv pair each way and a broadcast.
+    big = 20 << 20  # int32 elements: 80 MiB
+    bt = torch.arange(big, dtype=torch.int32, device=dev) * 3 + rank
+    bgot = torch.empty(big, dtype=torch.int32, device=dev)
+    ops = [dist.P2POp(dist.isend, bt, peer), dist.P2POp(dist.irecv, bgot, (rank - 1) % world)]
+    for req in dist.batch_isend_irecv(ops):
+        req.wait()
+    yield "batch_isend_irecv 80 MiB", torch.equal(bgot.cpu(), torch.arange(big, dtype=torch.int32) * 3 + (rank - 1) % world)
+    bb = torch.arange(big, dtype=torch.int32, device=dev) * 5 + rank
+    dist.broadcast(bb, src=0)
+    yield "broadcast 80 MiB", torch.equal(bb.cpu(), torch.arange(big, dtype=torch.int32) * 5)
 
     # all_to_all_single, equal splits: block j of rank i's input goes to rank j.
     k = 1000
