@@ -31,7 +31,17 @@
  * (links[0].conn) is 1, the point-to-point calls' 0: NCCL orders a rank's collectives among
  * themselves and its sends among themselves, but not the two together across groups (rank 0 may
  * run group{send}, group{bcast} while rank 1 runs group{bcast, recv}), so one count for both would
- * pair a broadcast with a send.
+ * pair a broadcast with a send. A 2-rank all-reduce of at least CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES (0,
+ * the default: never; an even count, planned as SIMPLE ring works) is a reduce-scatter on the
+ * kernels, then an all-gather on the engine: the SMs push about 345-355 GB/s over NVLink, the copy
+ * engine about 390, so the gather half moves faster. The reduce-scatter's works stay in the
+ * collectives' launch at the call's place, with its call number; each rank then sends its reduced
+ * half (block r of the output) to the other and receives the other's into block 1 - r, two engine
+ * works of class 1 with the broadcasts' (call order among the collectives). The gather can run on
+ * the engine only after the kernels: its source is the reduce-scatter's output, and in place its
+ * destination is the reduce-scatter's input. Its works are in the point-to-point launch, which
+ * follows the collectives' launch on the stream, and an engine work's ready word is written at the
+ * start of the launch that holds it, so neither end's copy starts before both reduce-scatters end.
  *
  * Streams. The launch goes to the first task's stream; other streams of the comm's tasks in the group
  * are joined before (the launch stream waits for each) and after (each waits for the launch). A rank
@@ -98,8 +108,9 @@ ncclResult_t chrDevPartition(struct chrCollTask** list, struct chrCollTask** dev
 
 /* A point-to-point work in a launch: its channel (lane k: sends on 2k, receives on 2k + 1), round
  * (the ring distance to the peer, counted in the direction of the transfer; -1 for a rank's copy
- * to itself, -2 for an engine send or receive, -3 for the engine works of a broadcast), call order,
- * and its place among the works of one call (idx: the order they were made in). */
+ * to itself, -2 for an engine send or receive, -3 for the engine works of a broadcast or of an
+ * all-reduce), call order, and its place among the works of one call (idx: the order they were made
+ * in). */
 struct p2pEntry {
   int channel, delta, order, idx;
   struct chrWork work;
@@ -150,16 +161,33 @@ static int isEngineBcast(const struct chrCollTask* t, const struct ncclComm* com
   return t->func == ncclFuncBroadcast && comm->nRanks == 2 && t->onDevice && engineSized(t, ceMin, capturing);
 }
 
-/* An engine work: the whole buffer of t in one piece, sent to `peer` (isSend) from buf or received
- * from it into buf, as a send or receive (pattern and func) whatever t's function. Its one link names
- * the peer, the direction and the transfer class (the device library matches transfers per peer,
- * direction and class) and no connection: the bytes go from buffer to buffer, through no slot, so a
- * step is the whole buffer. */
-static struct chrWork engineP2pWork(const struct chrCollTask* t, int peer, int isSend, const void* buf, int cls) {
+/* A 2-rank all-reduce as a reduce-scatter on the kernels and the reduced halves crossing on the copy
+ * engine (header comment): arMin bytes or more (CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES; 0: never), an
+ * even count (two equal halves), outside graph capture, and planned as SIMPLE ring works (not the
+ * pair exchange, LL or the tree), whose links, step and reduction the reduce-scatter keeps. */
+static int isEngineAllReduce(const struct chrCollTask* t, const struct ncclComm* comm, uint64_t arMin, int capturing) {
+  if (t->func != ncclFuncAllReduce || comm->nRanks != 2 || !t->onDevice || t->noop || arMin == 0 || capturing) return 0;
+  if (t->count == 0 || t->count % 2 != 0 || (uint64_t)t->count * (uint64_t)t->typeSize < arMin) return 0;
+  if (t->algo != CHR_ALGO_RING || t->proto != CHR_PROTO_SIMPLE || t->pairExchange || t->works == NULL) return 0;
+  for (int c = 0; c < t->nChannels; c++)
+    if (t->works[c].pattern != CHR_PAT_RING_ALLREDUCE) return 0;
+  return firstRun(t) != NULL;
+}
+
+/* An engine work: `count` elements of t's type in one piece (the whole buffer buf), sent to `peer`
+ * (isSend) from buf or received from it into buf, as a send or receive (pattern and func) whatever
+ * t's function, and as one: it only copies (Sum, no scalar). Its one link names the peer, the
+ * direction and the transfer class (the device library matches transfers per peer, direction and
+ * class) and no connection: the bytes go from buffer to buffer, through no slot, so a step is the
+ * whole buffer. */
+static struct chrWork engineP2pWork(const struct chrCollTask* t, int peer, int isSend, const void* buf, uint64_t count,
+                                    int cls) {
   struct chrWork w = *firstRun(t);
   w.pattern = (uint8_t)(isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV);
   w.func = (uint8_t)(isSend ? ncclFuncSend : ncclFuncRecv);
-  w.flags |= CHR_WORK_ENGINE;
+  w.flags = CHR_WORK_ENGINE;
+  w.op = chrRedSum;
+  w.opArg = 0;
   w.proto = CHR_PROTO_SIMPLE;
   w.dist = 0;
   w.call = 0;
@@ -167,7 +195,7 @@ static struct chrWork engineP2pWork(const struct chrCollTask* t, int peer, int i
   memset(w.links, 0, sizeof(w.links));
   w.links[0] = (struct chrWorkLink){.peer = peer, .isSend = (uint8_t)isSend, .p2p = 1, .conn = (uint8_t)cls};
   w.start = 0;
-  w.len = w.count = (uint64_t)t->count;
+  w.len = w.count = count;
   w.chunkElems = w.len;
   w.typeSize = (uint8_t)t->typeSize;
   w.sendbuff = isSend ? (uint64_t)(uintptr_t)buf : 0;
@@ -250,15 +278,41 @@ static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* 
  * CHR_WORK_CLASS_COLL: numbered apart from the point-to-point calls' transfers. */
 static int engineBcastWorks(const struct chrCollTask* t, const struct ncclComm* comm, struct chrWork* out) {
   if (t->root != comm->rank) {
-    out[0] = engineP2pWork(t, t->root, 0, t->recvbuff, CHR_WORK_CLASS_COLL);
+    out[0] = engineP2pWork(t, t->root, 0, t->recvbuff, t->count, CHR_WORK_CLASS_COLL);
     return 1;
   }
-  out[0] = engineP2pWork(t, 1 - comm->rank, 1, t->sendbuff, CHR_WORK_CLASS_COLL);
+  out[0] = engineP2pWork(t, 1 - comm->rank, 1, t->sendbuff, t->count, CHR_WORK_CLASS_COLL);
   if (t->sendbuff == t->recvbuff) return 1;
   int channel;
   const int k = selfCopies(t, t, 0, 1, &out[1], &channel); /* engineMin 1 byte: the whole buffer at once */
   if (k == 1) out[1].func = ncclFuncSend;
   return 1 + k;
+}
+
+/* The works of an engine all-reduce (isEngineAllReduce) of rank r with peer p = 1 - r, halves of
+ * half = count / 2 elements. rs[c] (t->nChannels of them): channel c's work of a reduce-scatter of
+ * recvcount half, as plan/works.c makes one from the all-reduce's (same links, reduction, step, ring
+ * position): input the whole sendbuff (block b at b * half), output block r of recvbuff (in place,
+ * NCCL's in-place reduce-scatter layout), its share of the half by chrChannelRange; one of len 0 is
+ * left out. out[0], out[1]: the send of block r of recvbuff to p and the receive of block p from p,
+ * class CHR_WORK_CLASS_COLL (numbered with the broadcasts' transfers). Returns 2 (out's works). */
+static int engineAllReduceWorks(const struct chrCollTask* t, const struct ncclComm* comm, struct chrWork* rs,
+                                struct chrWork* out) {
+  const int r = comm->rank, p = 1 - r;
+  const uint64_t half = (uint64_t)t->count / 2, ts = (uint64_t)t->typeSize;
+  char* recv = (char*)t->recvbuff;
+  for (int c = 0; c < t->nChannels; c++) {
+    struct chrWork* w = &rs[c];
+    *w = t->works[c];
+    w->pattern = CHR_PAT_RING_REDUCESCATTER;
+    w->func = ncclFuncReduceScatter;
+    w->count = half;
+    w->recvbuff = (uint64_t)(uintptr_t)(recv + (uint64_t)r * half * ts);
+    chrChannelRange(half, t->nChannels, c, chrAlignElems(t->typeSize), &w->start, &w->len);
+  }
+  out[0] = engineP2pWork(t, p, 1, recv + (uint64_t)r * half * ts, half, CHR_WORK_CLASS_COLL);
+  out[1] = engineP2pWork(t, p, 0, recv + (uint64_t)p * half * ts, half, CHR_WORK_CLASS_COLL);
+  return 2;
 }
 
 ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, int capturing, struct chrDevLaunchPlan* p) {
@@ -267,10 +321,29 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   pairSelfTasks(comm, list);
   const uint64_t engineMin = (uint64_t)chrParamInt(CHR_P_GPU_SELF_COPY_ENGINE);
   const uint64_t ceMin = (uint64_t)chrParamInt(CHR_P_GPU_CE_MIN_BYTES);
+  const uint64_t ceArMin = (uint64_t)chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES);
   struct chrWork copies[2];
+  struct chrWork rs[CHR_DEV_MAX_CHANNELS]; /* an engine all-reduce's reduce-scatter works */
   int copyChannels[2];
   for (struct chrCollTask* t = list; t; t = t->next) {
     if (t->comm != comm || t->noop || isPairedRecv(t)) continue;
+    if (isEngineAllReduce(t, comm, ceArMin, capturing)) { /* reduce-scatter works, and 2 engine works on channel 0 */
+      const int nEngine = engineAllReduceWorks(t, comm, rs, copies);
+      p->nP2p[0] += nEngine;
+      nP2p += nEngine;
+      if (p->p2pChannels < 1) p->p2pChannels = 1;
+      for (int c = 0; c < t->nChannels; c++) {
+        if (!workRuns(&rs[c])) continue;
+        const int ch = chrDevTaskChannel(t, c);
+        if (ch >= CHR_DEV_MAX_CHANNELS)
+          return chrFail(ncclInternalError, "comm %p: a work on channel %d (at most %d)", (void*)comm, ch,
+                         CHR_DEV_MAX_CHANNELS);
+        p->nColl[ch]++;
+        total++;
+        if (ch + 1 > p->collChannels) p->collChannels = ch + 1;
+      }
+      continue;
+    }
     const int nEngine = isEngineBcast(t, comm, ceMin, capturing) ? engineBcastWorks(t, comm, copies)
                         : isEngineP2p(t, comm, ceMin, capturing) ? 1 : 0;
     if (nEngine > 0) { /* on channel 0 of the point-to-point launch */
@@ -326,6 +399,22 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
         order[k++] = (struct p2pEntry){.channel = 0, .delta = -3, .order = seq, .idx = i, .work = copies[i]};
       continue;
     }
+    if (isEngineAllReduce(t, comm, ceArMin, capturing)) {
+      /* the reduce-scatter at the call's place and with its number; the halves' transfers on channel 0
+       * with the broadcasts' (class 1, call order among the collectives): the point-to-point launch
+       * follows the collectives' on the stream, so they start once the reduced halves are written */
+      const int nEngine = engineAllReduceWorks(t, comm, rs, copies);
+      for (int c = 0; c < t->nChannels; c++) {
+        if (!workRuns(&rs[c])) continue;
+        struct chrWork* w = &p->coll[at[t->chanBase + c]++];
+        *w = rs[c];
+        w->call = call;
+      }
+      call++;
+      for (int i = 0; i < nEngine; i++)
+        order[k++] = (struct p2pEntry){.channel = 0, .delta = -3, .order = seq, .idx = i, .work = copies[i]};
+      continue;
+    }
     if (!isP2pTask(t)) { /* the launcher cuts between calls, never inside one */
       for (int c = 0; c < t->nChannels; c++) {
         if (!workRuns(&t->works[c])) continue;
@@ -338,7 +427,8 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
     }
     if (isEngineP2p(t, comm, ceMin, capturing)) { /* on channel 0 ahead of the rest, in call order */
       const int isSend = t->func == ncclFuncSend;
-      const struct chrWork w = engineP2pWork(t, t->root, isSend, isSend ? t->sendbuff : t->recvbuff, CHR_WORK_CLASS_P2P);
+      const struct chrWork w = engineP2pWork(t, t->root, isSend, isSend ? t->sendbuff : t->recvbuff, t->count,
+                                             CHR_WORK_CLASS_P2P);
       order[k++] = (struct p2pEntry){.channel = 0, .delta = -2, .order = seq, .idx = 0, .work = w};
       continue;
     }

@@ -19,7 +19,8 @@ ncclResult_t chrDevPartition(struct chrCollTask** list, struct chrCollTask** dev
  * channel c: lane k's sends on 2k, its receives on 2k + 1), each channel's in round order
  * (dev_exec.c). capturing: the launch stream is being captured into a CUDA graph, so no send
  * becomes an engine work (CHORUS_GPU_CE_MIN_BYTES; otherwise those go first on channel 0, in call
- * order). Exposed for the CPU test that runs them through the simulation. */
+ * order), nor an all-reduce's halves (CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES). Exposed for the CPU test
+ * that runs them through the simulation. */
 struct chrDevLaunchPlan {
   struct chrWork* coll;
   int nColl[CHR_DEV_MAX_CHANNELS];

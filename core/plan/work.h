@@ -70,7 +70,8 @@ struct chrWorkLink {
 
 /* The transfer class of an engine send or receive (CHR_WORK_ENGINE on a P2P work): its links[0].conn.
  * The device library numbers engine transfers per peer, direction and class, so a rank's
- * point-to-point calls and its collectives (a broadcast of two ranks) never share numbers. */
+ * point-to-point calls and its collectives (a broadcast of two ranks, an all-reduce's halves) never
+ * share numbers. */
 #define CHR_WORK_CLASS_P2P 0
 #define CHR_WORK_CLASS_COLL 1
 #define CHR_WORK_CLASSES 2

@@ -12,6 +12,11 @@
  * rank's receive, in transfer class 1; an engine copy at the root out of place), ahead of the sends
  * and out of the collectives' launch; the plans made as if under graph capture must have none. On 2
  * ranks a scenario of sends and broadcasts that the two ranks group differently checks the classes.
+ * With CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES set (gpu.apiplan.ceallreduce.*), a 2-rank SIMPLE ring
+ * all-reduce of an even count and that many bytes or more is a reduce-scatter in the collectives'
+ * launch (work for work as expected) and its halves' engine send and receive (class 1, with the
+ * broadcasts' in call order) on channel 0 of the point-to-point launch, which the simulation runs
+ * after the collectives' launch as the stream does; other all-reduces keep their works.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +51,11 @@ static long ceCapturedPlans;       /* rank plans made as under graph capture, ch
 static long ceBcastSends, ceBcastRecvs; /* 2-rank broadcasts as engine transfers (class 1): the root's, the other's */
 static long ceBcastCopies;         /* ... the root's engine copies of its own buffer (out of place) */
 static long ceClassScenarios;      /* the sends-and-broadcasts-across-groups scenario, run and passed */
+static uint64_t ceArMin;           /* CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES as the test runs with it (0: unset or off) */
+static long ceArTasks;             /* 2-rank all-reduces planned as a reduce-scatter and an engine all-gather */
+static long ceArScatterWorks;      /* ... their reduce-scatter works in the collectives' launch */
+static long ceArSends, ceArRecvs;  /* ... their halves' engine sends and receives (class 1) */
+static long ceArKept;              /* all-reduces of that size that keep their works (odd count, LL, tree, pair, n != 2) */
 
 static void addTask(int r, ncclComm_t comm, ncclFunc_t func, const void* send, void* recv, size_t count, int type,
                     ncclRedOp_t op, int root) {
@@ -186,31 +196,70 @@ static int wantsEngineBcast(const struct chrCollTask* t, int capturing) {
          (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin;
 }
 
-/* The engine works that lead channel 0, as dev_exec.c must make them: the broadcasts' first (class
- * 1), then the sends' and receives' (class 0), each in call order. */
+/* ... and a 2-rank all-reduce of at least CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES with an even count,
+ * planned as SIMPLE ring works (not LL, the tree or the pair exchange): a reduce-scatter on the
+ * kernels and its halves crossing on the engine (class 1, numbered with the broadcasts). */
+static int wantsEngineAllReduce(const struct chrCollTask* t, int capturing) {
+  return ceArMin > 0 && !capturing && t->func == ncclFuncAllReduce && t->comm->nRanks == 2 && t->count > 0 &&
+         t->count % 2 == 0 && (uint64_t)t->count * (uint64_t)t->typeSize >= ceArMin && t->algo == CHR_ALGO_RING &&
+         t->proto == CHR_PROTO_SIMPLE && !t->pairExchange;
+}
+
+/* The reduce-scatter work of channel c of such an all-reduce of rank `rank`, as dev_exec.c must make
+ * it from the all-reduce's work: a reduce-scatter of recvcount half = count / 2 over the whole input,
+ * into block `rank` of the output, channel c's share of the half; len 0: no work. */
+static struct chrWork ceArScatterWork(const struct chrCollTask* t, int rank, int c) {
+  const uint64_t half = (uint64_t)t->count / 2;
+  struct chrWork w = t->works[c];
+  w.pattern = CHR_PAT_RING_REDUCESCATTER;
+  w.func = ncclFuncReduceScatter;
+  w.count = half;
+  w.sendbuff = (uint64_t)(uintptr_t)t->sendbuff;
+  w.recvbuff = (uint64_t)(uintptr_t)t->recvbuff + (uint64_t)rank * half * (uint64_t)t->typeSize;
+  chrChannelRange(half, t->nChannels, c, chrAlignElems(t->typeSize), &w.start, &w.len);
+  return w;
+}
+
+/* The engine works that lead channel 0, as dev_exec.c must make them: the broadcasts' and the
+ * all-reduces' first (class 1, in call order among the collectives), then the sends' and receives'
+ * (class 0), each in call order. */
 struct ceExpect {
   const struct chrCollTask* t;
   int isSend, peer, cls, copy; /* copy: the root's engine copy of its own buffer (a local work) */
+  int ar;                      /* an all-reduce's half: elements [block * half, +half) of its output */
+  uint64_t buf, count;         /* the buffer and elements a transfer moves */
 };
 
 static int expectedEngineWorks(const struct chrCollTask* head, int rank, int capturing, struct ceExpect* out, int cap) {
   int k = 0;
   for (const struct chrCollTask* t = head; t; t = t->next) {
+    const uint64_t send = (uint64_t)(uintptr_t)t->sendbuff, recv = (uint64_t)(uintptr_t)t->recvbuff;
+    if (k + 2 > cap) return -1;
+    if (wantsEngineAllReduce(t, capturing)) { /* my half to the peer, then the peer's half from it */
+      const uint64_t half = (uint64_t)t->count / 2, bytes = half * (uint64_t)t->typeSize;
+      const int peer = 1 - rank;
+      out[k++] = (struct ceExpect){t, 1, peer, CHR_WORK_CLASS_COLL, 0, 1, recv + (uint64_t)rank * bytes, half};
+      out[k++] = (struct ceExpect){t, 0, peer, CHR_WORK_CLASS_COLL, 0, 1, recv + (uint64_t)peer * bytes, half};
+      continue;
+    }
     if (!wantsEngineBcast(t, capturing)) continue;
     const int root = t->root == rank;
-    if (k + 2 > cap) return -1;
-    out[k++] = (struct ceExpect){t, root, root ? 1 - rank : t->root, CHR_WORK_CLASS_COLL, 0};
-    if (root && t->sendbuff != t->recvbuff) out[k++] = (struct ceExpect){t, 1, rank, CHR_WORK_CLASS_COLL, 1};
+    out[k++] = (struct ceExpect){t, root, root ? 1 - rank : t->root, CHR_WORK_CLASS_COLL, 0, 0, root ? send : recv,
+                                 t->count};
+    if (root && t->sendbuff != t->recvbuff) out[k++] = (struct ceExpect){t, 1, rank, CHR_WORK_CLASS_COLL, 1, 0, send, t->count};
   }
   for (const struct chrCollTask* t = head; t; t = t->next) {
     if (!wantsEngine(t, rank, capturing)) continue;
     if (k + 1 > cap) return -1;
-    out[k++] = (struct ceExpect){t, t->func == ncclFuncSend, t->root, CHR_WORK_CLASS_P2P, 0};
+    const int isSend = t->func == ncclFuncSend;
+    out[k++] = (struct ceExpect){t, isSend, t->root, CHR_WORK_CLASS_P2P, 0, 0,
+                                 (uint64_t)(uintptr_t)(isSend ? t->sendbuff : t->recvbuff), t->count};
   }
   return k;
 }
 
 static const char* ceWhat(const struct ceExpect* e) {
+  if (e->ar) return e->isSend ? "all-reduce's send of its reduced half" : "all-reduce's receive of the peer's half";
   return e->copy ? "root's engine copy of a broadcast" : e->cls == CHR_WORK_CLASS_COLL ? (e->isSend ? "broadcast's send" :
          "broadcast's receive") : e->isSend ? "send" : "receive";
 }
@@ -222,24 +271,24 @@ static int ceMatches(const struct chrWork* w, const struct ceExpect* e) {
     return w->pattern == CHR_PAT_LOCAL && (w->flags & CHR_WORK_ENGINE) && w->func == ncclFuncSend && w->nLinks == 0 &&
            w->start == 0 && w->len == t->count && w->typeSize == t->typeSize && w->proto == CHR_PROTO_SIMPLE &&
            w->sendbuff == (uint64_t)(uintptr_t)t->sendbuff && w->recvbuff == (uint64_t)(uintptr_t)t->recvbuff;
-  const uint64_t buf = (uint64_t)(uintptr_t)(e->isSend ? t->sendbuff : t->recvbuff);
-  return w->pattern == (e->isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV) && (w->flags & CHR_WORK_ENGINE) &&
+  return w->pattern == (e->isSend ? CHR_PAT_P2P_SEND : CHR_PAT_P2P_RECV) && w->flags == CHR_WORK_ENGINE &&
          w->func == (e->isSend ? ncclFuncSend : ncclFuncRecv) && w->nLinks == 1 && w->links[0].peer == e->peer &&
          w->links[0].isSend == e->isSend && w->links[0].p2p && w->links[0].conn == e->cls && w->start == 0 &&
-         w->len == t->count && w->count == t->count && w->typeSize == t->typeSize && w->chunkElems == w->len &&
-         w->proto == CHR_PROTO_SIMPLE && w->op == CHR_DEV_SUM && (e->isSend ? w->sendbuff : w->recvbuff) == buf &&
-         (e->isSend ? w->recvbuff : w->sendbuff) == 0;
+         w->len == e->count && w->count == e->count && w->typeSize == t->typeSize && w->chunkElems == w->len &&
+         w->proto == CHR_PROTO_SIMPLE && w->op == CHR_DEV_SUM && w->opArg == 0 &&
+         (e->isSend ? w->sendbuff : w->recvbuff) == e->buf && (e->isSend ? w->recvbuff : w->sendbuff) == 0;
 }
 
 /* The engine works of a rank's plan, against its tasks (head: call order): one per send or receive
- * that wants one, and the works of each broadcast that wants them, none other, all at the head of
- * channel 0, the broadcasts' first, each kind in call order (the device library numbers them per
- * peer, direction and class in the order it finds them, and both ends must number alike), each the
- * whole buffer in one piece with one link to the peer that names the class. Such a broadcast has no
- * collective work and no call number: the collectives' launch holds exactly the works of the other
- * collectives, numbered 0.. in call order. Counts them, and the plans where one goes to a peer that a
- * lane transfer of the same direction goes to as well (sizes mixed in one group); *lead: how many
- * works lead channel 0 so. */
+ * that wants one, and the works of each broadcast and all-reduce that wants them, none other, all at
+ * the head of channel 0, the collectives' first (in their call order), then the sends' (in theirs)
+ * (the device library numbers them per peer, direction and class in the order it finds them, and
+ * both ends must number alike), each one piece (a whole buffer, or an all-reduce's half) with one
+ * link to the peer that names the class. Such a broadcast has no collective work and no call number;
+ * such an all-reduce's collective works are its reduce-scatter's: the collectives' launch holds
+ * exactly those and the planned works of the other collectives, numbered 0.. in call order. Counts
+ * them, and the plans where one goes to a peer that a lane transfer of the same direction goes to as
+ * well (sizes mixed in one group); *lead: how many works lead channel 0 so. */
 static int checkEngineP2p(const char* name, int rank, const struct chrCollTask* head, const struct chrDevLaunchPlan* p,
                           int capturing, int* lead) {
   struct ceExpect want[MAX_TASKS * 2];
@@ -259,18 +308,22 @@ static int checkEngineP2p(const char* name, int rank, const struct chrCollTask* 
     const struct ceExpect* e = &want[k];
     if (!ceMatches(w, e)) {
       fprintf(stderr, "FAIL %s: rank %d: work %d of channel 0 (pattern %d, flags %d, func %d, %d links, peer %d, class %d, "
-              "[%llu, +%llu) of %llu) is not the %s %s rank %d of %zu elements (class %d), in call order\n", name, rank, k,
-              w->pattern, w->flags, w->func, w->nLinks, w->nLinks ? w->links[0].peer : -1,
+              "[%llu, +%llu) of %llu at 0x%llx) is not the %s %s rank %d of %llu elements at 0x%llx (class %d), in call "
+              "order\n", name, rank, k, w->pattern, w->flags, w->func, w->nLinks, w->nLinks ? w->links[0].peer : -1,
               w->nLinks ? w->links[0].conn : -1, (unsigned long long)w->start, (unsigned long long)w->len,
-              (unsigned long long)w->count, ceWhat(e), e->copy ? "of" : e->isSend ? "to" : "from", e->peer, e->t->count,
-              e->cls);
+              (unsigned long long)w->count,
+              (unsigned long long)(w->pattern == CHR_PAT_P2P_RECV ? w->recvbuff : w->sendbuff), ceWhat(e),
+              e->copy ? "of" : e->isSend ? "to" : "from", e->peer, (unsigned long long)e->count,
+              (unsigned long long)e->buf, e->cls);
       return 1;
     }
     ceSendWorks += !e->copy && e->cls == CHR_WORK_CLASS_P2P && e->isSend;
     ceRecvWorks += !e->copy && e->cls == CHR_WORK_CLASS_P2P && !e->isSend;
-    ceBcastSends += !e->copy && e->cls == CHR_WORK_CLASS_COLL && e->isSend;
-    ceBcastRecvs += !e->copy && e->cls == CHR_WORK_CLASS_COLL && !e->isSend;
+    ceBcastSends += !e->copy && !e->ar && e->cls == CHR_WORK_CLASS_COLL && e->isSend;
+    ceBcastRecvs += !e->copy && !e->ar && e->cls == CHR_WORK_CLASS_COLL && !e->isSend;
     ceBcastCopies += e->copy;
+    ceArSends += e->ar && e->isSend;
+    ceArRecvs += e->ar && !e->isSend;
   }
   int mixed = 0, total = 0;
   for (int ch = 0; ch < CHR_DEV_MAX_CHANNELS; ch++) total += p->nP2p[ch];
@@ -293,23 +346,56 @@ static int checkEngineP2p(const char* name, int rank, const struct chrCollTask* 
       mixed = !want[j].copy && want[j].cls == CHR_WORK_CLASS_P2P && p->p2p[j].pattern == w->pattern &&
               p->p2p[j].links[0].peer == w->links[0].peer;
   }
-  /* The collectives' launch: the works of every collective but the engine broadcasts, their calls
-   * numbered 0.. without gaps (both ranks leave out the same calls, so the launcher cuts alike). */
-  int calls = 0, works = 0, planned = 0, lastCall = -1;
+  /* The collectives' launch, work for work: on each channel the works of every collective but the
+   * engine broadcasts, in call order, their calls numbered 0.. without gaps (both ranks leave out the
+   * same calls, so the launcher cuts alike); each the task's planned work, but an engine all-reduce's,
+   * which are its reduce-scatter works (ceArScatterWork), and nothing else. */
+  int at[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], call = 0; /* channel ch's works: [at, end) */
+  for (int ch = 0, sum = 0; ch < CHR_DEV_MAX_CHANNELS; ch++) {
+    at[ch] = sum;
+    sum += ch < p->collChannels ? p->nColl[ch] : 0;
+    end[ch] = sum;
+  }
+  long scatterWorks = 0, arTasks = 0, kept = 0;
   for (const struct chrCollTask* t = head; t; t = t->next) {
     if (t->func == ncclFuncSend || t->func == ncclFuncRecv || wantsEngineBcast(t, capturing)) continue;
-    calls++;
-    for (int c = 0; c < t->nChannels; c++) works += t->works[c].pattern != CHR_PAT_NONE && t->works[c].len > 0;
+    const int ar = wantsEngineAllReduce(t, capturing);
+    arTasks += ar;
+    kept += !ar && !capturing && t->func == ncclFuncAllReduce && ceArMin > 0 &&
+            (uint64_t)t->count * (uint64_t)t->typeSize >= ceArMin;
+    for (int c = 0; c < t->nChannels; c++) {
+      struct chrWork want = ar ? ceArScatterWork(t, rank, c) : t->works[c];
+      if (want.pattern == CHR_PAT_NONE || want.len == 0) continue;
+      want.call = call;
+      const int ch = t->chanBase + c;
+      const struct chrWork* got = ch < CHR_DEV_MAX_CHANNELS && at[ch] < end[ch] ? &p->coll[at[ch]] : NULL;
+      if (got == NULL || memcmp(got, &want, sizeof(want)) != 0) {
+        fprintf(stderr, "FAIL %s: rank %d: channel %d of the collectives' launch: %s (pattern %d, call %d, [%llu, +%llu) "
+                "of %llu, in 0x%llx, out 0x%llx), expected %s work (pattern %d, call %d, [%llu, +%llu) of %llu, in 0x%llx, "
+                "out 0x%llx) of function %d%s\n", name, rank, ch, got ? "a work" : "no work", got ? got->pattern : -1,
+                got ? got->call : -1, got ? (unsigned long long)got->start : 0ull, got ? (unsigned long long)got->len : 0ull,
+                got ? (unsigned long long)got->count : 0ull, got ? (unsigned long long)got->sendbuff : 0ull,
+                got ? (unsigned long long)got->recvbuff : 0ull, ar ? "an engine all-reduce's reduce-scatter" : "the planned",
+                want.pattern, want.call, (unsigned long long)want.start, (unsigned long long)want.len,
+                (unsigned long long)want.count, (unsigned long long)want.sendbuff, (unsigned long long)want.recvbuff,
+                (int)t->func, capturing ? " (capturing)" : "");
+        return 1;
+      }
+      at[ch]++;
+      scatterWorks += ar;
+    }
+    call++;
   }
-  for (int ch = 0; ch < p->collChannels; ch++) planned += p->nColl[ch];
-  for (int i = 0; i < planned; i++) lastCall = p->coll[i].call > lastCall ? p->coll[i].call : lastCall;
-  if (planned != works || lastCall != calls - 1) {
-    fprintf(stderr, "FAIL %s: rank %d: the collectives' launch holds %d works of calls up to %d; expected the %d works of "
-            "%d calls (engine broadcasts left out)%s\n", name, rank, planned, lastCall, works, calls,
-            capturing ? " (capturing)" : "");
-    return 1;
-  }
+  for (int ch = 0; ch < p->collChannels; ch++)
+    if (at[ch] != end[ch]) {
+      fprintf(stderr, "FAIL %s: rank %d: channel %d of the collectives' launch holds %d works past the %d expected%s\n",
+              name, rank, ch, end[ch] - at[ch], at[ch] - (end[ch] - p->nColl[ch]), capturing ? " (capturing)" : "");
+      return 1;
+    }
   ceMixedPlans += mixed;
+  ceArScatterWorks += scatterWorks;
+  ceArTasks += arTasks;
+  ceArKept += kept;
   return 0;
 }
 
@@ -538,7 +624,7 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
     }
     int lead = 0; /* engine works leading channel 0 */
     if (checkEngineP2p(c->name, r, head, &plans[r], 0, &lead)) return 1;
-    if (ceMin > 0) { /* the same calls captured into a graph: every send on the kernels */
+    if (ceMin > 0 || ceArMin > 0) { /* the same calls captured into a graph: every transfer on the kernels */
       struct chrDevLaunchPlan captured;
       if (chrDevBuildLaunch(comms[r], head, 1, &captured) != ncclSuccess) {
         fprintf(stderr, "FAIL %s: rank %d: launch (capturing): %s\n", c->name, r, ncclGetLastError(NULL));
@@ -674,12 +760,54 @@ static int checkPartition(ncclComm_t comm) {
   return 0;
 }
 
+/* More all-reduces for CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES: the public-API cases hold few SIMPLE
+ * all-reduces of an even count (none in place, no average), so every op in and out of place in
+ * several types at 3/4 Mi + 2 elements (SIMPLE on 2 ranks: 768 KiB and more; halves that do not
+ * start on a 64-byte boundary), and groups that mix them with a broadcast (class 1 with them when
+ * CHORUS_GPU_CE_MIN_BYTES is set too), a reduce-scatter, an odd all-reduce that keeps its works and
+ * a send ring, on one stream and on two. *count cases, in static storage. */
+static const struct ncCase* ceArCases(int n, int* count) {
+  enum { MAX_CE_AR_CASES = 96 };
+  static struct ncCase cases[MAX_CE_AR_CASES];
+  const size_t MB = 1u << 20, big = 3 * MB / 4 + 2;
+  static const int types[] = {ncclFloat32, ncclBfloat16, ncclFloat16, ncclInt32, ncclUint8, ncclFloat8e4m3};
+  int k = 0;
+  struct ncOp ops[NC_MAX_OPS];
+  for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++)
+    for (int o = 0; o < OP_COUNT; o++)
+      for (int ip = 0; ip < 2 && k < MAX_CE_AR_CASES; ip++) {
+        memset(ops, 0, sizeof(ops));
+        ops[0] = (struct ncOp){.func = F_ALLREDUCE, .type = types[ti], .op = o, .inPlace = ip, .count = big,
+                               .seed = 0xce000ull + (uint64_t)k * 131};
+        ncMakeCase(&cases[k++], ops, 1, n);
+      }
+  for (int streams = 1; streams <= 2 && k < MAX_CE_AR_CASES; streams++) {
+    memset(ops, 0, sizeof(ops));
+    ops[0] = (struct ncOp){.func = F_ALLREDUCE, .type = ncclFloat32, .op = OP_SUM, .inPlace = 1, .count = big};
+    ops[1] = (struct ncOp){.func = F_BROADCAST, .type = ncclFloat32, .root = n - 1, .count = MB / 4};
+    ops[2] = (struct ncOp){.func = F_ALLREDUCE, .type = ncclBfloat16, .op = OP_AVG, .count = big};
+    ops[3] = (struct ncOp){.func = F_REDUCESCATTER, .type = ncclInt32, .op = OP_MAX, .count = MB / 8};
+    ops[4] = (struct ncOp){.func = F_ALLREDUCE, .type = ncclFloat32, .op = OP_PREMUL_HOST, .inPlace = 1, .count = big + 1};
+    ops[5] = (struct ncOp){.func = F_RING, .type = ncclInt32, .count = MB / 4};
+    ops[6] = (struct ncOp){.func = F_ALLREDUCE, .type = ncclFloat32, .op = OP_MIN, .count = big};
+    for (int i = 0; i < 7; i++) {
+      ops[i].stream = streams == 2 ? i % 2 : 0;
+      ops[i].seed = 0xce100ull + (uint64_t)k * 131 + (uint64_t)i;
+    }
+    ncMakeCase(&cases[k++], ops, 7, n);
+  }
+  *count = k;
+  return cases;
+}
+
 int main(int argc, char** argv) {
   int n = argc > 1 ? atoi(argv[1]) : 3;
   if (n < 1 || n > MAX_RANKS) return 2;
   pairMaxEnv = getenv("CHORUS_GPU_PAIR_MAX_BYTES");
   const char* ceEnv = getenv("CHORUS_GPU_CE_MIN_BYTES");
   ceMin = ceEnv ? strtoull(ceEnv, NULL, 0) : 0;
+  const char* ceArEnv = getenv("CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES");
+  ceArMin = ceArEnv ? strtoull(ceArEnv, NULL, 0) : 0;
   ncclComm_t comms[MAX_RANKS];
   /* Every rank on device 0, as on the one-GPU machine: the device shape (channels from the SM count)
    * must be the same for all ranks, which it is only when they share one device. */
@@ -700,6 +828,12 @@ int main(int argc, char** argv) {
   int count = 0;
   const struct ncCase* cases = ncCases(n, 0, &count);
   for (int i = 0; i < count && failures < 10; i++) failures += runCase(n, comms, sendA, recvA, scalars, &cases[i]);
+  if (ceArMin > 0) {
+    int nAr = 0;
+    const struct ncCase* arCases = ceArCases(n, &nAr);
+    for (int i = 0; i < nAr && failures < 10; i++) failures += runCase(n, comms, sendA, recvA, scalars, &arCases[i]);
+    count += nAr;
+  }
   if (n == 2 && ceMin > 0 && ceMin <= (1u << 20)) failures += checkClassScenario(comms);
   for (int r = 0; r < n; r++) {
     ncclCommDestroy(comms[r]);
@@ -792,6 +926,20 @@ int main(int argc, char** argv) {
             (unsigned long long)ceMin);
     failures++;
   }
+  /* CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES on 2 ranks: the cases hold SIMPLE all-reduces of MBs, so some
+   * must have become a reduce-scatter and an engine all-gather (each send with its receive, checked
+   * as captured too); on more ranks none. */
+  if (ceArMin > 0 && n == 2 &&
+      (ceArTasks == 0 || ceArScatterWorks == 0 || ceArSends != ceArTasks || ceArRecvs != ceArTasks || ceCapturedPlans == 0)) {
+    fprintf(stderr, "FAIL: CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES=%llu on 2 ranks, but %ld all-reduces were planned on the "
+            "engine (%ld reduce-scatter works, %ld engine sends, %ld engine receives; %ld plans checked as captured)\n",
+            (unsigned long long)ceArMin, ceArTasks, ceArScatterWorks, ceArSends, ceArRecvs, ceCapturedPlans);
+    failures++;
+  }
+  if (n != 2 && ceArTasks + ceArScatterWorks + ceArSends + ceArRecvs != 0) {
+    fprintf(stderr, "FAIL: %ld engine all-reduces planned on %d ranks (2 only)\n", ceArTasks, n);
+    failures++;
+  }
   if (splitPlans == 0) {
     fprintf(stderr, "FAIL: no plan needed several launches (the cases mix reductions in one group)\n");
     failures++;
@@ -801,8 +949,10 @@ int main(int argc, char** argv) {
            "all-reduce works (%ld SIMPLE), %ld works on p2p lanes > 0, %ld local copies to self (%ld on the copy engine), "
            "%ld rank plans in several launches, %ld collectives checked against the default rule, %ld engine sends and "
            "%ld engine receives, %ld plans with both an engine work and a lane transfer to one peer, engine broadcasts: "
-           "%ld sends, %ld receives, %ld root copies, %ld transfer-class scenarios)\n", n, count, treeWorks, widestTree,
+           "%ld sends, %ld receives, %ld root copies, %ld transfer-class scenarios; engine all-reduces: %ld (%ld reduce-scatter "
+           "works, %ld sends, %ld receives), %ld all-reduces of that size kept)\n", n, count, treeWorks, widestTree,
            pairWorks, simplePairWorks, lanedWorks, selfCopyWorks, engineWorks, splitPlans, ruleTasks, ceSendWorks,
-           ceRecvWorks, ceMixedPlans, ceBcastSends, ceBcastRecvs, ceBcastCopies, ceClassScenarios);
+           ceRecvWorks, ceMixedPlans, ceBcastSends, ceBcastRecvs, ceBcastCopies, ceClassScenarios, ceArTasks,
+           ceArScatterWorks, ceArSends, ceArRecvs, ceArKept);
   return failures ? 1 : 0;
 }

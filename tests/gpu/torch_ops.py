@@ -158,6 +158,8 @@ def run(rank, world, port, nonblocking, results):
     try:
         for name, good in checks(rank, world, dev):
             ok.append((name, bool(good)))
+            # as it goes, so that a hang shows where
+            print(f"rank {rank}: {name}: {'ok' if good else 'WRONG'}", file=sys.stderr, flush=True)
         torch.cuda.synchronize()
     except Exception as e:  # report, do not hang the other rank's join forever
         ok.append(("exception " + repr(e), False))
@@ -176,7 +178,7 @@ if __name__ == "__main__":
         for p in procs:
             p.start()
         for p in procs:
-            p.join(timeout=300)
+            p.join(timeout=float(os.environ.get("CHORUS_TORCH_TIMEOUT", "300")))
             if p.is_alive():
                 p.kill()
         mode = "non-blocking" if nonblocking else "blocking"
