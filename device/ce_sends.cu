@@ -41,6 +41,36 @@
 #define AGENT_NAP_NS 100000000L
 #define CLASSES CHR_WORK_CLASSES /* links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL (plan/work.h) */
 #define STAGE_ALIGN 256
+#define WAIT_WORDS 64      /* done words one wait kernel watches */
+
+/* The user stream's wait for its done words: a one-thread kernel that polls them (host memory both
+ * ends map) rather than cuStreamWaitValue64. A stream memory wait stops the hardware queue it is on,
+ * and CUDA maps streams onto a few queues (CUDA_DEVICE_MAX_CONNECTIONS, 8): with PyTorch's many
+ * streams, the copy stream shared a queue with the user stream, so the copy the wait waited for
+ * queued behind the wait (torch_ops hung at its first 80 MiB send, g4/g5). A polling kernel leaves
+ * the queue free. It also leaves at once when the rank aborts. */
+struct ceWaitArgs {
+  const volatile unsigned long long* word[WAIT_WORDS];
+  unsigned long long k[WAIT_WORDS];
+  const volatile unsigned int* abortFlag;
+  int n;
+};
+
+__global__ void ceWaitKernel(struct ceWaitArgs a) {
+  for (int i = 0; i < a.n; i++)
+    while (*a.word[i] < a.k[i]) {
+      if (*a.abortFlag) return;
+      __nanosleep(500);
+    }
+}
+
+ncclResult_t chrCeLoadKernel(void) {
+  cudaFuncAttributes attr;
+  const cudaError_t e = cudaFuncGetAttributes(&attr, ceWaitKernel); /* loads its module on this device */
+  if (e != cudaSuccess) return chrDevFail(ncclUnhandledCudaError, "loading the copy-engine wait kernel: %s",
+                                          cudaGetErrorString(e));
+  return ncclSuccess;
+}
 
 struct ceSeg {
   struct chrCeMailbox box;
@@ -239,6 +269,8 @@ static char* word(const struct ceMap* m, const uint64_t* hostWord) {
 
 static ncclResult_t ensureState(struct chrDevRank* rk) {
   if (rk->ce) return ncclSuccess;
+  if (!rk->cfg.copyEngine) /* its wait kernel was not loaded at create (a lazy load could wait forever) */
+    return chrDevFail(ncclInternalError, "rank %d: a copy-engine send on a rank made without copyEngine", rk->cfg.rank);
   pthread_once(&resolveOnce, resolve);
   if (!waitValue64 || !writeValue64 || !addressRange)
     return chrDevFail(ncclInvalidUsage, "rank %d: copy-engine sends need the driver's stream memory operations "
@@ -491,6 +523,29 @@ static void describeBuffer(struct chrDevRank* rk, struct ceIn* in, const struct 
   *staged = region;
 }
 
+/* Queues on `stream` the wait for a->n done words, then the staged copies out (stage[i] for receive i
+ * of the batch, NULL when none). */
+static ncclResult_t flushWaits(struct chrDevRank* rk, struct ceWaitArgs* a, char* const* stage,
+                               const struct chrWork* const* recvOf, cudaStream_t stream) {
+  if (a->n == 0) return ncclSuccess;
+  ncclResult_t res = ncclSuccess;
+  ceWaitKernel<<<1, 1, 0, stream>>>(*a);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return chrDevFail(ncclUnhandledCudaError, "rank %d: launching the copy-engine wait: %s", rk->cfg.rank,
+                      cudaGetErrorString(e));
+  for (int i = 0; i < a->n && res == ncclSuccess; i++)
+    if (stage[i]) {
+      const struct chrWork* w = recvOf[i];
+      e = cudaMemcpyAsync((void*)(uintptr_t)w->recvbuff, stage[i], bytesOf(w), cudaMemcpyDeviceToDevice, stream);
+      if (e != cudaSuccess)
+        res = chrDevFail(ncclUnhandledCudaError, "rank %d: copying a staged receive out: %s", rk->cfg.rank,
+                         cudaGetErrorString(e));
+    }
+  a->n = 0;
+  return res;
+}
+
 ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n, cudaStream_t stream) {
   struct chrCeRank* ce = rk->ce;
   const int me = rk->cfg.rank;
@@ -500,6 +555,11 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     const int at = pairIndex(&works[i], &role);
     if (role == CHR_CE_RECV) ce->in[at].stagingUsed = 0;
   }
+  struct ceWaitArgs waits;
+  memset(&waits, 0, sizeof waits);
+  waits.abortFlag = (const volatile unsigned int*)rk->flagsDev;
+  char* stage[WAIT_WORDS];
+  const struct chrWork* recvOf[WAIT_WORDS];
   for (int i = 0; i < n; i++) {
     const struct chrWork* w = &works[i];
     int role;
@@ -516,14 +576,12 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
       memcpy(mine.bytes, &d, sizeof d);
     }
     const int first = chrCePost(mb, role, k, &mine, &theirs);
-    ncclResult_t r = streamWait(stream, word(pair->map, &mb->done[role][0]), k, me);
-    if (r != ncclSuccess && res == ncclSuccess) res = r;
-    if (staged && r == ncclSuccess) {
-      const cudaError_t e = cudaMemcpyAsync((void*)(uintptr_t)w->recvbuff, staged, d.bytes, cudaMemcpyDeviceToDevice,
-                                            stream);
-      if (e != cudaSuccess && res == ncclSuccess)
-        res = chrDevFail(ncclUnhandledCudaError, "rank %d: copying a staged receive out: %s", me, cudaGetErrorString(e));
-    }
+    /* the wait goes to the stream after the batch's posts and the sends this call can issue */
+    waits.word[waits.n] = (const volatile unsigned long long*)word(pair->map, &mb->done[role][0]);
+    waits.k[waits.n] = k;
+    stage[waits.n] = staged;
+    recvOf[waits.n] = w;
+    waits.n++;
     if (role == CHR_CE_RECV) {
       if (!first) ringBell(pair->map); /* the sender came first: its agent issues */
       if (!d.ok && res == ncclSuccess)
@@ -531,19 +589,24 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
                          "CUDA IPC for a copy-engine send, nor a staging buffer be allocated for it (GPU memory "
                          "full?); CHORUS_GPU_CE_MIN_BYTES=0 turns copy-engine sends off",
                          me, (void*)(uintptr_t)w->recvbuff, w->links[0].peer, (unsigned long long)d.bytes);
-      continue;
+    } else {
+      struct ceOut* o = &ce->out[at];
+      pthread_mutex_lock(&o->lock);
+      struct cePending* s = &o->queue[o->tail % CHR_CE_SLOTS];
+      s->k = k;
+      s->bytes = bytesOf(w);
+      s->src = (const void*)(uintptr_t)w->sendbuff;
+      o->tail++;
+      pthread_mutex_unlock(&o->lock);
+      issueReady(o);
     }
-    struct ceOut* o = &ce->out[at];
-    pthread_mutex_lock(&o->lock);
-    struct cePending* s = &o->queue[o->tail % CHR_CE_SLOTS];
-    s->k = k;
-    s->bytes = bytesOf(w);
-    s->src = (const void*)(uintptr_t)w->sendbuff;
-    o->tail++;
-    pthread_mutex_unlock(&o->lock);
-    issueReady(o);
+    if (waits.n == WAIT_WORDS) {
+      const ncclResult_t r = flushWaits(rk, &waits, stage, recvOf, stream);
+      if (r != ncclSuccess && res == ncclSuccess) res = r;
+    }
   }
-  return res;
+  const ncclResult_t r = flushWaits(rk, &waits, stage, recvOf, stream);
+  return res != ncclSuccess ? res : r;
 }
 
 /* Writes the words this rank's own streams wait on: its user stream's done words and, for its copy

@@ -13,7 +13,8 @@
  *   before the kernels  each end's stream writes its ready word = k (its data, or its buffer, may now
  *                       be read or overwritten), for every engine work of the launch, before any wait;
  *   after the kernels   each end posts (the receiver: its buffer, as a pointer in one process or a CUDA
- *                       IPC handle and offset) and its stream waits until its done word reaches k. The
+ *                       IPC handle and offset) and its stream waits until its done word reaches k (a
+ *                       one-thread kernel that polls it, not a stream memory wait: ce_sends.cu). The
  *                       sender issues the copy, in transfer order per pair, from its own call when the
  *                       receiver has posted, else from the pair's agent thread, which the receiver's
  *                       post (coming second) wakes through a futex in the segment. The copy stream
@@ -48,6 +49,10 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
 
 /* The rank aborts: every wait of its streams and copy streams is released (no copy is issued any more). */
 void chrCeAbort(struct chrDevRank* rk);
+
+/* Loads the wait kernel on the current device (with the others, before any kernel of a rank runs:
+ * a lazy load waits for the kernels already running). */
+ncclResult_t chrCeLoadKernel(void);
 
 /* Stops the agents, closes what was opened, unmaps the mailboxes. */
 void chrCeDestroy(struct chrDevRank* rk);

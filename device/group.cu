@@ -29,6 +29,7 @@ static struct chrDevRankConfig rankConfig(const struct chrDevGroupConfig* cfg, i
   rc.ringOrder = cfg->ringOrder;
   rc.cudaDev = cfg->cudaDev;
   rc.p2pStepBytes = cfg->p2pStepBytes;
+  rc.copyEngine = cfg->copyEngine;
   return rc;
 }
 

@@ -48,7 +48,8 @@ extern "C" {
 /* 3: per-rank states (chrDevRank*) with CUDA IPC, for ranks in several processes. 4: point-to-point
  * lanes (p2pStepBytes in the configurations), chrDevMemAlloc / chrDevMemFree. 5: works carry their call's
  * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
- * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h). */
+ * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h), the
+ * configurations' copyEngine. */
 #define CHR_DEV_API_VERSION 7
 
 /* The library is built with hidden visibility; these are its exports. */
@@ -71,6 +72,8 @@ struct chrDevRankConfig {
   size_t p2pStepBytes;  /* SIMPLE slot of the point-to-point connections (a positive multiple of 16;
                            0: stepBytes). A large send runs over several connection indices at once,
                            so each needs less in flight than a ring channel's */
+  int copyEngine;       /* 1: plans may hold copy-engine sends (ce_sends.h); their wait kernel is
+                           loaded with the others at create */
 };
 
 /* What a rank tells its peers: plain bytes (no pointers to follow), checked by chrDevRankConnect. */
@@ -125,6 +128,7 @@ struct chrDevGroupConfig {
   const int* ringOrder; /* nRanks entries: the user rank at each ring position (a permutation) */
   int cudaDev;          /* the GPU every rank uses */
   size_t p2pStepBytes;  /* SIMPLE slot of the point-to-point connections (0: stepBytes) */
+  int copyEngine;       /* as chrDevRankConfig's */
 };
 
 /* Rank r of a group (owned by the group), for the rank API's launches, aborts and errors. */

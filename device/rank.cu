@@ -261,6 +261,7 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail_destroy);
   CHR_DEV_CUDA_GOTO(cudaSetDevice(cfg->cudaDev), res, fail_destroy);
   res = chrDevLoadKernels(); /* before any kernel of this rank can run */
+  if (res == ncclSuccess && cfg->copyEngine) res = chrCeLoadKernel(); /* the same for the copy engine's wait */
   if (res != ncclSuccess) goto fail_destroy;
   /* A private stream: it neither waits for nor delays the user's streams. */
   CHR_DEV_CUDA_GOTO(cudaStreamCreateWithFlags(&rk->copies, cudaStreamNonBlocking), res, fail_destroy);

@@ -120,6 +120,7 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   shape->p2pLanes = p2pLanes(comm->nRanks, shape->nChannels);
   const size_t p2pStep = slotBytes(ncclBuff) / 2;
   shape->p2pStepBytes = p2pStep < 4096 ? 4096 : p2pStep & ~(size_t)4095;
+  shape->copyEngine = chrParamInt(CHR_P_GPU_CE_MIN_BYTES) > 0 || chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES) > 0;
 }
 
 static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevShared** out) {
@@ -135,6 +136,7 @@ static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* 
   cfg.nChannels = s->shape.nChannels;
   cfg.p2pConns = s->shape.p2pLanes;
   cfg.p2pStepBytes = s->shape.p2pStepBytes;
+  cfg.copyEngine = s->shape.copyEngine;
   cfg.stepBytes = s->shape.stepBytes;
   cfg.llLines = s->shape.llLines;
   cfg.ringOrder = comm->ringOrder;
