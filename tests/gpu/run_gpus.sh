@@ -118,9 +118,13 @@ if want torch && python3 -c "import torch" 2>/dev/null; then
     for script in torch_ops torch_ddp torch_ops.expandable; do
       alloc=()
       [ $script = torch_ops.expandable ] && alloc=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
-      env "${pre[@]}" "${alloc[@]}" CHORUS_TEST_GPUS=2 CHORUS_TORCH_LABEL=$lib CHORUS_TORCH_JSON="$OUT/ddp-$lib.json" \
-        NCCL_DEBUG=VERSION timeout 280 python3 "$ROOT/tests/gpu/${script%.expandable}.py" >"$OUT/$script-$lib.txt" 2>&1
+      # torch_ops gives each process 60 s (CHORUS_TEST_TORCH_TIMEOUT) and kills it; a hang then costs
+      # minutes, not the call, and no process is left holding PyTorch's port for the next script
+      env "${pre[@]}" "${alloc[@]}" CHORUS_TEST_GPUS=2 CHORUS_TEST_TORCH_LABEL=$lib CHORUS_TEST_TORCH_JSON="$OUT/ddp-$lib.json" \
+        CHORUS_TEST_TORCH_TIMEOUT=60 NCCL_DEBUG=VERSION timeout 280 python3 "$ROOT/tests/gpu/${script%.expandable}.py" \
+        >"$OUT/$script-$lib.txt" 2>&1
       rc=$?
+      pkill -9 -f "multiprocessing.spawn" 2>/dev/null
       note "$script on $lib: exit $rc ($(tail -1 "$OUT/$script-$lib.txt")); library: $(grep -m1 -iE "chorus|NCCL version" "$OUT/$script-$lib.txt" | cut -c1-120)"
       [ $rc = 0 ] || RC=1
     done

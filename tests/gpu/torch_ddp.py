@@ -5,9 +5,9 @@ than float rounding.
 
   LD_PRELOAD=<build>/lib/libchorus.so python3 tests/gpu/torch_ddp.py
 
-CHORUS_TEST_GPUS=2: rank r on GPU r % 2 (the 2-GPU machine). CHORUS_TORCH_LABEL names the "nccl"
+CHORUS_TEST_GPUS=2: rank r on GPU r % 2 (the 2-GPU machine). CHORUS_TEST_TORCH_LABEL names the "nccl"
 library in the table (default "chorus"; "nvidia" when run without the preload), and
-CHORUS_TORCH_JSON=<file> also writes the trajectories as JSON, so runs on Chorus and on NVIDIA's
+CHORUS_TEST_TORCH_JSON=<file> also writes the trajectories as JSON, so runs on Chorus and on NVIDIA's
 library can be put side by side.
 """
 import json
@@ -67,7 +67,7 @@ if __name__ == "__main__":
     configs = [("gloo", False), ("nccl", False), ("nccl", True)]
     for i, (backend, nb) in enumerate(configs):
         run(backend, nb, 29600 + i, out)
-    label = os.environ.get("CHORUS_TORCH_LABEL", "chorus")
+    label = os.environ.get("CHORUS_TEST_TORCH_LABEL", "chorus")
     names = ["gloo", f"{label} blocking", f"{label} non-blocking"]
     series = [out.get((b, nb, 0)) for b, nb in configs]
     print("step " + " ".join(f"{n:>22}" for n in names))
@@ -79,8 +79,8 @@ if __name__ == "__main__":
         worst = max(abs(a - b) for v in series[1:] for a, b in zip(ref, v))
         ok = worst < 1e-4
         print(f"largest difference from gloo: {worst:.2e}")
-    if os.environ.get("CHORUS_TORCH_JSON"):
-        with open(os.environ["CHORUS_TORCH_JSON"], "w") as f:
+    if os.environ.get("CHORUS_TEST_TORCH_JSON"):
+        with open(os.environ["CHORUS_TEST_TORCH_JSON"], "w") as f:
             json.dump({n: v for n, v in zip(names, series)}, f, indent=1)
     print("torch_ddp:", "PASS" if ok else "FAIL")
     sys.exit(0 if ok else 1)

@@ -9,6 +9,9 @@ splits), new_group (a reordered group of both ranks, and one group per rank), ba
 ops (several in flight, polled with is_completed, then waited).
 
   LD_PRELOAD=<build>/lib/libchorus.so python3 tests/gpu/torch_ops.py
+
+Each operation's result is printed to stderr as it completes (a hang shows where);
+CHORUS_TEST_TORCH_TIMEOUT (seconds, default 300): how long each rank's process may take before it is killed.
 """
 import os
 import sys
@@ -178,7 +181,7 @@ if __name__ == "__main__":
         for p in procs:
             p.start()
         for p in procs:
-            p.join(timeout=float(os.environ.get("CHORUS_TORCH_TIMEOUT", "300")))
+            p.join(timeout=float(os.environ.get("CHORUS_TEST_TORCH_TIMEOUT", "300")))
             if p.is_alive():
                 p.kill()
         mode = "non-blocking" if nonblocking else "blocking"
