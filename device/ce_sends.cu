@@ -5,10 +5,8 @@
  * makes of collectives, numbered apart because NCCL lets two ranks interleave their collectives and
  * their sends differently): an outgoing pair (this rank sends: the copy stream, the queue of sends not
  * yet issued, the agent thread, the peer's buffers opened by CUDA IPC) and an incoming one (this rank
- * receives). Each pair's mailbox is a shared-memory segment named after both ends' process tokens and
- * rank serials and the class; both ends create or open it (an all-zero mailbox is a fresh one), and
- * the second end to map it removes the name, so nothing is left in /dev/shm once both have it. Within
- * a process a segment is mapped and registered with CUDA once, whichever ranks use it.
+ * receives). Each pair's mailbox is a shared-memory segment (ce_segment.h) named after both ends'
+ * process tokens and rank serials and the class.
  *
  * A receive buffer that CUDA IPC cannot share (cuMemCreate memory, e.g. PyTorch's expandable
  * segments) is received through a staging buffer of the incoming pair (cudaMalloc, grown as needed),
@@ -17,8 +15,6 @@
  * (the sender may still hold it open, and copies of this launch may still use it).
  */
 #include <cuda.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -26,17 +22,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "cuda/ce_mailbox.h"
+#include "device/ce_segment.h"
 #include "device/ce_sends.h"
 #include "device/dev_error.h"
 #include "device/dev_group.h"
+#include "device/driver_entry.h"
 
-#define SEG_BYTES 4096
 #define MAX_OPENED 64      /* a peer's buffers kept open per pair; the oldest is closed beyond that */
 #define AGENT_NAP_NS 100000000L
 #define CLASSES CHR_WORK_CLASSES /* links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL (plan/work.h) */
@@ -72,13 +67,6 @@ ncclResult_t chrCeLoadKernel(void) {
   return ncclSuccess;
 }
 
-struct ceSeg {
-  struct chrCeMailbox box;
-  uint32_t bell;   /* the sender's agent sleeps on it (a futex both processes map) */
-  uint32_t ends;   /* ends that have mapped the segment: the second removes its name */
-};
-static_assert(sizeof(struct ceSeg) <= SEG_BYTES, "a mailbox segment outgrew its page");
-
 /* What the receiver posts. */
 struct cePostData {
   uint32_t ok;        /* 0: the buffer cannot be shared (the sender writes the done words and reports it) */
@@ -90,93 +78,6 @@ struct cePostData {
 };
 static_assert(sizeof(struct cePostData) <= CHR_CE_POST_BYTES, "a post outgrew chrCePost");
 
-/* ---- segments, mapped once per process ---- */
-
-struct ceMap {
-  struct ceMap* next;
-  char name[96];
-  struct ceSeg* seg;
-  char* dev;          /* its device address (registered, portable) */
-  int refs;
-};
-static pthread_mutex_t mapLock = PTHREAD_MUTEX_INITIALIZER;
-static struct ceMap* maps;
-
-static ncclResult_t mapSegment(const char* name, struct ceMap** out) {
-  pthread_mutex_lock(&mapLock);
-  ncclResult_t res = ncclSuccess;
-  struct ceMap* m = maps;
-  while (m && strcmp(m->name, name) != 0) m = m->next;
-  if (m) {
-    m->refs++;
-  } else {
-    void* p = MAP_FAILED;
-    int fd = shm_open(name, O_RDWR | O_CREAT, 0600);
-    m = (struct ceMap*)calloc(1, sizeof *m);
-    if (fd < 0 || m == NULL) {
-      res = chrDevFail(ncclSystemError, "copy-engine mailbox %s: %s", name, fd < 0 ? strerror(errno) : "out of memory");
-      goto fail;
-    }
-    /* Both ends may create it; each sets the same size, and new pages read as zero. */
-    if (ftruncate(fd, SEG_BYTES) != 0 ||
-        (p = mmap(NULL, SEG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-      res = chrDevFail(ncclSystemError, "copy-engine mailbox %s: %s", name, strerror(errno));
-      goto fail;
-    }
-    close(fd);
-    fd = -1;
-    {
-      cudaError_t e = cudaHostRegister(p, SEG_BYTES, cudaHostRegisterPortable | cudaHostRegisterMapped);
-      if (e == cudaSuccess) e = cudaHostGetDevicePointer((void**)&m->dev, p, 0);
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        res = chrDevFail(ncclUnhandledCudaError, "registering copy-engine mailbox %s with CUDA: %s", name,
-                         cudaGetErrorString(e));
-        cudaHostUnregister(p);
-        cudaGetLastError();
-        goto fail;
-      }
-    }
-    snprintf(m->name, sizeof m->name, "%s", name);
-    m->seg = (struct ceSeg*)p;
-    m->refs = 1;
-    m->next = maps;
-    maps = m;
-    goto done;
-  fail:
-    if (p != MAP_FAILED) munmap(p, SEG_BYTES);
-    if (fd >= 0) close(fd);
-    free(m);
-    m = NULL;
-  }
-done:
-  pthread_mutex_unlock(&mapLock);
-  if (m) {
-    /* this end has it: the second end of the pair removes the name */
-    if (__atomic_add_fetch(&m->seg->ends, 1, __ATOMIC_ACQ_REL) == 2) shm_unlink(name);
-  }
-  *out = m;
-  return res;
-}
-
-static void unmapSegment(struct ceMap* m) {
-  if (m == NULL) return;
-  pthread_mutex_lock(&mapLock);
-  if (--m->refs == 0) {
-    struct ceMap** at = &maps;
-    while (*at != m) at = &(*at)->next;
-    *at = m->next;
-    /* A pair whose other end never mapped it leaves the name behind: remove it (a later open
-     * by that end would find an empty mailbox and wait, as it would for a rank that is gone). */
-    if (__atomic_load_n(&m->seg->ends, __ATOMIC_ACQUIRE) < 2) shm_unlink(m->name);
-    cudaHostUnregister(m->seg);
-    cudaGetLastError();
-    munmap(m->seg, SEG_BYTES);
-    free(m);
-  }
-  pthread_mutex_unlock(&mapLock);
-}
-
 /* ---- driver entry points (stream memory operations, address ranges) ---- */
 
 typedef CUresult (*valueFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
@@ -185,20 +86,10 @@ static valueFn waitValue64, writeValue64;
 static rangeFn addressRange;
 static pthread_once_t resolveOnce = PTHREAD_ONCE_INIT;
 
-static void* entryPoint(const char* name) {
-  void* p = NULL;
-  cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess)
-    p = NULL;
-  cudaGetLastError();
-  return p;
-}
-
 static void resolve(void) {
-  waitValue64 = (valueFn)entryPoint("cuStreamWaitValue64");
-  writeValue64 = (valueFn)entryPoint("cuStreamWriteValue64");
-  addressRange = (rangeFn)entryPoint("cuMemGetAddressRange");
+  waitValue64 = (valueFn)chrDevDriverEntry("cuStreamWaitValue64");
+  writeValue64 = (valueFn)chrDevDriverEntry("cuStreamWriteValue64");
+  addressRange = (rangeFn)chrDevDriverEntry("cuMemGetAddressRange");
 }
 
 static ncclResult_t streamWait(cudaStream_t s, const char* word, uint64_t v, int rank) {
@@ -226,7 +117,7 @@ struct ceOpened {
 };
 
 struct cePair {
-  struct ceMap* map;   /* NULL until first used */
+  struct chrCeMap* map;   /* NULL until first used */
   uint64_t k;          /* transfers numbered */
 };
 
@@ -263,7 +154,7 @@ struct chrCeRank {
   int aborted;
 };
 
-static char* word(const struct ceMap* m, const uint64_t* hostWord) {
+static char* word(const struct chrCeMap* m, const uint64_t* hostWord) {
   return m->dev + ((const char*)hostWord - (const char*)m->seg);
 }
 
@@ -310,7 +201,7 @@ static ncclResult_t openPair(struct chrDevRank* rk, struct cePair* pair, int fro
   snprintf(name, sizeof name, "/chorus-ce-%016llx-%llx-%016llx-%llx-%d",
            (unsigned long long)(iSend ? mineToken : id->token), (unsigned long long)(iSend ? mineSerial : id->serial),
            (unsigned long long)(iSend ? id->token : mineToken), (unsigned long long)(iSend ? id->serial : mineSerial), cls);
-  return mapSegment(name, &pair->map);
+  return chrCeMapSegment(name, &pair->map);
 }
 
 static void raiseError(struct chrDevRank* rk) {
@@ -346,7 +237,7 @@ static char* peerBuffer(struct ceOut* o, const struct cePostData* d) {
  * done words. When it cannot, the done words are written from here and the error word is raised. */
 static void issueOne(struct ceOut* o, const struct cePending* s, const struct cePostData* d) {
   struct chrDevRank* rk = o->rk;
-  struct ceMap* m = o->pair.map;
+  struct chrCeMap* m = o->pair.map;
   struct chrCeMailbox* mb = &m->seg->box;
   const int rank = rk->cfg.rank;
   char* dst = NULL;
@@ -400,7 +291,7 @@ static void* agentMain(void* arg) {
   }
 }
 
-static void ringBell(struct ceMap* m) {
+static void ringBell(struct chrCeMap* m) {
   __atomic_add_fetch(&m->seg->bell, 1, __ATOMIC_RELEASE);
   syscall(SYS_futex, &m->seg->bell, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
@@ -667,9 +558,9 @@ void chrCeDestroy(struct chrDevRank* rk) {
     for (int i = 0; i < o->nOpened; i++) cudaIpcCloseMemHandle(o->opened[i].base);
     cudaGetLastError();
     pthread_mutex_destroy(&o->lock);
-    unmapSegment(o->pair.map);
+    chrCeUnmapSegment(o->pair.map);
     struct ceIn* in = &ce->in[p];
-    unmapSegment(in->pair.map);
+    chrCeUnmapSegment(in->pair.map);
     if (in->staging) cudaFree(in->staging); /* the rank's streams are done with it (destroy's contract) */
     for (int i = 0; i < in->nRetired; i++) cudaFree(in->retired[i]);
     free(in->retired);

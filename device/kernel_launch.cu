@@ -4,6 +4,7 @@
 #include <cuda.h>
 #include <pthread.h>
 #include "device/dev_error.h"
+#include "device/driver_entry.h"
 #include "device/kernel_launch.h"
 
 typedef CUresult (*launchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -16,16 +17,8 @@ static int shortRefused; /* the driver refused a short buffer once: whole blocks
 static pthread_once_t resolveOnce = PTHREAD_ONCE_INIT;
 
 static void resolve(void) {
-  void* p = NULL;
-  cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-      q == cudaDriverEntryPointSuccess)
-    driverLaunch = (launchFn)p;
-  p = NULL;
-  if (cudaGetDriverEntryPointByVersion("cuGetErrorName", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-      q == cudaDriverEntryPointSuccess)
-    driverErrorName = (errorNameFn)p;
-  cudaGetLastError(); /* a failed lookup leaves nothing behind for the caller's next check */
+  driverLaunch = (launchFn)chrDevDriverEntry("cuLaunchKernel");
+  driverErrorName = (errorNameFn)chrDevDriverEntry("cuGetErrorName");
 }
 
 cudaKernel_t chrDevKernelHandle(const void* fn) {

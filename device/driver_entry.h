@@ -1,0 +1,21 @@
+/*
+ * driver_entry.h: a CUDA driver function looked up through the runtime linked into this library
+ * (cudaGetDriverEntryPointByVersion, CUDA 12.0's ABI), so the library never links libcuda. NULL when
+ * the driver lacks it; a failed lookup leaves no error behind for the caller's next check.
+ */
+#ifndef CHORUS_DEVICE_DRIVER_ENTRY_H_
+#define CHORUS_DEVICE_DRIVER_ENTRY_H_
+
+#include <cuda_runtime.h>
+
+static inline void* chrDevDriverEntry(const char* name) {
+  void* p = NULL;
+  cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    p = NULL;
+  cudaGetLastError();
+  return p;
+}
+
+#endif /* CHORUS_DEVICE_DRIVER_ENTRY_H_ */
