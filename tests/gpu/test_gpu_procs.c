@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "device/driver_entry.h"
 #include "launch.h"
 #include "nccl.h"
 #include "nccl_cases.h"
@@ -95,23 +96,14 @@ static int useVmm(void) {
 }
 static size_t vmmBytes;
 
-static void* driverFn(const char* name) {
-  void* p = NULL;
-  enum cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess)
-    return NULL;
-  return p;
-}
-
 static int vmmAlloc(char** out, size_t bytes, int dev) {
   CUresult (*granularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) =
-      driverFn("cuMemGetAllocationGranularity");
+      chrDevDriverEntry("cuMemGetAllocationGranularity");
   CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) =
-      driverFn("cuMemCreate");
-  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = driverFn("cuMemAddressReserve");
-  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = driverFn("cuMemMap");
-  CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = driverFn("cuMemSetAccess");
+      chrDevDriverEntry("cuMemCreate");
+  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = chrDevDriverEntry("cuMemAddressReserve");
+  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = chrDevDriverEntry("cuMemMap");
+  CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = chrDevDriverEntry("cuMemSetAccess");
   if (!granularity || !create || !reserve || !map || !access) {
     fprintf(stderr, "FAIL rank %d: the driver's virtual memory API was not found\n", myRank);
     return 1;
