@@ -15,7 +15,10 @@
  * list is short. CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (exits 77 when fewer are
  * present). CHORUS_TEST_VMM=1: the receive arenas are cuMemCreate memory (what PyTorch's expandable
  * segments give), which CUDA IPC cannot share: copy-engine sends then receive through staging
- * (device/ce_sends.cu). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
+ * (device/ce_sends.cu). CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
+ * calls (and their streams' waits) come first: a copy-engine sender then issues from its agent thread
+ * after its stream already waits (with CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting, every
+ * stream shares one hardware queue). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
  * initialises CUDA before forking). Every wait has a deadline: a hang fails, naming the case.
  */
 #include <cuda.h>
@@ -184,6 +187,8 @@ static int runOp(struct rankBufs* B, int n, const struct ncCase* c) {
   }
   char* in = (l.inRecvArena ? B->recv : B->send) + l.inOff;
   char* out = B->recv + l.outOff;
+  const char* late = getenv("CHORUS_TEST_LATE_RANK");
+  if (late && *late && atoi(late) == r) usleep(50 * 1000);
   const ncclDataType_t t = (ncclDataType_t)o->type;
   const size_t cnt = o->count, block = cnt * (size_t)ncTypeSize(o->type);
   ncclResult_t res = ncclSuccess;
