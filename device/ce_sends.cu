@@ -3,9 +3,9 @@
  *
  * Per rank, per peer and class (links[0].conn: 0 for sends and receives, 1 for transfers the planner
  * makes of collectives, numbered apart because NCCL lets two ranks interleave their collectives and
- * their sends differently): an outgoing pair (this rank sends: the copy stream, the queue of sends not
- * yet issued, the agent thread, the peer's buffers opened by CUDA IPC) and an incoming one (this rank
- * receives). Each pair's mailbox is a shared-memory segment (ce_segment.h) named after both ends'
+ * their sends differently): an outgoing pair (this rank sends: the copy stream, the queue of first
+ * sends whose receiver the agent thread publishes, the peer's buffers opened by CUDA IPC, the copy
+ * kernel's per-slot counters) and an incoming one (this rank receives). Each pair's mailbox is a shared-memory segment (ce_segment.h) named after both ends'
  * process tokens and rank serials and the class.
  *
  * A receive buffer that CUDA IPC cannot share (cuMemCreate memory, e.g. PyTorch's expandable
@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cuda/ce_mailbox.h"
+#include "device/ce_kernels.h"
 #include "device/ce_segment.h"
 #include "device/ce_sends.h"
 #include "device/dev_error.h"
@@ -34,38 +35,11 @@
 
 #define MAX_OPENED 64      /* a peer's buffers kept open per pair; the oldest is closed beyond that */
 #define AGENT_NAP_NS 100000000L
+#define AGENT_POLL_NS 20000L
 #define CLASSES CHR_WORK_CLASSES /* links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL (plan/work.h) */
 #define STAGE_ALIGN 256
-#define WAIT_WORDS 64      /* done words one wait kernel watches */
-
-/* The user stream's wait for its done words: a one-thread kernel that polls them (host memory both
- * ends map) rather than cuStreamWaitValue64. A stream memory wait stops the hardware queue it is on,
- * and CUDA maps streams onto a few queues (CUDA_DEVICE_MAX_CONNECTIONS, 8): with PyTorch's many
- * streams, the copy stream shared a queue with the user stream, so the copy the wait waited for
- * queued behind the wait (torch_ops hung at its first 80 MiB send, g4/g5). A polling kernel leaves
- * the queue free. It also leaves at once when the rank aborts. */
-struct ceWaitArgs {
-  const volatile unsigned long long* word[WAIT_WORDS];
-  unsigned long long k[WAIT_WORDS];
-  const volatile unsigned int* abortFlag;
-  int n;
-};
-
-__global__ void ceWaitKernel(struct ceWaitArgs a) {
-  for (int i = 0; i < a.n; i++)
-    while (*a.word[i] < a.k[i]) {
-      if (*a.abortFlag) return;
-      __nanosleep(500);
-    }
-}
-
-ncclResult_t chrCeLoadKernel(void) {
-  cudaFuncAttributes attr;
-  const cudaError_t e = cudaFuncGetAttributes(&attr, ceWaitKernel); /* loads its module on this device */
-  if (e != cudaSuccess) return chrDevFail(ncclUnhandledCudaError, "loading the copy-engine wait kernel: %s",
-                                          cudaGetErrorString(e));
-  return ncclSuccess;
-}
+#define COPY_CTAS 64       /* a first sender's copy kernel: CTAs shared by its transfers ... */
+#define COPY_CTAS_MIN 8    /* ... but at least this many each */
 
 /* What the receiver posts. */
 struct cePostData {
@@ -114,6 +88,7 @@ struct cePending {
 struct ceOpened {
   cudaIpcMemHandle_t handle;
   char* base;
+  uint64_t lastKernelK; /* the last first-send copy kernel that writes into it (0: none) */
 };
 
 struct cePair {
@@ -126,10 +101,11 @@ struct ceOut {
   struct cePair pair;
   struct chrDevRank* rk;
   int peer;
-  pthread_mutex_t lock; /* the queue, the copy stream's order, the opened buffers */
-  struct cePending queue[CHR_CE_SLOTS];
+  pthread_mutex_t lock; /* the queue, the opened buffers */
+  struct cePending queue[CHR_CE_SLOTS]; /* kernel-copied sends whose receiver's buffer is not yet published */
   uint64_t head, tail;
   cudaStream_t copy;
+  unsigned int* counters; /* per slot, for the copy kernel (device memory) */
   struct ceOpened opened[MAX_OPENED];
   int nOpened;
   pthread_t agent;
@@ -146,11 +122,19 @@ struct ceIn {
   int nRetired;
 };
 
+/* One engine work of a launch, between chrCeSignal and the end of chrCePost. */
+struct ceItem {
+  uint64_t k;
+  char* staged;        /* a receive's staging region, copied out after its wait; NULL: none */
+  int first;           /* this end posted first */
+  int byKernel;        /* a send the launch's kernel copies (else the copy engine, or a receive) */
+};
+
 struct chrCeRank {
   struct ceOut* out;   /* nRanks * CLASSES, [peer * CLASSES + class] */
   struct ceIn* in;     /* nRanks * CLASSES */
-  uint64_t* ks;        /* the launch's transfer numbers, between chrCeSignal and chrCePost */
-  int ksCap;
+  struct ceItem* items;
+  int itemsCap;
   int aborted;
 };
 
@@ -160,7 +144,7 @@ static char* word(const struct chrCeMap* m, const uint64_t* hostWord) {
 
 static ncclResult_t ensureState(struct chrDevRank* rk) {
   if (rk->ce) return ncclSuccess;
-  if (!rk->cfg.copyEngine) /* its wait kernel was not loaded at create (a lazy load could wait forever) */
+  if (!rk->cfg.copyEngine) /* its kernels were not loaded at create (a lazy load could wait forever) */
     return chrDevFail(ncclInternalError, "rank %d: a copy-engine send on a rank made without copyEngine", rk->cfg.rank);
   pthread_once(&resolveOnce, resolve);
   if (!waitValue64 || !writeValue64 || !addressRange)
@@ -210,14 +194,31 @@ static void raiseError(struct chrDevRank* rk) {
                               __ATOMIC_SEQ_CST);
 }
 
+/* Before an opened buffer is closed: the copies that may write into it are over (the copy stream's,
+ * and the copy kernel of the last first send into it). 0 when the rank aborted meanwhile. */
+static int quiesce(struct ceOut* o, const struct ceOpened* b) {
+  if (cudaStreamSynchronize(o->copy) != cudaSuccess) return 0;
+  if (b->lastKernelK == 0) return 1;
+  const uint64_t* done = chrCeDone(&o->pair.map->seg->box, CHR_CE_RECV, b->lastKernelK);
+  while (__atomic_load_n(done, __ATOMIC_ACQUIRE) < b->lastKernelK) {
+    if (o->rk->flags[0]) return 0;
+    sched_yield();
+  }
+  return 1;
+}
+
 /* The receiver's buffer in this process: its own address, or its allocation opened by CUDA IPC (kept
- * open; the oldest of MAX_OPENED is closed, after the copies that may use it). Under o->lock. */
-static char* peerBuffer(struct ceOut* o, const struct cePostData* d) {
+ * open; the oldest of MAX_OPENED is closed, after the copies that may use it). kernelK: the first
+ * send whose copy kernel will write into it, 0 for a copy-stream copy. Under o->lock. */
+static char* peerBuffer(struct ceOut* o, const struct cePostData* d, uint64_t kernelK) {
   if (!d->viaIpc) return (char*)(uintptr_t)d->ptr;
   for (int i = 0; i < o->nOpened; i++)
-    if (memcmp(&o->opened[i].handle, &d->handle, sizeof d->handle) == 0) return o->opened[i].base + d->offset;
+    if (memcmp(&o->opened[i].handle, &d->handle, sizeof d->handle) == 0) {
+      if (kernelK) o->opened[i].lastKernelK = kernelK;
+      return o->opened[i].base + d->offset;
+    }
   if (o->nOpened == MAX_OPENED) {
-    if (cudaStreamSynchronize(o->copy) != cudaSuccess) return NULL;
+    if (!quiesce(o, &o->opened[0])) return NULL;
     cudaIpcCloseMemHandle(o->opened[0].base);
     memmove(&o->opened[0], &o->opened[1], sizeof(o->opened[0]) * (MAX_OPENED - 1));
     o->nOpened--;
@@ -229,62 +230,103 @@ static char* peerBuffer(struct ceOut* o, const struct cePostData* d) {
   }
   o->opened[o->nOpened].handle = d->handle;
   o->opened[o->nOpened].base = (char*)p;
+  o->opened[o->nOpened].lastKernelK = kernelK;
   o->nOpened++;
   return (char*)p + d->offset;
 }
 
-/* One send whose receiver has posted: the copy stream waits for both ready words, copies, writes both
- * done words. When it cannot, the done words are written from here and the error word is raised. */
+/* 1 when the receiver's post d fits transfer s. */
+static int fits(const struct ceOut* o, const struct cePostData* d, uint64_t bytes) {
+  return !o->rk->ce->aborted && d->ok && d->bytes == bytes;
+}
+
+/* 1 when the slot's transfer before k is over (its copy reads the slot's published buffer, and done
+ * words only grow per slot). */
+static int slotDone(struct chrCeMailbox* mb, uint64_t k) {
+  return k <= CHR_CE_SLOTS || __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, k), __ATOMIC_ACQUIRE) >= k - CHR_CE_SLOTS;
+}
+
+/* 1 when a send whose receiver posted first can go to the copy engine now: the receiver's stream is
+ * past its ready word, and the slot's transfer before is over, so the copy stream waits for nothing
+ * of the peer's (such a wait on a hardware queue that streams share could sit before work the peer
+ * waits for). Else the launch's kernel copies it. */
+static int engineReady(struct chrCeMailbox* mb, uint64_t k) {
+  return __atomic_load_n(&mb->ready[CHR_CE_RECV][0], __ATOMIC_ACQUIRE) >= k && slotDone(mb, k);
+}
+
+/* A send whose receiver posted first and is ready (engineReady), from the sender's call: the copy
+ * stream waits for this rank's own ready word (queued before, on its stream: nothing of the peer's),
+ * copies, writes both done words. When it cannot, the done words are written from here and the
+ * error word is raised. */
 static void issueOne(struct ceOut* o, const struct cePending* s, const struct cePostData* d) {
   struct chrDevRank* rk = o->rk;
   struct chrCeMap* m = o->pair.map;
   struct chrCeMailbox* mb = &m->seg->box;
   const int rank = rk->cfg.rank;
   char* dst = NULL;
-  int ok = !rk->ce->aborted && d->ok && d->bytes == s->bytes;
-  if (ok) dst = peerBuffer(o, d);
+  pthread_mutex_lock(&o->lock);
+  int ok = fits(o, d, s->bytes);
+  if (ok) dst = peerBuffer(o, d, 0);
+  pthread_mutex_unlock(&o->lock);
   ok = ok && dst != NULL;
   if (ok && s->bytes > 0) {
-    ok = streamWait(o->copy, word(m, &mb->ready[CHR_CE_RECV][0]), s->k, rank) == ncclSuccess &&
-         streamWait(o->copy, word(m, &mb->ready[CHR_CE_SEND][0]), s->k, rank) == ncclSuccess &&
+    ok = streamWait(o->copy, word(m, &mb->ready[CHR_CE_SEND][0]), s->k, rank) == ncclSuccess &&
          cudaMemcpyAsync(dst, s->src, s->bytes, cudaMemcpyDeviceToDevice, o->copy) == cudaSuccess;
     cudaGetLastError();
   }
   if (ok)
-    ok = streamWrite(o->copy, word(m, &mb->done[CHR_CE_RECV][0]), s->k, rank) == ncclSuccess &&
-         streamWrite(o->copy, word(m, &mb->done[CHR_CE_SEND][0]), s->k, rank) == ncclSuccess;
+    ok = streamWrite(o->copy, word(m, (const uint64_t*)chrCeDone(mb, CHR_CE_RECV, s->k)), s->k, rank) == ncclSuccess &&
+         streamWrite(o->copy, word(m, (const uint64_t*)chrCeDone(mb, CHR_CE_SEND, s->k)), s->k, rank) == ncclSuccess;
   if (!ok && !__atomic_load_n(&rk->ce->aborted, __ATOMIC_ACQUIRE)) { /* (an abort has written them all) */
     raiseError(rk);
-    __atomic_store_n(&mb->done[CHR_CE_RECV][0], s->k, __ATOMIC_RELEASE);
-    __atomic_store_n(&mb->done[CHR_CE_SEND][0], s->k, __ATOMIC_RELEASE);
+    __atomic_store_n(chrCeDone(mb, CHR_CE_RECV, s->k), s->k, __ATOMIC_RELEASE);
+    __atomic_store_n(chrCeDone(mb, CHR_CE_SEND, s->k), s->k, __ATOMIC_RELEASE);
   }
   chrCeRelease(mb, s->k);
 }
 
-/* Issues, in transfer order, every queued send whose receiver has posted. From the user's call and
- * from the agent. */
-static void issueReady(struct ceOut* o) {
+/* Publishes, in transfer order, the buffer of every kernel-copied send whose receiver has posted and
+ * whose slot's transfer before is over, and releases its slot. Host work only: nothing here queues
+ * GPU work (ce_sends.h says why), and nothing waits under the lock, which the user's calls take.
+ * Returns 1 when a head waits for the slot's transfer before (the agent then polls). From the
+ * sender's call and from the agent. */
+static int publishReady(struct ceOut* o) {
+  int blocked = 0;
   pthread_mutex_lock(&o->lock);
+  struct chrCeMailbox* mb = &o->pair.map->seg->box;
   while (o->head != o->tail) {
     const struct cePending* s = &o->queue[o->head % CHR_CE_SLOTS];
     struct chrCePost theirs;
-    if (!chrCeOtherPosted(&o->pair.map->seg->box, CHR_CE_SEND, s->k, &theirs)) break;
+    if (!chrCeOtherPosted(mb, CHR_CE_SEND, s->k, &theirs)) break;
+    if (!slotDone(mb, s->k) && !__atomic_load_n(&o->rk->ce->aborted, __ATOMIC_ACQUIRE)) {
+      blocked = 1;
+      break;
+    }
     struct cePostData d;
     memcpy(&d, theirs.bytes, sizeof d);
-    issueOne(o, s, &d);
+    char* dst = fits(o, &d, s->bytes) ? peerBuffer(o, &d, s->k) : NULL;
+    if (dst == NULL && s->bytes > 0 && !__atomic_load_n(&o->rk->ce->aborted, __ATOMIC_ACQUIRE)) raiseError(o->rk);
+    chrCePublishDst(mb, s->k, (uint64_t)(uintptr_t)dst);
+    chrCeRelease(mb, s->k);
     o->head++;
   }
   pthread_mutex_unlock(&o->lock);
+  return blocked;
 }
 
 static void* agentMain(void* arg) {
   struct ceOut* o = (struct ceOut*)arg;
-  cudaSetDevice(o->rk->cfg.cudaDev); /* the current device is per thread */
+  cudaSetDevice(o->rk->cfg.cudaDev); /* the current device is per thread (CUDA IPC opens on it) */
   uint32_t* bell = &o->pair.map->seg->bell;
   for (;;) {
     const uint32_t seen = __atomic_load_n(bell, __ATOMIC_ACQUIRE);
-    issueReady(o);
+    const int blocked = publishReady(o);
     if (__atomic_load_n(&o->quit, __ATOMIC_ACQUIRE)) return NULL;
+    if (blocked) { /* a slot's transfer before is still copying: poll until it ends */
+      const struct timespec poll = {0, AGENT_POLL_NS};
+      nanosleep(&poll, NULL);
+      continue;
+    }
     /* Shared futex (both processes map the word); the nap bounds a missed wake-up and the quit. */
     const struct timespec nap = {0, AGENT_NAP_NS};
     syscall(SYS_futex, bell, FUTEX_WAIT, seen, &nap, NULL, 0);
@@ -300,6 +342,10 @@ static ncclResult_t startOut(struct chrDevRank* rk, struct ceOut* o) {
   if (o->agentRunning) return ncclSuccess;
   ncclResult_t res = ncclSuccess;
   if (o->copy == NULL) CHR_DEV_CUDA_GOTO(cudaStreamCreateWithFlags(&o->copy, cudaStreamNonBlocking), res, fail);
+  if (o->counters == NULL) {
+    CHR_DEV_CUDA_GOTO(cudaMalloc((void**)&o->counters, sizeof(unsigned int) * CHR_CE_SLOTS), res, fail);
+    CHR_DEV_CUDA_GOTO(cudaMemset(o->counters, 0, sizeof(unsigned int) * CHR_CE_SLOTS), res, fail);
+  }
   if (pthread_create(&o->agent, NULL, agentMain, o) != 0)
     return chrDevFail(ncclSystemError, "rank %d: cannot start the copy-engine agent for rank %d", rk->cfg.rank, o->peer);
   o->agentRunning = 1;
@@ -324,11 +370,11 @@ ncclResult_t chrCeSignal(struct chrDevRank* rk, const struct chrWork* works, int
   ncclResult_t res = ensureState(rk);
   if (res != ncclSuccess) return res;
   struct chrCeRank* ce = rk->ce;
-  if (n > ce->ksCap) {
-    uint64_t* grown = (uint64_t*)realloc(ce->ks, sizeof(uint64_t) * (size_t)n);
+  if (n > ce->itemsCap) {
+    struct ceItem* grown = (struct ceItem*)realloc(ce->items, sizeof(struct ceItem) * (size_t)n);
     if (grown == NULL) return chrDevFail(ncclSystemError, "rank %d: out of memory for %d engine sends", rk->cfg.rank, n);
-    ce->ks = grown;
-    ce->ksCap = n;
+    ce->items = grown;
+    ce->itemsCap = n;
   }
   const int me = rk->cfg.rank;
   for (int i = 0; i < n; i++) {
@@ -345,9 +391,10 @@ ncclResult_t chrCeSignal(struct chrDevRank* rk, const struct chrWork* works, int
       if (res != ncclSuccess) return res;
     }
     const uint64_t k = ++pair->k;
-    ce->ks[i] = k;
+    ce->items[i].k = k;
     struct chrCeMailbox* mb = &pair->map->seg->box;
-    /* Free once transfer k - CHR_CE_SLOTS is issued: only an end that many transfers ahead waits. */
+    /* Free once transfer k - CHR_CE_SLOTS is issued or published: only an end that many transfers
+     * ahead waits. */
     while (!chrCeSlotFree(mb, k)) {
       if (rk->flags[0]) return chrDevFail(ncclRemoteError, "rank %d: aborted waiting for a copy-engine mailbox slot", me);
       sched_yield();
@@ -414,27 +461,72 @@ static void describeBuffer(struct chrDevRank* rk, struct ceIn* in, const struct 
   *staged = region;
 }
 
-/* Queues on `stream` the wait for a->n done words, then the staged copies out (stage[i] for receive i
- * of the batch, NULL when none). */
-static ncclResult_t flushWaits(struct chrDevRank* rk, struct ceWaitArgs* a, char* const* stage,
-                               const struct chrWork* const* recvOf, cudaStream_t stream) {
-  if (a->n == 0) return ncclSuccess;
-  ncclResult_t res = ncclSuccess;
-  ceWaitKernel<<<1, 1, 0, stream>>>(*a);
-  cudaError_t e = cudaGetLastError();
+/* The kernel's copy of a send, transfer k of out pair o. */
+static struct chrCeCopyJob copyJob(struct ceOut* o, const struct chrWork* w, uint64_t k) {
+  struct chrCeMap* m = o->pair.map;
+  struct chrCeMailbox* mb = &m->seg->box;
+  const int slot = (int)(k % CHR_CE_SLOTS);
+  struct chrCeCopyJob j;
+  j.src = (const char*)(uintptr_t)w->sendbuff;
+  j.bytes = bytesOf(w);
+  j.k = k;
+  j.dstK = (const volatile unsigned long long*)word(m, &mb->dstK[slot]);
+  j.dstPtr = (const volatile unsigned long long*)word(m, &mb->dstPtr[slot]);
+  j.ready = (const volatile unsigned long long*)word(m, &mb->ready[CHR_CE_RECV][0]);
+  j.done = (unsigned long long*)word(m, chrCeDone(mb, CHR_CE_RECV, k));
+  j.counter = o->counters + slot;
+  return j;
+}
+
+static ncclResult_t launchBatch(struct chrDevRank* rk, struct chrCeGroupArgs* a, const struct chrWork* works,
+                               int from, int to, cudaStream_t stream) {
+  struct chrCeRank* ce = rk->ce;
+  cudaError_t e = chrCeLaunchGroup(a, stream);
+  a->nJobs = a->nWaits = 0;
   if (e != cudaSuccess)
-    return chrDevFail(ncclUnhandledCudaError, "rank %d: launching the copy-engine wait: %s", rk->cfg.rank,
+    return chrDevFail(ncclUnhandledCudaError, "rank %d: launching the copy-engine kernel: %s", rk->cfg.rank,
                       cudaGetErrorString(e));
-  for (int i = 0; i < a->n && res == ncclSuccess; i++)
-    if (stage[i]) {
-      const struct chrWork* w = recvOf[i];
-      e = cudaMemcpyAsync((void*)(uintptr_t)w->recvbuff, stage[i], bytesOf(w), cudaMemcpyDeviceToDevice, stream);
+  for (int j = from; j < to; j++) /* the batch's staged receives, copied out after their waits */
+    if (ce->items[j].staged) {
+      const struct chrWork* w = &works[j];
+      e = cudaMemcpyAsync((void*)(uintptr_t)w->recvbuff, ce->items[j].staged, bytesOf(w), cudaMemcpyDeviceToDevice,
+                          stream);
       if (e != cudaSuccess)
-        res = chrDevFail(ncclUnhandledCudaError, "rank %d: copying a staged receive out: %s", rk->cfg.rank,
-                         cudaGetErrorString(e));
+        return chrDevFail(ncclUnhandledCudaError, "rank %d: copying a staged receive out: %s", rk->cfg.rank,
+                          cudaGetErrorString(e));
     }
-  a->n = 0;
-  return res;
+  return ncclSuccess;
+}
+
+/* Queues the launch's kernel: the copies of the sends by kernel, the waits for the rest. More than a
+ * kernel holds go in several, one after another (then one may wait behind another). */
+static ncclResult_t launchGroup(struct chrDevRank* rk, const struct chrWork* works, int n, cudaStream_t stream) {
+  struct chrCeRank* ce = rk->ce;
+  struct chrCeGroupArgs a;
+  memset(&a, 0, sizeof a);
+  a.abortFlag = (const volatile unsigned int*)rk->flagsDev;
+  int jobs = 0;
+  for (int i = 0; i < n; i++) jobs += ce->items[i].byKernel;
+  const int perKernel = jobs < CHR_CE_GROUP_JOBS ? jobs : CHR_CE_GROUP_JOBS;
+  a.ctasPerJob = perKernel > 0 && COPY_CTAS / perKernel > COPY_CTAS_MIN ? COPY_CTAS / perKernel : COPY_CTAS_MIN;
+  int from = 0;
+  for (int i = 0; i < n; i++) {
+    int role;
+    const int at = pairIndex(&works[i], &role);
+    if (ce->items[i].byKernel) {
+      a.job[a.nJobs++] = copyJob(&ce->out[at], &works[i], ce->items[i].k);
+    } else {
+      struct cePair* pair = pairOf(rk, &works[i], &role);
+      a.word[a.nWaits] = (const volatile unsigned long long*)word(pair->map, chrCeDone(&pair->map->seg->box, role, ce->items[i].k));
+      a.k[a.nWaits++] = ce->items[i].k;
+    }
+    if (a.nJobs == CHR_CE_GROUP_JOBS || a.nWaits == CHR_CE_GROUP_WAITS) {
+      const ncclResult_t res = launchBatch(rk, &a, works, from, i + 1, stream);
+      if (res != ncclSuccess) return res;
+      from = i + 1;
+    }
+  }
+  return launchBatch(rk, &a, works, from, n, stream);
 }
 
 ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n, cudaStream_t stream) {
@@ -446,73 +538,67 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     const int at = pairIndex(&works[i], &role);
     if (role == CHR_CE_RECV) ce->in[at].stagingUsed = 0;
   }
-  struct ceWaitArgs waits;
-  memset(&waits, 0, sizeof waits);
-  waits.abortFlag = (const volatile unsigned int*)rk->flagsDev;
-  char* stage[WAIT_WORDS];
-  const struct chrWork* recvOf[WAIT_WORDS];
   for (int i = 0; i < n; i++) {
     const struct chrWork* w = &works[i];
     int role;
     const int at = pairIndex(w, &role);
     struct cePair* pair = pairOf(rk, w, &role);
     struct chrCeMailbox* mb = &pair->map->seg->box;
-    const uint64_t k = ce->ks[i];
+    struct ceItem* it = &ce->items[i];
     struct chrCePost mine, theirs;
     memset(&mine, 0, sizeof mine);
     struct cePostData d;
-    char* staged = NULL;
+    it->staged = NULL;
+    it->byKernel = 0;
     if (role == CHR_CE_RECV) {
-      describeBuffer(rk, &ce->in[at], w, &d, &staged);
+      describeBuffer(rk, &ce->in[at], w, &d, &it->staged);
       memcpy(mine.bytes, &d, sizeof d);
     }
-    const int first = chrCePost(mb, role, k, &mine, &theirs);
-    /* the wait goes to the stream after the batch's posts and the sends this call can issue */
-    waits.word[waits.n] = (const volatile unsigned long long*)word(pair->map, &mb->done[role][0]);
-    waits.k[waits.n] = k;
-    stage[waits.n] = staged;
-    recvOf[waits.n] = w;
-    waits.n++;
+    it->first = chrCePost(mb, role, it->k, &mine, &theirs);
     if (role == CHR_CE_RECV) {
-      if (!first) ringBell(pair->map); /* the sender came first: its agent issues */
+      if (!it->first) ringBell(pair->map); /* the sender came first: its agent publishes this buffer */
       if (!d.ok && res == ncclSuccess)
         res = chrDevFail(ncclSystemError, "rank %d: receive buffer %p from rank %d (%llu bytes) cannot be shared with "
                          "CUDA IPC for a copy-engine send, nor a staging buffer be allocated for it (GPU memory "
                          "full?); CHORUS_GPU_CE_MIN_BYTES=0 turns copy-engine sends off",
                          me, (void*)(uintptr_t)w->recvbuff, w->links[0].peer, (unsigned long long)d.bytes);
-    } else {
-      struct ceOut* o = &ce->out[at];
-      pthread_mutex_lock(&o->lock);
-      struct cePending* s = &o->queue[o->tail % CHR_CE_SLOTS];
-      s->k = k;
-      s->bytes = bytesOf(w);
-      s->src = (const void*)(uintptr_t)w->sendbuff;
-      o->tail++;
-      pthread_mutex_unlock(&o->lock);
-      issueReady(o);
+      continue;
     }
-    if (waits.n == WAIT_WORDS) {
-      const ncclResult_t r = flushWaits(rk, &waits, stage, recvOf, stream);
-      if (r != ncclSuccess && res == ncclSuccess) res = r;
+    struct ceOut* o = &ce->out[at];
+    struct cePending s = {it->k, bytesOf(w), (const void*)(uintptr_t)w->sendbuff};
+    if (!it->first) memcpy(&d, theirs.bytes, sizeof d);
+    if (!it->first && engineReady(mb, it->k)) { /* the copy engine, from here */
+      issueOne(o, &s, &d);
+      continue;
     }
+    /* The kernel copies it once the agent (or this or a later call) publishes the buffer. */
+    it->byKernel = 1;
+    pthread_mutex_lock(&o->lock);
+    o->queue[o->tail % CHR_CE_SLOTS] = s;
+    o->tail++;
+    pthread_mutex_unlock(&o->lock);
+    if (publishReady(o)) ringBell(o->pair.map); /* blocked on the slot's transfer before: the agent polls */
   }
-  const ncclResult_t r = flushWaits(rk, &waits, stage, recvOf, stream);
+  const ncclResult_t r = launchGroup(rk, works, n, stream);
   return res != ncclSuccess ? res : r;
 }
 
-/* Writes the words this rank's own streams wait on: its user stream's done words and, for its copy
- * streams, both ready words of its sends (the receiver's is read by nobody else). */
+/* Writes the words this rank's own streams and copy streams wait on, past any transfer number: its
+ * user streams' done words (every slot) and, for its copy streams, both ready words of its sends.
+ * Published buffers are left as they are: a first send's kernel sees the abort flag and leaves. */
 static void releaseWaits(struct chrCeRank* ce, int n) {
   const uint64_t all = ~0ull;
   for (int p = 0; p < n; p++) {
     if (ce->out[p].pair.map) {
       struct chrCeMailbox* mb = &ce->out[p].pair.map->seg->box;
-      __atomic_store_n(&mb->done[CHR_CE_SEND][0], all, __ATOMIC_RELEASE);
+      for (int slot = 0; slot < CHR_CE_SLOTS; slot++) __atomic_store_n(&mb->done[CHR_CE_SEND][slot], all, __ATOMIC_RELEASE);
       __atomic_store_n(&mb->ready[CHR_CE_SEND][0], all, __ATOMIC_RELEASE);
       __atomic_store_n(&mb->ready[CHR_CE_RECV][0], all, __ATOMIC_RELEASE);
     }
-    if (ce->in[p].pair.map)
-      __atomic_store_n(&ce->in[p].pair.map->seg->box.done[CHR_CE_RECV][0], all, __ATOMIC_RELEASE);
+    if (ce->in[p].pair.map) {
+      struct chrCeMailbox* mb = &ce->in[p].pair.map->seg->box;
+      for (int slot = 0; slot < CHR_CE_SLOTS; slot++) __atomic_store_n(&mb->done[CHR_CE_RECV][slot], all, __ATOMIC_RELEASE);
+    }
   }
 }
 
@@ -523,7 +609,7 @@ void chrCeAbort(struct chrDevRank* rk) {
   const int n = rk->cfg.nRanks * CLASSES;
   releaseWaits(ce, n);
   for (int p = 0; p < n; p++)
-    if (ce->out[p].pair.map) ringBell(ce->out[p].pair.map); /* the agent drains its queue without copying */
+    if (ce->out[p].pair.map) ringBell(ce->out[p].pair.map); /* the agent publishes nothing more */
   /* Copies already queued now run and then write their done words, smaller than the ones just
    * written: give them a second (a copy stream parked on a word a live peer rewrote is left), then
    * write again. */
@@ -555,6 +641,7 @@ void chrCeDestroy(struct chrDevRank* rk) {
       if (!ce->aborted) cudaStreamSynchronize(o->copy);
       cudaStreamDestroy(o->copy);
     }
+    if (o->counters) cudaFree(o->counters); /* the rank's streams are done with its kernels (destroy's contract) */
     for (int i = 0; i < o->nOpened; i++) cudaIpcCloseMemHandle(o->opened[i].base);
     cudaGetLastError();
     pthread_mutex_destroy(&o->lock);
@@ -568,7 +655,7 @@ void chrCeDestroy(struct chrDevRank* rk) {
   }
   free(ce->out);
   free(ce->in);
-  free(ce->ks);
+  free(ce->items);
   free(ce);
   rk->ce = NULL;
 }

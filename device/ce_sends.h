@@ -3,25 +3,32 @@
  * planner makes of large sends and receives outside graph capture; core/exec/dev_exec.c). Internal to
  * the device library; launch.cu calls it around a launch's kernels.
  *
- * Each send runs as one cudaMemcpyAsync on the SENDER's GPU, straight into the receiver's buffer,
- * beside the kernels. Between processes a GPU that drives both directions at once moves about half the
- * link each way (docs/perf/gpu-2gpu.md, fourth session), so the sender always issues. The two ends
- * meet in a mailbox (core/cuda/ce_mailbox.h, sender-issued mode) per ordered pair of ranks, in a POSIX
- * shared-memory segment both map and register with their GPU; transfer k of a pair is the k-th engine
- * send from A to B and the k-th engine receive at B from A (both ends decide from the size alone).
+ * Between processes a GPU that drives both directions at once moves about half the link each way
+ * (docs/perf/gpu-2gpu.md, fourth session), so each send runs on its SENDER's GPU, straight into the
+ * receiver's buffer, beside the kernels. The two ends meet in a mailbox (core/cuda/ce_mailbox.h,
+ * sender-copies mode) per ordered pair of ranks and class, in a POSIX shared-memory segment both map
+ * and register with their GPU; transfer k of a pair is the k-th engine send from A to B and the k-th
+ * engine receive at B from A (both ends decide from the size alone).
  *
  *   before the kernels  each end's stream writes its ready word = k (its data, or its buffer, may now
  *                       be read or overwritten), for every engine work of the launch, before any wait;
  *   after the kernels   each end posts (the receiver: its buffer, as a pointer in one process or a CUDA
- *                       IPC handle and offset) and its stream waits until its done word reaches k (a
- *                       one-thread kernel that polls it, not a stream memory wait: ce_sends.cu). The
- *                       sender issues the copy, in transfer order per pair, from its own call when the
- *                       receiver has posted, else from the pair's agent thread, which the receiver's
- *                       post (coming second) wakes through a futex in the segment. The copy stream
- *                       waits for both ready words, copies, and writes both done words.
+ *                       IPC handle and offset). A sender that posts second, whose receiver's stream is
+ *                       already past its ready word, issues one cudaMemcpyAsync on its copy stream
+ *                       (which waits only for its own ready word, copies, writes both done words).
+ *                       Every other send is copied by the launch's kernel on the sender's stream, with
+ *                       the SMs, once the sender's agent thread (woken by the receiver's post through
+ *                       a futex in the segment), or the sender's call when the receiver came first,
+ *                       has opened the receiver's buffer and published it. The same kernel waits for
+ *                       the done words of the launch's receives and engine sends (ce_kernels.h).
+ * All GPU work of a call is queued from that call, and whatever waits for a peer waits in one kernel
+ * per launch, where no transfer waits behind another: CUDA maps streams onto a few hardware queues
+ * (one with CUDA_DEVICE_MAX_CONNECTIONS=1), so work an agent queued later, or a stream memory wait
+ * for a peer, could sit before work the peer waits for (torch_ops hung so, g4/g5; the CPU model in
+ * tests/unit/test_ce_mailbox.c hangs so with one queue per rank).
  * No host waits for the peer, but for a free mailbox slot when one end is CHR_CE_SLOTS transfers ahead.
  * A copy that cannot run (a receive buffer CUDA IPC cannot share, sizes that differ, a failed CUDA
- * call) still writes both done words, so no stream waits forever, and raises the rank's error word
+ * call) still ends the transfer, so no stream waits forever, and raises the rank's error word
  * (CHR_DEV_ERR_ENGINE), which the core reports as the comm's asynchronous error.
  */
 #ifndef CHORUS_DEVICE_CE_SENDS_H_
@@ -43,18 +50,14 @@ static inline int chrCeIsEngineP2p(const struct chrWork* w) {
  * `stream`. The rank's device is current. */
 ncclResult_t chrCeSignal(struct chrDevRank* rk, const struct chrWork* works, int n, cudaStream_t stream);
 
-/* After the kernels: posts the same n works, queues the waits for their done words, issues the sends
- * whose receivers have posted. */
+/* After the kernels: posts the same n works, issues the sends whose receivers have posted, queues the
+ * first sends' copy kernels, then the waits for the done words. */
 ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n, cudaStream_t stream);
 
 /* The rank aborts: every wait of its streams and copy streams is released (no copy is issued any more). */
 void chrCeAbort(struct chrDevRank* rk);
 
-/* Loads the wait kernel on the current device (with the others, before any kernel of a rank runs:
- * a lazy load waits for the kernels already running). */
-ncclResult_t chrCeLoadKernel(void);
-
-/* Stops the agents, closes what was opened, unmaps the mailboxes. */
+/* Stops the agents, closes what was opened, unmaps the mailboxes. The rank's streams are done. */
 void chrCeDestroy(struct chrDevRank* rk);
 
 #endif /* CHORUS_DEVICE_CE_SENDS_H_ */

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "device/ce_kernels.h"
 #include "device/ce_sends.h"
 #include "device/graph_works.h"
 #include "device/dev_error.h"
@@ -261,7 +262,7 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail_destroy);
   CHR_DEV_CUDA_GOTO(cudaSetDevice(cfg->cudaDev), res, fail_destroy);
   res = chrDevLoadKernels(); /* before any kernel of this rank can run */
-  if (res == ncclSuccess && cfg->copyEngine) res = chrCeLoadKernel(); /* the same for the copy engine's wait */
+  if (res == ncclSuccess && cfg->copyEngine) res = chrCeLoadKernels(); /* the same for the copy engine's wait and copy */
   if (res != ncclSuccess) goto fail_destroy;
   /* A private stream: it neither waits for nor delays the user's streams. */
   CHR_DEV_CUDA_GOTO(cudaStreamCreateWithFlags(&rk->copies, cudaStreamNonBlocking), res, fail_destroy);

@@ -19,13 +19,17 @@
  * a slot holds transfer k's round while k may use it, so an all-zero mailbox is ready for transfers
  * 1 .. CHR_CE_SLOTS (two processes may create and map it without an initializing step).
  *
- * Sender-issued mode (between processes: a GPU that drives both directions at once through CUDA IPC
- * moves about half the link each way, so each copy must run on its sender's GPU). Both ends post as
- * above and both streams wait for their done word; the sender issues every copy, in transfer order
- * per direction: from its own call when the receiver has posted and no earlier transfer of that
- * direction waits, else from an agent thread of its process, which a receiver that posts second
- * wakes (chrCeOtherPosted tells the agent which transfers it may now issue). The sender releases the
- * slot; the receiver never copies nor releases.
+ * Sender-copies mode (between processes: a GPU that drives both directions at once through CUDA IPC
+ * moves about half the link each way, so each transfer must run on its sender's GPU). Both ends post
+ * as above. A sender that comes second, when the receiver's ready word already holds k and the
+ * slot's transfer before is done, copies from its own call (the copy engine) and both streams wait
+ * for their done word. Otherwise the sender's stream copies (a kernel, queued from the sender's call)
+ * once dst[slot] names the receiver's buffer in the sender's process: the sender's agent thread, which
+ * the receiver's post (second) wakes, or the sender's call when the receiver came first, writes it
+ * (chrCePublishDst) when the slot's transfer before is done, and releases the slot. The copy sets
+ * done[RECV]; the receiver never copies nor releases. Nothing waits for a peer on a hardware queue
+ * outside that kernel (device/ce_sends.h says why). done[role] is per slot: transfers that run by
+ * different means finish in any order.
  */
 #ifndef CHORUS_CUDA_CE_MAILBOX_H_
 #define CHORUS_CUDA_CE_MAILBOX_H_
@@ -44,9 +48,16 @@ struct chrCePost {
 struct chrCeMailbox {
   uint64_t state[CHR_CE_SLOTS];
   struct chrCePost post[CHR_CE_SLOTS][2];
-  uint64_t done[2][8];  /* done[role][0], a cache line each */
-  uint64_t ready[2][8]; /* ready[role][0] */
+  uint64_t done[2][CHR_CE_SLOTS]; /* done[role][k % CHR_CE_SLOTS] >= k: transfer k is done for that end */
+  uint64_t ready[2][8];           /* ready[role][0] */
+  uint64_t dstK[CHR_CE_SLOTS];    /* sender-copies mode: >= k once dstPtr[slot] holds transfer k's */
+  uint64_t dstPtr[CHR_CE_SLOTS];  /* the receiver's buffer in the sender's process; 0: copy nothing */
 };
+
+/* The done word of transfer k for `role`. */
+static inline uint64_t* chrCeDone(struct chrCeMailbox* mb, int role, uint64_t k) {
+  return &mb->done[role][k % CHR_CE_SLOTS];
+}
 
 /* A mailbox before its first transfer: all zero. */
 static inline void chrCeMailboxInit(struct chrCeMailbox* mb) { memset(mb, 0, sizeof(*mb)); }
@@ -74,7 +85,15 @@ static inline int chrCePost(struct chrCeMailbox* mb, int role, uint64_t k, const
   return 0;
 }
 
-/* Sender-issued mode: 1 when the other end (of role 1 - role) has posted transfer k, whose slot holds
+/* Sender-copies mode, the sender's agent: transfer k's destination in the sender's process (0 when
+ * the copy cannot run: its kernel then copies nothing but still ends the transfer). */
+static inline void chrCePublishDst(struct chrCeMailbox* mb, uint64_t k, uint64_t ptr) {
+  const int slot = (int)(k % CHR_CE_SLOTS);
+  __atomic_store_n(&mb->dstPtr[slot], ptr, __ATOMIC_RELAXED);
+  __atomic_store_n(&mb->dstK[slot], k, __ATOMIC_RELEASE);
+}
+
+/* Sender-copies mode: 1 when the other end (of role 1 - role) has posted transfer k, whose slot holds
  * generation k; *other then holds its post. */
 static inline int chrCeOtherPosted(struct chrCeMailbox* mb, int role, uint64_t k, struct chrCePost* other) {
   const int slot = (int)(k % CHR_CE_SLOTS);

@@ -21,13 +21,18 @@
  * group's point are queued before any wait, and each peer and direction has a copy stream of its own.
  *
  * Both modes of the header run: the second end to post copies (as between threads of one process),
- * and the sender copies (between processes), from its own call or from an agent thread of its
- * process that a receiver posting second wakes through a futex; there a copy issued out of transfer
- * order would queue behind a copy whose receiver waits for it, which the time limit catches.
+ * and the sender copies (between processes): a sender second from its own call on its copy stream,
+ * a sender first on its user stream (the device library's copy kernel), once its agent thread, which
+ * a receiver posting second wakes through a futex, has published the receiver's buffer. The sender
+ * mode also runs with every stream of a rank on one queue (CUDA_DEVICE_MAX_CONNECTIONS=1, and
+ * stricter: each operation holds the queue until it is done), where anything queued after a wait it
+ * must run before hangs, which the time limit catches: the earlier design, whose agent queued the
+ * copy of a first sender after its stream's wait, hung there at once (tried).
  */
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,12 +61,14 @@ struct Shared {
   long ends;   /* transfer ends queued, both ranks together */
   long seconds; /* ... of them second to arrive (their copies) */
   long pushes;  /* ... of those, the sending end */
-  long byAgent; /* sender-issued mode: copies the agent thread issued (the rest, the sender's call) */
-  uint32_t bell[MAXR]; /* sender-issued mode: rank r's agent sleeps on bell[r] (a futex) */
+  long byKernel; /* sender mode: transfers whose sender came first, copied on its user stream */
+  long byAgent; /* ... of them, published by the agent thread (the rest, by the sender's call) */
+  uint32_t bell[MAXR]; /* sender mode: rank r's agent sleeps on bell[r] (a futex) */
 };
 static struct Shared* sh;
 static int me, nRanks;
-static int senderIssues; /* the mode of this run: 1 = the sender issues every copy */
+static int senderIssues; /* the mode of this run: 1 = the sender copies every transfer */
+static int oneQueue;     /* 1: all of a rank's streams are one queue (its user stream's thread) */
 static double deadline;
 
 static double now(void) {
@@ -80,7 +87,8 @@ static void fail(const char* what, int peer, uint64_t k) {
 static int stopped(void) { return __atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE) || now() > deadline; }
 
 /* A stream: operations run in order by one thread. */
-enum { OP_WAIT, OP_WRITE, OP_COPY, OP_FILL, OP_CHECK };
+enum { OP_WAIT, OP_WRITE, OP_COPY, OP_FILL, OP_CHECK, OP_GROUP };
+struct Group; /* sender mode: one kernel for a group's first-send copies and its waits */
 struct Op {
   int kind, peer;
   uint64_t* word; /* WAIT (until *word >= value) / WRITE (*word = value) */
@@ -88,6 +96,7 @@ struct Op {
   uint64_t* to;   /* COPY / FILL / CHECK */
   const uint64_t* from;
   uint64_t k;     /* FILL / CHECK: the transfer whose data it is */
+  struct Group* group; /* GROUP (freed when it has run) */
 };
 struct Stream {
   struct Op q[QUEUE];
@@ -109,6 +118,82 @@ static void jitter(unsigned* seed) {
   else if (r < 3) sched_yield();
 }
 
+static void describeWord(const uint64_t* w, char* out, size_t n) {
+  for (int a = 0; a < MAXR; a++)
+    for (int b = 0; b < MAXR; b++) {
+      const struct chrCeMailbox* mb = &sh->box[a][b];
+      const char* base = (const char*)mb;
+      if ((const char*)w >= base && (const char*)w < base + sizeof *mb) {
+        const size_t off = (size_t)((const char*)w - base);
+        snprintf(out, n, "box[%d->%d] offset %zu (done at %zu, ready at %zu, dstK at %zu)", a, b, off,
+                 offsetof(struct chrCeMailbox, done), offsetof(struct chrCeMailbox, ready), offsetof(struct chrCeMailbox, dstK));
+        return;
+      }
+    }
+  snprintf(out, n, "a local word");
+}
+
+/* A group's kernel (the device library's ce_kernels.cu): the copies of the transfers this rank
+ * sends by kernel, each once its buffer is published and its receiver is ready (then done for the
+ * receiver), and the waits for the done words of the rest, all progressing together; it ends when
+ * all have. */
+struct Group {
+  int nJobs, nWaits;
+  struct {
+    int peer;
+    uint64_t k, *dstK, *dstPtr, *ready, *done;
+    const uint64_t* from;
+    int finished;
+  } job[9];
+  struct {
+    int peer;
+    uint64_t *word, value;
+    int finished;
+  } wait[9];
+};
+
+static void runGroupKernel(struct Group* g) {
+  for (int left = g->nJobs + g->nWaits; left > 0 && !stopped();) {
+    for (int i = 0; i < g->nJobs; i++) {
+      if (g->job[i].finished || __atomic_load_n(g->job[i].dstK, __ATOMIC_ACQUIRE) < g->job[i].k ||
+          __atomic_load_n(g->job[i].ready, __ATOMIC_ACQUIRE) < g->job[i].k)
+        continue;
+      uint64_t* to = (uint64_t*)(uintptr_t)__atomic_load_n(g->job[i].dstPtr, __ATOMIC_ACQUIRE);
+      if (to == NULL) fail("a kernel copy found no published buffer", g->job[i].peer, g->job[i].k);
+      else
+        for (int w = 0; w < WORDS; w++)
+          __atomic_store_n(&to[w], __atomic_load_n(&g->job[i].from[w], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+      __atomic_store_n(g->job[i].done, g->job[i].k, __ATOMIC_RELEASE);
+      g->job[i].finished = 1;
+      left--;
+    }
+    for (int i = 0; i < g->nWaits; i++)
+      if (!g->wait[i].finished && __atomic_load_n(g->wait[i].word, __ATOMIC_ACQUIRE) >= g->wait[i].value) {
+        g->wait[i].finished = 1;
+        left--;
+      }
+    sched_yield();
+  }
+  for (int i = 0; i < g->nJobs; i++)
+    if (!g->job[i].finished) {
+      if (now() > deadline)
+        fprintf(stderr, "DEBUG rank %d group copy to %d of transfer %llu: published %llu, ready %llu\n", me,
+                g->job[i].peer, (unsigned long long)g->job[i].k, (unsigned long long)*g->job[i].dstK,
+                (unsigned long long)*g->job[i].ready);
+      fail("a group's copy never ran", g->job[i].peer, g->job[i].k);
+    }
+  for (int i = 0; i < g->nWaits; i++)
+    if (!g->wait[i].finished) {
+      if (now() > deadline) {
+        char what[160];
+        describeWord(g->wait[i].word, what, sizeof what);
+        fprintf(stderr, "DEBUG rank %d group waits %s >= %llu, is %llu\n", me, what,
+                (unsigned long long)g->wait[i].value, (unsigned long long)*g->wait[i].word);
+      }
+      fail("a group's wait never ended", g->wait[i].peer, g->wait[i].value);
+    }
+}
+
 static void* streamMain(void* arg) {
   struct Stream* s = (struct Stream*)arg;
   for (;;) {
@@ -124,11 +209,21 @@ static void* streamMain(void* arg) {
     switch (op.kind) {
       case OP_WAIT:
         while (__atomic_load_n(op.word, __ATOMIC_ACQUIRE) < op.value && !stopped()) sched_yield();
-        if (__atomic_load_n(op.word, __ATOMIC_ACQUIRE) < op.value) fail("a stream's wait never ended", op.peer, op.value);
+        if (__atomic_load_n(op.word, __ATOMIC_ACQUIRE) < op.value) {
+          char what[160];
+          describeWord(op.word, what, sizeof what);
+          if (now() > deadline) fprintf(stderr, "DEBUG rank %d stream %p waits %s >= %llu, is %llu\n", me, (void*)s, what,
+                  (unsigned long long)op.value, (unsigned long long)*op.word);
+          fail("a stream's wait never ended", op.peer, op.value);
+        }
         break;
       case OP_WRITE: __atomic_store_n(op.word, op.value, __ATOMIC_RELEASE); break;
       case OP_COPY:
         for (int i = 0; i < WORDS; i++) __atomic_store_n(&op.to[i], __atomic_load_n(&op.from[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+        break;
+      case OP_GROUP:
+        runGroupKernel(op.group);
+        free(op.group);
         break;
       case OP_FILL:
         for (int i = 0; i < WORDS; i++) __atomic_store_n(&op.to[i], pattern(me, op.peer, op.k, i), __ATOMIC_RELAXED);
@@ -148,7 +243,10 @@ static void* streamMain(void* arg) {
   }
 }
 
+static struct Stream mainStream;
+
 static void enqueue(struct Stream* s, struct Op op) {
+  if (oneQueue) s = &mainStream;
   pthread_mutex_lock(&s->lock);
   while (s->tail - s->head >= QUEUE) pthread_cond_wait(&s->cv, &s->lock);
   s->q[s->tail++ % QUEUE] = op;
@@ -159,7 +257,7 @@ static void enqueue(struct Stream* s, struct Op op) {
 /* This rank's streams: the user's, and a copy stream per peer and direction (copy[peer][role]).
  * Points between streams ("events") are words that only grow: mainReached is the user stream's,
  * copiedPoint[peer][role] each copy stream's. */
-static struct Stream mainStream, copyStream[MAXR][2];
+static struct Stream copyStream[MAXR][2];
 static uint64_t groups;      /* host: groups queued so far */
 static uint64_t mainReached; /* written by the user stream: the last group whose point it passed */
 static uint64_t copiedPoint[MAXR][2], copies[MAXR][2];
@@ -179,15 +277,16 @@ static uint64_t* bufOf(const struct Xfer* x, int dst) {
 }
 
 /* The copy of transfer x on its copy stream: after the peer's ready word and this rank's group point,
- * then done for the peer (and, sender-issued, for this rank too: its user stream waits for it). */
+ * then done for the peer (and, sender mode, for this rank too: its user stream waits for it). */
 static void queueCopy(const struct Xfer* x, uint64_t point) {
   struct chrCeMailbox* mb = boxOf(x);
   struct Stream* cs = &copyStream[x->peer][x->role];
-  enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->ready[1 - x->role][0], .value = x->k});
+  if (!senderIssues) /* sender mode issues only once the receiver is ready (sendsByEngine) */
+    enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->ready[1 - x->role][0], .value = x->k});
   enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mainReached, .value = point});
   enqueue(cs, (struct Op){.kind = OP_COPY, .to = bufOf(x, 1), .from = bufOf(x, 0)});
-  enqueue(cs, (struct Op){.kind = OP_WRITE, .word = &mb->done[1 - x->role][0], .value = x->k});
-  if (senderIssues) enqueue(cs, (struct Op){.kind = OP_WRITE, .word = &mb->done[x->role][0], .value = x->k});
+  enqueue(cs, (struct Op){.kind = OP_WRITE, .word = chrCeDone(mb, 1 - x->role, x->k), .value = x->k});
+  if (senderIssues) enqueue(cs, (struct Op){.kind = OP_WRITE, .word = chrCeDone(mb, x->role, x->k), .value = x->k});
   __atomic_add_fetch(&sh->seconds, 1, __ATOMIC_RELAXED);
   if (x->role == CHR_CE_SEND) __atomic_add_fetch(&sh->pushes, 1, __ATOMIC_RELAXED);
 }
@@ -199,9 +298,9 @@ static void checkPost(const struct Xfer* x, const struct chrCePost* other) {
     fail("the other end's post is not the one for this transfer", x->peer, x->k);
 }
 
-/* Sender-issued mode: this rank's sends not yet issued, per peer in transfer order (a ring), guarded
- * by agentLock; the user's thread appends, and whichever of it and the agent holds the lock issues
- * every head whose receiver has posted. */
+/* Sender mode: this rank's first sends whose receiver's buffer is not yet published, per peer in
+ * transfer order (a ring), guarded by agentLock; the user's thread appends, and whichever of it and
+ * the agent holds the lock publishes every head whose receiver has posted (host work only). */
 #define PENDING 64
 static struct { struct Xfer x; uint64_t point; } pending[MAXR][PENDING];
 static unsigned pendHead[MAXR], pendTail[MAXR];
@@ -209,20 +308,29 @@ static pthread_mutex_t agentLock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t agentThread;
 static int agentQuit;
 
-static void issueReady(int byAgent) {
+/* Returns 1 when a head waits for the slot's transfer before to end (the agent then polls). */
+static int publishReady(int byAgent) {
+  int blocked = 0;
   pthread_mutex_lock(&agentLock);
   for (int p = 0; p < nRanks; p++)
     while (pendHead[p] != pendTail[p]) {
       const struct Xfer* x = &pending[p][pendHead[p] % PENDING].x;
       struct chrCePost other;
-      if (!chrCeOtherPosted(boxOf(x), x->role, x->k, &other)) break; /* later ones wait behind it */
+      if (!chrCeOtherPosted(boxOf(x), x->role, x->k, &other)) break;
+      /* the slot's transfer before must be over (its copy reads the slot's published buffer); no
+       * one waits for it under the lock, which the user's calls take */
+      if (x->k > CHR_CE_SLOTS && __atomic_load_n(chrCeDone(boxOf(x), CHR_CE_RECV, x->k), __ATOMIC_ACQUIRE) < x->k - CHR_CE_SLOTS) {
+        blocked = 1;
+        break;
+      }
       checkPost(x, &other);
-      queueCopy(x, pending[p][pendHead[p] % PENDING].point);
+      chrCePublishDst(boxOf(x), x->k, (uint64_t)(uintptr_t)bufOf(x, 1));
       chrCeRelease(boxOf(x), x->k);
       if (byAgent) __atomic_add_fetch(&sh->byAgent, 1, __ATOMIC_RELAXED);
       pendHead[p]++;
     }
   pthread_mutex_unlock(&agentLock);
+  return blocked;
 }
 
 static unsigned pendingLeft(void) {
@@ -242,8 +350,12 @@ static void* agentMain(void* unused) {
   (void)unused;
   for (;;) {
     const uint32_t seen = __atomic_load_n(&sh->bell[me], __ATOMIC_ACQUIRE);
-    issueReady(1);
+    const int blocked = publishReady(1);
     if (__atomic_load_n(&agentQuit, __ATOMIC_ACQUIRE)) return NULL;
+    if (blocked) { /* polls until the slot's transfer before ends */
+      sched_yield();
+      continue;
+    }
     const struct timespec wait = {0, 1000000}; /* asleep until a bell, or a millisecond */
     syscall(SYS_futex, &sh->bell[me], FUTEX_WAIT, seen, &wait, NULL, 0);
   }
@@ -252,9 +364,10 @@ static void* agentMain(void* unused) {
 /* A group, queued in two passes: every transfer's ready word and the group's point of the user
  * stream, then the posts (a first end's wait on the user stream; a second end's copy on its copy
  * stream, after the peer's ready word and the group's point, then done for the peer and a point
- * the user stream waits for). Sender-issued: every end's user stream waits for its done word, the
- * sender's copies go through the pending rings, and a receiver that posts second rings the sender's
- * agent. */
+ * the user stream waits for). Sender mode: a sender second copies on its copy stream from here; a
+ * sender first copies on its user stream once its buffer is published (queued after the posts,
+ * before any wait); every other end's user stream waits for its done word; a receiver that posts
+ * second rings the sender's agent. */
 static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
   for (int i = 0; i < n; i++)
     if (xs[i].role == CHR_CE_SEND)
@@ -262,12 +375,19 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
   for (int i = 0; i < n; i++) {
     struct chrCeMailbox* mb = boxOf(&xs[i]);
     while (!chrCeSlotFree(mb, xs[i].k))
-      if (stopped()) return;
+      if (stopped()) {
+        fprintf(stderr, "DEBUG rank %d host waits for slot of transfer %llu %s peer %d (state %llx)\n", me,
+                (unsigned long long)xs[i].k, xs[i].role == CHR_CE_SEND ? "to" : "from", xs[i].peer,
+                (unsigned long long)mb->state[xs[i].k % CHR_CE_SLOTS]);
+        return;
+      }
       else sched_yield();
     enqueue(&mainStream, (struct Op){.kind = OP_WRITE, .word = &mb->ready[xs[i].role][0], .value = xs[i].k});
   }
   const uint64_t point = ++groups;
   enqueue(&mainStream, (struct Op){.kind = OP_WRITE, .word = &mainReached, .value = point});
+  struct Xfer firsts[9], waits[9]; /* sender mode: first sends' copies, then every other end's wait */
+  int nFirsts = 0, nWaits = 0;
   for (int i = 0; i < n; i++) {
     const struct Xfer* x = &xs[i];
     struct chrCeMailbox* mb = boxOf(x);
@@ -280,25 +400,37 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
     __atomic_add_fetch(&sh->ends, 1, __ATOMIC_RELAXED);
     const int first = chrCePost(mb, x->role, x->k, &mine, &other);
     if (senderIssues) {
-      enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->done[x->role][0], .value = x->k});
       if (x->role == CHR_CE_RECV) {
+        waits[nWaits++] = *x;
         if (!first) {
           checkPost(x, &other);
-          ring(x->peer); /* the sender came first: its agent issues the copy */
+          ring(x->peer); /* the sender came first: its agent publishes this buffer */
         }
         continue;
       }
+      /* The receiver posted first and its stream is past its ready word, and the slot's transfer
+       * before is over: the copy stream, from here, waiting for nothing of the peer's. */
+      if (!first && __atomic_load_n(&mb->ready[CHR_CE_RECV][0], __ATOMIC_ACQUIRE) >= x->k &&
+          (x->k <= CHR_CE_SLOTS || __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, x->k), __ATOMIC_ACQUIRE) >= x->k - CHR_CE_SLOTS)) {
+        checkPost(x, &other);
+        queueCopy(x, point);
+        chrCeRelease(mb, x->k);
+        waits[nWaits++] = *x;
+        continue;
+      }
+      if (!first) checkPost(x, &other);
+      firsts[nFirsts++] = *x; /* by the group's kernel, once its buffer is published */
       pthread_mutex_lock(&agentLock);
       const unsigned t = pendTail[x->peer]++;
       if (t - pendHead[x->peer] >= PENDING) fail("pending ring full", x->peer, x->k);
       pending[x->peer][t % PENDING].x = *x;
       pending[x->peer][t % PENDING].point = point;
       pthread_mutex_unlock(&agentLock);
-      issueReady(0); /* the receiver posted first: issued here unless an earlier send still waits */
+      publishReady(0); /* the receiver may have posted since */
       continue;
     }
     if (first) {
-      enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->done[x->role][0], .value = x->k});
+      enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = chrCeDone(mb, x->role, x->k), .value = x->k});
       continue;
     }
     checkPost(x, &other);
@@ -309,9 +441,47 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
     enqueue(&mainStream, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &copiedPoint[x->peer][x->role], .value = c});
     chrCeRelease(mb, x->k);
   }
+  if (senderIssues && nFirsts + nWaits > 0) { /* one kernel for all: none waits behind another */
+    struct Group* g = (struct Group*)calloc(1, sizeof *g);
+    if (g == NULL) {
+      fail("out of memory", -1, 0);
+      return;
+    }
+    for (int i = 0; i < nFirsts; i++) {
+      struct chrCeMailbox* mb = boxOf(&firsts[i]);
+      const int slot = (int)(firsts[i].k % CHR_CE_SLOTS);
+      g->job[i].peer = firsts[i].peer;
+      g->job[i].k = firsts[i].k;
+      g->job[i].dstK = &mb->dstK[slot];
+      g->job[i].dstPtr = &mb->dstPtr[slot];
+      g->job[i].ready = &mb->ready[CHR_CE_RECV][0];
+      g->job[i].done = chrCeDone(mb, CHR_CE_RECV, firsts[i].k);
+      g->job[i].from = bufOf(&firsts[i], 0);
+      __atomic_add_fetch(&sh->byKernel, 1, __ATOMIC_RELAXED);
+    }
+    for (int i = 0; i < nWaits; i++) {
+      g->wait[i].peer = waits[i].peer;
+      g->wait[i].word = chrCeDone(boxOf(&waits[i]), waits[i].role, waits[i].k);
+      g->wait[i].value = waits[i].k;
+    }
+    g->nJobs = nFirsts;
+    g->nWaits = nWaits;
+    enqueue(&mainStream, (struct Op){.kind = OP_GROUP, .group = g});
+  }
   for (int i = 0; i < n; i++)
     if (xs[i].role == CHR_CE_RECV)
       enqueue(&mainStream, (struct Op){.kind = OP_CHECK, .peer = xs[i].peer, .to = bufOf(&xs[i], 1), .k = xs[i].k});
+}
+
+/* The host waits until its user stream has run everything queued (cudaStreamSynchronize). */
+static void drainMain(void) {
+  for (;;) {
+    pthread_mutex_lock(&mainStream.lock);
+    const int idle = mainStream.head == mainStream.tail;
+    pthread_mutex_unlock(&mainStream.lock);
+    if (idle || stopped()) return;
+    sched_yield();
+  }
 }
 
 /* The program: STEPS steps of up to 3 random transfers (the same on every rank: one seed); a rank
@@ -368,11 +538,12 @@ static int runRank(int rank) {
             group[j].k = t;
           }
       runGroup(group, n, &mine);
+      if (rand_r(&mine) % 8 == 0) drainMain(); /* as a program that reads its results now and then */
       n = 0;
       steps = 0;
     }
   }
-  /* every send issued before the streams stop (the agent goes on until the receivers have posted) */
+  /* every buffer published before the streams stop (the agent goes on until the receivers have posted) */
   if (senderIssues) {
     while (pendingLeft() && !stopped()) usleep(100);
     __atomic_store_n(&agentQuit, 1, __ATOMIC_RELEASE);
@@ -390,9 +561,10 @@ static int runRank(int rank) {
   return __atomic_load_n(&sh->failures, __ATOMIC_ACQUIRE) ? 1 : 0;
 }
 
-static int runWorld(int ranks, int bySender) {
+static int runWorld(int ranks, int bySender, int oneQ) {
   nRanks = ranks;
   senderIssues = bySender;
+  oneQueue = oneQ;
   memset(sh, 0, sizeof(*sh));
   for (int s = 0; s < MAXR; s++)
     for (int d = 0; d < MAXR; d++) chrCeMailboxInit(&sh->box[s][d]);
@@ -411,26 +583,32 @@ static int runWorld(int ranks, int bySender) {
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
   }
   if (bySender)
-    printf("ce mailbox, the sender issues: %d ranks, %d steps of random transfers, groups closed at random: %ld "
-           "transfers, copied from the sender's call %ld, by its agent %ld; %d failures\n", ranks, STEPS, sh->ends / 2,
-           sh->pushes - sh->byAgent, sh->byAgent, sh->failures);
+    printf("ce mailbox, the sender copies%s: %d ranks, %d steps of random transfers, groups closed at random: %ld "
+           "transfers, %ld with the receiver first (copy stream), %ld with the sender first (user stream; buffer "
+           "published by the agent %ld times); %d failures\n", oneQ ? ", one queue per rank" : "", ranks, STEPS,
+           sh->ends / 2, sh->seconds, sh->byKernel, sh->byAgent, sh->failures);
   else
     printf("ce mailbox, the second issues: %d ranks, %d steps of random transfers, groups closed at random: %ld "
            "transfers, copied by the second end to post: %ld the sender, %ld the receiver; %d failures\n", ranks, STEPS,
            sh->ends / 2, sh->pushes, sh->seconds - sh->pushes, sh->failures);
-  /* every transfer is copied once (sender-issued: by its sender, and by the agent at least once when
-   * a receiver came second) */
-  const long fromCall = sh->pushes - sh->byAgent;
-  return rc || sh->failures || sh->ends != 2 * sh->seconds ||
-         (bySender && (sh->pushes != sh->seconds || fromCall <= 0 || sh->byAgent <= 0));
+  /* every transfer is copied once (sender mode: by its sender, both ways, and the agent published at
+   * least once) */
+  return rc || sh->failures || sh->ends != 2 * (sh->seconds + sh->byKernel) ||
+         (bySender && (sh->pushes != sh->seconds || sh->seconds <= 0 || sh->byKernel <= 0 || sh->byAgent <= 0));
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  if (argc == 4) {
+    sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return runWorld(atoi(argv[1]), atoi(argv[2]), atoi(argv[3]));
+  }
   sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) return 1;
-  int rc = runWorld(2, 0);
-  rc |= runWorld(3, 0);
-  rc |= runWorld(2, 1);
-  rc |= runWorld(3, 1);
+  int rc = runWorld(2, 0, 0);
+  rc |= runWorld(3, 0, 0);
+  rc |= runWorld(2, 1, 0);
+  rc |= runWorld(3, 1, 0);
+  rc |= runWorld(2, 1, 1);
+  rc |= runWorld(3, 1, 1);
   return rc ? 1 : 0;
 }

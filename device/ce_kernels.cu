@@ -1,0 +1,98 @@
+/*
+ * ce_kernels.cu: the kernel of copy-engine sends (ce_kernels.h).
+ */
+#include "device/ce_kernels.h"
+#include "device/dev_error.h"
+
+#define COPY_THREADS 512
+#define COPY_UNROLL 4   /* 16-byte loads in flight per thread: 32 KiB per CTA */
+#define POLL_NS 500
+
+/* The waits' CTA: one thread polls every word until it reaches its number. */
+__device__ static void waitAll(const struct chrCeGroupArgs* a) {
+  if (threadIdx.x != 0) return;
+  for (int i = 0; i < a->nWaits; i++)
+    while (*a->word[i] < a->k[i]) {
+      if (*a->abortFlag) return;
+      __nanosleep(POLL_NS);
+    }
+}
+
+/* Bytes [lo, hi) of src to dst: 16 bytes at a time when both are aligned so, else byte by byte. */
+__device__ static void copyPart(char* dst, const char* src, unsigned long long lo, unsigned long long hi) {
+  if ((((uintptr_t)dst | (uintptr_t)src | lo) & 15) == 0) {
+    const uint4* s = (const uint4*)(src + lo);
+    uint4* d = (uint4*)(dst + lo);
+    const unsigned long long n = (hi - lo) / 16;
+    for (unsigned long long base = 0; base < n; base += (unsigned long long)COPY_THREADS * COPY_UNROLL) {
+      uint4 v[COPY_UNROLL];
+#pragma unroll
+      for (int u = 0; u < COPY_UNROLL; u++) {
+        const unsigned long long i = base + (unsigned long long)u * COPY_THREADS + threadIdx.x;
+        if (i < n) v[u] = __ldcs(s + i);
+      }
+#pragma unroll
+      for (int u = 0; u < COPY_UNROLL; u++) {
+        const unsigned long long i = base + (unsigned long long)u * COPY_THREADS + threadIdx.x;
+        if (i < n) d[i] = v[u];
+      }
+    }
+    lo += n * 16;
+  }
+  for (unsigned long long i = lo + threadIdx.x; i < hi; i += COPY_THREADS) dst[i] = src[i];
+}
+
+/* One CTA's share of copy j: once the buffer is published and the receiver ready; the last CTA of
+ * the copy to finish sets the receiver's done word. */
+__device__ static void copyShare(const struct chrCeGroupArgs* a, const struct chrCeCopyJob* j, int part) {
+  __shared__ char* dst;
+  __shared__ int quit;
+  if (threadIdx.x == 0) {
+    quit = 0;
+    while (*j->dstK < j->k || *j->ready < j->k) {
+      if (*a->abortFlag) {
+        quit = 1;
+        break;
+      }
+      __nanosleep(POLL_NS);
+    }
+    dst = quit ? NULL : (char*)(uintptr_t)*j->dstPtr;
+  }
+  __syncthreads();
+  if (quit) return; /* the abort writes every done word */
+  if (dst != NULL) {
+    /* this CTA's share, in 16-byte units so that every share but the last starts aligned */
+    const unsigned long long units = (j->bytes + 15) / 16, per = (units + a->ctasPerJob - 1) / a->ctasPerJob;
+    unsigned long long lo = per * 16 * (unsigned long long)part, hi = lo + per * 16;
+    if (hi > j->bytes) hi = j->bytes;
+    if (lo < hi) copyPart(dst, j->src, lo, hi);
+  }
+  __threadfence_system(); /* this thread's stores reach the peer before the done word below */
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(j->counter, 1u) == (unsigned)a->ctasPerJob - 1) {
+    *j->counter = 0; /* every CTA of the copy has counted: ready for the slot's next one */
+    __threadfence_system();
+    *(volatile unsigned long long*)j->done = j->k;
+  }
+}
+
+__global__ void __launch_bounds__(COPY_THREADS) ceGroupKernel(const __grid_constant__ struct chrCeGroupArgs a) {
+  const int job = (int)(blockIdx.x / a.ctasPerJob);
+  if (job < a.nJobs) copyShare(&a, &a.job[job], (int)(blockIdx.x % a.ctasPerJob));
+  else waitAll(&a);
+}
+
+ncclResult_t chrCeLoadKernels(void) {
+  cudaFuncAttributes attr;
+  const cudaError_t e = cudaFuncGetAttributes(&attr, ceGroupKernel); /* loads its module on this device */
+  if (e != cudaSuccess)
+    return chrDevFail(ncclUnhandledCudaError, "loading the copy-engine kernel: %s", cudaGetErrorString(e));
+  return ncclSuccess;
+}
+
+cudaError_t chrCeLaunchGroup(const struct chrCeGroupArgs* a, cudaStream_t stream) {
+  if (a->nJobs == 0 && a->nWaits == 0) return cudaSuccess;
+  const int blocks = a->nJobs * a->ctasPerJob + (a->nWaits > 0 ? 1 : 0);
+  ceGroupKernel<<<blocks, COPY_THREADS, 0, stream>>>(*a);
+  return cudaGetLastError();
+}
