@@ -246,18 +246,9 @@ static int slotDone(struct chrCeMailbox* mb, uint64_t k) {
   return k <= CHR_CE_SLOTS || __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, k), __ATOMIC_ACQUIRE) >= k - CHR_CE_SLOTS;
 }
 
-/* 1 when a send whose receiver posted first can go to the copy engine now: the receiver's stream is
- * past its ready word, and the slot's transfer before is over, so the copy stream waits for nothing
- * of the peer's (such a wait on a hardware queue that streams share could sit before work the peer
- * waits for). Else the launch's kernel copies it. */
-static int engineReady(struct chrCeMailbox* mb, uint64_t k) {
-  return __atomic_load_n(&mb->ready[CHR_CE_RECV][0], __ATOMIC_ACQUIRE) >= k && slotDone(mb, k);
-}
-
-/* A send whose receiver posted first and is ready (engineReady), from the sender's call: the copy
- * stream waits for this rank's own ready word (queued before, on its stream: nothing of the peer's),
- * copies, writes both done words. When it cannot, the done words are written from here and the
- * error word is raised. */
+/* A send whose receiver posted first, from the sender's call, queued after the launch's kernel: the
+ * copy stream waits for both ready words, copies, writes both done words. When it cannot, the done
+ * words are written from here and the error word is raised. */
 static void issueOne(struct ceOut* o, const struct cePending* s, const struct cePostData* d) {
   struct chrDevRank* rk = o->rk;
   struct chrCeMap* m = o->pair.map;
@@ -271,6 +262,7 @@ static void issueOne(struct ceOut* o, const struct cePending* s, const struct ce
   ok = ok && dst != NULL;
   if (ok && s->bytes > 0) {
     ok = streamWait(o->copy, word(m, &mb->ready[CHR_CE_SEND][0]), s->k, rank) == ncclSuccess &&
+         streamWait(o->copy, word(m, &mb->ready[CHR_CE_RECV][0]), s->k, rank) == ncclSuccess &&
          cudaMemcpyAsync(dst, s->src, s->bytes, cudaMemcpyDeviceToDevice, o->copy) == cudaSuccess;
     cudaGetLastError();
   }
@@ -533,6 +525,8 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
   struct chrCeRank* ce = rk->ce;
   const int me = rk->cfg.rank;
   ncclResult_t res = ncclSuccess;
+  int engine = -1; /* the launch's one send on the copy engine, if any */
+  struct cePostData engineData;
   for (int i = 0; i < n; i++) { /* staging regions are per launch */
     int role;
     const int at = pairIndex(&works[i], &role);
@@ -566,9 +560,9 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     }
     struct ceOut* o = &ce->out[at];
     struct cePending s = {it->k, bytesOf(w), (const void*)(uintptr_t)w->sendbuff};
-    if (!it->first) memcpy(&d, theirs.bytes, sizeof d);
-    if (!it->first && engineReady(mb, it->k)) { /* the copy engine, from here */
-      issueOne(o, &s, &d);
+    if (!it->first && engine < 0 && slotDone(mb, it->k)) { /* the copy engine, after the kernel */
+      memcpy(&engineData, theirs.bytes, sizeof engineData);
+      engine = i;
       continue;
     }
     /* The kernel copies it once the agent (or this or a later call) publishes the buffer. */
@@ -580,6 +574,12 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     if (publishReady(o)) ringBell(o->pair.map); /* blocked on the slot's transfer before: the agent polls */
   }
   const ncclResult_t r = launchGroup(rk, works, n, stream);
+  if (engine >= 0) { /* its wait for the receiver must sit behind every other transfer of the launch */
+    const struct chrWork* w = &works[engine];
+    int role;
+    const struct cePending s = {ce->items[engine].k, bytesOf(w), (const void*)(uintptr_t)w->sendbuff};
+    issueOne(&ce->out[pairIndex(w, &role)], &s, &engineData);
+  }
   return res != ncclSuccess ? res : r;
 }
 

@@ -13,19 +13,20 @@
  *   before the kernels  each end's stream writes its ready word = k (its data, or its buffer, may now
  *                       be read or overwritten), for every engine work of the launch, before any wait;
  *   after the kernels   each end posts (the receiver: its buffer, as a pointer in one process or a CUDA
- *                       IPC handle and offset). A sender that posts second, whose receiver's stream is
- *                       already past its ready word, issues one cudaMemcpyAsync on its copy stream
- *                       (which waits only for its own ready word, copies, writes both done words).
- *                       Every other send is copied by the launch's kernel on the sender's stream, with
- *                       the SMs, once the sender's agent thread (woken by the receiver's post through
- *                       a futex in the segment), or the sender's call when the receiver came first,
- *                       has opened the receiver's buffer and published it. The same kernel waits for
- *                       the done words of the launch's receives and engine sends (ce_kernels.h).
- * All GPU work of a call is queued from that call, and whatever waits for a peer waits in one kernel
- * per launch, where no transfer waits behind another: CUDA maps streams onto a few hardware queues
- * (one with CUDA_DEVICE_MAX_CONNECTIONS=1), so work an agent queued later, or a stream memory wait
- * for a peer, could sit before work the peer waits for (torch_ops hung so, g4/g5; the CPU model in
- * tests/unit/test_ce_mailbox.c hangs so with one queue per rank).
+ *                       IPC handle and offset). The launch's kernel (ce_kernels.h), on the user's stream,
+ *                       copies every send with the SMs once the sender's agent thread (woken by the
+ *                       receiver's post through a futex in the segment), or the sender's call when the
+ *                       receiver came first, has opened the receiver's buffer and published it; and it
+ *                       waits for the done words of the launch's receives. One exception: the first
+ *                       send of the launch whose receiver posted first runs on the copy engine, one
+ *                       cudaMemcpyAsync on the sender's copy stream, queued after the kernel (the copy
+ *                       stream waits for both ready words, copies, writes both done words; the kernel
+ *                       waits for the sender's done word).
+ * All GPU work of a call is queued from that call, and a wait for a peer outside the kernel comes
+ * after it, one per launch: CUDA maps streams onto a few hardware queues (one with
+ * CUDA_DEVICE_MAX_CONNECTIONS=1), so work an agent queued later, or a copy that waits for its receiver
+ * ahead of another transfer of the launch, could sit before work the peer waits for (torch_ops hung
+ * so, g4/g5; tests/unit/test_ce_mailbox.c models hardware queues and hangs so).
  * No host waits for the peer, but for a free mailbox slot when one end is CHR_CE_SLOTS transfers ahead.
  * A copy that cannot run (a receive buffer CUDA IPC cannot share, sizes that differ, a failed CUDA
  * call) still ends the transfer, so no stream waits forever, and raises the rank's error word

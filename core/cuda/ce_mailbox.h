@@ -21,15 +21,13 @@
  *
  * Sender-copies mode (between processes: a GPU that drives both directions at once through CUDA IPC
  * moves about half the link each way, so each transfer must run on its sender's GPU). Both ends post
- * as above. A sender that comes second, when the receiver's ready word already holds k and the
- * slot's transfer before is done, copies from its own call (the copy engine) and both streams wait
- * for their done word. Otherwise the sender's stream copies (a kernel, queued from the sender's call)
- * once dst[slot] names the receiver's buffer in the sender's process: the sender's agent thread, which
- * the receiver's post (second) wakes, or the sender's call when the receiver came first, writes it
- * (chrCePublishDst) when the slot's transfer before is done, and releases the slot. The copy sets
- * done[RECV]; the receiver never copies nor releases. Nothing waits for a peer on a hardware queue
- * outside that kernel (device/ce_sends.h says why). done[role] is per slot: transfers that run by
- * different means finish in any order.
+ * as above. A sender that comes second may copy from its own call (the copy engine) when the slot's
+ * transfer before is done; both streams then wait for their done word. Otherwise the sender's stream
+ * copies (a kernel, queued from the sender's call) once dst[slot] names the receiver's buffer in the
+ * sender's process: the sender's agent thread, which the receiver's post (second) wakes, or the
+ * sender's call when the receiver came first, writes it (chrCePublishDst) when the slot's transfer
+ * before is done, and releases the slot. The copy sets done[RECV]; the receiver never copies nor
+ * releases. done[role] is per slot: transfers that run by different means finish in any order.
  */
 #ifndef CHORUS_CUDA_CE_MAILBOX_H_
 #define CHORUS_CUDA_CE_MAILBOX_H_

@@ -47,7 +47,7 @@
 
 #define MAXR 3
 #define STEPS 1500
-#define RING 8     /* buffers per ordered pair: transfer k uses k % RING */
+#define RING 16    /* buffers per ordered pair: transfer k uses k % RING (more than a group can hold) */
 #define WORDS 32
 #define QUEUE 8192
 #define LIMIT_SEC 60
@@ -87,7 +87,10 @@ static void fail(const char* what, int peer, uint64_t k) {
 static int stopped(void) { return __atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE) || now() > deadline; }
 
 /* A stream: operations run in order by one thread. */
-enum { OP_WAIT, OP_WRITE, OP_COPY, OP_FILL, OP_CHECK, OP_GROUP };
+/* WAIT holds its queue until the word is reached (a stream memory wait); POLL and GROUP are kernels:
+ * started, they leave the queue free, and only the next operation of their own stream waits for
+ * them (which holds the queue: a hardware queue runs in order). */
+enum { OP_WAIT, OP_WRITE, OP_COPY, OP_FILL, OP_CHECK, OP_GROUP, OP_POLL };
 struct Group; /* sender mode: one kernel for a group's first-send copies and its waits */
 struct Op {
   int kind, peer;
@@ -97,6 +100,7 @@ struct Op {
   const uint64_t* from;
   uint64_t k;     /* FILL / CHECK: the transfer whose data it is */
   struct Group* group; /* GROUP (freed when it has run) */
+  struct Stream* owner; /* the stream it was queued on (the queue it runs on may be shared) */
 };
 struct Stream {
   struct Op q[QUEUE];
@@ -106,6 +110,7 @@ struct Stream {
   pthread_t thread;
   int quit;
   unsigned seed;
+  int busy; /* a kernel of this stream is running */
 };
 
 static uint64_t pattern(int from, int to, uint64_t k, int i) {
@@ -194,6 +199,20 @@ static void runGroupKernel(struct Group* g) {
     }
 }
 
+static void* kernelMain(void* arg) {
+  struct Op* op = (struct Op*)arg;
+  if (op->kind == OP_GROUP) {
+    runGroupKernel(op->group);
+    free(op->group);
+  } else { /* POLL */
+    while (__atomic_load_n(op->word, __ATOMIC_ACQUIRE) < op->value && !stopped()) sched_yield();
+    if (__atomic_load_n(op->word, __ATOMIC_ACQUIRE) < op->value) fail("a poll kernel never ended", op->peer, op->value);
+  }
+  __atomic_store_n(&op->owner->busy, 0, __ATOMIC_RELEASE);
+  free(op);
+  return NULL;
+}
+
 static void* streamMain(void* arg) {
   struct Stream* s = (struct Stream*)arg;
   for (;;) {
@@ -206,7 +225,27 @@ static void* streamMain(void* arg) {
     struct Op op = s->q[s->head % QUEUE];
     pthread_mutex_unlock(&s->lock);
     jitter(&s->seed);
+    while (__atomic_load_n(&op.owner->busy, __ATOMIC_ACQUIRE) && !stopped()) sched_yield(); /* its stream's kernel */
     switch (op.kind) {
+      case OP_GROUP:
+      case OP_POLL: {
+        struct Op* k = (struct Op*)malloc(sizeof *k);
+        pthread_t t;
+        if (k == NULL) {
+          fail("out of memory", -1, 0);
+          break;
+        }
+        *k = op;
+        __atomic_store_n(&op.owner->busy, 1, __ATOMIC_RELEASE);
+        if (pthread_create(&t, NULL, kernelMain, k) != 0) {
+          fail("cannot start a kernel thread", -1, 0);
+          __atomic_store_n(&op.owner->busy, 0, __ATOMIC_RELEASE);
+          free(k);
+          break;
+        }
+        pthread_detach(t);
+        break;
+      }
       case OP_WAIT:
         while (__atomic_load_n(op.word, __ATOMIC_ACQUIRE) < op.value && !stopped()) sched_yield();
         if (__atomic_load_n(op.word, __ATOMIC_ACQUIRE) < op.value) {
@@ -220,10 +259,6 @@ static void* streamMain(void* arg) {
       case OP_WRITE: __atomic_store_n(op.word, op.value, __ATOMIC_RELEASE); break;
       case OP_COPY:
         for (int i = 0; i < WORDS; i++) __atomic_store_n(&op.to[i], __atomic_load_n(&op.from[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-        break;
-      case OP_GROUP:
-        runGroupKernel(op.group);
-        free(op.group);
         break;
       case OP_FILL:
         for (int i = 0; i < WORDS; i++) __atomic_store_n(&op.to[i], pattern(me, op.peer, op.k, i), __ATOMIC_RELAXED);
@@ -246,6 +281,7 @@ static void* streamMain(void* arg) {
 static struct Stream mainStream;
 
 static void enqueue(struct Stream* s, struct Op op) {
+  op.owner = s;
   if (oneQueue) s = &mainStream;
   pthread_mutex_lock(&s->lock);
   while (s->tail - s->head >= QUEUE) pthread_cond_wait(&s->cv, &s->lock);
@@ -281,9 +317,11 @@ static uint64_t* bufOf(const struct Xfer* x, int dst) {
 static void queueCopy(const struct Xfer* x, uint64_t point) {
   struct chrCeMailbox* mb = boxOf(x);
   struct Stream* cs = &copyStream[x->peer][x->role];
-  if (!senderIssues) /* sender mode issues only once the receiver is ready (sendsByEngine) */
+  if (!senderIssues)
     enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mb->ready[1 - x->role][0], .value = x->k});
   enqueue(cs, (struct Op){.kind = OP_WAIT, .peer = x->peer, .word = &mainReached, .value = point});
+  if (senderIssues) /* a kernel polls the receiver's ready word: a stream memory wait would hold the queue */
+    enqueue(cs, (struct Op){.kind = OP_POLL, .peer = x->peer, .word = &mb->ready[1 - x->role][0], .value = x->k});
   enqueue(cs, (struct Op){.kind = OP_COPY, .to = bufOf(x, 1), .from = bufOf(x, 0)});
   enqueue(cs, (struct Op){.kind = OP_WRITE, .word = chrCeDone(mb, 1 - x->role, x->k), .value = x->k});
   if (senderIssues) enqueue(cs, (struct Op){.kind = OP_WRITE, .word = chrCeDone(mb, x->role, x->k), .value = x->k});
@@ -386,8 +424,8 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
   }
   const uint64_t point = ++groups;
   enqueue(&mainStream, (struct Op){.kind = OP_WRITE, .word = &mainReached, .value = point});
-  struct Xfer firsts[9], waits[9]; /* sender mode: first sends' copies, then every other end's wait */
-  int nFirsts = 0, nWaits = 0;
+  struct Xfer firsts[9], waits[9], engine; /* sender mode: the kernel's copies and waits; the engine's */
+  int nFirsts = 0, nWaits = 0, hasEngine = 0;
   for (int i = 0; i < n; i++) {
     const struct Xfer* x = &xs[i];
     struct chrCeMailbox* mb = boxOf(x);
@@ -408,13 +446,15 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
         }
         continue;
       }
-      /* The receiver posted first and its stream is past its ready word, and the slot's transfer
-       * before is over: the copy stream, from here, waiting for nothing of the peer's. */
-      if (!first && __atomic_load_n(&mb->ready[CHR_CE_RECV][0], __ATOMIC_ACQUIRE) >= x->k &&
+      /* The receiver posted first and the slot's transfer before is over: the copy engine, queued
+       * after the group's kernel (one per group: a copy waiting for its receiver holds the queues
+       * its stream shares, so no other transfer of the group may sit behind it). */
+      if (!first && !hasEngine &&
           (x->k <= CHR_CE_SLOTS || __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, x->k), __ATOMIC_ACQUIRE) >= x->k - CHR_CE_SLOTS)) {
         checkPost(x, &other);
-        queueCopy(x, point);
         chrCeRelease(mb, x->k);
+        engine = *x;
+        hasEngine = 1;
         waits[nWaits++] = *x;
         continue;
       }
@@ -468,6 +508,7 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
     g->nWaits = nWaits;
     enqueue(&mainStream, (struct Op){.kind = OP_GROUP, .group = g});
   }
+  if (hasEngine) queueCopy(&engine, point);
   for (int i = 0; i < n; i++)
     if (xs[i].role == CHR_CE_RECV)
       enqueue(&mainStream, (struct Op){.kind = OP_CHECK, .peer = xs[i].peer, .to = bufOf(&xs[i], 1), .k = xs[i].k});
@@ -477,7 +518,7 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
 static void drainMain(void) {
   for (;;) {
     pthread_mutex_lock(&mainStream.lock);
-    const int idle = mainStream.head == mainStream.tail;
+    const int idle = mainStream.head == mainStream.tail && !__atomic_load_n(&mainStream.busy, __ATOMIC_ACQUIRE);
     pthread_mutex_unlock(&mainStream.lock);
     if (idle || stopped()) return;
     sched_yield();
@@ -486,7 +527,7 @@ static void drainMain(void) {
 
 /* The program: STEPS steps of up to 3 random transfers (the same on every rank: one seed); a rank
  * ends its group after a step with probability 1/2, and after 3 steps at most (so that a pair has
- * fewer than RING transfers in one group). */
+ * at most 9 transfers in one group, fewer than RING). */
 static int runRank(int rank) {
   me = rank;
   groups = mainReached = 0;
@@ -557,6 +598,8 @@ static int runRank(int rank) {
     pthread_mutex_unlock(&all[i]->lock);
   }
   for (int i = 0; i < nStreams; i++) pthread_join(all[i]->thread, NULL);
+  for (int i = 0; i < nStreams; i++) /* their last kernels */
+    while (__atomic_load_n(&all[i]->busy, __ATOMIC_ACQUIRE)) sched_yield();
   if (now() > deadline) fail("time limit: a transfer hung", -1, 0);
   return __atomic_load_n(&sh->failures, __ATOMIC_ACQUIRE) ? 1 : 0;
 }
