@@ -246,6 +246,21 @@ static int slotDone(struct chrCeMailbox* mb, uint64_t k) {
   return k <= CHR_CE_SLOTS || __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, k), __ATOMIC_ACQUIRE) >= k - CHR_CE_SLOTS;
 }
 
+/* A send whose receiver has not posted: waits up to rk->cfg.ceWaitUs for its post (then *theirs
+ * holds it) and returns 1, or 0 (the kernel copies it: its agent publishes the buffer). The wait is
+ * bounded, so a receiver that posts much later (or after a host exchange with this rank) costs this
+ * call that long and no more. */
+static int awaitPost(struct chrDevRank* rk, struct chrCeMailbox* mb, uint64_t k, struct chrCePost* theirs) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    if (chrCeOtherPosted(mb, CHR_CE_SEND, k, theirs)) return 1;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (rk->flags[0] || (t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 >= rk->cfg.ceWaitUs) return 0;
+    sched_yield();
+  }
+}
+
 /* A send whose receiver posted first, from the sender's call, queued after the launch's kernel: the
  * copy stream waits for both ready words, copies, writes both done words. When it cannot, the done
  * words are written from here and the error word is raised. */
@@ -560,6 +575,7 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     }
     struct ceOut* o = &ce->out[at];
     struct cePending s = {it->k, bytesOf(w), (const void*)(uintptr_t)w->sendbuff};
+    if (it->first && engine < 0 && rk->cfg.ceWaitUs > 0 && awaitPost(rk, mb, it->k, &theirs)) it->first = 0;
     if (!it->first && engine < 0 && slotDone(mb, it->k)) { /* the copy engine, after the kernel */
       memcpy(&engineData, theirs.bytes, sizeof engineData);
       engine = i;

@@ -30,6 +30,7 @@ static struct chrDevRankConfig rankConfig(const struct chrDevGroupConfig* cfg, i
   rc.cudaDev = cfg->cudaDev;
   rc.p2pStepBytes = cfg->p2pStepBytes;
   rc.copyEngine = cfg->copyEngine;
+  rc.ceWaitUs = cfg->ceWaitUs;
   return rc;
 }
 

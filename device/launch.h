@@ -50,7 +50,7 @@ extern "C" {
  * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
  * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h), the
  * configurations' copyEngine. */
-#define CHR_DEV_API_VERSION 7
+#define CHR_DEV_API_VERSION 8
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -74,6 +74,8 @@ struct chrDevRankConfig {
                            so each needs less in flight than a ring channel's */
   int copyEngine;       /* 1: plans may hold copy-engine sends (ce_sends.h); their wait kernel is
                            loaded with the others at create */
+  int ceWaitUs;         /* a copy-engine send whose receiver has not posted waits this long in the
+                           sender's call for it (ce_sends.h) */
 };
 
 /* What a rank tells its peers: plain bytes (no pointers to follow), checked by chrDevRankConnect. */
@@ -129,6 +131,7 @@ struct chrDevGroupConfig {
   int cudaDev;          /* the GPU every rank uses */
   size_t p2pStepBytes;  /* SIMPLE slot of the point-to-point connections (0: stepBytes) */
   int copyEngine;       /* as chrDevRankConfig's */
+  int ceWaitUs;         /* as chrDevRankConfig's */
 };
 
 /* Rank r of a group (owned by the group), for the rank API's launches, aborts and errors. */

@@ -57,6 +57,7 @@ ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, 
   cfg.p2pConns = st->shape.p2pLanes;
   cfg.p2pStepBytes = st->shape.p2pStepBytes;
   cfg.copyEngine = st->shape.copyEngine;
+  cfg.ceWaitUs = st->shape.ceWaitUs;
   cfg.stepBytes = st->shape.stepBytes;
   cfg.llLines = st->shape.llLines;
   cfg.ringOrder = comm->ringOrder;

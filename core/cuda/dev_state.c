@@ -121,6 +121,7 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   const size_t p2pStep = slotBytes(ncclBuff) / 2;
   shape->p2pStepBytes = p2pStep < 4096 ? 4096 : p2pStep & ~(size_t)4095;
   shape->copyEngine = chrParamInt(CHR_P_GPU_CE_MIN_BYTES) > 0 || chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES) > 0;
+  shape->ceWaitUs = (int)chrParamInt(CHR_P_GPU_CE_WAIT_US);
 }
 
 static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevShared** out) {
@@ -137,6 +138,7 @@ static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* 
   cfg.p2pConns = s->shape.p2pLanes;
   cfg.p2pStepBytes = s->shape.p2pStepBytes;
   cfg.copyEngine = s->shape.copyEngine;
+  cfg.ceWaitUs = s->shape.ceWaitUs;
   cfg.stepBytes = s->shape.stepBytes;
   cfg.llLines = s->shape.llLines;
   cfg.ringOrder = comm->ringOrder;

@@ -37,6 +37,7 @@ struct chrDevShape {
   size_t p2pStepBytes; /* SIMPLE slot of a point-to-point lane */
   int copyEngine;      /* plans may send on the copy engine (CHORUS_GPU_CE_MIN_BYTES or
                           CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES set): the device library loads its wait kernel */
+  int ceWaitUs;        /* CHORUS_GPU_CE_WAIT_US */
 };
 
 struct chrDevShared;
