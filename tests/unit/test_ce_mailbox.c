@@ -1,8 +1,8 @@
 /*
  * test_ce_mailbox.c: the copy-engine rendezvous (core/cuda/ce_mailbox.h) between processes, with each
  * process's CUDA streams played by threads that run queued operations in order (wait for a word,
- * write a word, copy, record a point of a stream and wait for it), queued as chorus-ce-probe queues
- * them on GPUs.
+ * write a word, copy, record a point of a stream and wait for it, and kernels), queued as the device
+ * library (device/ce_sends.cu) queues them on GPUs.
  *
  * The programs are the ones NCCL runs without deadlock: a sequence of steps, each a random set of
  * transfers between ranks (a send at one end, the matching receive at the other), and each rank
@@ -21,13 +21,18 @@
  * group's point are queued before any wait, and each peer and direction has a copy stream of its own.
  *
  * Both modes of the header run: the second end to post copies (as between threads of one process),
- * and the sender copies (between processes): a sender second from its own call on its copy stream,
- * a sender first on its user stream (the device library's copy kernel), once its agent thread, which
- * a receiver posting second wakes through a futex, has published the receiver's buffer. The sender
- * mode also runs with every stream of a rank on one queue (CUDA_DEVICE_MAX_CONNECTIONS=1, and
- * stricter: each operation holds the queue until it is done), where anything queued after a wait it
- * must run before hangs, which the time limit catches: the earlier design, whose agent queued the
- * copy of a first sender after its stream's wait, hung there at once (tried).
+ * and the sender copies (between processes). In the sender mode a group's copies and waits are one
+ * kernel on the user stream (the device library's launch kernel): it copies each send once its
+ * receiver's buffer is published (by the sender's agent thread, which a receiver posting second
+ * wakes through a futex, or by the sender's call) and waits for the rest; the group's first send
+ * whose receiver posted first instead goes on the copy stream, queued after that kernel. Kernels
+ * model the hardware: started, a kernel leaves its queue free, and the next operation of its own
+ * stream holds the queue until it ends; a stream memory wait holds it until the word is reached.
+ * The sender mode also runs with all of a rank's streams on one queue (CUDA_DEVICE_MAX_CONNECTIONS=1),
+ * and with hosts that now and then wait for their stream to drain. Designs tried on the way and
+ * caught here: the copies of a group one after another on the user stream (a copy waiting for one
+ * receiver before a transfer that receiver waits for: hangs, 3 ranks); the copy stream's copy
+ * queued before the group's kernel (one queue: hangs, and data read before it was there).
  */
 #include <linux/futex.h>
 #include <pthread.h>
@@ -61,7 +66,7 @@ struct Shared {
   long ends;   /* transfer ends queued, both ranks together */
   long seconds; /* ... of them second to arrive (their copies) */
   long pushes;  /* ... of those, the sending end */
-  long byKernel; /* sender mode: transfers whose sender came first, copied on its user stream */
+  long byKernel; /* sender mode: transfers the group's kernel copied (on the sender's user stream) */
   long byAgent; /* ... of them, published by the agent thread (the rest, by the sender's call) */
   uint32_t bell[MAXR]; /* sender mode: rank r's agent sleeps on bell[r] (a futex) */
 };
@@ -182,7 +187,7 @@ static void runGroupKernel(struct Group* g) {
   for (int i = 0; i < g->nJobs; i++)
     if (!g->job[i].finished) {
       if (now() > deadline)
-        fprintf(stderr, "DEBUG rank %d group copy to %d of transfer %llu: published %llu, ready %llu\n", me,
+        fprintf(stderr, "at the time limit: rank %d group copy to %d of transfer %llu: published %llu, ready %llu\n", me,
                 g->job[i].peer, (unsigned long long)g->job[i].k, (unsigned long long)*g->job[i].dstK,
                 (unsigned long long)*g->job[i].ready);
       fail("a group's copy never ran", g->job[i].peer, g->job[i].k);
@@ -192,7 +197,7 @@ static void runGroupKernel(struct Group* g) {
       if (now() > deadline) {
         char what[160];
         describeWord(g->wait[i].word, what, sizeof what);
-        fprintf(stderr, "DEBUG rank %d group waits %s >= %llu, is %llu\n", me, what,
+        fprintf(stderr, "at the time limit: rank %d group waits %s >= %llu, is %llu\n", me, what,
                 (unsigned long long)g->wait[i].value, (unsigned long long)*g->wait[i].word);
       }
       fail("a group's wait never ended", g->wait[i].peer, g->wait[i].value);
@@ -251,7 +256,7 @@ static void* streamMain(void* arg) {
         if (__atomic_load_n(op.word, __ATOMIC_ACQUIRE) < op.value) {
           char what[160];
           describeWord(op.word, what, sizeof what);
-          if (now() > deadline) fprintf(stderr, "DEBUG rank %d stream %p waits %s >= %llu, is %llu\n", me, (void*)s, what,
+          if (now() > deadline) fprintf(stderr, "at the time limit: rank %d stream %p waits %s >= %llu, is %llu\n", me, (void*)s, what,
                   (unsigned long long)op.value, (unsigned long long)*op.word);
           fail("a stream's wait never ended", op.peer, op.value);
         }
@@ -414,7 +419,7 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
     struct chrCeMailbox* mb = boxOf(&xs[i]);
     while (!chrCeSlotFree(mb, xs[i].k))
       if (stopped()) {
-        fprintf(stderr, "DEBUG rank %d host waits for slot of transfer %llu %s peer %d (state %llx)\n", me,
+        fprintf(stderr, "at the time limit: rank %d host waits for the slot of transfer %llu %s peer %d (state %llx)\n", me,
                 (unsigned long long)xs[i].k, xs[i].role == CHR_CE_SEND ? "to" : "from", xs[i].peer,
                 (unsigned long long)mb->state[xs[i].k % CHR_CE_SLOTS]);
         return;
@@ -627,8 +632,8 @@ static int runWorld(int ranks, int bySender, int oneQ) {
   }
   if (bySender)
     printf("ce mailbox, the sender copies%s: %d ranks, %d steps of random transfers, groups closed at random: %ld "
-           "transfers, %ld with the receiver first (copy stream), %ld with the sender first (user stream; buffer "
-           "published by the agent %ld times); %d failures\n", oneQ ? ", one queue per rank" : "", ranks, STEPS,
+           "transfers, %ld on the copy stream, %ld by the group's kernel (buffer published by the agent %ld "
+           "times); %d failures\n", oneQ ? ", one queue per rank" : "", ranks, STEPS,
            sh->ends / 2, sh->seconds, sh->byKernel, sh->byAgent, sh->failures);
   else
     printf("ce mailbox, the second issues: %d ranks, %d steps of random transfers, groups closed at random: %ld "
@@ -640,13 +645,11 @@ static int runWorld(int ranks, int bySender, int oneQ) {
          (bySender && (sh->pushes != sh->seconds || sh->seconds <= 0 || sh->byKernel <= 0 || sh->byAgent <= 0));
 }
 
+/* No arguments: every run. "RANKS SENDER ONE_QUEUE" (e.g. "3 1 1"): that run alone. */
 int main(int argc, char** argv) {
-  if (argc == 4) {
-    sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    return runWorld(atoi(argv[1]), atoi(argv[2]), atoi(argv[3]));
-  }
   sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) return 1;
+  if (argc == 4) return runWorld(atoi(argv[1]), atoi(argv[2]), atoi(argv[3])) ? 1 : 0;
   int rc = runWorld(2, 0, 0);
   rc |= runWorld(3, 0, 0);
   rc |= runWorld(2, 1, 0);
