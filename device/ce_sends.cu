@@ -3,16 +3,11 @@
  *
  * Per rank, per peer and class (links[0].conn: 0 for sends and receives, 1 for transfers the planner
  * makes of collectives, numbered apart because NCCL lets two ranks interleave their collectives and
- * their sends differently): an outgoing pair (this rank sends: the copy stream, the queue of first
- * sends whose receiver the agent thread publishes, the peer's buffers opened by CUDA IPC, the copy
- * kernel's per-slot counters) and an incoming one (this rank receives). Each pair's mailbox is a shared-memory segment (ce_segment.h) named after both ends'
- * process tokens and rank serials and the class.
- *
- * A receive buffer that CUDA IPC cannot share (cuMemCreate memory, e.g. PyTorch's expandable
- * segments) is received through a staging buffer of the incoming pair (cudaMalloc, grown as needed),
- * which the sender fills and the receiver's stream copies out after its done wait; each staged
- * transfer of a launch has its own region, and a buffer outgrown is kept until the rank is destroyed
- * (the sender may still hold it open, and copies of this launch may still use it).
+ * their sends differently): an outgoing pair (this rank sends: the copy stream, the queue of sends
+ * whose receiver's buffer is yet to be published, the agent thread, the receivers' allocations
+ * opened by CUDA IPC, the launch kernel's per-slot counters) and an incoming one (this rank
+ * receives: its staging buffer, ce_buffers.h). Each pair's mailbox is a shared-memory segment
+ * (ce_segment.h) named after both ends' process tokens and rank serials and the class.
  */
 #include <cuda.h>
 #include <linux/futex.h>
@@ -26,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cuda/ce_mailbox.h"
+#include "device/ce_buffers.h"
 #include "device/ce_kernels.h"
 #include "device/ce_segment.h"
 #include "device/ce_sends.h"
@@ -33,37 +29,21 @@
 #include "device/dev_group.h"
 #include "device/driver_entry.h"
 
-#define MAX_OPENED 64      /* a peer's buffers kept open per pair; the oldest is closed beyond that */
 #define AGENT_NAP_NS 100000000L
 #define AGENT_POLL_NS 20000L
 #define CLASSES CHR_WORK_CLASSES /* links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL (plan/work.h) */
-#define STAGE_ALIGN 256
-#define COPY_CTAS 64       /* a first sender's copy kernel: CTAs shared by its transfers ... */
+#define COPY_CTAS 64       /* the launch kernel: CTAs shared by its copies ... */
 #define COPY_CTAS_MIN 8    /* ... but at least this many each */
 
-/* What the receiver posts. */
-struct cePostData {
-  uint32_t ok;        /* 0: the buffer cannot be shared (the sender writes the done words and reports it) */
-  uint32_t viaIpc;    /* 1: handle + offset; 0: ptr, in the sender's own process */
-  uint64_t bytes;
-  uint64_t ptr;
-  uint64_t offset;
-  cudaIpcMemHandle_t handle;
-};
-static_assert(sizeof(struct cePostData) <= CHR_CE_POST_BYTES, "a post outgrew chrCePost");
-
-/* ---- driver entry points (stream memory operations, address ranges) ---- */
+/* ---- driver entry points (stream memory operations) ---- */
 
 typedef CUresult (*valueFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
-typedef CUresult (*rangeFn)(CUdeviceptr*, size_t*, CUdeviceptr);
 static valueFn waitValue64, writeValue64;
-static rangeFn addressRange;
 static pthread_once_t resolveOnce = PTHREAD_ONCE_INIT;
 
 static void resolve(void) {
   waitValue64 = (valueFn)chrDevDriverEntry("cuStreamWaitValue64");
   writeValue64 = (valueFn)chrDevDriverEntry("cuStreamWriteValue64");
-  addressRange = (rangeFn)chrDevDriverEntry("cuMemGetAddressRange");
 }
 
 static ncclResult_t streamWait(cudaStream_t s, const char* word, uint64_t v, int rank) {
@@ -85,12 +65,6 @@ struct cePending {
   const void* src;
 };
 
-struct ceOpened {
-  cudaIpcMemHandle_t handle;
-  char* base;
-  uint64_t lastKernelK; /* the last first-send copy kernel that writes into it (0: none) */
-};
-
 struct cePair {
   struct chrCeMap* map;   /* NULL until first used */
   uint64_t k;          /* transfers numbered */
@@ -106,8 +80,7 @@ struct ceOut {
   uint64_t head, tail;
   cudaStream_t copy;
   unsigned int* counters; /* per slot, for the copy kernel (device memory) */
-  struct ceOpened opened[MAX_OPENED];
-  int nOpened;
+  struct chrCeOpenedSet opened;
   pthread_t agent;
   int agentRunning;
   int quit;
@@ -116,10 +89,7 @@ struct ceOut {
 /* This rank's receives from one peer. */
 struct ceIn {
   struct cePair pair;
-  char* staging;       /* for receive buffers CUDA IPC cannot share */
-  size_t stagingBytes, stagingUsed; /* used: by this launch's staged receives */
-  char** retired;      /* outgrown staging buffers, freed at destroy */
-  int nRetired;
+  struct chrCeStaging staging; /* for receive buffers CUDA IPC cannot share */
 };
 
 /* One engine work of a launch, between chrCeSignal and the end of chrCePost. */
@@ -147,7 +117,7 @@ static ncclResult_t ensureState(struct chrDevRank* rk) {
   if (!rk->cfg.copyEngine) /* its kernels were not loaded at create (a lazy load could wait forever) */
     return chrDevFail(ncclInternalError, "rank %d: a copy-engine send on a rank made without copyEngine", rk->cfg.rank);
   pthread_once(&resolveOnce, resolve);
-  if (!waitValue64 || !writeValue64 || !addressRange)
+  if (!waitValue64 || !writeValue64 || !chrCeBuffersSupported())
     return chrDevFail(ncclInvalidUsage, "rank %d: copy-engine sends need the driver's stream memory operations "
                       "(cuStreamWaitValue64), not found; unset CHORUS_GPU_CE_MIN_BYTES", rk->cfg.rank);
   const int n = rk->cfg.nRanks;
@@ -194,49 +164,27 @@ static void raiseError(struct chrDevRank* rk) {
                               __ATOMIC_SEQ_CST);
 }
 
-/* Before an opened buffer is closed: the copies that may write into it are over (the copy stream's,
- * and the copy kernel of the last first send into it). 0 when the rank aborted meanwhile. */
-static int quiesce(struct ceOut* o, const struct ceOpened* b) {
+/* Before an opened buffer is closed (chrCeQuiesceFn): the copies that may write into it are over
+ * (the copy stream's, and the launch kernel's last transfer into it). 0 when the rank aborted. */
+static int quiesce(void* arg, uint64_t lastKernelK) {
+  struct ceOut* o = (struct ceOut*)arg;
   if (cudaStreamSynchronize(o->copy) != cudaSuccess) return 0;
-  if (b->lastKernelK == 0) return 1;
-  const uint64_t* done = chrCeDone(&o->pair.map->seg->box, CHR_CE_RECV, b->lastKernelK);
-  while (__atomic_load_n(done, __ATOMIC_ACQUIRE) < b->lastKernelK) {
+  if (lastKernelK == 0) return 1;
+  const uint64_t* done = chrCeDone(&o->pair.map->seg->box, CHR_CE_RECV, lastKernelK);
+  while (__atomic_load_n(done, __ATOMIC_ACQUIRE) < lastKernelK) {
     if (o->rk->flags[0]) return 0;
     sched_yield();
   }
   return 1;
 }
 
-/* The receiver's buffer in this process: its own address, or its allocation opened by CUDA IPC (kept
- * open; the oldest of MAX_OPENED is closed, after the copies that may use it). kernelK: the first
- * send whose copy kernel will write into it, 0 for a copy-stream copy. Under o->lock. */
-static char* peerBuffer(struct ceOut* o, const struct cePostData* d, uint64_t kernelK) {
-  if (!d->viaIpc) return (char*)(uintptr_t)d->ptr;
-  for (int i = 0; i < o->nOpened; i++)
-    if (memcmp(&o->opened[i].handle, &d->handle, sizeof d->handle) == 0) {
-      if (kernelK) o->opened[i].lastKernelK = kernelK;
-      return o->opened[i].base + d->offset;
-    }
-  if (o->nOpened == MAX_OPENED) {
-    if (!quiesce(o, &o->opened[0])) return NULL;
-    cudaIpcCloseMemHandle(o->opened[0].base);
-    memmove(&o->opened[0], &o->opened[1], sizeof(o->opened[0]) * (MAX_OPENED - 1));
-    o->nOpened--;
-  }
-  void* p = NULL;
-  if (cudaIpcOpenMemHandle(&p, d->handle, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
-    cudaGetLastError();
-    return NULL;
-  }
-  o->opened[o->nOpened].handle = d->handle;
-  o->opened[o->nOpened].base = (char*)p;
-  o->opened[o->nOpened].lastKernelK = kernelK;
-  o->nOpened++;
-  return (char*)p + d->offset;
+/* The receiver's buffer in this process (ce_buffers.h). Under o->lock. */
+static char* peerBuffer(struct ceOut* o, const struct chrCePostData* d, uint64_t kernelK) {
+  return chrCePeerBuffer(&o->opened, d, kernelK, quiesce, o);
 }
 
 /* 1 when the receiver's post d fits transfer s. */
-static int fits(const struct ceOut* o, const struct cePostData* d, uint64_t bytes) {
+static int fits(const struct ceOut* o, const struct chrCePostData* d, uint64_t bytes) {
   return !o->rk->ce->aborted && d->ok && d->bytes == bytes;
 }
 
@@ -264,7 +212,7 @@ static int awaitPost(struct chrDevRank* rk, struct chrCeMailbox* mb, uint64_t k,
 /* A send whose receiver posted first, from the sender's call, queued after the launch's kernel: the
  * copy stream waits for both ready words, copies, writes both done words. When it cannot, the done
  * words are written from here and the error word is raised. */
-static void issueOne(struct ceOut* o, const struct cePending* s, const struct cePostData* d) {
+static void issueOne(struct ceOut* o, const struct cePending* s, const struct chrCePostData* d) {
   struct chrDevRank* rk = o->rk;
   struct chrCeMap* m = o->pair.map;
   struct chrCeMailbox* mb = &m->seg->box;
@@ -309,7 +257,7 @@ static int publishReady(struct ceOut* o) {
       blocked = 1;
       break;
     }
-    struct cePostData d;
+    struct chrCePostData d;
     memcpy(&d, theirs.bytes, sizeof d);
     char* dst = fits(o, &d, s->bytes) ? peerBuffer(o, &d, s->k) : NULL;
     if (dst == NULL && s->bytes > 0 && !__atomic_load_n(&o->rk->ce->aborted, __ATOMIC_ACQUIRE)) raiseError(o->rk);
@@ -412,62 +360,6 @@ ncclResult_t chrCeSignal(struct chrDevRank* rk, const struct chrWork* works, int
   return ncclSuccess;
 }
 
-/* The allocation holding [ptr, ptr + bytes) as CUDA IPC shares it: 1 with its handle and the offset. */
-static int exportRange(uint64_t ptr, uint64_t bytes, cudaIpcMemHandle_t* handle, uint64_t* offset) {
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (addressRange(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS || ptr - base + bytes > size ||
-      cudaIpcGetMemHandle(handle, (void*)(uintptr_t)base) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  *offset = ptr - base;
-  return 1;
-}
-
-/* A region of the pair's staging buffer for one receive of this launch; NULL when none can be had. */
-static char* stageRegion(struct ceIn* in, uint64_t bytes) {
-  const size_t need = (size_t)((bytes + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN);
-  if (in->staging == NULL || in->stagingUsed + need > in->stagingBytes) {
-    const size_t grow = in->stagingBytes * 2 > need ? in->stagingBytes * 2 : need;
-    char** kept = (char**)realloc(in->retired, sizeof(char*) * (size_t)(in->nRetired + 1));
-    if (kept == NULL) return NULL;
-    in->retired = kept;
-    char* p = NULL;
-    if (cudaMalloc((void**)&p, grow) != cudaSuccess) {
-      cudaGetLastError();
-      return NULL;
-    }
-    if (in->staging) in->retired[in->nRetired++] = in->staging; /* this launch's earlier regions live on */
-    in->staging = p;
-    in->stagingBytes = grow;
-    in->stagingUsed = 0;
-  }
-  char* r = in->staging + in->stagingUsed;
-  in->stagingUsed += need;
-  return r;
-}
-
-/* The receiver's post: its buffer as the sender's process will address it; *staged: a staging region
- * stands in for it (the stream copies it out after the done wait). */
-static void describeBuffer(struct chrDevRank* rk, struct ceIn* in, const struct chrWork* w, struct cePostData* d,
-                           char** staged) {
-  memset(d, 0, sizeof *d);
-  *staged = NULL;
-  d->bytes = bytesOf(w);
-  d->ptr = w->recvbuff;
-  d->ok = 1;
-  if (rk->peerId[w->links[0].peer].same || d->bytes == 0) return;
-  d->viaIpc = 1;
-  if (exportRange(w->recvbuff, d->bytes, &d->handle, &d->offset)) return;
-  char* region = stageRegion(in, d->bytes);
-  if (region == NULL || !exportRange((uint64_t)(uintptr_t)region, d->bytes, &d->handle, &d->offset)) {
-    d->ok = 0;
-    return;
-  }
-  *staged = region;
-}
-
 /* The kernel's copy of a send, transfer k of out pair o. */
 static struct chrCeCopyJob copyJob(struct ceOut* o, const struct chrWork* w, uint64_t k) {
   struct chrCeMap* m = o->pair.map;
@@ -541,11 +433,11 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
   const int me = rk->cfg.rank;
   ncclResult_t res = ncclSuccess;
   int engine = -1; /* the launch's one send on the copy engine, if any */
-  struct cePostData engineData;
+  struct chrCePostData engineData;
   for (int i = 0; i < n; i++) { /* staging regions are per launch */
     int role;
     const int at = pairIndex(&works[i], &role);
-    if (role == CHR_CE_RECV) ce->in[at].stagingUsed = 0;
+    if (role == CHR_CE_RECV) ce->in[at].staging.used = 0;
   }
   for (int i = 0; i < n; i++) {
     const struct chrWork* w = &works[i];
@@ -556,11 +448,12 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     struct ceItem* it = &ce->items[i];
     struct chrCePost mine, theirs;
     memset(&mine, 0, sizeof mine);
-    struct cePostData d;
+    struct chrCePostData d;
     it->staged = NULL;
     it->byKernel = 0;
     if (role == CHR_CE_RECV) {
-      describeBuffer(rk, &ce->in[at], w, &d, &it->staged);
+      chrCeDescribeBuffer(w->recvbuff, bytesOf(w), rk->peerId[w->links[0].peer].same, &ce->in[at].staging, &d,
+                          &it->staged);
       memcpy(mine.bytes, &d, sizeof d);
     }
     it->first = chrCePost(mb, role, it->k, &mine, &theirs);
@@ -658,16 +551,12 @@ void chrCeDestroy(struct chrDevRank* rk) {
       cudaStreamDestroy(o->copy);
     }
     if (o->counters) cudaFree(o->counters); /* the rank's streams are done with its kernels (destroy's contract) */
-    for (int i = 0; i < o->nOpened; i++) cudaIpcCloseMemHandle(o->opened[i].base);
-    cudaGetLastError();
+    chrCeCloseAll(&o->opened);
     pthread_mutex_destroy(&o->lock);
     chrCeUnmapSegment(o->pair.map);
     struct ceIn* in = &ce->in[p];
     chrCeUnmapSegment(in->pair.map);
-    if (in->staging) cudaFree(in->staging); /* the rank's streams are done with it (destroy's contract) */
-    for (int i = 0; i < in->nRetired; i++) cudaFree(in->retired[i]);
-    free(in->retired);
-    cudaGetLastError();
+    chrCeStagingFree(&in->staging); /* the rank's streams are done with it (destroy's contract) */
   }
   free(ce->out);
   free(ce->in);
