@@ -4,8 +4,15 @@
 #include "device/ce_kernels.h"
 #include "device/dev_error.h"
 
-#define COPY_THREADS 512
-#define COPY_UNROLL 4   /* 16-byte loads in flight per thread: 32 KiB per CTA */
+/* Build switches (CUDA_DEFINES), for an A/B on a GPU. */
+#ifndef CHR_CE_COPY_THREADS
+#define CHR_CE_COPY_THREADS 512
+#endif
+#ifndef CHR_CE_COPY_UNROLL
+#define CHR_CE_COPY_UNROLL 4 /* 16-byte loads in flight per thread: 32 KiB per CTA at 512 threads */
+#endif
+#define COPY_THREADS CHR_CE_COPY_THREADS
+#define COPY_UNROLL CHR_CE_COPY_UNROLL
 #define POLL_NS 500
 
 /* The waits' CTA: one thread polls every word until it reaches its number. */

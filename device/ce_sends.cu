@@ -32,8 +32,13 @@
 #define AGENT_NAP_NS 100000000L
 #define AGENT_POLL_NS 20000L
 #define CLASSES CHR_WORK_CLASSES /* links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL (plan/work.h) */
-#define COPY_CTAS 64       /* the launch kernel: CTAs shared by its copies ... */
-#define COPY_CTAS_MIN 8    /* ... but at least this many each */
+/* The launch kernel: CTAs shared by its copies, but at least COPY_CTAS_MIN each (build switches, so
+ * that a call can A/B them with CUDA_DEFINES: docs/perf/gpu-2gpu.md, "Next" 00x). */
+#ifndef CHR_CE_COPY_CTAS
+#define CHR_CE_COPY_CTAS 64
+#endif
+#define COPY_CTAS CHR_CE_COPY_CTAS
+#define COPY_CTAS_MIN 8
 
 /* ---- driver entry points (stream memory operations) ---- */
 
