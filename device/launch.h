@@ -72,7 +72,7 @@ struct chrDevRankConfig {
   size_t p2pStepBytes;  /* SIMPLE slot of the point-to-point connections (a positive multiple of 16;
                            0: stepBytes). A large send runs over several connection indices at once,
                            so each needs less in flight than a ring channel's */
-  int copyEngine;       /* 1: plans may hold copy-engine sends (ce_sends.h); their wait kernel is
+  int copyEngine;       /* 1: plans may hold copy-engine sends (ce_sends.h); their kernel is
                            loaded with the others at create */
   int ceWaitUs;         /* a copy-engine send whose receiver has not posted waits this long in the
                            sender's call for it (ce_sends.h) */
