@@ -30,10 +30,12 @@
  * --signal value: instead of the IPC event, the first end's stream writes its `ready` word
  * (cuStreamWriteValue64, after its prior work) before it posts, and the second's copy stream waits
  * for it (cuStreamWaitValue64): no event ring to guard, nothing to open; both ways measured.
- * --issuer agent: the design measured to be needed between processes (core/cuda/ce_mailbox.h's
- * sender-issued mode): the sender issues every copy, in order, from its own call when the receiver
- * has posted, else from an agent thread of its process that the receiver's post wakes (a futex);
- * both streams wait for their done word, and the copy waits for the sender's group point as a value.
+ * --issuer agent: the fifth session's design between processes: the sender issues every copy, in
+ * order, from its own call when the receiver has posted, else from an agent thread of its process
+ * that the receiver's post wakes (a futex); both streams wait for their done word, and the copy waits
+ * for the sender's group point as a value. (The library no longer issues from an agent: on streams
+ * that share a hardware queue the agent's copy can stand behind work that waits for it, which
+ * PyTorch hit; device/ce_sends.h. The probe keeps it as a bandwidth ceiling, with few streams.)
  * --issuer sender|receiver: that end always issues the copy (on its own GPU), waiting on the host for
  * the other end's post; an experiment on which GPU should drive a copy (the second to arrive is
  * either, and a GPU that drives both directions at once may not move both at full rate: the
@@ -108,7 +110,7 @@ static int gValue;  /* --signal value: the first end's stream writes ready = k, 
                        instead of an IPC event (no event to reuse, nothing to open) */
 static int gIssuer = -1; /* --issuer sender|receiver: that end always issues the copy, waiting on the host for the
                             other's post (an experiment: which GPU drives the copy); -1: the second to arrive;
-                            AGENT: the sender issues without waiting (core/cuda/ce_mailbox.h, sender-issued) */
+                            AGENT: the sender issues without waiting, from its call or its agent */
 enum { AGENT = 2 };
 static struct Shared* sh;
 typedef CUresult (*WaitFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
