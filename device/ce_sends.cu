@@ -27,6 +27,7 @@
 #include "device/ce_sends.h"
 #include "device/dev_error.h"
 #include "device/dev_group.h"
+#include "device/dev_time.h"
 #include "device/driver_entry.h"
 
 #define AGENT_NAP_NS 100000000L
@@ -101,7 +102,6 @@ struct ceIn {
 struct ceItem {
   uint64_t k;
   char* staged;        /* a receive's staging region, copied out after its wait; NULL: none */
-  int first;           /* this end posted first */
   int byKernel;        /* a send the launch's kernel copies (else the copy engine, or a receive) */
 };
 
@@ -204,12 +204,10 @@ static int slotDone(struct chrCeMailbox* mb, uint64_t k) {
  * bounded, so a receiver that posts much later (or after a host exchange with this rank) costs this
  * call that long and no more. */
 static int awaitPost(struct chrDevRank* rk, struct chrCeMailbox* mb, uint64_t k, struct chrCePost* theirs) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const uint64_t end = chrDevNowNs() + (uint64_t)rk->cfg.ceWaitUs * 1000u;
   for (;;) {
     if (chrCeOtherPosted(mb, CHR_CE_SEND, k, theirs)) return 1;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if (rk->flags[0] || (t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 >= rk->cfg.ceWaitUs) return 0;
+    if (rk->flags[0] || chrDevNowNs() >= end) return 0;
     sched_yield();
   }
 }
@@ -461,9 +459,9 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
                           &it->staged);
       memcpy(mine.bytes, &d, sizeof d);
     }
-    it->first = chrCePost(mb, role, it->k, &mine, &theirs);
+    int first = chrCePost(mb, role, it->k, &mine, &theirs);
     if (role == CHR_CE_RECV) {
-      if (!it->first) ringBell(pair->map); /* the sender came first: its agent publishes this buffer */
+      if (!first) ringBell(pair->map); /* the sender came first: its agent publishes this buffer */
       if (!d.ok && res == ncclSuccess)
         res = chrDevFail(ncclSystemError, "rank %d: receive buffer %p from rank %d (%llu bytes) cannot be shared with "
                          "CUDA IPC for a copy-engine send, nor a staging buffer be allocated for it (GPU memory "
@@ -473,8 +471,8 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     }
     struct ceOut* o = &ce->out[at];
     struct cePending s = {it->k, bytesOf(w), (const void*)(uintptr_t)w->sendbuff};
-    if (it->first && engine < 0 && rk->cfg.ceWaitUs > 0 && awaitPost(rk, mb, it->k, &theirs)) it->first = 0;
-    if (!it->first && engine < 0 && slotDone(mb, it->k)) { /* the copy engine, after the kernel */
+    if (first && engine < 0 && rk->cfg.ceWaitUs > 0 && awaitPost(rk, mb, it->k, &theirs)) first = 0;
+    if (!first && engine < 0 && slotDone(mb, it->k)) { /* the copy engine, after the kernel */
       memcpy(&engineData, theirs.bytes, sizeof engineData);
       engine = i;
       continue;
@@ -527,15 +525,10 @@ void chrCeAbort(struct chrDevRank* rk) {
   /* Copies already queued now run and then write their done words, smaller than the ones just
    * written: give them a second (a copy stream parked on a word a live peer rewrote is left), then
    * write again. */
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const uint64_t end = chrDevNowNs() + 1000000000ull;
   for (int p = 0; p < n; p++) {
     cudaStream_t s = ce->out[p].copy;
-    while (s && cudaStreamQuery(s) == cudaErrorNotReady) {
-      clock_gettime(CLOCK_MONOTONIC, &t);
-      if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 1000000000L) break;
-      sched_yield();
-    }
+    while (s && cudaStreamQuery(s) == cudaErrorNotReady && chrDevNowNs() < end) sched_yield();
   }
   cudaGetLastError();
   releaseWaits(ce, n);

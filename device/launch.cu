@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include "config/algo_select.h" /* CHR_PROTO_LL */
+#include "device/dev_time.h"
 #include "device/ce_sends.h"
 #include "device/dev_args.h"
 #include "device/dev_error.h"
@@ -114,12 +115,6 @@ static const void* kernelOf(int key, cudaKernel_t* handle) {
   return kernelTable[t][o];
 }
 
-static uint64_t nowNs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A host-mapped slot for `count` works, free once the launch that last used it has finished. The
  * wait can only be long when many large plans are queued on the rank's stream. */
 static ncclResult_t takeSlot(struct chrDevRank* rk, int count, int* slotOut) {
@@ -128,14 +123,14 @@ static ncclResult_t takeSlot(struct chrDevRank* rk, int count, int* slotOut) {
     return chrDevFail(ncclInvalidUsage, "rank %d: one launch of %d works, at most %d", rank, count, CHR_DEV_SLOT_WORKS);
   const int s = rk->nextSlot;
   if (rk->slotUsed[s]) {
-    const uint64_t start = nowNs();
+    const uint64_t start = chrDevNowNs();
     for (;;) {
       cudaError_t e = cudaEventQuery(rk->slotDone[s]);
       if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady)
         return chrDevFail(ncclUnhandledCudaError, "rank %d: waiting for a work slot: %s", rank, cudaGetErrorString(e));
       if (rk->flags[0]) return chrDevFail(ncclRemoteError, "rank %d: aborted while waiting for a work slot", rank);
-      if (nowNs() - start > CHR_DEV_SLOT_WAIT_NS)
+      if (chrDevNowNs() - start > CHR_DEV_SLOT_WAIT_NS)
         return chrDevFail(ncclInternalError, "rank %d: no work slot free for 60 s (%d large plans queued)", rank,
                           CHR_DEV_WORK_SLOTS);
       sched_yield();

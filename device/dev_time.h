@@ -1,0 +1,16 @@
+/*
+ * dev_time.h: the monotonic clock in nanoseconds, for the device library's bounded host waits.
+ */
+#ifndef CHORUS_DEVICE_DEV_TIME_H_
+#define CHORUS_DEVICE_DEV_TIME_H_
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t chrDevNowNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif /* CHORUS_DEVICE_DEV_TIME_H_ */
