@@ -124,7 +124,7 @@ static ncclResult_t ensureState(struct chrDevRank* rk) {
   pthread_once(&resolveOnce, resolve);
   if (!waitValue64 || !writeValue64 || !chrCeBuffersSupported())
     return chrDevFail(ncclInvalidUsage, "rank %d: copy-engine sends need the driver's stream memory operations "
-                      "(cuStreamWaitValue64), not found; unset CHORUS_GPU_CE_MIN_BYTES", rk->cfg.rank);
+                      "(cuStreamWaitValue64), not found; unset CHORUS_GPU_CE_*MIN_BYTES", rk->cfg.rank);
   const int n = rk->cfg.nRanks;
   struct chrCeRank* ce = (struct chrCeRank*)calloc(1, sizeof *ce);
   if (ce) ce->out = (struct ceOut*)calloc((size_t)n * CLASSES, sizeof *ce->out);
@@ -465,7 +465,7 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
       if (!d.ok && res == ncclSuccess)
         res = chrDevFail(ncclSystemError, "rank %d: receive buffer %p from rank %d (%llu bytes) cannot be shared with "
                          "CUDA IPC for a copy-engine send, nor a staging buffer be allocated for it (GPU memory "
-                         "full?); CHORUS_GPU_CE_MIN_BYTES=0 turns copy-engine sends off",
+                         "full?); CHORUS_GPU_CE_*MIN_BYTES=0 turn copy-engine transfers off",
                          me, (void*)(uintptr_t)w->recvbuff, w->links[0].peer, (unsigned long long)d.bytes);
       continue;
     }

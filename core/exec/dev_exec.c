@@ -27,7 +27,10 @@
  * collectives). A broadcast of two ranks of that size is such a transfer too, from the root to the
  * other rank (with, out of place, an engine copy of the root's own buffer): it leaves the
  * collectives' launch (no works, no call number: both ranks leave out the same calls) for channel 0
- * of the point-to-point launch, ahead of the point-to-point engine works, in call order. Its class
+ * of the point-to-point launch, ahead of the point-to-point engine works, in call order. Broadcasts
+ * have a size floor of their own, CHORUS_GPU_CE_BCAST_MIN_BYTES (0: CHORUS_GPU_CE_MIN_BYTES's): a
+ * 2-rank broadcast is one transfer whose receiver usually posts first, so the engine carries it,
+ * where a send/recv pair's first sender is copied by a kernel (docs/perf/gpu-2gpu.md, i1 and i4). Its class
  * (links[0].conn) is 1, the point-to-point calls' 0: NCCL orders a rank's collectives among
  * themselves and its sends among themselves, but not the two together across groups (rank 0 may
  * run group{send}, group{bcast} while rank 1 runs group{bcast, recv}), so one count for both would
@@ -321,6 +324,8 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   pairSelfTasks(comm, list);
   const uint64_t engineMin = (uint64_t)chrParamInt(CHR_P_GPU_SELF_COPY_ENGINE);
   const uint64_t ceMin = (uint64_t)chrParamInt(CHR_P_GPU_CE_MIN_BYTES);
+  const uint64_t ceBcastOwn = (uint64_t)chrParamInt(CHR_P_GPU_CE_BCAST_MIN_BYTES);
+  const uint64_t ceBcastMin = ceBcastOwn > 0 ? ceBcastOwn : ceMin;
   const uint64_t ceArMin = (uint64_t)chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES);
   struct chrWork copies[2];
   struct chrWork rs[CHR_DEV_MAX_CHANNELS]; /* an engine all-reduce's reduce-scatter works */
@@ -344,7 +349,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
       }
       continue;
     }
-    const int nEngine = isEngineBcast(t, comm, ceMin, capturing) ? engineBcastWorks(t, comm, copies)
+    const int nEngine = isEngineBcast(t, comm, ceBcastMin, capturing) ? engineBcastWorks(t, comm, copies)
                         : isEngineP2p(t, comm, ceMin, capturing) ? 1 : 0;
     if (nEngine > 0) { /* on channel 0 of the point-to-point launch */
       p->nP2p[0] += nEngine;
@@ -391,7 +396,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   int k = 0, seq = 0, call = 0;
   for (struct chrCollTask* t = list; t; t = t->next, seq++) {
     if (t->comm != comm || t->noop || isPairedRecv(t)) continue;
-    if (isEngineBcast(t, comm, ceMin, capturing)) {
+    if (isEngineBcast(t, comm, ceBcastMin, capturing)) {
       /* ahead of the point-to-point engine works on channel 0, in call order; no collective works and
        * no call number (both ranks leave out the same calls: they decide from the same bytes) */
       const int nEngine = engineBcastWorks(t, comm, copies);

@@ -24,6 +24,7 @@
 #include "plan/plan.h"
 
 static uint64_t ceMin;             /* CHORUS_GPU_CE_MIN_BYTES as the test runs with it (0: unset or off) */
+static uint64_t ceBcastMin;        /* the broadcasts' floor: CHORUS_GPU_CE_BCAST_MIN_BYTES, else ceMin */
 static long ceSendWorks, ceRecvWorks; /* sends to other ranks / receives from them as engine works */
 static long ceMixedPlans;          /* rank plans with an engine work and a lane transfer to one peer, one direction */
 static long ceCapturedPlans;       /* rank plans made as under graph capture, checked to have no engine work */
@@ -39,11 +40,13 @@ static long ceArKept;              /* all-reduces of that size that keep their w
 void apiEngineInit(void) {
   const char* ceEnv = getenv("CHORUS_GPU_CE_MIN_BYTES");
   ceMin = ceEnv ? strtoull(ceEnv, NULL, 0) : 0;
+  const char* bcEnv = getenv("CHORUS_GPU_CE_BCAST_MIN_BYTES");
+  ceBcastMin = bcEnv && strtoull(bcEnv, NULL, 0) > 0 ? strtoull(bcEnv, NULL, 0) : ceMin;
   const char* ceArEnv = getenv("CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES");
   ceArMin = ceArEnv ? strtoull(ceArEnv, NULL, 0) : 0;
 }
 
-int apiEngineOn(void) { return ceMin > 0 || ceArMin > 0; }
+int apiEngineOn(void) { return ceMin > 0 || ceBcastMin > 0 || ceArMin > 0; }
 
 static int isEngineP2pWork(const struct chrWork* w) {
   return (w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV) && (w->flags & CHR_WORK_ENGINE);
@@ -56,11 +59,12 @@ static int wantsEngine(const struct chrCollTask* t, int rank, int capturing) {
          t->count > 0 && (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin;
 }
 
-/* ... and a broadcast of two ranks of that size: the root's send and the other rank's receive, in
- * transfer class 1 (the collectives'), with, at the root out of place, an engine copy of its buffer. */
+/* ... and a broadcast of two ranks of at least CHORUS_GPU_CE_BCAST_MIN_BYTES (when set, else
+ * CHORUS_GPU_CE_MIN_BYTES): the root's send and the other rank's receive, in transfer class 1 (the
+ * collectives'), with, at the root out of place, an engine copy of its buffer. */
 static int wantsEngineBcast(const struct chrCollTask* t, int capturing) {
-  return ceMin > 0 && !capturing && t->func == ncclFuncBroadcast && t->comm->nRanks == 2 && t->count > 0 &&
-         (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin;
+  return ceBcastMin > 0 && !capturing && t->func == ncclFuncBroadcast && t->comm->nRanks == 2 && t->count > 0 &&
+         (uint64_t)t->count * (uint64_t)t->typeSize >= ceBcastMin;
 }
 
 /* ... and a 2-rank all-reduce of at least CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES with an even count,
@@ -277,7 +281,8 @@ static int checkAgainst(const char* name, int rank, const struct chrCollTask* he
   return 0;
 }
 
-/* Transfer classes across groups (CHORUS_GPU_CE_MIN_BYTES of 1 MiB or less, 2 ranks). NCCL orders a
+/* Transfer classes across groups (CHORUS_GPU_CE_MIN_BYTES, and the broadcasts' floor, of 1 MiB or
+ * less, 2 ranks). NCCL orders a
  * rank's collectives among themselves and its point-to-point calls among themselves, not the two
  * together: rank 0 runs group A {send 1 MiB to 1} then group B {broadcast 1 MiB from 0}, rank 1 one
  * group {broadcast from 0, receive 1 MiB from 0}. The device library numbers each rank's engine
@@ -469,7 +474,7 @@ const struct ncCase* apiEngineAllReduceCases(int n, int* count) {
 }
 
 int apiEngineClassScenario(ncclComm_t* comms, int n) {
-  return n == 2 && ceMin > 0 && ceMin <= (1u << 20) ? checkClassScenario(comms) : 0;
+  return n == 2 && ceMin > 0 && ceMin <= (1u << 20) && ceBcastMin <= (1u << 20) ? checkClassScenario(comms) : 0;
 }
 
 int apiEngineVerdict(int n) {
@@ -484,13 +489,16 @@ int apiEngineVerdict(int n) {
             "plans checked as captured)\n", (unsigned long long)ceMin, ceSendWorks, ceRecvWorks, ceCapturedPlans);
     failures++;
   }
-  /* ... and on 2 ranks the broadcasts too (the cases hold broadcasts of up to MBs, in and out of
-   * place), each send with its receive; on more ranks none. With 1 MiB or less, the scenario of
-   * sends and broadcasts interleaved differently across groups ran (checkClassScenario). */
-  if (ceMin > 0 && n == 2 && (ceBcastSends == 0 || ceBcastSends != ceBcastRecvs || ceBcastCopies == 0)) {
-    fprintf(stderr, "FAIL: CHORUS_GPU_CE_MIN_BYTES=%llu on 2 ranks, but %ld broadcast engine sends, %ld broadcast engine "
-            "receives and %ld root copies were planned\n", (unsigned long long)ceMin, ceBcastSends, ceBcastRecvs,
-            ceBcastCopies);
+  /* ... and on 2 ranks, with the broadcasts' floor (CHORUS_GPU_CE_BCAST_MIN_BYTES, else
+   * CHORUS_GPU_CE_MIN_BYTES) at 1 MiB or less, the broadcasts too (the cases hold broadcasts of up
+   * to MBs, in and out of place), each send with its receive; on more ranks none (the plans were
+   * checked against the floor either way). With both floors at 1 MiB or less, the scenario of sends
+   * and broadcasts interleaved differently across groups ran (checkClassScenario). */
+  if (ceBcastMin > 0 && ceBcastMin <= (1u << 20) && n == 2 &&
+      (ceBcastSends == 0 || ceBcastSends != ceBcastRecvs || ceBcastCopies == 0)) {
+    fprintf(stderr, "FAIL: broadcasts on the engine from %llu bytes on 2 ranks, but %ld broadcast engine sends, %ld "
+            "broadcast engine receives and %ld root copies were planned\n", (unsigned long long)ceBcastMin, ceBcastSends,
+            ceBcastRecvs, ceBcastCopies);
     failures++;
   }
   if (n != 2 && ceBcastSends + ceBcastRecvs + ceBcastCopies != 0) {
@@ -498,7 +506,7 @@ int apiEngineVerdict(int n) {
             ceBcastSends + ceBcastRecvs + ceBcastCopies, n);
     failures++;
   }
-  if (ceMin > 0 && ceMin <= (1u << 20) && n == 2 && ceClassScenarios != 1) {
+  if (ceMin > 0 && ceMin <= (1u << 20) && ceBcastMin <= (1u << 20) && n == 2 && ceClassScenarios != 1) {
     fprintf(stderr, "FAIL: CHORUS_GPU_CE_MIN_BYTES=%llu on 2 ranks, but the transfer-class scenario did not pass\n",
             (unsigned long long)ceMin);
     failures++;
