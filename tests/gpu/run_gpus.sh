@@ -40,6 +40,9 @@
 #            and 1, beside plain copies, both ways (IPC-event and stream-value signals), one way, and
 #            as two threads of one process (ce-probe-*.txt; CEPROBE_MIN, CEPROBE_MAX; CEPROBE_RUNS:
 #            "oneway signal threads issuer;..." to pick the runs)
+#   vmmprobe chorus-vmm-probe: cuMemCreate memory (laid out as PyTorch's expandable segments) shared by
+#            file descriptor with a process on GPU 0 and one on GPU 1: the driver's answers and every
+#            byte checked (vmm-probe-peer<dev>.txt)
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (built there, or OFI_PLUGIN: a prebuilt
@@ -242,6 +245,16 @@ if want ceprobe; then
       --oneway $1 --signal $2 --threads $3 --issuer $4 --beside "${5:-0}" >"$f" 2>&1 ||
       note "ceprobe $run: FAILED ($(tail -1 "$f"))"
     grep -h "wrong" "$f" | sed "s/^/ceprobe oneway=$1 signal=$2 threads=$3 issuer=$4: /" >>"$SUMMARY"
+  done
+fi
+
+section "cuMemCreate memory shared by file descriptor"
+if want vmmprobe; then
+  for dev in 0 1; do
+    [ "$dev" -lt "$NGPU" ] || continue
+    f=$OUT/vmm-probe-peer$dev.txt
+    timeout 120 "$BUILD/bin/chorus-vmm-probe" --peer-dev $dev >"$f" 2>&1
+    note "vmmprobe, importer on GPU $dev: exit $? ($(tail -1 "$f"))"
   done
 fi
 
