@@ -15,7 +15,9 @@
  * list is short. CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (exits 77 when fewer are
  * present). CHORUS_TEST_VMM=1: the receive arenas are cuMemCreate memory (what PyTorch's expandable
  * segments give), which CUDA IPC cannot share: copy-engine sends then receive through staging
- * (device/ce_sends.cu). CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
+ * (device/ce_sends.cu). CHORUS_TEST_VMM=2: laid out as the expandable segments are, one reserved
+ * range of chunks of the allocation granularity mapped side by side, each made with the POSIX file
+ * descriptor handle type (what sharing by descriptor needs), so a receive spans several chunks. CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
  * calls (and their streams' waits) come first: a copy-engine sender then issues from its agent thread
  * after its stream already waits (with CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting, every
  * stream shares one hardware queue). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
@@ -95,7 +97,7 @@ static int waitStream(cudaStream_t s, double seconds) {
  * made accessible from this GPU), found through the runtime so the test links no libcuda. */
 static int useVmm(void) {
   const char* v = getenv("CHORUS_TEST_VMM");
-  return v && *v == '1';
+  return v && (*v == '1' || *v == '2') ? *v - '0' : 0;
 }
 static size_t vmmBytes;
 
@@ -116,18 +118,22 @@ static int vmmAlloc(char** out, size_t bytes, int dev) {
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = dev;
-  size_t g = 0;
+  size_t g = 0, chunk = 0;
   CUmemGenericAllocationHandle h;
   CUdeviceptr va = 0;
   CUmemAccessDesc desc;
   memset(&desc, 0, sizeof desc);
   desc.location = prop.location;
   desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (useVmm() == 2) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   if (granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) goto fail;
   vmmBytes = (bytes + g - 1) / g * g;
-  if (create(&h, vmmBytes, &prop, 0) != CUDA_SUCCESS || reserve(&va, vmmBytes, g, 0, 0) != CUDA_SUCCESS ||
-      map(va, vmmBytes, 0, h, 0) != CUDA_SUCCESS || access(va, vmmBytes, &desc, 1) != CUDA_SUCCESS)
-    goto fail;
+  /* one chunk (1), or one per granularity unit side by side (2) */
+  chunk = useVmm() == 2 ? g : vmmBytes;
+  if (reserve(&va, vmmBytes, g, 0, 0) != CUDA_SUCCESS) goto fail;
+  for (size_t off = 0; off < vmmBytes; off += chunk)
+    if (create(&h, chunk, &prop, 0) != CUDA_SUCCESS || map(va + off, chunk, 0, h, 0) != CUDA_SUCCESS) goto fail;
+  if (access(va, vmmBytes, &desc, 1) != CUDA_SUCCESS) goto fail;
   *out = (char*)(uintptr_t)va;
   return 0;
 fail:
