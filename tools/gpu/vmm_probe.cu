@@ -235,6 +235,11 @@ static int exporter(int self, int peer, int chunks, size_t chunkMiB, const char*
   const size_t probes[3] = {100, chunk + 100, total - 1};
   for (int i = 0; i < 3; i++) describe(va, probes[i], chunk, &seen[i]);
   printf("retained handles: chunk 0 %s chunk 1\n", seen[0] != seen[1] ? "differs from" : "EQUALS");
+  CUmemGenericAllocationHandle again = 0; /* the same chunk retained twice: one value (usable as its identity)? */
+  if (drv.retain(&again, (void*)(va + chunk / 2)) == CUDA_SUCCESS) {
+    printf("chunk 0 retained again from another pointer into it: %s\n", again == seen[0] ? "the same handle" : "ANOTHER handle");
+    drv.release(again);
+  }
   for (int i = 0; i < 3; i++)
     if (seen[i]) drv.release(seen[i]);
 
