@@ -61,22 +61,22 @@ static struct {
   rangeFn range;
 } drv;
 
+/* Every driver function the probe uses, looked up through the runtime: 0 when one is missing. */
 static int resolve(void) {
-  drv.granularity = (granularityFn)chrDevDriverEntry("cuMemGetAllocationGranularity");
-  drv.create = (createFn)chrDevDriverEntry("cuMemCreate");
-  drv.reserve = (reserveFn)chrDevDriverEntry("cuMemAddressReserve");
-  drv.addrFree = (addrFreeFn)chrDevDriverEntry("cuMemAddressFree");
-  drv.map = (mapFn)chrDevDriverEntry("cuMemMap");
-  drv.unmap = (unmapFn)chrDevDriverEntry("cuMemUnmap");
-  drv.access = (accessFn)chrDevDriverEntry("cuMemSetAccess");
-  drv.release = (releaseFn)chrDevDriverEntry("cuMemRelease");
-  drv.retain = (retainFn)chrDevDriverEntry("cuMemRetainAllocationHandle");
-  drv.props = (propsFn)chrDevDriverEntry("cuMemGetAllocationPropertiesFromHandle");
-  drv.exportFd = (exportFn)chrDevDriverEntry("cuMemExportToShareableHandle");
-  drv.importFd = (importFn)chrDevDriverEntry("cuMemImportFromShareableHandle");
-  drv.range = (rangeFn)chrDevDriverEntry("cuMemGetAddressRange");
-  return drv.granularity && drv.create && drv.reserve && drv.addrFree && drv.map && drv.unmap && drv.access &&
-         drv.release && drv.retain && drv.props && drv.exportFd && drv.importFd && drv.range;
+  const struct {
+    const char* name;
+    void** fn;
+  } entries[] = {
+      {"cuMemGetAllocationGranularity", (void**)&drv.granularity}, {"cuMemCreate", (void**)&drv.create},
+      {"cuMemAddressReserve", (void**)&drv.reserve}, {"cuMemAddressFree", (void**)&drv.addrFree},
+      {"cuMemMap", (void**)&drv.map}, {"cuMemUnmap", (void**)&drv.unmap}, {"cuMemSetAccess", (void**)&drv.access},
+      {"cuMemRelease", (void**)&drv.release}, {"cuMemRetainAllocationHandle", (void**)&drv.retain},
+      {"cuMemGetAllocationPropertiesFromHandle", (void**)&drv.props},
+      {"cuMemExportToShareableHandle", (void**)&drv.exportFd},
+      {"cuMemImportFromShareableHandle", (void**)&drv.importFd}, {"cuMemGetAddressRange", (void**)&drv.range}};
+  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+    if ((*entries[i].fn = chrDevDriverEntry(entries[i].name)) == NULL) return 0;
+  return 1;
 }
 
 /* The byte at offset i: generation 0 written by the exporter, 1 by the importer. */
