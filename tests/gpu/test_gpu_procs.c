@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "device/driver_entry.h"
+#include "device/vmm_layout.h"
 #include "launch.h"
 #include "nccl.h"
 #include "nccl_cases.h"
@@ -99,46 +100,18 @@ static int useVmm(void) {
   const char* v = getenv("CHORUS_TEST_VMM");
   return v && (*v == '1' || *v == '2') ? *v - '0' : 0;
 }
-static size_t vmmBytes;
-
 static int vmmAlloc(char** out, size_t bytes, int dev) {
-  CUresult (*granularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) =
-      chrDevDriverEntry("cuMemGetAllocationGranularity");
-  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) =
-      chrDevDriverEntry("cuMemCreate");
-  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = chrDevDriverEntry("cuMemAddressReserve");
-  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = chrDevDriverEntry("cuMemMap");
-  CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = chrDevDriverEntry("cuMemSetAccess");
-  if (!granularity || !create || !reserve || !map || !access) {
-    fprintf(stderr, "FAIL rank %d: the driver's virtual memory API was not found\n", myRank);
+  CUdeviceptr va = 0;
+  size_t total = 0, chunk = 0;
+  /* one chunk (1), or one per granularity unit, exportable (2) */
+  const CUresult r = chrVmmLayout(dev, bytes, useVmm() == 2 ? 1 : 0, useVmm() == 2, &va, &total, &chunk);
+  if (r != CUDA_SUCCESS) {
+    fprintf(stderr, "FAIL rank %d: a cuMemCreate arena of %zu bytes on GPU %d (CUresult %d)\n", myRank, bytes, dev,
+            (int)r);
     return 1;
   }
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
-  size_t g = 0, chunk = 0;
-  CUmemGenericAllocationHandle h;
-  CUdeviceptr va = 0;
-  CUmemAccessDesc desc;
-  memset(&desc, 0, sizeof desc);
-  desc.location = prop.location;
-  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if (useVmm() == 2) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  if (granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) goto fail;
-  vmmBytes = (bytes + g - 1) / g * g;
-  /* one chunk (1), or one per granularity unit side by side (2) */
-  chunk = useVmm() == 2 ? g : vmmBytes;
-  if (reserve(&va, vmmBytes, g, 0, 0) != CUDA_SUCCESS) goto fail;
-  for (size_t off = 0; off < vmmBytes; off += chunk)
-    if (create(&h, chunk, &prop, 0) != CUDA_SUCCESS || map(va + off, chunk, 0, h, 0) != CUDA_SUCCESS) goto fail;
-  if (access(va, vmmBytes, &desc, 1) != CUDA_SUCCESS) goto fail;
   *out = (char*)(uintptr_t)va;
   return 0;
-fail:
-  fprintf(stderr, "FAIL rank %d: a cuMemCreate arena of %zu bytes on GPU %d\n", myRank, bytes, dev);
-  return 1;
 }
 
 static int setup(struct rankBufs* B, int rank, int n, const ncclUniqueId* id) {

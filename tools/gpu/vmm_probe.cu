@@ -12,8 +12,8 @@
  * --peer-dev). The importer maps the chunks side by side in a range of its own, reads the whole
  * buffer back (every byte checked), writes the second half by a device-to-device copy from its own
  * GPU (as a copy-engine send into the receiver's buffer would), and tries mapping half a chunk. The
- * exporter then checks the importer's bytes. Exit status 0 when every byte is right, 1 otherwise,
- * 77 without the GPUs asked for.
+ * exporter then checks the importer's bytes (the layout: device/vmm_layout.h). Exit status 0 when
+ * every byte is right, 1 otherwise, 77 without the GPUs asked for.
  */
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -27,12 +27,11 @@
 #include <unistd.h>
 #include "device/driver_entry.h"
 #include "device/fd_pass.h"
+#include "device/vmm_layout.h"
 
 #define MIB (1024ull * 1024ull)
 #define FETCH_MS 5000
 
-typedef CUresult (*granularityFn)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags);
-typedef CUresult (*createFn)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long);
 typedef CUresult (*reserveFn)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
 typedef CUresult (*addrFreeFn)(CUdeviceptr, size_t);
 typedef CUresult (*mapFn)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
@@ -46,8 +45,6 @@ typedef CUresult (*importFn)(CUmemGenericAllocationHandle*, void*, CUmemAllocati
 typedef CUresult (*rangeFn)(CUdeviceptr*, size_t*, CUdeviceptr);
 
 static struct {
-  granularityFn granularity;
-  createFn create;
   reserveFn reserve;
   addrFreeFn addrFree;
   mapFn map;
@@ -67,7 +64,6 @@ static int resolve(void) {
     const char* name;
     void** fn;
   } entries[] = {
-      {"cuMemGetAllocationGranularity", (void**)&drv.granularity}, {"cuMemCreate", (void**)&drv.create},
       {"cuMemAddressReserve", (void**)&drv.reserve}, {"cuMemAddressFree", (void**)&drv.addrFree},
       {"cuMemMap", (void**)&drv.map}, {"cuMemUnmap", (void**)&drv.unmap}, {"cuMemSetAccess", (void**)&drv.access},
       {"cuMemRelease", (void**)&drv.release}, {"cuMemRetainAllocationHandle", (void**)&drv.retain},
@@ -200,25 +196,11 @@ static int exporter(int self, int peer, int chunks, size_t chunkMiB, const char*
     printf("FAILED: exporter: GPU %d\n", self);
     return 1;
   }
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = self;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  size_t g = 0;
-  CHECK_CU(drv.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
-  const size_t chunk = (chunkMiB * MIB + g - 1) / g * g, total = (size_t)chunks * chunk;
   CUdeviceptr va = 0;
-  CHECK_CU(drv.reserve(&va, total, chunk, 0, 0), "exporter: cuMemAddressReserve");
-  for (int j = 0; j < chunks; j++) {
-    CUmemGenericAllocationHandle h;
-    CHECK_CU(drv.create(&h, chunk, &prop, 0), "exporter: cuMemCreate with the POSIX descriptor handle type");
-    CHECK_CU(drv.map(va + (size_t)j * chunk, chunk, 0, h, 0), "exporter: cuMemMap");
-    CHECK_CU(drv.release(h), "exporter: cuMemRelease after the map");
-  }
-  const CUmemAccessDesc acc = accessOn(self);
-  CHECK_CU(drv.access(va, total, &acc, 1), "exporter: cuMemSetAccess");
+  size_t total = 0, chunk = 0;
+  CHECK_CU(chrVmmLayout(self, (size_t)chunks * chunkMiB * MIB, chunkMiB * MIB, 1, &va, &total, &chunk),
+           "exporter: chunks made with the POSIX descriptor handle type, mapped side by side");
+  chunks = (int)(total / chunk);
   unsigned char* h = (unsigned char*)malloc(total);
   if (h == NULL) return 1;
   fill(h, total, 0, 0);
@@ -226,7 +208,7 @@ static int exporter(int self, int peer, int chunks, size_t chunkMiB, const char*
     printf("FAILED: exporter: filling the buffer\n");
     return 1;
   }
-  printf("exporter on GPU %d: %d chunks of %zu bytes (granularity %zu) in one reserved range\n", self, chunks, chunk, g);
+  printf("exporter on GPU %d: %d chunks of %zu bytes in one reserved range\n", self, chunks, chunk);
   cudaIpcMemHandle_t ipc;
   const cudaError_t ie = cudaIpcGetMemHandle(&ipc, (void*)(va + 100));
   cudaGetLastError();

@@ -1,0 +1,66 @@
+/*
+ * vmm_layout.h: GPU memory laid out as PyTorch's expandable segments lay it out: one reserved
+ * address range with physical chunks (cuMemCreate) mapped side by side in it, read-write for the
+ * GPU that holds them. The device library never makes such memory (it meets it in users' buffers);
+ * the GPU tests and tools do, to give it the buffers it must handle. The driver's functions are
+ * found through the runtime (driver_entry.h), so callers link no libcuda. C and C++.
+ */
+#ifndef CHORUS_DEVICE_VMM_LAYOUT_H_
+#define CHORUS_DEVICE_VMM_LAYOUT_H_
+
+#include <cuda.h>
+#include <string.h>
+#include "device/driver_entry.h"
+
+/* At least `bytes` on GPU dev in chunks of chunkBytes rounded up to the allocation granularity (0:
+ * one chunk for the whole), each made with the POSIX file descriptor handle type when fdHandles (so
+ * that it can be exported). *va, *total and *chunk: the range, its size, the chunk size. Returns
+ * CUDA_SUCCESS, the first failing call's result, or CUDA_ERROR_NOT_FOUND without the driver's
+ * virtual memory API. The chunks stay mapped until the caller unmaps the range. */
+static inline CUresult chrVmmLayout(int dev, size_t bytes, size_t chunkBytes, int fdHandles, CUdeviceptr* va,
+                                    size_t* total, size_t* chunk) {
+  CUresult (*granularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) =
+      (CUresult(*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags))chrDevDriverEntry(
+          "cuMemGetAllocationGranularity");
+  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) =
+      (CUresult(*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long))
+          chrDevDriverEntry("cuMemCreate");
+  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) =
+      (CUresult(*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))chrDevDriverEntry(
+          "cuMemAddressReserve");
+  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) =
+      (CUresult(*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))
+          chrDevDriverEntry("cuMemMap");
+  CUresult (*release)(CUmemGenericAllocationHandle) =
+      (CUresult(*)(CUmemGenericAllocationHandle))chrDevDriverEntry("cuMemRelease");
+  CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) =
+      (CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))chrDevDriverEntry("cuMemSetAccess");
+  if (!granularity || !create || !reserve || !map || !release || !access) return CUDA_ERROR_NOT_FOUND;
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  if (fdHandles) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  size_t g = 0;
+  CUresult r = granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (r != CUDA_SUCCESS) return r;
+  const size_t want = chunkBytes ? chunkBytes : bytes;
+  *chunk = (want + g - 1) / g * g;
+  *total = (bytes + *chunk - 1) / *chunk * *chunk;
+  if ((r = reserve(va, *total, g, 0, 0)) != CUDA_SUCCESS) return r;
+  for (size_t off = 0; off < *total; off += *chunk) {
+    CUmemGenericAllocationHandle h;
+    if ((r = create(&h, *chunk, &prop, 0)) != CUDA_SUCCESS) return r;
+    r = map(*va + off, *chunk, 0, h, 0);
+    release(h); /* the mapping keeps the chunk */
+    if (r != CUDA_SUCCESS) return r;
+  }
+  CUmemAccessDesc desc;
+  memset(&desc, 0, sizeof desc);
+  desc.location = prop.location;
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return access(*va, *total, &desc, 1);
+}
+
+#endif /* CHORUS_DEVICE_VMM_LAYOUT_H_ */
