@@ -28,7 +28,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "config/algo_select.h" /* CHR_PROTO_LL */
 #include "device/dev_time.h"
 #include "device/ce_sends.h"

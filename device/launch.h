@@ -49,7 +49,7 @@ extern "C" {
  * lanes (p2pStepBytes in the configurations), chrDevMemAlloc / chrDevMemFree. 5: works carry their call's
  * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
  * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h), the
- * configurations' copyEngine. */
+ * configurations' copyEngine. 8: their ceWaitUs. */
 #define CHR_DEV_API_VERSION 8
 
 /* The library is built with hidden visibility; these are its exports. */
