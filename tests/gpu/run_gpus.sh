@@ -42,7 +42,8 @@
 #            "oneway signal threads issuer;..." to pick the runs)
 #   vmmprobe chorus-vmm-probe: cuMemCreate memory (laid out as PyTorch's expandable segments) shared by
 #            file descriptor with a process on GPU 0 and one on GPU 1: the driver's answers and every
-#            byte checked (vmm-probe-peer<dev>.txt)
+#            byte checked (vmm-probe-peer<dev>.txt); then what PyTorch's expandable segments answer the
+#            same questions (torch-vmm-handles.txt)
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (built there, or OFI_PLUGIN: a prebuilt
@@ -256,6 +257,10 @@ if want vmmprobe; then
     timeout 120 "$BUILD/bin/chorus-vmm-probe" --peer-dev $dev >"$f" 2>&1
     note "vmmprobe, importer on GPU $dev: exit $? ($(tail -1 "$f"))"
   done
+  if python3 -c "import torch" 2>/dev/null; then # what PyTorch's expandable segments answer
+    timeout 120 python3 "$ROOT/tests/gpu/torch_vmm_handles.py" >"$OUT/torch-vmm-handles.txt" 2>&1
+    note "torch_vmm_handles.py: exit $?"
+  fi
 fi
 
 section "planner knobs (Chorus)"
