@@ -57,18 +57,22 @@ static char* stageRegion(struct chrCeStaging* st, uint64_t bytes) {
   return r;
 }
 
-void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, struct chrCeStaging* st,
-                         struct chrCePostData* d, char** staged) {
+void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, pid_t senderPid, struct chrCeExports* x,
+                         struct chrCeStaging* st, struct chrCePostData* d, char** staged) {
   memset(d, 0, sizeof *d);
   *staged = NULL;
   d->bytes = bytes;
   d->ptr = ptr;
   d->ok = 1;
   if (sameProcess || bytes == 0) return;
-  d->viaIpc = 1;
-  if (exportRange(ptr, bytes, &d->handle, &d->offset)) return;
+  d->way = CHR_CE_BY_IPC;
+  if (exportRange(ptr, bytes, &d->u.handle, &d->offset)) return;
+  if (x != NULL && chrCeVmmExport(x, ptr, bytes, senderPid, &d->u.vmm, &d->offset)) {
+    d->way = CHR_CE_BY_FD;
+    return;
+  }
   char* region = stageRegion(st, bytes);
-  if (region == NULL || !exportRange((uint64_t)(uintptr_t)region, bytes, &d->handle, &d->offset)) {
+  if (region == NULL || !exportRange((uint64_t)(uintptr_t)region, bytes, &d->u.handle, &d->offset)) {
     d->ok = 0;
     return;
   }
@@ -83,34 +87,57 @@ void chrCeStagingFree(struct chrCeStaging* st) {
   memset(st, 0, sizeof *st);
 }
 
-char* chrCePeerBuffer(struct chrCeOpenedSet* s, const struct chrCePostData* d, uint64_t kernelK, chrCeQuiesceFn q,
-                      void* arg) {
-  if (!d->viaIpc) return (char*)(uintptr_t)d->ptr;
+static int samePosted(const struct chrCeOpened* e, const struct chrCePostData* d) {
+  if (e->way != d->way) return 0;
+  if (d->way == CHR_CE_BY_FD) return e->serial == d->u.vmm.serial;
+  return memcmp(&e->handle, &d->u.handle, sizeof d->u.handle) == 0;
+}
+
+static void closeOpened(struct chrCeOpened* e) {
+  if (e->way == CHR_CE_BY_FD) chrCeVmmUnmap(e->base, e->span);
+  else cudaIpcCloseMemHandle(e->base);
+}
+
+char* chrCePeerBuffer(struct chrCeOpenedSet* s, const struct chrCePostData* d, uint64_t peerToken, int dev,
+                      uint64_t kernelK, chrCeQuiesceFn q, void* arg) {
+  if (d->way == CHR_CE_BY_PTR) return (char*)(uintptr_t)d->ptr;
+  if (d->way != CHR_CE_BY_IPC && d->way != CHR_CE_BY_FD) return NULL;
+  if (d->way == CHR_CE_BY_FD && (d->offset > d->u.vmm.span || d->bytes > d->u.vmm.span - d->offset))
+    return NULL; /* a post whose buffer overruns its chunks */
   for (int i = 0; i < s->n; i++)
-    if (memcmp(&s->e[i].handle, &d->handle, sizeof d->handle) == 0) {
+    if (samePosted(&s->e[i], d)) {
       if (kernelK) s->e[i].lastKernelK = kernelK;
       return s->e[i].base + d->offset;
     }
   if (s->n == CHR_CE_MAX_OPENED) {
     if (!q(arg, s->e[0].lastKernelK)) return NULL;
-    cudaIpcCloseMemHandle(s->e[0].base);
+    closeOpened(&s->e[0]);
     memmove(&s->e[0], &s->e[1], sizeof(s->e[0]) * (CHR_CE_MAX_OPENED - 1));
     s->n--;
   }
-  void* p = NULL;
-  if (cudaIpcOpenMemHandle(&p, d->handle, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
-    cudaGetLastError();
-    return NULL;
+  struct chrCeOpened* e = &s->e[s->n];
+  memset(e, 0, sizeof *e);
+  e->way = d->way;
+  if (d->way == CHR_CE_BY_FD) {
+    if (chrCeVmmImport(peerToken, &d->u.vmm, dev, &e->base) != NULL) return NULL;
+    e->serial = d->u.vmm.serial;
+    e->span = d->u.vmm.span;
+  } else {
+    void* p = NULL;
+    if (cudaIpcOpenMemHandle(&p, d->u.handle, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+      cudaGetLastError();
+      return NULL;
+    }
+    e->handle = d->u.handle;
+    e->base = (char*)p;
   }
-  s->e[s->n].handle = d->handle;
-  s->e[s->n].base = (char*)p;
-  s->e[s->n].lastKernelK = kernelK;
+  e->lastKernelK = kernelK;
   s->n++;
-  return (char*)p + d->offset;
+  return e->base + d->offset;
 }
 
 void chrCeCloseAll(struct chrCeOpenedSet* s) {
-  for (int i = 0; i < s->n; i++) cudaIpcCloseMemHandle(s->e[i].base);
+  for (int i = 0; i < s->n; i++) closeOpened(&s->e[i]);
   cudaGetLastError();
   s->n = 0;
 }

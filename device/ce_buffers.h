@@ -1,9 +1,10 @@
 /*
  * ce_buffers.h: the buffers of copy-engine sends (ce_sends.cu). A receiver posts its buffer as the
  * sender's process will reach it: an address within one process, else its allocation's CUDA IPC
- * handle and offset, or, for memory CUDA IPC cannot share (cuMemCreate, e.g. PyTorch's expandable
- * segments), a region of a staging buffer that its stream copies out after the transfer. A sender
- * keeps the receivers' allocations it opened, up to CHR_CE_MAX_OPENED per peer.
+ * handle and offset; for memory CUDA IPC cannot share (cuMemCreate, e.g. PyTorch's expandable
+ * segments), its chunks shared by file descriptor (ce_vmm.h) when they were made shareable and the
+ * setting allows, else a region of a staging buffer that its stream copies out after the transfer.
+ * A sender keeps the receivers' buffers it opened or mapped, up to CHR_CE_MAX_OPENED per peer.
  */
 #ifndef CHORUS_DEVICE_CE_BUFFERS_H_
 #define CHORUS_DEVICE_CE_BUFFERS_H_
@@ -11,17 +12,24 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include "cuda/ce_mailbox.h"
+#include "device/ce_vmm.h"
 
 #define CHR_CE_MAX_OPENED 64
+
+/* How a posted buffer reaches the sender. */
+enum chrCeBufferWay { CHR_CE_BY_PTR = 0, CHR_CE_BY_IPC = 1, CHR_CE_BY_FD = 2 };
 
 /* What the receiver posts. */
 struct chrCePostData {
   uint32_t ok;        /* 0: the buffer cannot be shared (the sender ends the transfer and reports it) */
-  uint32_t viaIpc;    /* 1: handle + offset; 0: ptr, in the sender's own process */
+  uint32_t way;       /* chrCeBufferWay: ptr (the sender's own process), handle + offset, vmm + offset */
   uint64_t bytes;
   uint64_t ptr;
   uint64_t offset;
-  cudaIpcMemHandle_t handle;
+  union {
+    cudaIpcMemHandle_t handle;
+    struct chrCeVmmRef vmm;
+  } u;
 };
 static_assert(sizeof(struct chrCePostData) <= CHR_CE_POST_BYTES, "a post outgrew chrCePost");
 
@@ -34,9 +42,11 @@ struct chrCeStaging {
   int nRetired;
 };
 
-/* A sender's opened receiver allocations for one peer. */
+/* A sender's opened (CHR_CE_BY_IPC) or mapped (CHR_CE_BY_FD) receiver buffers for one peer. */
 struct chrCeOpened {
-  cudaIpcMemHandle_t handle;
+  uint32_t way;
+  cudaIpcMemHandle_t handle; /* CHR_CE_BY_IPC */
+  uint64_t serial, span;     /* CHR_CE_BY_FD */
   char* base;
   uint64_t lastKernelK; /* the last transfer the launch kernel copies into it (0: none) */
 };
@@ -48,10 +58,11 @@ struct chrCeOpenedSet {
 /* 1 when the driver has what describing a buffer needs (cuMemGetAddressRange). */
 int chrCeBuffersSupported(void);
 
-/* The post for a receive of `bytes` at ptr; sameProcess: the sender is in this process. *staged: the
- * staging region that stands in for the buffer, or NULL. d->ok = 0 when neither can be had. */
-void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, struct chrCeStaging* st,
-                         struct chrCePostData* d, char** staged);
+/* The post for a receive of `bytes` at ptr; sameProcess: the sender is in this process, else
+ * senderPid its process; x: the exports to that sender (NULL: never by file descriptor). *staged:
+ * the staging region that stands in for the buffer, or NULL. d->ok = 0 when none can be had. */
+void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, pid_t senderPid, struct chrCeExports* x,
+                         struct chrCeStaging* st, struct chrCePostData* d, char** staged);
 
 /* Frees a staging buffer and those it outgrew (the streams are done with them). */
 void chrCeStagingFree(struct chrCeStaging* st);
@@ -60,13 +71,14 @@ void chrCeStagingFree(struct chrCeStaging* st);
  * over (lastKernelK: its last kernel transfer), 0 when that cannot be known (an abort). */
 typedef int (*chrCeQuiesceFn)(void* arg, uint64_t lastKernelK);
 
-/* The posted buffer in this process: its address, or its allocation opened by CUDA IPC (kept open;
- * beyond CHR_CE_MAX_OPENED the oldest is closed once q says so). kernelK: the transfer the launch
- * kernel will copy into it, 0 for the copy engine. NULL when it cannot be opened. */
-char* chrCePeerBuffer(struct chrCeOpenedSet* s, const struct chrCePostData* d, uint64_t kernelK, chrCeQuiesceFn q,
-                      void* arg);
+/* The posted buffer in this process: its address, its allocation opened by CUDA IPC, or its chunks
+ * mapped for GPU dev from the process whose token is peerToken (kept; beyond CHR_CE_MAX_OPENED the
+ * oldest is closed once q says so). kernelK: the transfer the launch kernel will copy into it, 0
+ * for the copy engine. NULL when it cannot be opened. */
+char* chrCePeerBuffer(struct chrCeOpenedSet* s, const struct chrCePostData* d, uint64_t peerToken, int dev,
+                      uint64_t kernelK, chrCeQuiesceFn q, void* arg);
 
-/* Closes every opened allocation. */
+/* Closes every opened allocation and unmaps every mapped one. */
 void chrCeCloseAll(struct chrCeOpenedSet* s);
 
 #endif /* CHORUS_DEVICE_CE_BUFFERS_H_ */

@@ -95,7 +95,8 @@ struct ceOut {
 /* This rank's receives from one peer. */
 struct ceIn {
   struct cePair pair;
-  struct chrCeStaging staging; /* for receive buffers CUDA IPC cannot share */
+  struct chrCeExports exports; /* receive buffers CUDA IPC cannot share, by file descriptor (ce_vmm.h) */
+  struct chrCeStaging staging; /* the rest of those */
 };
 
 /* One engine work of a launch, between chrCeSignal and the end of chrCePost. */
@@ -185,7 +186,7 @@ static int quiesce(void* arg, uint64_t lastKernelK) {
 
 /* The receiver's buffer in this process (ce_buffers.h). Under o->lock. */
 static char* peerBuffer(struct ceOut* o, const struct chrCePostData* d, uint64_t kernelK) {
-  return chrCePeerBuffer(&o->opened, d, kernelK, quiesce, o);
+  return chrCePeerBuffer(&o->opened, d, o->rk->peerId[o->peer].token, o->rk->cfg.cudaDev, kernelK, quiesce, o);
 }
 
 /* 1 when the receiver's post d fits transfer s. */
@@ -455,8 +456,9 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     it->staged = NULL;
     it->byKernel = 0;
     if (role == CHR_CE_RECV) {
-      chrCeDescribeBuffer(w->recvbuff, bytesOf(w), rk->peerId[w->links[0].peer].same, &ce->in[at].staging, &d,
-                          &it->staged);
+      const struct chrDevPeerId* from = &rk->peerId[w->links[0].peer];
+      chrCeDescribeBuffer(w->recvbuff, bytesOf(w), from->same, (pid_t)from->pid,
+                          rk->cfg.ceShareFd ? &ce->in[at].exports : NULL, &ce->in[at].staging, &d, &it->staged);
       memcpy(mine.bytes, &d, sizeof d);
     }
     int first = chrCePost(mb, role, it->k, &mine, &theirs);
@@ -464,7 +466,7 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
       if (!first) ringBell(pair->map); /* the sender came first: its agent publishes this buffer */
       if (!d.ok && res == ncclSuccess)
         res = chrDevFail(ncclSystemError, "rank %d: receive buffer %p from rank %d (%llu bytes) cannot be shared with "
-                         "CUDA IPC for a copy-engine send, nor a staging buffer be allocated for it (GPU memory "
+                         "CUDA IPC or a file descriptor for a copy-engine send, nor a staging buffer be allocated for it (GPU memory "
                          "full?); CHORUS_GPU_CE_*MIN_BYTES=0 turn copy-engine transfers off",
                          me, (void*)(uintptr_t)w->recvbuff, w->links[0].peer, (unsigned long long)d.bytes);
       continue;
@@ -555,6 +557,7 @@ void chrCeDestroy(struct chrDevRank* rk) {
     struct ceIn* in = &ce->in[p];
     chrCeUnmapSegment(in->pair.map);
     chrCeStagingFree(&in->staging); /* the rank's streams are done with it (destroy's contract) */
+    chrCeExportsFree(&in->exports);
   }
   free(ce->out);
   free(ce->in);

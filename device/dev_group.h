@@ -28,6 +28,7 @@
 /* A connected peer, as its blob names it: what names the copy-engine mailboxes of the pair. */
 struct chrDevPeerId {
   uint64_t token, serial; /* its process's random token, its rank's serial in that process */
+  uint64_t pid;           /* its process id, as it sees it */
   int same;               /* in this process */
   int known;              /* connected */
 };

@@ -1,8 +1,9 @@
 /*
  * fd_pass.c: file descriptors from one process to another over a Unix-domain socket (fd_pass.h).
  *
- * One request per connection: the client sends the 8-byte key; the server answers with a 4-byte
- * code (fdReply) and, when the code is FD_OK, the descriptor as SCM_RIGHTS ancillary data.
+ * One request per connection: the client sends the 8-byte key; the server answers with a 16-byte
+ * reply (a 4-byte code, fdReply, 4 bytes of padding, the offer's 8-byte info) and, when the code is
+ * FD_OK, the descriptor as SCM_RIGHTS ancillary data.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -26,8 +27,14 @@ enum fdReply { FD_OK = 0, FD_NONE = 1, FD_REFUSED = 2 };
 #define KEY_WAIT_MS 1000
 
 struct offer {
-  uint64_t key;
+  uint64_t key, info;
   int fd;
+};
+
+struct reply {
+  int32_t code;
+  uint32_t pad;
+  uint64_t info;
 };
 
 struct chrFdServer {
@@ -99,10 +106,10 @@ static void answer(struct chrFdServer* s, int c) {
   uint64_t key = 0;
   if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &credLen) != 0 || readAll(c, &key, sizeof key, KEY_WAIT_MS) != 0)
     return;
-  int32_t code = FD_REFUSED;
+  struct reply rep = {FD_REFUSED, 0, 0};
   char control[CMSG_SPACE(sizeof(int))];
   memset(control, 0, sizeof control);
-  struct iovec iov = {&code, sizeof code};
+  struct iovec iov = {&rep, sizeof rep};
   struct msghdr msg;
   memset(&msg, 0, sizeof msg);
   msg.msg_iov = &iov;
@@ -110,8 +117,9 @@ static void answer(struct chrFdServer* s, int c) {
   pthread_mutex_lock(&s->lock); /* held while sending, so a Withdraw cannot close the descriptor meanwhile */
   if (cred.uid == geteuid() && isAllowed(s, cred.pid)) {
     const int at = findOffer(s, key);
-    code = at < 0 ? FD_NONE : FD_OK;
+    rep.code = at < 0 ? FD_NONE : FD_OK;
     if (at >= 0) {
+      rep.info = s->offers[at].info;
       msg.msg_control = control;
       msg.msg_controllen = sizeof control;
       struct cmsghdr* cm = CMSG_FIRSTHDR(&msg);
@@ -191,7 +199,7 @@ int chrFdServerAllow(struct chrFdServer* s, pid_t pid) {
   return err;
 }
 
-int chrFdServerOffer(struct chrFdServer* s, uint64_t key, int fd) {
+int chrFdServerOffer(struct chrFdServer* s, uint64_t key, int fd, uint64_t info) {
   const int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (mine < 0) return errno;
   int err = 0;
@@ -200,6 +208,7 @@ int chrFdServerOffer(struct chrFdServer* s, uint64_t key, int fd) {
   if (at >= 0) {
     close(s->offers[at].fd);
     s->offers[at].fd = mine;
+    s->offers[at].info = info;
   } else {
     if (s->nOffers == s->capOffers) {
       const int cap = s->capOffers ? s->capOffers * 2 : 16;
@@ -210,7 +219,7 @@ int chrFdServerOffer(struct chrFdServer* s, uint64_t key, int fd) {
         s->capOffers = cap;
       }
     }
-    if (err == 0) s->offers[s->nOffers++] = (struct offer){key, mine};
+    if (err == 0) s->offers[s->nOffers++] = (struct offer){key, info, mine};
   }
   pthread_mutex_unlock(&s->lock);
   if (err != 0) close(mine);
@@ -243,11 +252,11 @@ void chrFdServerStop(struct chrFdServer* s) {
   free(s);
 }
 
-/* The reply to a request already sent on c: 0 and *fd, or an errno value. */
-static int receiveReply(int c, int timeoutMs, int* fd) {
-  int32_t code = -1;
+/* The reply to a request already sent on c: 0, *fd and *info, or an errno value. */
+static int receiveReply(int c, int timeoutMs, int* fd, uint64_t* info) {
+  struct reply rep = {-1, 0, 0};
   char control[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {&code, sizeof code};
+  struct iovec iov = {&rep, sizeof rep};
   struct msghdr msg;
   memset(&msg, 0, sizeof msg);
   msg.msg_iov = &iov;
@@ -264,17 +273,18 @@ static int receiveReply(int c, int timeoutMs, int* fd) {
   for (struct cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm))
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
       memcpy(&got, CMSG_DATA(cm), sizeof(int));
-  const int whole = r == (ssize_t)sizeof code && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
-  if (whole && code == FD_OK && got >= 0) {
+  const int whole = r == (ssize_t)sizeof rep && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+  if (whole && rep.code == FD_OK && got >= 0) {
     *fd = got;
+    if (info) *info = rep.info;
     return 0;
   }
   if (got >= 0) close(got);
   if (!whole) return EPROTO;
-  return code == FD_NONE ? ENOENT : code == FD_REFUSED ? EPERM : EPROTO;
+  return rep.code == FD_NONE ? ENOENT : rep.code == FD_REFUSED ? EPERM : EPROTO;
 }
 
-int chrFdFetch(const char* name, uint64_t key, int timeoutMs, int* fd) {
+int chrFdFetch(const char* name, uint64_t key, int timeoutMs, int* fd, uint64_t* info) {
   *fd = -1;
   struct sockaddr_un a;
   const socklen_t len = addressOf(name, &a);
@@ -289,7 +299,7 @@ int chrFdFetch(const char* name, uint64_t key, int timeoutMs, int* fd) {
     if (sent < 0) err = errno;
     else if (sent != (ssize_t)sizeof key) err = EPROTO;
   }
-  if (err == 0) err = receiveReply(c, timeoutMs, fd);
+  if (err == 0) err = receiveReply(c, timeoutMs, fd, info);
   close(c);
   return err;
 }

@@ -33,9 +33,10 @@ int chrFdServerStart(const char* name, struct chrFdServer** out);
 /* Lets process `pid` fetch descriptors; 0 or ENOMEM. */
 int chrFdServerAllow(struct chrFdServer* s, pid_t pid);
 
-/* Offers a duplicate of fd under key (the caller keeps its own); an earlier offer under the same
- * key is replaced. 0, or an errno value. */
-int chrFdServerOffer(struct chrFdServer* s, uint64_t key, int fd);
+/* Offers a duplicate of fd under key (the caller keeps its own), with 8 bytes of the caller's (info:
+ * what the fetcher needs to know of the descriptor, e.g. its memory's size); an earlier offer under
+ * the same key is replaced. 0, or an errno value. */
+int chrFdServerOffer(struct chrFdServer* s, uint64_t key, int fd, uint64_t info);
 
 /* Withdraws the offer under key (its duplicate is closed); nothing when there is none. */
 void chrFdServerWithdraw(struct chrFdServer* s, uint64_t key);
@@ -44,10 +45,10 @@ void chrFdServerWithdraw(struct chrFdServer* s, uint64_t key);
 void chrFdServerStop(struct chrFdServer* s);
 
 /* Fetches the descriptor that server `name` offers under key, waiting at most timeoutMs for each
- * step: 0 and *fd (the caller's to close), or an errno value: ECONNREFUSED (no such server), ENOENT
- * (nothing offered under key), EPERM (this process is not allowed), ETIMEDOUT, EPROTO (a reply
- * that is not one). */
-int chrFdFetch(const char* name, uint64_t key, int timeoutMs, int* fd);
+ * step: 0, *fd (the caller's to close) and *info (the offer's; info may be NULL), or an errno
+ * value: ECONNREFUSED (no such server), ENOENT (nothing offered under key), EPERM (this process is
+ * not allowed), ETIMEDOUT, EPROTO (a reply that is not one). */
+int chrFdFetch(const char* name, uint64_t key, int timeoutMs, int* fd, uint64_t* info);
 
 #ifdef __cplusplus
 }

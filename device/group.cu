@@ -31,6 +31,7 @@ static struct chrDevRankConfig rankConfig(const struct chrDevGroupConfig* cfg, i
   rc.p2pStepBytes = cfg->p2pStepBytes;
   rc.copyEngine = cfg->copyEngine;
   rc.ceWaitUs = cfg->ceWaitUs;
+  rc.ceShareFd = cfg->ceShareFd;
   return rc;
 }
 

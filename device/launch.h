@@ -49,8 +49,8 @@ extern "C" {
  * lanes (p2pStepBytes in the configurations), chrDevMemAlloc / chrDevMemFree. 5: works carry their call's
  * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
  * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h), the
- * configurations' copyEngine. 8: their ceWaitUs. */
-#define CHR_DEV_API_VERSION 8
+ * configurations' copyEngine. 8: their ceWaitUs. 9: their ceShareFd. */
+#define CHR_DEV_API_VERSION 9
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -76,6 +76,8 @@ struct chrDevRankConfig {
                            loaded with the others at create */
   int ceWaitUs;         /* a copy-engine send whose receiver has not posted waits this long in the
                            sender's call for it (ce_sends.h) */
+  int ceShareFd;        /* 1: a copy-engine receive into memory CUDA IPC cannot share is shared by
+                           file descriptor when it can be (ce_vmm.h), 0: always staged */
 };
 
 /* What a rank tells its peers: plain bytes (no pointers to follow), checked by chrDevRankConnect. */
@@ -132,6 +134,7 @@ struct chrDevGroupConfig {
   size_t p2pStepBytes;  /* SIMPLE slot of the point-to-point connections (0: stepBytes) */
   int copyEngine;       /* as chrDevRankConfig's */
   int ceWaitUs;         /* as chrDevRankConfig's */
+  int ceShareFd;        /* as chrDevRankConfig's */
 };
 
 /* Rank r of a group (owned by the group), for the rank API's launches, aborts and errors. */

@@ -504,7 +504,7 @@ extern "C" ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, con
     if (res != ncclSuccess) goto fail_unmap;
     rk->peerBase[peers[mapped]] = base;
     rk->peerOpened[peers[mapped]] = (unsigned char)opened;
-    rk->peerId[peers[mapped]] = (struct chrDevPeerId){d.procToken, d.serial, sameProcess(&d), 1};
+    rk->peerId[peers[mapped]] = (struct chrDevPeerId){d.procToken, d.serial, d.pid, sameProcess(&d), 1};
   }
   /* Only the new ends are written: a running kernel of this rank may be storing its positions in the
    * others. No kernel can have used these (the launcher refuses links to unconnected peers). */

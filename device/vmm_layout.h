@@ -12,6 +12,45 @@
 #include <string.h>
 #include "device/driver_entry.h"
 
+/* Maps fresh chunks of chunk bytes (cuMemCreate on GPU dev, the POSIX file descriptor handle type
+ * when fdHandles) side by side over the reserved [va, va + total), read-write for dev. When remap,
+ * the chunks mapped there now are unmapped first (freed, unless something else holds them): what an
+ * allocator that returns memory and maps new memory at the same addresses does. */
+static inline CUresult chrVmmMapChunks(int dev, CUdeviceptr va, size_t total, size_t chunk, int fdHandles, int remap) {
+  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) =
+      (CUresult(*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long))
+          chrDevDriverEntry("cuMemCreate");
+  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) =
+      (CUresult(*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))
+          chrDevDriverEntry("cuMemMap");
+  CUresult (*unmap)(CUdeviceptr, size_t) = (CUresult(*)(CUdeviceptr, size_t))chrDevDriverEntry("cuMemUnmap");
+  CUresult (*release)(CUmemGenericAllocationHandle) =
+      (CUresult(*)(CUmemGenericAllocationHandle))chrDevDriverEntry("cuMemRelease");
+  CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) =
+      (CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))chrDevDriverEntry("cuMemSetAccess");
+  if (!create || !map || !unmap || !release || !access) return CUDA_ERROR_NOT_FOUND;
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  if (fdHandles) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUresult r;
+  for (size_t off = 0; off < total; off += chunk) {
+    if (remap && (r = unmap(va + off, chunk)) != CUDA_SUCCESS) return r;
+    CUmemGenericAllocationHandle h;
+    if ((r = create(&h, chunk, &prop, 0)) != CUDA_SUCCESS) return r;
+    r = map(va + off, chunk, 0, h, 0);
+    release(h); /* the mapping keeps the chunk */
+    if (r != CUDA_SUCCESS) return r;
+  }
+  CUmemAccessDesc desc;
+  memset(&desc, 0, sizeof desc);
+  desc.location = prop.location;
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return access(va, total, &desc, 1);
+}
+
 /* At least `bytes` on GPU dev in chunks of chunkBytes rounded up to the allocation granularity (0:
  * one chunk for the whole), each made with the POSIX file descriptor handle type when fdHandles (so
  * that it can be exported). *va, *total and *chunk: the range, its size, the chunk size. Returns
@@ -22,20 +61,10 @@ static inline CUresult chrVmmLayout(int dev, size_t bytes, size_t chunkBytes, in
   CUresult (*granularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) =
       (CUresult(*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags))chrDevDriverEntry(
           "cuMemGetAllocationGranularity");
-  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) =
-      (CUresult(*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long))
-          chrDevDriverEntry("cuMemCreate");
   CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) =
       (CUresult(*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))chrDevDriverEntry(
           "cuMemAddressReserve");
-  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) =
-      (CUresult(*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))
-          chrDevDriverEntry("cuMemMap");
-  CUresult (*release)(CUmemGenericAllocationHandle) =
-      (CUresult(*)(CUmemGenericAllocationHandle))chrDevDriverEntry("cuMemRelease");
-  CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) =
-      (CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))chrDevDriverEntry("cuMemSetAccess");
-  if (!granularity || !create || !reserve || !map || !release || !access) return CUDA_ERROR_NOT_FOUND;
+  if (!granularity || !reserve) return CUDA_ERROR_NOT_FOUND;
   CUmemAllocationProp prop;
   memset(&prop, 0, sizeof prop);
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -49,18 +78,7 @@ static inline CUresult chrVmmLayout(int dev, size_t bytes, size_t chunkBytes, in
   *chunk = (want + g - 1) / g * g;
   *total = (bytes + *chunk - 1) / *chunk * *chunk;
   if ((r = reserve(va, *total, g, 0, 0)) != CUDA_SUCCESS) return r;
-  for (size_t off = 0; off < *total; off += *chunk) {
-    CUmemGenericAllocationHandle h;
-    if ((r = create(&h, *chunk, &prop, 0)) != CUDA_SUCCESS) return r;
-    r = map(*va + off, *chunk, 0, h, 0);
-    release(h); /* the mapping keeps the chunk */
-    if (r != CUDA_SUCCESS) return r;
-  }
-  CUmemAccessDesc desc;
-  memset(&desc, 0, sizeof desc);
-  desc.location = prop.location;
-  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  return access(*va, *total, &desc, 1);
+  return chrVmmMapChunks(dev, *va, *total, *chunk, fdHandles, 0);
 }
 
 #endif /* CHORUS_DEVICE_VMM_LAYOUT_H_ */

@@ -58,6 +58,7 @@ ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, 
   cfg.p2pStepBytes = st->shape.p2pStepBytes;
   cfg.copyEngine = st->shape.copyEngine;
   cfg.ceWaitUs = st->shape.ceWaitUs;
+  cfg.ceShareFd = st->shape.ceShareFd;
   cfg.stepBytes = st->shape.stepBytes;
   cfg.llLines = st->shape.llLines;
   cfg.ringOrder = comm->ringOrder;

@@ -123,6 +123,7 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   shape->copyEngine = chrParamInt(CHR_P_GPU_CE_MIN_BYTES) > 0 || chrParamInt(CHR_P_GPU_CE_BCAST_MIN_BYTES) > 0 ||
                       chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES) > 0;
   shape->ceWaitUs = (int)chrParamInt(CHR_P_GPU_CE_WAIT_US);
+  shape->ceShareFd = (int)chrParamInt(CHR_P_GPU_CE_SHARE_FD);
 }
 
 static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevShared** out) {
@@ -140,6 +141,7 @@ static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* 
   cfg.p2pStepBytes = s->shape.p2pStepBytes;
   cfg.copyEngine = s->shape.copyEngine;
   cfg.ceWaitUs = s->shape.ceWaitUs;
+  cfg.ceShareFd = s->shape.ceShareFd;
   cfg.stepBytes = s->shape.stepBytes;
   cfg.llLines = s->shape.llLines;
   cfg.ringOrder = comm->ringOrder;
@@ -229,8 +231,10 @@ ncclResult_t chrDevCommPoll(struct ncclComm* comm) {
   if (kerr != 0) {
     chrFail(ncclInternalError, "comm %p rank %d: a kernel reported error %u (%s)", (void*)comm, comm->rank, kerr,
             kerr == CHR_DEV_ERR_BAD_LINK ? "a work named a link the rank has no connection for"
-            : kerr == CHR_DEV_ERR_ENGINE ? "a copy-engine send could not run: a receive buffer CUDA IPC cannot share, "
-                                           "sizes that differ between the ends, or a failed CUDA call"
+            : kerr == CHR_DEV_ERR_ENGINE ? "a copy-engine send could not run: a receive buffer the sender could "
+                                           "neither open by CUDA IPC nor map by file descriptor (processes in different "
+                                           "PID namespaces: CHORUS_GPU_CE_SHARE_FD=0 stages such buffers), sizes that "
+                                           "differ between the ends, or a failed CUDA call"
                                          : "unknown");
     chrCommSetAsyncError(comm, ncclInternalError);
     return ncclInternalError;

@@ -39,6 +39,7 @@ struct chrDevShape {
                           CHORUS_GPU_CE_BCAST_MIN_BYTES or CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES set):
                           the device library loads its kernel */
   int ceWaitUs;        /* CHORUS_GPU_CE_WAIT_US */
+  int ceShareFd;       /* CHORUS_GPU_CE_SHARE_FD */
 };
 
 struct chrDevShared;

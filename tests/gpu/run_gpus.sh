@@ -15,7 +15,8 @@
 #   torch    tests/gpu/torch_ops.py and torch_ddp.py, 2 ranks on 2 GPUs (whatever RANKS), both communicator modes,
 #            torch_ops.py again with PyTorch's expandable segments (torch_ops.expandable-<lib>.txt),
 #            once on Chorus (preloaded) and once on the image's NVIDIA NCCL; ddp-*.json hold the
-#            loss trajectories, ddp-side.md puts them side by side
+#            loss trajectories, ddp-side.md puts them side by side; TORCH_LIBS (default "chorus nvidia") and
+#            TORCH_SCRIPTS (default "torch_ops torch_ddp torch_ops.expandable") pick fewer
 #   side     chorus-perf built once, run on Chorus and on NVIDIA's libnccl.so.2 (LD_LIBRARY_PATH)
 #            in the same command: PERF_COLLS (default all seven), float, SIDE_MIN (8) .. PERF_MAX (8G),
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
@@ -115,11 +116,11 @@ fi
 
 section "PyTorch: Chorus and NVIDIA's NCCL, 2 GPUs"
 if want torch && python3 -c "import torch" 2>/dev/null; then
-  for lib in chorus nvidia; do
+  for lib in ${TORCH_LIBS:-chorus nvidia}; do
     pre=()
     [ $lib = chorus ] && pre=(LD_PRELOAD="$BUILD/lib/libchorus.so")
     # torch_ops a second time with expandable segments (cuMemCreate memory, which CUDA IPC cannot share)
-    for script in torch_ops torch_ddp torch_ops.expandable; do
+    for script in ${TORCH_SCRIPTS:-torch_ops torch_ddp torch_ops.expandable}; do
       alloc=()
       [ $script = torch_ops.expandable ] && alloc=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
       # torch_ops gives each process 60 s (CHORUS_TEST_TORCH_TIMEOUT) and kills it; a hang then costs

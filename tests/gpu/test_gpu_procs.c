@@ -17,7 +17,12 @@
  * segments give), which CUDA IPC cannot share: copy-engine sends then receive through staging
  * (device/ce_sends.cu). CHORUS_TEST_VMM=2: laid out as the expandable segments are, one reserved
  * range of chunks of the allocation granularity mapped side by side, each made with the POSIX file
- * descriptor handle type (what sharing by descriptor needs), so a receive spans several chunks. CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
+ * descriptor handle type (what sharing by descriptor needs), so a receive spans several chunks;
+ * with CHORUS_TEST_VMM_REMAP=1 the cases run twice, and between the rounds every rank maps fresh
+ * chunks at its arena's addresses (an allocator that returned memory and took new): a sender still
+ * writing through its mapping of the old chunks fails the second round. CHORUS_TEST_EXPECT_FD=1 (0):
+ * each process must (must not) end up serving descriptors of its memory (an abstract Unix socket
+ * named chorus-fd-*, device/ce_vmm.h), which says which of the two paths its receives took. CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
  * calls (and their streams' waits) come first: a copy-engine sender then issues from its agent thread
  * after its stream already waits (with CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting, every
  * stream shares one hardware queue). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
@@ -75,6 +80,7 @@ struct rankBufs {
   cudaStream_t s;
   char* send; /* device arenas, NC_ARENA each */
   char* recv;
+  size_t recvTotal, recvChunk; /* a VMM arena's layout */
   unsigned char* up;
   unsigned char* down;
 };
@@ -100,18 +106,54 @@ static int useVmm(void) {
   const char* v = getenv("CHORUS_TEST_VMM");
   return v && (*v == '1' || *v == '2') ? *v - '0' : 0;
 }
-static int vmmAlloc(char** out, size_t bytes, int dev) {
+static int vmmAlloc(struct rankBufs* B, size_t bytes, int dev) {
   CUdeviceptr va = 0;
-  size_t total = 0, chunk = 0;
   /* one chunk (1), or one per granularity unit, exportable (2) */
-  const CUresult r = chrVmmLayout(dev, bytes, useVmm() == 2 ? 1 : 0, useVmm() == 2, &va, &total, &chunk);
+  const CUresult r = chrVmmLayout(dev, bytes, useVmm() == 2 ? 1 : 0, useVmm() == 2, &va, &B->recvTotal, &B->recvChunk);
   if (r != CUDA_SUCCESS) {
     fprintf(stderr, "FAIL rank %d: a cuMemCreate arena of %zu bytes on GPU %d (CUresult %d)\n", myRank, bytes, dev,
             (int)r);
     return 1;
   }
-  *out = (char*)(uintptr_t)va;
+  B->recv = (char*)(uintptr_t)va;
   return 0;
+}
+
+/* Fresh chunks at the VMM arena's addresses (CHORUS_TEST_VMM_REMAP); the stream is idle. */
+static int vmmRemap(struct rankBufs* B, int dev) {
+  const CUresult r = chrVmmMapChunks(dev, (CUdeviceptr)(uintptr_t)B->recv, B->recvTotal, B->recvChunk, useVmm() == 2, 1);
+  if (r != CUDA_SUCCESS) fprintf(stderr, "FAIL rank %d: mapping fresh chunks at the arena (CUresult %d)\n", myRank, (int)r);
+  return r != CUDA_SUCCESS;
+}
+
+/* 1 when this process listens on an abstract Unix socket named chorus-fd-* (its descriptor server,
+ * device/ce_vmm.h): the socket inodes /proc/net/unix lists under that name, against this process's
+ * descriptors. -1 when /proc cannot say. */
+static int servesDescriptors(void) {
+  FILE* f = fopen("/proc/net/unix", "r");
+  if (f == NULL) return -1;
+  unsigned long inodes[64];
+  int n = 0;
+  char line[512];
+  while (fgets(line, sizeof line, f) && n < 64) {
+    unsigned long inode = 0;
+    char path[256] = "";
+    if (sscanf(line, "%*s %*s %*s %*s %*s %*s %lu %255s", &inode, path) == 2 && strncmp(path, "@chorus-fd-", 11) == 0)
+      inodes[n++] = inode;
+  }
+  fclose(f);
+  int found = 0;
+  for (int fd = 0; fd < 4096 && !found; fd++) {
+    char link[64], target[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    const ssize_t len = readlink(link, target, sizeof target - 1);
+    if (len <= 0) continue;
+    target[len] = 0;
+    unsigned long inode = 0;
+    if (sscanf(target, "socket:[%lu]", &inode) == 1)
+      for (int i = 0; i < n; i++) found |= inodes[i] == inode;
+  }
+  return found;
 }
 
 static int setup(struct rankBufs* B, int rank, int n, const ncclUniqueId* id) {
@@ -121,7 +163,7 @@ static int setup(struct rankBufs* B, int rank, int n, const ncclUniqueId* id) {
   CUDA_OK(cudaStreamCreateWithFlags(&B->s, cudaStreamNonBlocking));
   CUDA_OK(cudaMalloc((void**)&B->send, NC_ARENA));
   if (useVmm()) {
-    if (vmmAlloc(&B->recv, NC_ARENA, gpuOf(rank))) return 1;
+    if (vmmAlloc(B, NC_ARENA, gpuOf(rank))) return 1;
   } else {
     CUDA_OK(cudaMalloc((void**)&B->recv, NC_ARENA));
   }
@@ -250,12 +292,27 @@ static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
       mkOp(F_ALLTOALL, ncclInt32, OP_SUM, 4099, 0, 0, 13),
   };
   const int nOps = (int)(sizeof(ops) / sizeof(ops[0]));
+  const char* remap = getenv("CHORUS_TEST_VMM_REMAP");
+  const int rounds = useVmm() && remap && *remap == '1' ? 2 : 1;
   int failures = 0;
   const double t0 = chrLaunchNowSec();
-  for (int i = 0; i < nOps && failures < 5; i++) {
-    struct ncCase c;
-    ncMakeCase(&c, &ops[i], 1, n);
-    failures += runOp(&B, n, &c);
+  for (int round = 0; round < rounds && failures == 0; round++) {
+    if (round > 0 && vmmRemap(&B, gpuOf(rank))) failures++;
+    for (int i = 0; i < nOps && failures < 5; i++) {
+      struct ncCase c;
+      ncMakeCase(&c, &ops[i], 1, n);
+      failures += runOp(&B, n, &c);
+    }
+  }
+  const char* expectFd = getenv("CHORUS_TEST_EXPECT_FD");
+  if (expectFd && *expectFd && failures == 0) {
+    const int serves = servesDescriptors();
+    if (serves != atoi(expectFd)) {
+      fprintf(stderr, "FAIL rank %d: this process %s descriptors of its memory, expected %s\n", rank,
+              serves < 0 ? "cannot tell (no /proc) whether it serves" : serves ? "serves" : "does not serve",
+              atoi(expectFd) ? "it to (the receives shared by file descriptor)" : "it not to (the receives staged)");
+      failures++;
+    }
   }
   ncclResult_t async = ncclInProgress;
   NCCL_OK(ncclCommGetAsyncError(B.comm, &async));
@@ -265,8 +322,8 @@ static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   }
   NCCL_OK(ncclCommDestroy(B.comm));
   release(&B);
-  if (rank == 0) printf("gpu.procs colls n=%d: %d cases, %d failures (rank 0), %.2f s\n", n, nOps, failures,
-                        chrLaunchNowSec() - t0);
+  if (rank == 0) printf("gpu.procs colls n=%d: %d cases%s, %d failures (rank 0), %.2f s\n", n, nOps,
+                        rounds > 1 ? " twice, fresh chunks at the arena between" : "", failures, chrLaunchNowSec() - t0);
   return failures ? 1 : 0;
 }
 

@@ -12,6 +12,9 @@ ops (several in flight, polled with is_completed, then waited).
 
 Each operation's result is printed to stderr as it completes (a hang shows where);
 CHORUS_TEST_TORCH_TIMEOUT (seconds, default 300): how long each rank's process may take before it is killed.
+CHORUS_TEST_EXPECT_FD=1 (0): after the 80 MiB operations each process must (must not) serve
+descriptors of its GPU memory (Chorus's copy-engine receives into expandable segments shared by file
+descriptor: an abstract Unix socket named chorus-fd-*).
 """
 import os
 import sys
@@ -20,6 +23,21 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
+
+def serves_descriptors():
+    """True when this process listens on an abstract Unix socket named chorus-fd-* (Chorus's
+    descriptor server): the inodes /proc/net/unix lists under that name against this process's."""
+    with open("/proc/net/unix") as f:
+        inodes = {line.split()[6] for line in f if len(line.split()) > 7 and line.split()[7].startswith("@chorus-fd-")}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return True
+    return False
 
 
 def f32(*a, **k):
@@ -95,6 +113,9 @@ def checks(rank, world, dev):
     bb = torch.arange(big, dtype=torch.int32, device=dev) * 5 + rank
     dist.broadcast(bb, src=0)
     yield "broadcast 80 MiB", torch.equal(bb.cpu(), torch.arange(big, dtype=torch.int32) * 5)
+    expect_fd = os.environ.get("CHORUS_TEST_EXPECT_FD")
+    if expect_fd:
+        yield f"serves descriptors: {expect_fd}", serves_descriptors() == (expect_fd == "1")
 
     # all_to_all_single, equal splits: block j of rank i's input goes to rank j.
     k = 1000

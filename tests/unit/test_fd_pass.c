@@ -53,11 +53,19 @@ static int makeRegion(uint64_t k, int g) {
   return fd;
 }
 
-/* Fetches key k and checks its contents against generation g: 0 when right. */
+/* The info offered with key k's region of generation g. */
+static uint64_t infoOf(uint64_t k, int g) { return (k << 32) ^ (uint64_t)(g + 1) * 0x51ED27u; }
+
+/* Fetches key k and checks its contents and info against generation g: 0 when right. */
 static int fetchAndCheck(uint64_t k, int g) {
   int fd = -1;
-  const int err = chrFdFetch(serverName, k, TIMEOUT_MS, &fd);
+  uint64_t info = 0;
+  const int err = chrFdFetch(serverName, k, TIMEOUT_MS, &fd, &info);
   if (err != 0) return err;
+  if (info != infoOf(k, g)) {
+    close(fd);
+    return EBADMSG;
+  }
   const unsigned char* p = mmap(NULL, REGION, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return errno;
@@ -90,7 +98,7 @@ static int clientTrusted(void) {
 /* An untrusted client: refused, with no descriptor. */
 static int clientUntrusted(void) {
   int fd = -1;
-  const int err = chrFdFetch(serverName, 0, TIMEOUT_MS, &fd);
+  const int err = chrFdFetch(serverName, 0, TIMEOUT_MS, &fd, NULL);
   return err == EPERM && fd == -1 ? 0 : 1;
 }
 
@@ -132,33 +140,33 @@ int main(void) {
   expect(chrFdServerStart(serverName, &twice) == EADDRINUSE && twice == NULL, "a second server of that name: EADDRINUSE");
   for (uint64_t k = 0; k < KEYS; k++) {
     const int fd = makeRegion(k, 0);
-    if (fd < 0 || chrFdServerOffer(s, k, fd) != 0) fail("offering a region");
+    if (fd < 0 || chrFdServerOffer(s, k, fd, infoOf(k, 0)) != 0) fail("offering a region");
     if (fd >= 0) close(fd); /* the server keeps its own duplicate */
   }
   expect(inChild(s, 1, clientTrusted) == 0,
-         "a trusted process: 4 threads x 50 fetches of 8 keys, every byte right");
+         "a trusted process: 4 threads x 50 fetches of 8 keys, every byte and info right");
   expect(inChild(s, 0, clientUntrusted) == 0, "a process not trusted: EPERM, no descriptor");
 
   /* This process is trusted from here on: the remaining cases fetch from it directly. */
   expect(chrFdServerAllow(s, getpid()) == 0, "trusting this process");
   int fd = -1;
-  expect(chrFdFetch(serverName, 1000, TIMEOUT_MS, &fd) == ENOENT && fd == -1, "a key never offered: ENOENT");
+  expect(chrFdFetch(serverName, 1000, TIMEOUT_MS, &fd, NULL) == ENOENT && fd == -1, "a key never offered: ENOENT");
   chrFdServerWithdraw(s, 3);
-  expect(chrFdFetch(serverName, 3, TIMEOUT_MS, &fd) == ENOENT && fd == -1, "a withdrawn key: ENOENT");
+  expect(chrFdFetch(serverName, 3, TIMEOUT_MS, &fd, NULL) == ENOENT && fd == -1, "a withdrawn key: ENOENT");
   const int newer = makeRegion(5, 1);
-  expect(newer >= 0 && chrFdServerOffer(s, 5, newer) == 0 && fetchAndCheck(5, 1) == 0,
-         "a replaced offer: the new contents");
+  expect(newer >= 0 && chrFdServerOffer(s, 5, newer, infoOf(5, 1)) == 0 && fetchAndCheck(5, 1) == 0,
+         "a replaced offer: the new contents and info");
   if (newer >= 0) close(newer);
   expect(fetchAndCheck(4, 0) == 0, "the other offers unchanged");
   char missing[CHR_FD_NAME_MAX];
   snprintf(missing, sizeof missing, "chorus-test-fd-pass-none-%d", (int)getpid());
-  expect(chrFdFetch(missing, 0, TIMEOUT_MS, &fd) == ECONNREFUSED && fd == -1, "no such server: ECONNREFUSED");
+  expect(chrFdFetch(missing, 0, TIMEOUT_MS, &fd, NULL) == ECONNREFUSED && fd == -1, "no such server: ECONNREFUSED");
   char longName[CHR_FD_NAME_MAX + 8];
   memset(longName, 'x', sizeof longName - 1);
   longName[sizeof longName - 1] = 0;
-  expect(chrFdFetch(longName, 0, TIMEOUT_MS, &fd) == ENAMETOOLONG, "a name too long: ENAMETOOLONG");
+  expect(chrFdFetch(longName, 0, TIMEOUT_MS, &fd, NULL) == ENAMETOOLONG, "a name too long: ENAMETOOLONG");
   chrFdServerStop(s);
-  expect(chrFdFetch(serverName, 4, TIMEOUT_MS, &fd) == ECONNREFUSED, "after stop: ECONNREFUSED");
+  expect(chrFdFetch(serverName, 4, TIMEOUT_MS, &fd, NULL) == ECONNREFUSED, "after stop: ECONNREFUSED");
   printf("test_fd_pass: %d failures\n", failures);
   return failures ? 1 : 0;
 }

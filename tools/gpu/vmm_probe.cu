@@ -119,12 +119,13 @@ static int importer(const char* name, int dev, int chunks, size_t chunk) {
   }
   const size_t total = (size_t)chunks * chunk;
   CUdeviceptr va = 0;
-  CHECK_CU(drv.reserve(&va, total, chunk, 0, 0), "importer: cuMemAddressReserve");
+  /* alignment 0: the granularity (an alignment must be a power of two; a 20 MiB chunk is not) */
+  CHECK_CU(drv.reserve(&va, total, 0, 0, 0), "importer: cuMemAddressReserve");
   CUmemGenericAllocationHandle first = 0;
   for (int j = 0; j < chunks; j++) {
     int fd = -1, err = 0;
     for (int tries = 0; tries < 50; tries++) { /* the exporter trusts this pid right after the fork */
-      err = chrFdFetch(name, (uint64_t)j, FETCH_MS, &fd);
+      err = chrFdFetch(name, (uint64_t)j, FETCH_MS, &fd, NULL);
       if (err != EPERM) break;
       usleep(100000);
     }
@@ -161,7 +162,7 @@ static int importer(const char* name, int dev, int chunks, size_t chunk) {
          dev, copied ? "done" : cudaGetErrorString(cudaGetLastError()));
   /* Half a chunk: may a mapping cover part of an imported allocation? */
   CUdeviceptr part = 0;
-  if (drv.reserve(&part, chunk / 2, chunk, 0, 0) == CUDA_SUCCESS) {
+  if (drv.reserve(&part, chunk / 2, 0, 0, 0) == CUDA_SUCCESS) {
     const CUresult r = drv.map(part, chunk / 2, 0, first, 0);
     printf("importer: mapping half of an imported chunk: CUresult %d%s\n", (int)r, r == CUDA_SUCCESS ? " (allowed)" : "");
     if (r == CUDA_SUCCESS) drv.unmap(part, chunk / 2);
@@ -239,7 +240,7 @@ static int exporter(int self, int peer, int chunks, size_t chunkMiB, const char*
     CHECK_CU(drv.retain(&hj, (void*)(va + (size_t)j * chunk + chunk / 2)), "exporter: cuMemRetainAllocationHandle");
     CHECK_CU(drv.exportFd(&fd, hj, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "exporter: cuMemExportToShareableHandle");
     drv.release(hj);
-    err = chrFdServerOffer(server, (uint64_t)j, fd);
+    err = chrFdServerOffer(server, (uint64_t)j, fd, (uint64_t)chunk);
     close(fd);
     if (err != 0) {
       printf("FAILED: offering chunk %d: %s\n", j, strerror(err));
