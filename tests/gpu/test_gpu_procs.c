@@ -22,7 +22,8 @@
  * chunks at its arena's addresses (an allocator that returned memory and took new): a sender still
  * writing through its mapping of the old chunks fails the second round. CHORUS_TEST_EXPECT_FD=1 (0):
  * each process must (must not) end up serving descriptors of its memory (an abstract Unix socket
- * named chorus-fd-*, device/ce_vmm.h), which says which of the two paths its receives took. CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
+ * named chorus-fd-*, device/ce_vmm.h), which says which of the two paths its receives took; one
+ * digit per rank (e.g. 10: rank 0 must, rank 1 must not) where the ranks differ. CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
  * calls (and their streams' waits) come first: a copy-engine sender then issues from its agent thread
  * after its stream already waits (with CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting, every
  * stream shares one hardware queue). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
@@ -306,11 +307,12 @@ static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   }
   const char* expectFd = getenv("CHORUS_TEST_EXPECT_FD");
   if (expectFd && *expectFd && failures == 0) {
+    const int expect = (strlen(expectFd) > (size_t)rank ? expectFd[rank] : expectFd[0]) == '1';
     const int serves = servesDescriptors();
-    if (serves != atoi(expectFd)) {
+    if (serves != expect) {
       fprintf(stderr, "FAIL rank %d: this process %s descriptors of its memory, expected %s\n", rank,
               serves < 0 ? "cannot tell (no /proc) whether it serves" : serves ? "serves" : "does not serve",
-              atoi(expectFd) ? "it to (the receives shared by file descriptor)" : "it not to (the receives staged)");
+              expect ? "it to (its receives shared by file descriptor)" : "it not to (no receive shared that way)");
       failures++;
     }
   }
