@@ -23,7 +23,9 @@
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
 #            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run);
 #            SIDE_TYPE (float): the datatype, any of chorus-perf -d's (files tagged .<type> unless float);
-#            SIDE_OP (sum): the reduction, any of chorus-perf -o's (tagged .<op> unless sum)
+#            SIDE_OP (sum): the reduction, any of chorus-perf -o's (tagged .<op> unless sum); the large
+#            range: SIDE_LARGE_MIN (128M) .. PERF_MAX, SIDE_LARGE_ITERS (5) timed iterations, checked
+#            SIDE_LARGE_CHECK (0) times; SIDE_LIBS (default "chorus nvidia"): the libraries run
 #   knobs    Chorus alone, each of KNOBS_COLL (all-reduce) in one process (-t RANKS): KNOBS_MID_SIZES (64K 64M)
 #            checked for each setting of KNOBS_MID, 32 MB .. KNOBS_BIG_MAX (1G) timed for each of KNOBS_BIG (a
 #            setting: "default" or NAME=VALUE,NAME=VALUE for the environment; defaults: the planner parameters
@@ -189,8 +191,9 @@ if want side; then
     [ "$algo" = default ] || colls=${!over:-$colls}
     for coll in $colls; do
       for mode in ${SIDE_MODES:-thr proc}; do
-        for lib in chorus nvidia; do
-          for sweep in "small ${SIDE_MIN:-8} 64M 20 3 1" "large 128M $PERF_MAX 5 1 0"; do
+        for lib in ${SIDE_LIBS:-chorus nvidia}; do
+          for sweep in "small ${SIDE_MIN:-8} 64M 20 3 1" \
+            "large ${SIDE_LARGE_MIN:-128M} $PERF_MAX ${SIDE_LARGE_ITERS:-5} 1 ${SIDE_LARGE_CHECK:-0}"; do
             set -- $sweep
             case " ${SIDE_SWEEPS:-small large} " in *" $1 "*) ;; *) continue ;; esac
             sidePerf "$lib $mode$tag $coll $1" "$OUT/side-$lib-$mode$tag-$coll-$1" $lib $mode "${algoenv[@]}" -- \
