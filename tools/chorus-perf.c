@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "launch.h"
+#include "perf/parallel.h"
 #include "perf/perf.h"
 
 /* Chorus's own version string, when the library is Chorus (weak: absent on NVIDIA's NCCL). */
@@ -505,6 +506,21 @@ fail_destroy_comm:
   return rc;
 }
 
+/* Threads per rank for the host loops over the buffers (perf/parallel.h): the CPUs shared among the
+ * ranks of this host (-np, -t, or mpirun's local size); CHORUS_PERF_CHECK_THREADS overrides. */
+static void setCheckThreads(const chrPerfOptions* o) {
+  const char* own = getenv("CHORUS_PERF_CHECK_THREADS");
+  if (own && *own) {
+    chrPerfSetWorkers(atoi(own));
+    return;
+  }
+  const char* mpiLocal = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  int local = o->np > 0 ? o->np : o->nthreads > 1 ? o->nthreads : mpiLocal ? atoi(mpiLocal) : 1;
+  if (local < 1) local = 1;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  chrPerfSetWorkers(cpus > 0 ? (int)(cpus / local) : 1);
+}
+
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--calibrate") == 0) return chrPerfCalibrate(argc, argv);
@@ -512,6 +528,7 @@ int main(int argc, char** argv) {
   int prc = chrPerfParseOptions(argc, argv, &o);
   if (prc == 2) return 0;
   if (prc != 0) return 1;
+  setCheckThreads(&o);
   if (o.np > 0) return chrLaunchRanks(o.np, o.nhosts, o.timeoutSec, rankMain, &o) ? 1 : 0;
   if (o.nthreads > 1) return chrLaunchThreads(o.nthreads, rankMain, &o) ? 1 : 0;
   int rank, nranks;

@@ -9,7 +9,8 @@ set(CHORUS_PERF_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/data.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/report.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/calibrate.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/perf/numeric.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf/numeric.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf/parallel.c)
 add_executable(chorus-perf ${CHORUS_PERF_SOURCES})
 target_include_directories(chorus-perf BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE} ${CMAKE_CURRENT_SOURCE_DIR}
   ${CMAKE_CURRENT_SOURCE_DIR}/perf)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel.h"
 #include "perf.h"
 
 #define PERF_SENTINEL_BYTE 0xA5
@@ -171,17 +172,31 @@ static uint64_t patternBits(const chrPerfPattern* p, int rank, size_t k) {
 
 /* --- fill --------------------------------------------------------------------------------------- */
 
+struct fillJob {
+  void* dst;
+  const chrPerfPattern* p;
+  int rank, ts;
+};
+
+static int64_t fillRange(void* arg, size_t from, size_t to) {
+  const struct fillJob* f = (const struct fillJob*)arg;
+  for (size_t k = from; k < to; k++) chrNumStore(f->dst, k, f->ts, patternBits(f->p, f->rank, k));
+  return 0;
+}
+
 int chrPerfFillInputs(chrPerfBuffers* b, const chrPerfShape* s, const chrPerfPattern* p, int rank, void* send,
                       void* recv) {
   int ts = chrNumTypeInfo(p->type)->size;
   if (b->mem == PERF_MEM_HOST) {
     if (s->recvElems) memset(recv, PERF_SENTINEL_BYTE, s->recvElems * (size_t)ts);
-    for (size_t k = 0; k < s->sendElems; k++) chrNumStore(send, k, ts, patternBits(p, rank, k));
+    struct fillJob f = {send, p, rank, ts};
+    chrPerfForRange(s->sendElems, fillRange, &f);
     return 0;
   }
 #ifdef CHORUS_PERF_CUDA
   if (s->recvElems && cudaMemset(recv, PERF_SENTINEL_BYTE, s->recvElems * (size_t)ts) != cudaSuccess) return 1;
-  for (size_t k = 0; k < s->sendElems; k++) chrNumStore(b->hostStage, k, ts, patternBits(p, rank, k));
+  struct fillJob f = {b->hostStage, p, rank, ts};
+  chrPerfForRange(s->sendElems, fillRange, &f);
   if (s->sendElems &&
       cudaMemcpy(send, b->hostStage, s->sendElems * (size_t)ts, cudaMemcpyHostToDevice) != cudaSuccess)
     return 1;
@@ -223,26 +238,27 @@ static int avgWithinBound(ncclDataType_t type, uint64_t got, double exact, doubl
   return fabs(v - exact) <= tol;
 }
 
-int64_t chrPerfCheckOutputs(chrPerfBuffers* b, const chrPerfColl* c, const chrPerfShape* s, const chrPerfPattern* p,
-                            int rank, int root, const void* recv) {
+struct checkJob {
+  const chrPerfColl* c;
+  const chrPerfShape* s;
+  const chrPerfPattern* p;
+  int rank, root;
+  const void* host;
+};
+
+/* Wrong elements among output elements [from, to). */
+static int64_t checkRange(void* arg, size_t from, size_t to) {
+  const struct checkJob* cj = (const struct checkJob*)arg;
+  const chrPerfPattern* p = cj->p;
   const chrNumType* t = chrNumTypeInfo(p->type);
   const int ts = t->size, n = p->nranks;
-  const void* host = recv;
-#ifdef CHORUS_PERF_CUDA
-  if (b->mem == PERF_MEM_CUDA) {
-    if (s->recvElems &&
-        cudaMemcpy(b->hostStage, recv, s->recvElems * (size_t)ts, cudaMemcpyDeviceToHost) != cudaSuccess)
-      return (int64_t)s->recvElems;
-    host = b->hostStage;
-  }
-#endif
   int64_t wrong = 0;
-  for (size_t j = 0; j < s->recvElems; j++) {
+  for (size_t j = from; j < to; j++) {
     int srcRank = 0;
     size_t k = 0;
-    chrPerfSrcKind kind = c->source(s, rank, n, root, j, &srcRank, &k);
+    chrPerfSrcKind kind = cj->c->source(cj->s, cj->rank, n, cj->root, j, &srcRank, &k);
     if (kind == PERF_SRC_NONE) continue;
-    uint64_t got = chrNumLoad(host, j, ts);
+    uint64_t got = chrNumLoad(cj->host, j, ts);
     if (kind == PERF_SRC_COPY) {
       wrong += got != patternBits(p, srcRank, k);
       continue;
@@ -287,4 +303,22 @@ int64_t chrPerfCheckOutputs(chrPerfBuffers* b, const chrPerfColl* c, const chrPe
     wrong += got != expect;
   }
   return wrong;
+}
+
+int64_t chrPerfCheckOutputs(chrPerfBuffers* b, const chrPerfColl* c, const chrPerfShape* s, const chrPerfPattern* p,
+                            int rank, int root, const void* recv) {
+  const void* host = recv;
+#ifdef CHORUS_PERF_CUDA
+  if (b->mem == PERF_MEM_CUDA) {
+    const int ts = chrNumTypeInfo(p->type)->size;
+    if (s->recvElems &&
+        cudaMemcpy(b->hostStage, recv, s->recvElems * (size_t)ts, cudaMemcpyDeviceToHost) != cudaSuccess)
+      return (int64_t)s->recvElems;
+    host = b->hostStage;
+  }
+#else
+  (void)b;
+#endif
+  struct checkJob cj = {c, s, p, rank, root, host};
+  return chrPerfForRange(s->recvElems, checkRange, &cj);
 }
