@@ -12,6 +12,17 @@
 #include <string.h>
 #include "device/driver_entry.h"
 
+/* Pinned memory on GPU dev, exportable as a POSIX file descriptor when fdHandles. */
+static inline CUmemAllocationProp chrVmmProp(int dev, int fdHandles) {
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  if (fdHandles) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
 /* Maps fresh chunks of chunk bytes (cuMemCreate on GPU dev, the POSIX file descriptor handle type
  * when fdHandles) side by side over the reserved [va, va + total), read-write for dev. When remap,
  * the chunks mapped there now are unmapped first (freed, unless something else holds them): what an
@@ -29,12 +40,7 @@ static inline CUresult chrVmmMapChunks(int dev, CUdeviceptr va, size_t total, si
   CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) =
       (CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))chrDevDriverEntry("cuMemSetAccess");
   if (!create || !map || !unmap || !release || !access) return CUDA_ERROR_NOT_FOUND;
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
-  if (fdHandles) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  const CUmemAllocationProp prop = chrVmmProp(dev, fdHandles);
   CUresult r;
   for (size_t off = 0; off < total; off += chunk) {
     if (remap && (r = unmap(va + off, chunk)) != CUDA_SUCCESS) return r;
@@ -65,12 +71,7 @@ static inline CUresult chrVmmLayout(int dev, size_t bytes, size_t chunkBytes, in
       (CUresult(*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))chrDevDriverEntry(
           "cuMemAddressReserve");
   if (!granularity || !reserve) return CUDA_ERROR_NOT_FOUND;
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
-  if (fdHandles) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  const CUmemAllocationProp prop = chrVmmProp(dev, fdHandles);
   size_t g = 0;
   CUresult r = granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
   if (r != CUDA_SUCCESS) return r;
