@@ -36,8 +36,8 @@ struct chrDevShape {
                           them, lane k sending on launch channel 2k and receiving on 2k + 1 */
   size_t p2pStepBytes; /* SIMPLE slot of a point-to-point lane */
   int copyEngine;      /* plans may send on the copy engine (CHORUS_GPU_CE_MIN_BYTES,
-                          CHORUS_GPU_CE_BCAST_MIN_BYTES or CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES set):
-                          the device library loads its kernel */
+                          CHORUS_GPU_CE_BCAST_MIN_BYTES or CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES above 0;
+                          the broadcasts' floor is by default): the device library loads its kernel */
   int ceWaitUs;        /* CHORUS_GPU_CE_WAIT_US */
   int ceShareFd;       /* CHORUS_GPU_CE_SHARE_FD */
 };
