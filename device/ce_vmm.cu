@@ -153,7 +153,8 @@ static struct chrCeVmmExport* newExport(struct chrCeExports* x, struct chrCeVmmC
   uint32_t got = 0;
   while (fds != NULL && got < n && (fds[got] = exportChunk(&chunks[got])) >= 0) got++;
   struct chrCeVmmExport* e = NULL;
-  if (got == n && holdServer(x)) {
+  /* A sender in another network or PID namespace could not fetch: staged instead (fd_pass.h). */
+  if (got == n && chrFdPeerReachable(peerPid) && holdServer(x)) {
     pthread_mutex_lock(&serverLock);
     int ok = chrFdServerAllow(server, peerPid) == 0;
     const uint64_t serial = ++exportSerials;

@@ -23,6 +23,10 @@
  * allocated until the sender drops the mapping, at most CHR_CE_MAX_OPENED per peer, as a cudaMalloc
  * allocation the sender opened through CUDA IPC does).
  *
+ * A sender's process that this process positively cannot reach (gone, or in another network or PID
+ * namespace: chrFdPeerReachable) gets the buffer staged instead, as memory without the handle type
+ * does; CHORUS_GPU_CE_SHARE_FD=0 stages every such buffer.
+ *
  * Why a posted export is still offered when its sender fetches it: the receiver keeps its last
  * CHR_CE_MAX_EXPORTED exports offered (older ones are withdrawn), more than the mailbox's slots, and
  * a receiver can post at most CHR_CE_SLOTS transfers to a pair that its sender has not yet

@@ -16,7 +16,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -302,4 +304,23 @@ int chrFdFetch(const char* name, uint64_t key, int timeoutMs, int* fd, uint64_t*
   if (err == 0) err = receiveReply(c, timeoutMs, fd, info);
   close(c);
   return err;
+}
+
+/* 1 when /proc/<pid>/ns/<ns> is a namespace other than this process's, 0 when the same or unknown. */
+static int otherNamespace(pid_t pid, const char* ns) {
+  char mine[64], theirs[64];
+  snprintf(mine, sizeof mine, "/proc/self/ns/%s", ns);
+  snprintf(theirs, sizeof theirs, "/proc/%d/ns/%s", (int)pid, ns);
+  struct stat a, b;
+  if (stat(mine, &a) != 0 || stat(theirs, &b) != 0) return 0;
+  return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
+}
+
+int chrFdPeerReachable(pid_t pid) {
+  if (pid <= 0) return 0;
+  char dir[32];
+  snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
+  struct stat st;
+  if (stat("/proc/self", &st) == 0 && stat(dir, &st) != 0 && errno == ENOENT) return 0;
+  return !otherNamespace(pid, "net") && !otherNamespace(pid, "pid");
 }

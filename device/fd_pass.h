@@ -50,6 +50,12 @@ void chrFdServerStop(struct chrFdServer* s);
  * not allowed), ETIMEDOUT, EPROTO (a reply that is not one). */
 int chrFdFetch(const char* name, uint64_t key, int timeoutMs, int* fd, uint64_t* info);
 
+/* 0 when process pid (the number it sees for itself) is positively out of this process's reach: no
+ * such process here, or one in another network namespace (which holds the abstract sockets: its
+ * fetches would find no server) or PID namespace (where the server could not recognise it); 1
+ * otherwise, also when /proc cannot tell (a caller then tries, and a fetch fails cleanly). */
+int chrFdPeerReachable(pid_t pid);
+
 #ifdef __cplusplus
 }
 #endif

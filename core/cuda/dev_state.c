@@ -232,8 +232,8 @@ ncclResult_t chrDevCommPoll(struct ncclComm* comm) {
     chrFail(ncclInternalError, "comm %p rank %d: a kernel reported error %u (%s)", (void*)comm, comm->rank, kerr,
             kerr == CHR_DEV_ERR_BAD_LINK ? "a work named a link the rank has no connection for"
             : kerr == CHR_DEV_ERR_ENGINE ? "a copy-engine send could not run: a receive buffer the sender could "
-                                           "neither open by CUDA IPC nor map by file descriptor (processes in different "
-                                           "PID namespaces: CHORUS_GPU_CE_SHARE_FD=0 stages such buffers), sizes that "
+                                           "neither open by CUDA IPC nor map by file descriptor (CHORUS_GPU_CE_SHARE_FD=0 "
+                                           "stages such buffers), sizes that "
                                            "differ between the ends, or a failed CUDA call"
                                          : "unknown");
     chrCommSetAsyncError(comm, ncclInternalError);

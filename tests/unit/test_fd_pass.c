@@ -4,7 +4,9 @@
  * mapping. Also: a key never offered (ENOENT), one withdrawn (ENOENT), a process the server was not
  * told to trust (EPERM, and no descriptor reaches it), a server that does not exist
  * (ECONNREFUSED), a name too long, a replaced offer (the new contents), and many fetches at once
- * from several threads of one client. Each case prints a line; any wrong outcome is a FAIL line and
+ * from several threads of one client. chrFdPeerReachable: this process and its parent are in
+ * reach; a process that is gone is not; nor is a child in a network namespace of its own (made here
+ * with unshare, skipped where not permitted), whose fetch finds no server (ECONNREFUSED). Each case prints a line; any wrong outcome is a FAIL line and
  * exit status 1.
  */
 #ifndef _GNU_SOURCE
@@ -12,6 +14,7 @@
 #endif
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +133,54 @@ static void expect(int cond, const char* what) {
   else printf("ok %s\n", what);
 }
 
+/* A child in a network namespace of its own (or, unprivileged, in a user namespace with one): it
+ * says over `ready` whether it got there ('y' or 'n'), fetches from the server (exit status 0 when
+ * that finds no server), and exits once `go` closes. */
+static void isolatedChild(int ready, int go) {
+  const int alone = unshare(CLONE_NEWNET) == 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0;
+  const char c = alone ? 'y' : 'n';
+  if (write(ready, &c, 1) != 1) _exit(2);
+  int fd = -1;
+  const int err = alone ? chrFdFetch(serverName, 0, TIMEOUT_MS, &fd, NULL) : ECONNREFUSED;
+  char wait;
+  while (read(go, &wait, 1) > 0) {
+  }
+  _exit(err == ECONNREFUSED && fd == -1 ? 0 : 1);
+}
+
+static void reachability(void) {
+  expect(chrFdPeerReachable(getpid()) == 1, "this process is in reach");
+  expect(chrFdPeerReachable(getppid()) == 1, "its parent (another process, same namespaces) is in reach");
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  int status = 0;
+  waitpid(gone, &status, 0);
+  expect(gone > 0 && chrFdPeerReachable(gone) == 0, "a process that is gone is not in reach");
+  int ready[2], go[2];
+  if (pipe(ready) != 0 || pipe(go) != 0) {
+    fail("pipes");
+    return;
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(ready[0]);
+    close(go[1]);
+    isolatedChild(ready[1], go[0]);
+  }
+  close(ready[1]);
+  close(go[0]);
+  char c = 0;
+  if (pid < 0 || read(ready[0], &c, 1) != 1) c = 0;
+  if (c == 'y') expect(chrFdPeerReachable(pid) == 0, "a child in a network namespace of its own is not in reach");
+  else if (c == 'n') printf("skip a child in a network namespace of its own (unshare not permitted here)\n");
+  else fail("the isolated child");
+  close(go[1]);
+  if (pid > 0 && waitpid(pid, &status, 0) == pid)
+    expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "... and its fetch finds no server (ECONNREFUSED: abstract sockets are per network namespace)");
+  close(ready[0]);
+}
+
 int main(void) {
   snprintf(serverName, sizeof serverName, "chorus-test-fd-pass-%d", (int)getpid());
   struct chrFdServer* s = NULL;
@@ -161,6 +212,7 @@ int main(void) {
   char missing[CHR_FD_NAME_MAX];
   snprintf(missing, sizeof missing, "chorus-test-fd-pass-none-%d", (int)getpid());
   expect(chrFdFetch(missing, 0, TIMEOUT_MS, &fd, NULL) == ECONNREFUSED && fd == -1, "no such server: ECONNREFUSED");
+  reachability();
   char longName[CHR_FD_NAME_MAX + 8];
   memset(longName, 'x', sizeof longName - 1);
   longName[sizeof longName - 1] = 0;
