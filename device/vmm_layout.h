@@ -82,4 +82,25 @@ static inline CUresult chrVmmLayout(int dev, size_t bytes, size_t chunkBytes, in
   return chrVmmMapChunks(dev, *va, *total, *chunk, fdHandles, 0);
 }
 
+/* Unmaps every chunk mapped in the reserved [va, va + span) (one mapping at a time: cuMemUnmap takes
+ * a whole one; unmapped chunks are freed) and frees the range. */
+static inline void chrVmmFree(CUdeviceptr va, size_t span) {
+  CUresult (*range)(CUdeviceptr*, size_t*, CUdeviceptr) =
+      (CUresult(*)(CUdeviceptr*, size_t*, CUdeviceptr))chrDevDriverEntry("cuMemGetAddressRange");
+  CUresult (*unmap)(CUdeviceptr, size_t) = (CUresult(*)(CUdeviceptr, size_t))chrDevDriverEntry("cuMemUnmap");
+  CUresult (*addrFree)(CUdeviceptr, size_t) = (CUresult(*)(CUdeviceptr, size_t))chrDevDriverEntry("cuMemAddressFree");
+  if (!range || !unmap || !addrFree) return;
+  for (CUdeviceptr at = va; at < va + span;) {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (range(&base, &size, at) == CUDA_SUCCESS && size > 0 && base + size > at) {
+      unmap(base, size);
+      at = base + size;
+    } else {
+      at += 1u << 21; /* not mapped: the next granule (2 MiB) */
+    }
+  }
+  addrFree(va, span);
+}
+
 #endif /* CHORUS_DEVICE_VMM_LAYOUT_H_ */

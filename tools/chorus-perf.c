@@ -191,7 +191,7 @@ static int printPreamble(perfRank* pr) {
     printf("# nranks %d nhosts %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d agg iters: %d "
            "validation: %d average: %d blocking: %d memory: %s cudagraph: %d\n",
            pr->nranks, o->nhosts, o->minBytes, o->maxBytes, step, o->warmup, o->iters, o->agg, o->check,
-           o->average, o->blocking, o->mem == PERF_MEM_CUDA ? "cuda" : "host", o->graphLaunches);
+           o->average, o->blocking, o->vmm ? "vmm" : o->mem == PERF_MEM_CUDA ? "cuda" : "host", o->graphLaunches);
     printf("#\n# Using ranks\n");
     for (int r = 0; r < pr->nranks; r++) {
       char* s = slots + (size_t)r * SLOT;
@@ -466,7 +466,7 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   int rc = 1;
   size_t sendBytes, recvBytes;
   bufferNeeds(&pr, &sendBytes, &recvBytes);
-  int allocated = chrPerfBuffersAlloc(&pr.buf, o->mem, sendBytes, recvBytes) == 0;
+  int allocated = chrPerfBuffersAlloc(&pr.buf, o->mem, o->vmm, sendBytes, recvBytes) == 0;
   /* Ranks that are threads of this process: nobody launches before everybody has allocated
    * (an allocation may wait for the device, where a waiting kernel would never finish). */
   chrLaunchLocalBarrier();

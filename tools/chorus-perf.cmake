@@ -16,6 +16,9 @@ target_include_directories(chorus-perf BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE} $
   ${CMAKE_CURRENT_SOURCE_DIR}/perf)
 # --calibrate shares the cost model's formulas (core/plan/cost_model.h, inline functions only).
 target_include_directories(chorus-perf PRIVATE ${CMAKE_SOURCE_DIR}/core)
+# -M vmm lays its buffers out as PyTorch's expandable segments with the GPU tests' helper
+# (device/vmm_layout.h, header only).
+target_include_directories(chorus-perf PRIVATE ${CMAKE_SOURCE_DIR})
 target_link_libraries(chorus-perf PRIVATE chorus m ${CMAKE_DL_LIBS} Threads::Threads)
 set_target_properties(chorus-perf PROPERTIES
   BUILD_RPATH "${CMAKE_BINARY_DIR}/lib"

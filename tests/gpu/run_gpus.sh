@@ -22,7 +22,8 @@
 #            one process with RANKS GPUs (-t, SIDE_MODES "thr") and RANKS processes (-np, "proc"; default
 #            both), for each of ALGOS; side.md via tools/bench/gpu_side.py. Checked up to 64 MB; larger
 #            sizes are timed only (SIDE_SWEEPS, default "small large": which of the two ranges run);
-#            SIDE_TYPE (float): the datatype, any of chorus-perf -d's (files tagged .<type> unless float);
+#            SIDE_MEM (cuda): chorus-perf -M, "vmm" for buffers laid out as PyTorch's expandable segments
+#            (with SIDE_MODES=proc); SIDE_TYPE (float): the datatype, any of chorus-perf -d's (files tagged .<type> unless float);
 #            SIDE_OP (sum): the reduction, any of chorus-perf -o's (tagged .<op> unless sum); the large
 #            range: SIDE_LARGE_MIN (128M) .. PERF_MAX, SIDE_LARGE_ITERS (5) timed iterations, checked
 #            SIDE_LARGE_CHECK (0) times; SIDE_LIBS (default "chorus nvidia"): the libraries run
@@ -169,7 +170,7 @@ sidePerf() {
   shift
   [ "$mode" = proc ] && ranks=(-np "$RANKS" -T 240)
   [ "$lib" = nvidia ] && envs+=(LD_LIBRARY_PATH="$NVDIR")
-  env "${envs[@]}" timeout 250 "$PERF" "${ranks[@]}" -M cuda "$@" -q -J "$f.json" >"$f.txt" 2>&1 ||
+  env "${envs[@]}" timeout 250 "$PERF" "${ranks[@]}" -M "${SIDE_MEM:-cuda}" "$@" -q -J "$f.json" >"$f.txt" 2>&1 ||
     note "$label: FAILED ($(tail -1 "$f.txt"))"
   grep -h "Out of bounds" "$f.txt" | sed "s/^/$label: /" >>"$SUMMARY"
 }

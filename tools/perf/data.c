@@ -14,6 +14,27 @@
 
 #include "parallel.h"
 #include "perf.h"
+#ifdef CHORUS_PERF_CUDA
+#include "device/vmm_layout.h"
+
+#define VMM_CHUNK (20u << 20) /* PyTorch's expandable segments' chunk for large tensors */
+
+/* bytes of cuMemCreate chunks on the current GPU, laid out as expandable segments (vmm_layout.h);
+ * NULL when they cannot be had (what was mapped is freed). *span: the reserved range. */
+static void* vmmAlloc(size_t bytes, size_t* span) {
+  int dev = 0;
+  CUdeviceptr va = 0;
+  size_t chunk = 0;
+  *span = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return NULL;
+  if (chrVmmLayout(dev, bytes, VMM_CHUNK, 1, &va, span, &chunk) != CUDA_SUCCESS) {
+    if (va) chrVmmFree(va, *span);
+    *span = 0;
+    return NULL;
+  }
+  return (void*)(uintptr_t)va;
+}
+#endif
 
 #define PERF_SENTINEL_BYTE 0xA5
 
@@ -25,7 +46,7 @@ const char* chrPerfOpName(int op) {
 
 /* --- buffers ------------------------------------------------------------------------------------ */
 
-int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, size_t sendBytes, size_t recvBytes) {
+int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, int vmm, size_t sendBytes, size_t recvBytes) {
   memset(b, 0, sizeof(*b));
   b->mem = mem;
   b->sendBytes = sendBytes ? sendBytes : 16;
@@ -39,8 +60,14 @@ int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, size_t sendBytes, siz
     return 0;
   }
 #ifdef CHORUS_PERF_CUDA
-  if (cudaMalloc(&b->send, b->sendBytes) != cudaSuccess) goto fail;
-  if (cudaMalloc(&b->recv, b->recvBytes) != cudaSuccess) goto fail;
+  b->vmm = vmm;
+  if (vmm) {
+    if ((b->send = vmmAlloc(b->sendBytes, &b->sendSpan)) == NULL) goto fail;
+    if ((b->recv = vmmAlloc(b->recvBytes, &b->recvSpan)) == NULL) goto fail;
+  } else {
+    if (cudaMalloc(&b->send, b->sendBytes) != cudaSuccess) goto fail;
+    if (cudaMalloc(&b->recv, b->recvBytes) != cudaSuccess) goto fail;
+  }
   if (cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking) != cudaSuccess) goto fail;
   b->hostStage = malloc(b->sendBytes > b->recvBytes ? b->sendBytes : b->recvBytes);
   if (!b->hostStage) goto fail;
@@ -58,7 +85,7 @@ int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, size_t sendBytes, siz
 #endif
 fail:
   fprintf(stderr, "chorus-perf: cannot allocate %zu + %zu bytes of %s memory\n", b->sendBytes, b->recvBytes,
-          mem == PERF_MEM_HOST ? "host" : "device");
+          mem == PERF_MEM_HOST ? "host" : vmm ? "device (cuMemCreate)" : "device");
   chrPerfBuffersFree(b);
   return 1;
 }
@@ -69,9 +96,14 @@ void chrPerfBuffersFree(chrPerfBuffers* b) {
     free(b->recv);
   }
 #ifdef CHORUS_PERF_CUDA
-  else {
+  else if (b->vmm) {
+    if (b->send) chrVmmFree((CUdeviceptr)(uintptr_t)b->send, b->sendSpan);
+    if (b->recv) chrVmmFree((CUdeviceptr)(uintptr_t)b->recv, b->recvSpan);
+  } else {
     if (b->send) cudaFree(b->send);
     if (b->recv) cudaFree(b->recv);
+  }
+  if (b->mem != PERF_MEM_HOST) {
     if (b->scratch) cudaFree(b->scratch);
     if (b->stream) cudaStreamDestroy(b->stream);
     free(b->hostStage);

@@ -36,7 +36,9 @@ void chrPerfUsage(FILE* f, const char* prog) {
           "  -r, --root R        root rank of broadcast, reduce, gather, scatter (default 0)\n"
           "  -a, --average A     time over ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)\n"
           "  -z, --blocking 0|1  1: wait for completion after every operation (default 0)\n"
-          "  -M, --memory host|cuda  buffer memory (default host; cuda needs a CHORUS_PERF_CUDA build)\n"
+          "  -M, --memory host|cuda|vmm  buffer memory (default host; cuda needs a CHORUS_PERF_CUDA build;\n"
+          "                      vmm: cuMemCreate chunks of 20 MiB side by side, exportable by file descriptor,\n"
+          "                      as PyTorch's expandable segments are; not with -t)\n"
           "  -G, --cudagraph N   capture the -n iterations into one CUDA graph per size and time N launches\n"
           "                      of it: GPU time per operation without the per-call launch cost (default 0:\n"
           "                      off; needs -M cuda, not with -z 1)\n"
@@ -192,7 +194,10 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
       case 'M':
         if (strcasecmp(optarg, "host") == 0) o->mem = PERF_MEM_HOST;
         else if (strcasecmp(optarg, "cuda") == 0 || strcasecmp(optarg, "device") == 0) o->mem = PERF_MEM_CUDA;
-        else bad = 1;
+        else if (strcasecmp(optarg, "vmm") == 0) {
+          o->mem = PERF_MEM_CUDA;
+          o->vmm = 1;
+        } else bad = 1;
         break;
       case 'G': bad = parseInt(optarg, 0, &o->graphLaunches); break;
       case 'J': o->jsonPath = optarg; break;
@@ -234,6 +239,13 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
   if (!factorSet) o->stepFactor = 1;
   if (o->nthreads > 1 && o->np > 0) {
     fprintf(stderr, "%s: -t %d and -np %d: give one of them\n", prog, o->nthreads, o->np);
+    return 1;
+  }
+  /* Memory laid out as expandable segments is read and written by its own GPU only (PyTorch grants
+   * its peers access; ranks here that share a process would need that too). */
+  if (o->vmm && o->nthreads > 1) {
+    fprintf(stderr, "%s: -M vmm and -t %d: ranks that are threads of one process need their peers' access to "
+            "such memory, which -M vmm does not grant; run one process per rank (-np or a launcher)\n", prog, o->nthreads);
     return 1;
   }
   if (o->np > 0 && o->nhosts > o->np) {

@@ -49,7 +49,9 @@ typedef struct {
   size_t minBytes, maxBytes, stepBytes;
   double stepFactor; /* > 1: multiply; otherwise add stepBytes */
   int iters, warmup, agg, check, blocking, average;
-  chrPerfMem mem;    /* -M host|cuda */
+  chrPerfMem mem;    /* -M host|cuda (vmm: cuda) */
+  int vmm;           /* -M vmm: device buffers made as PyTorch's expandable segments (cuMemCreate chunks;
+                        one process per rank) */
   int graphLaunches; /* -G N: capture the timed iterations into one CUDA graph, time N launches of it (0: off) */
   int parallelInit;  /* accepted for nccl-tests compatibility, no effect */
   const char* jsonPath; /* -J */
@@ -116,9 +118,12 @@ typedef struct {
   void* scratch;   /* device memory for the small allreduces of timings and counts (CUDA only) */
   size_t scratchBytes; /* PERF_SCRATCH_BYTES, allocated with the buffers */
   cudaStream_t stream;
+  int vmm;                    /* send and recv are cuMemCreate chunks (-M vmm) */
+  size_t sendSpan, recvSpan;  /* ... their reserved ranges */
 } chrPerfBuffers;
 
-int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, size_t sendBytes, size_t recvBytes);
+/* vmm (with mem PERF_MEM_CUDA): the send and receive buffers as -M vmm makes them. */
+int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, int vmm, size_t sendBytes, size_t recvBytes);
 void chrPerfBuffersFree(chrPerfBuffers* b);
 /* Waits for everything launched on the buffers' stream (no-op for host memory). */
 int chrPerfSync(chrPerfBuffers* b);

@@ -131,7 +131,7 @@ int chrPerfWriteJson(const char* path, const chrPerfReport* r, const chrPerfOpti
     if (*p == '"' || *p == '\\') fputc('\\', f);
     if ((unsigned char)*p >= 0x20) fputc(*p, f);
   }
-  fprintf(f, "\",\n  \"memory\": \"%s\",\n", o->mem == PERF_MEM_CUDA ? "cuda" : "host");
+  fprintf(f, "\",\n  \"memory\": \"%s\",\n", o->vmm ? "vmm" : o->mem == PERF_MEM_CUDA ? "cuda" : "host");
   fprintf(f, "  \"options\": {\"minbytes\": %zu, \"maxbytes\": %zu, \"stepfactor\": %g, \"stepbytes\": %zu, "
              "\"iters\": %d, \"warmup_iters\": %d, \"agg_iters\": %d, \"check\": %d, \"average\": %d, \"blocking\": %d, "
              "\"cudagraph\": %d},\n",
