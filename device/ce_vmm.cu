@@ -9,47 +9,19 @@
 #include <unistd.h>
 #include "device/ce_vmm.h"
 #include "device/dev_group.h"
-#include "device/driver_entry.h"
 #include "device/fd_pass.h"
+#include "device/vmm_driver.h"
 
 #define FETCH_MS 10000 /* per step of a fetch; the server is a thread of its own in the receiver */
 #define CHUNK_BITS 16
 
 /* ---- driver entry points ---- */
 
-static struct {
-  CUresult (*range)(CUdeviceptr*, size_t*, CUdeviceptr);
-  CUresult (*attribute)(void*, CUpointer_attribute, CUdeviceptr);
-  CUresult (*retain)(CUmemGenericAllocationHandle*, void*);
-  CUresult (*props)(CUmemAllocationProp*, CUmemGenericAllocationHandle);
-  CUresult (*exportFd)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
-  CUresult (*importFd)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType);
-  CUresult (*release)(CUmemGenericAllocationHandle);
-  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
-  CUresult (*addrFree)(CUdeviceptr, size_t);
-  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
-  CUresult (*unmap)(CUdeviceptr, size_t);
-  CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t);
-} drv;
+static struct chrVmmDriver drv;
 static int drvFound;
 static pthread_once_t resolveOnce = PTHREAD_ONCE_INIT;
 
-static void resolve(void) {
-  const struct {
-    const char* name;
-    void** fn;
-  } entries[] = {
-      {"cuMemGetAddressRange", (void**)&drv.range},       {"cuPointerGetAttribute", (void**)&drv.attribute},
-      {"cuMemRetainAllocationHandle", (void**)&drv.retain}, {"cuMemGetAllocationPropertiesFromHandle", (void**)&drv.props},
-      {"cuMemExportToShareableHandle", (void**)&drv.exportFd}, {"cuMemImportFromShareableHandle", (void**)&drv.importFd},
-      {"cuMemRelease", (void**)&drv.release},             {"cuMemAddressReserve", (void**)&drv.reserve},
-      {"cuMemAddressFree", (void**)&drv.addrFree},        {"cuMemMap", (void**)&drv.map},
-      {"cuMemUnmap", (void**)&drv.unmap},                 {"cuMemSetAccess", (void**)&drv.access},
-  };
-  drvFound = 1;
-  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-    if ((*entries[i].fn = chrDevDriverEntry(entries[i].name)) == NULL) drvFound = 0;
-}
+static void resolve(void) { drvFound = chrVmmDriverResolve(&drv); }
 
 static int driverReady(void) {
   pthread_once(&resolveOnce, resolve);
@@ -221,21 +193,8 @@ void chrCeExportsFree(struct chrCeExports* x) {
 
 /* ---- the sender ---- */
 
-/* Unmaps the chunks mapped in [va, va + bytes), one mapping at a time (cuMemUnmap takes a whole
- * mapping), and frees the range of span bytes. The imported chunks go with their mappings. */
-static void unmapRange(CUdeviceptr va, uint64_t bytes, uint64_t span) {
-  for (CUdeviceptr at = va; at < va + bytes;) {
-    CUdeviceptr b = 0;
-    size_t size = 0;
-    if (drv.range(&b, &size, at) != CUDA_SUCCESS || size == 0 || b + size <= at) break;
-    drv.unmap(b, size);
-    at = b + size;
-  }
-  drv.addrFree(va, span);
-}
-
 void chrCeVmmUnmap(char* base, uint64_t span) {
-  if (base != NULL && driverReady()) unmapRange((CUdeviceptr)(uintptr_t)base, span, span);
+  if (base != NULL && driverReady()) chrVmmUnmapRange(&drv, (CUdeviceptr)(uintptr_t)base, span);
 }
 
 const char* chrCeVmmImport(uint64_t peerToken, const struct chrCeVmmRef* ref, int dev, char** base) {
@@ -277,7 +236,7 @@ const char* chrCeVmmImport(uint64_t peerToken, const struct chrCeVmmRef* ref, in
     if (drv.access(va, ref->span, &desc, 1) != CUDA_SUCCESS) failed = "cuMemSetAccess";
   }
   if (failed) {
-    unmapRange(va, off, ref->span);
+    chrVmmUnmapRange(&drv, va, ref->span); /* the chunks mapped so far, and the range */
     return failed;
   }
   *base = (char*)(uintptr_t)va;

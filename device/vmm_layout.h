@@ -2,15 +2,15 @@
  * vmm_layout.h: GPU memory laid out as PyTorch's expandable segments lay it out: one reserved
  * address range with physical chunks (cuMemCreate) mapped side by side in it, read-write for the
  * GPU that holds them. The device library never makes such memory (it meets it in users' buffers);
- * the GPU tests and tools do, to give it the buffers it must handle. The driver's functions are
- * found through the runtime (driver_entry.h), so callers link no libcuda. C and C++.
+ * the GPU tests and tools do, to give it the buffers it must handle. The driver's functions come
+ * from vmm_driver.h's table, so callers link no libcuda. C and C++.
  */
 #ifndef CHORUS_DEVICE_VMM_LAYOUT_H_
 #define CHORUS_DEVICE_VMM_LAYOUT_H_
 
 #include <cuda.h>
 #include <string.h>
-#include "device/driver_entry.h"
+#include "device/vmm_driver.h"
 
 /* Pinned memory on GPU dev, exportable as a POSIX file descriptor when fdHandles. */
 static inline CUmemAllocationProp chrVmmProp(int dev, int fdHandles) {
@@ -28,33 +28,23 @@ static inline CUmemAllocationProp chrVmmProp(int dev, int fdHandles) {
  * the chunks mapped there now are unmapped first (freed, unless something else holds them): what an
  * allocator that returns memory and maps new memory at the same addresses does. */
 static inline CUresult chrVmmMapChunks(int dev, CUdeviceptr va, size_t total, size_t chunk, int fdHandles, int remap) {
-  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) =
-      (CUresult(*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long))
-          chrDevDriverEntry("cuMemCreate");
-  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) =
-      (CUresult(*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))
-          chrDevDriverEntry("cuMemMap");
-  CUresult (*unmap)(CUdeviceptr, size_t) = (CUresult(*)(CUdeviceptr, size_t))chrDevDriverEntry("cuMemUnmap");
-  CUresult (*release)(CUmemGenericAllocationHandle) =
-      (CUresult(*)(CUmemGenericAllocationHandle))chrDevDriverEntry("cuMemRelease");
-  CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) =
-      (CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))chrDevDriverEntry("cuMemSetAccess");
-  if (!create || !map || !unmap || !release || !access) return CUDA_ERROR_NOT_FOUND;
+  struct chrVmmDriver d;
+  if (!chrVmmDriverResolve(&d)) return CUDA_ERROR_NOT_FOUND;
   const CUmemAllocationProp prop = chrVmmProp(dev, fdHandles);
   CUresult r;
   for (size_t off = 0; off < total; off += chunk) {
-    if (remap && (r = unmap(va + off, chunk)) != CUDA_SUCCESS) return r;
+    if (remap && (r = d.unmap(va + off, chunk)) != CUDA_SUCCESS) return r;
     CUmemGenericAllocationHandle h;
-    if ((r = create(&h, chunk, &prop, 0)) != CUDA_SUCCESS) return r;
-    r = map(va + off, chunk, 0, h, 0);
-    release(h); /* the mapping keeps the chunk */
+    if ((r = d.create(&h, chunk, &prop, 0)) != CUDA_SUCCESS) return r;
+    r = d.map(va + off, chunk, 0, h, 0);
+    d.release(h); /* the mapping keeps the chunk */
     if (r != CUDA_SUCCESS) return r;
   }
   CUmemAccessDesc desc;
   memset(&desc, 0, sizeof desc);
   desc.location = prop.location;
   desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  return access(va, total, &desc, 1);
+  return d.access(va, total, &desc, 1);
 }
 
 /* At least `bytes` on GPU dev in chunks of chunkBytes rounded up to the allocation granularity (0:
@@ -64,43 +54,23 @@ static inline CUresult chrVmmMapChunks(int dev, CUdeviceptr va, size_t total, si
  * virtual memory API. The chunks stay mapped until the caller unmaps the range. */
 static inline CUresult chrVmmLayout(int dev, size_t bytes, size_t chunkBytes, int fdHandles, CUdeviceptr* va,
                                     size_t* total, size_t* chunk) {
-  CUresult (*granularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) =
-      (CUresult(*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags))chrDevDriverEntry(
-          "cuMemGetAllocationGranularity");
-  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) =
-      (CUresult(*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))chrDevDriverEntry(
-          "cuMemAddressReserve");
-  if (!granularity || !reserve) return CUDA_ERROR_NOT_FOUND;
+  struct chrVmmDriver d;
+  if (!chrVmmDriverResolve(&d)) return CUDA_ERROR_NOT_FOUND;
   const CUmemAllocationProp prop = chrVmmProp(dev, fdHandles);
   size_t g = 0;
-  CUresult r = granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  CUresult r = d.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
   if (r != CUDA_SUCCESS) return r;
   const size_t want = chunkBytes ? chunkBytes : bytes;
   *chunk = (want + g - 1) / g * g;
   *total = (bytes + *chunk - 1) / *chunk * *chunk;
-  if ((r = reserve(va, *total, g, 0, 0)) != CUDA_SUCCESS) return r;
+  if ((r = d.reserve(va, *total, g, 0, 0)) != CUDA_SUCCESS) return r;
   return chrVmmMapChunks(dev, *va, *total, *chunk, fdHandles, 0);
 }
 
-/* Unmaps every chunk mapped in the reserved [va, va + span) (one mapping at a time: cuMemUnmap takes
- * a whole one; unmapped chunks are freed) and frees the range. */
+/* Unmaps the chunks of the reserved [va, va + span) (freeing them) and frees the range. */
 static inline void chrVmmFree(CUdeviceptr va, size_t span) {
-  CUresult (*range)(CUdeviceptr*, size_t*, CUdeviceptr) =
-      (CUresult(*)(CUdeviceptr*, size_t*, CUdeviceptr))chrDevDriverEntry("cuMemGetAddressRange");
-  CUresult (*unmap)(CUdeviceptr, size_t) = (CUresult(*)(CUdeviceptr, size_t))chrDevDriverEntry("cuMemUnmap");
-  CUresult (*addrFree)(CUdeviceptr, size_t) = (CUresult(*)(CUdeviceptr, size_t))chrDevDriverEntry("cuMemAddressFree");
-  if (!range || !unmap || !addrFree) return;
-  for (CUdeviceptr at = va; at < va + span;) {
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    if (range(&base, &size, at) == CUDA_SUCCESS && size > 0 && base + size > at) {
-      unmap(base, size);
-      at = base + size;
-    } else {
-      at += 1u << 21; /* not mapped: the next granule (2 MiB) */
-    }
-  }
-  addrFree(va, span);
+  struct chrVmmDriver d;
+  if (chrVmmDriverResolve(&d)) chrVmmUnmapRange(&d, va, span);
 }
 
 #endif /* CHORUS_DEVICE_VMM_LAYOUT_H_ */

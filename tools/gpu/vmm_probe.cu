@@ -32,48 +32,10 @@
 #define MIB (1024ull * 1024ull)
 #define FETCH_MS 5000
 
-typedef CUresult (*reserveFn)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
-typedef CUresult (*addrFreeFn)(CUdeviceptr, size_t);
-typedef CUresult (*mapFn)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
-typedef CUresult (*unmapFn)(CUdeviceptr, size_t);
-typedef CUresult (*accessFn)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t);
-typedef CUresult (*releaseFn)(CUmemGenericAllocationHandle);
-typedef CUresult (*retainFn)(CUmemGenericAllocationHandle*, void*);
-typedef CUresult (*propsFn)(CUmemAllocationProp*, CUmemGenericAllocationHandle);
-typedef CUresult (*exportFn)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
-typedef CUresult (*importFn)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType);
-typedef CUresult (*rangeFn)(CUdeviceptr*, size_t*, CUdeviceptr);
-
-static struct {
-  reserveFn reserve;
-  addrFreeFn addrFree;
-  mapFn map;
-  unmapFn unmap;
-  accessFn access;
-  releaseFn release;
-  retainFn retain;
-  propsFn props;
-  exportFn exportFd;
-  importFn importFd;
-  rangeFn range;
-} drv;
+static struct chrVmmDriver drv;
 
 /* Every driver function the probe uses, looked up through the runtime: 0 when one is missing. */
-static int resolve(void) {
-  const struct {
-    const char* name;
-    void** fn;
-  } entries[] = {
-      {"cuMemAddressReserve", (void**)&drv.reserve}, {"cuMemAddressFree", (void**)&drv.addrFree},
-      {"cuMemMap", (void**)&drv.map}, {"cuMemUnmap", (void**)&drv.unmap}, {"cuMemSetAccess", (void**)&drv.access},
-      {"cuMemRelease", (void**)&drv.release}, {"cuMemRetainAllocationHandle", (void**)&drv.retain},
-      {"cuMemGetAllocationPropertiesFromHandle", (void**)&drv.props},
-      {"cuMemExportToShareableHandle", (void**)&drv.exportFd},
-      {"cuMemImportFromShareableHandle", (void**)&drv.importFd}, {"cuMemGetAddressRange", (void**)&drv.range}};
-  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-    if ((*entries[i].fn = chrDevDriverEntry(entries[i].name)) == NULL) return 0;
-  return 1;
-}
+static int resolve(void) { return chrVmmDriverResolve(&drv); }
 
 /* The byte at offset i: generation 0 written by the exporter, 1 by the importer. */
 static unsigned char byteAt(int gen, size_t i) {
@@ -171,8 +133,7 @@ static int importer(const char* name, int dev, int chunks, size_t chunk) {
   drv.release(first);
   cudaFree(local);
   free(h);
-  drv.unmap(va, total);
-  drv.addrFree(va, total);
+  chrVmmUnmapRange(&drv, va, total);
   return wrongRead == 0 && copied ? 0 : 1;
 }
 
@@ -268,8 +229,7 @@ static int exporter(int self, int peer, int chunks, size_t chunkMiB, const char*
     wrong = countWrong(h, half, 0, 0) + countWrong(h + half, total - half, half, 1);
   printf("exporter: after the importer: %zu wrong bytes (first half its own, second half the importer's copy)\n", wrong);
   free(h);
-  drv.unmap(va, total);
-  drv.addrFree(va, total);
+  chrVmmUnmapRange(&drv, va, total);
   const int ok = importerOk && wrong == 0;
   printf("%s\n", ok ? "vmm probe: every byte right" : "vmm probe: FAILED");
   return ok ? 0 : 1;
