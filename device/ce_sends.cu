@@ -5,8 +5,9 @@
  * makes of collectives, numbered apart because NCCL lets two ranks interleave their collectives and
  * their sends differently): an outgoing pair (this rank sends: the copy stream, the queue of sends
  * whose receiver's buffer is yet to be published, the agent thread, the receivers' allocations
- * opened by CUDA IPC, the launch kernel's per-slot counters) and an incoming one (this rank
- * receives: its staging buffer, ce_buffers.h). Each pair's mailbox is a shared-memory segment
+ * opened by CUDA IPC or mapped by file descriptor, the launch kernel's per-slot counters) and an
+ * incoming one (this rank receives: its exports by file descriptor, ce_vmm.h, and its staging
+ * buffer, ce_buffers.h). Each pair's mailbox is a shared-memory segment
  * (ce_segment.h) named after both ends' process tokens and rank serials and the class.
  */
 #include <cuda.h>
