@@ -6,26 +6,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include "device/ce_buffers.h"
+#include "device/dev_time.h"
 #include "device/driver_entry.h"
 
 #define STAGE_ALIGN 256
 
-typedef CUresult (*rangeFn)(CUdeviceptr*, size_t*, CUdeviceptr);
-static rangeFn addressRange;
+static __typeof__(&cuPointerGetAttributes) pointerAttributes;
+static __typeof__(&cuMemGetAddressRange) addressRange;
 static pthread_once_t resolveOnce = PTHREAD_ONCE_INIT;
 
-static void resolve(void) { addressRange = (rangeFn)chrDevDriverEntry("cuMemGetAddressRange"); }
+static void resolve(void) {
+  *(void**)&pointerAttributes = chrDevDriverEntry("cuPointerGetAttributes");
+  *(void**)&addressRange = chrDevDriverEntry("cuMemGetAddressRange");
+}
 
 int chrCeBuffersSupported(void) {
   pthread_once(&resolveOnce, resolve);
-  return addressRange != NULL;
+  return pointerAttributes != NULL && addressRange != NULL;
 }
 
-/* The allocation holding [ptr, ptr + bytes) as CUDA IPC shares it: 1 with its handle and the offset. */
+/* The allocation holding [ptr, ptr + bytes) as CUDA IPC shares it: 1 with its handle and the offset.
+ * Memory that CUDA IPC refuses (cuMemCreate's, a stream-ordered pool's) is told apart by one
+ * attribute query rather than by a failing cudaIpcGetMemHandle on every call. */
 static int exportRange(uint64_t ptr, uint64_t bytes, cudaIpcMemHandle_t* handle, uint64_t* offset) {
   CUdeviceptr base = 0;
   size_t size = 0;
-  if (addressRange(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS || ptr - base + bytes > size ||
+  int capable = 0;
+  CUpointer_attribute asked = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE;
+  void* answer = &capable;
+  if (pointerAttributes(1, &asked, &answer, (CUdeviceptr)ptr) != CUDA_SUCCESS || !capable ||
+      addressRange(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS || ptr - base + bytes > size ||
       cudaIpcGetMemHandle(handle, (void*)(uintptr_t)base) != cudaSuccess) {
     cudaGetLastError();
     return 0;
@@ -118,6 +128,7 @@ char* chrCePeerBuffer(struct chrCeOpenedSet* s, const struct chrCePostData* d, u
   struct chrCeOpened* e = &s->e[s->n];
   memset(e, 0, sizeof *e);
   e->way = d->way;
+  const uint64_t t0 = chrDevNowNs();
   if (d->way == CHR_CE_BY_FD) {
     if (chrCeVmmImport(peerToken, &d->u.vmm, dev, &e->base) != NULL) return NULL;
     e->serial = d->u.vmm.serial;
@@ -133,6 +144,8 @@ char* chrCePeerBuffer(struct chrCeOpenedSet* s, const struct chrCePostData* d, u
   }
   e->lastKernelK = kernelK;
   s->n++;
+  s->opens++;
+  s->openNs += chrDevNowNs() - t0;
   return e->base + d->offset;
 }
 

@@ -53,6 +53,7 @@ struct chrCeOpened {
 struct chrCeOpenedSet {
   struct chrCeOpened e[CHR_CE_MAX_OPENED];
   int n;
+  uint64_t opens, openNs; /* buffers opened or mapped so far, and the host time that took */
 };
 
 /* 1 when the driver has what describing a buffer needs (cuMemGetAddressRange). */

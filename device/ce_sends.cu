@@ -113,6 +113,7 @@ struct chrCeRank {
   struct ceItem* items;
   int itemsCap;
   int aborted;
+  struct chrDevCeStats counts; /* the send and receive counts (the rest is summed over the pairs); from the rank's calls */
 };
 
 static char* word(const struct chrCeMap* m, const uint64_t* hostWord) {
@@ -461,6 +462,9 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
       chrCeDescribeBuffer(w->recvbuff, bytesOf(w), from->same, (pid_t)from->pid,
                           rk->cfg.ceShareFd ? &ce->in[at].exports : NULL, &ce->in[at].staging, &d, &it->staged);
       memcpy(mine.bytes, &d, sizeof d);
+      if (d.ok && d.bytes > 0) __atomic_add_fetch(it->staged ? &ce->counts.recvsStaged
+                                   : d.way == CHR_CE_BY_FD ? &ce->counts.recvsByFd : &ce->counts.recvsDirect,
+                                   1, __ATOMIC_RELAXED);
     }
     int first = chrCePost(mb, role, it->k, &mine, &theirs);
     if (role == CHR_CE_RECV) {
@@ -478,10 +482,12 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     if (!first && engine < 0 && slotDone(mb, it->k)) { /* the copy engine, after the kernel */
       memcpy(&engineData, theirs.bytes, sizeof engineData);
       engine = i;
+      __atomic_add_fetch(&ce->counts.sendsByEngine, 1, __ATOMIC_RELAXED);
       continue;
     }
     /* The kernel copies it once the agent (or this or a later call) publishes the buffer. */
     it->byKernel = 1;
+    __atomic_add_fetch(&ce->counts.sendsByKernel, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&o->lock);
     o->queue[o->tail % CHR_CE_SLOTS] = s;
     o->tail++;
@@ -535,6 +541,26 @@ void chrCeAbort(struct chrDevRank* rk) {
   }
   cudaGetLastError();
   releaseWaits(ce, n);
+}
+
+void chrCeStats(struct chrDevRank* rk, struct chrDevCeStats* out) {
+  memset(out, 0, sizeof *out);
+  struct chrCeRank* ce = rk->ce;
+  if (ce == NULL) return;
+  out->sendsByEngine = __atomic_load_n(&ce->counts.sendsByEngine, __ATOMIC_RELAXED);
+  out->sendsByKernel = __atomic_load_n(&ce->counts.sendsByKernel, __ATOMIC_RELAXED);
+  out->recvsDirect = __atomic_load_n(&ce->counts.recvsDirect, __ATOMIC_RELAXED);
+  out->recvsByFd = __atomic_load_n(&ce->counts.recvsByFd, __ATOMIC_RELAXED);
+  out->recvsStaged = __atomic_load_n(&ce->counts.recvsStaged, __ATOMIC_RELAXED);
+  for (int p = 0; p < rk->cfg.nRanks * CLASSES; p++) {
+    struct ceOut* o = &ce->out[p];
+    pthread_mutex_lock(&o->lock); /* the agent opens under it */
+    out->opened += o->opened.opens;
+    out->openNs += o->opened.openNs;
+    pthread_mutex_unlock(&o->lock);
+    out->exported += ce->in[p].exports.made; /* made in the rank's own calls */
+    out->exportNs += ce->in[p].exports.madeNs;
+  }
 }
 
 void chrCeDestroy(struct chrDevRank* rk) {

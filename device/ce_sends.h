@@ -38,6 +38,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include "nccl.h"
+#include "device/launch.h"
 #include "plan/work.h"
 
 struct chrDevRank;
@@ -57,6 +58,9 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
 
 /* The rank aborts: every wait of its streams and copy streams is released (no copy is issued any more). */
 void chrCeAbort(struct chrDevRank* rk);
+
+/* The rank's counts so far (launch.h's chrDevRankCeStats). */
+void chrCeStats(struct chrDevRank* rk, struct chrDevCeStats* out);
 
 /* Stops the agents, closes what was opened, unmaps the mailboxes. The rank's streams are done. */
 void chrCeDestroy(struct chrDevRank* rk);

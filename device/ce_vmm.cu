@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "device/ce_vmm.h"
 #include "device/dev_group.h"
+#include "device/dev_time.h"
 #include "device/fd_pass.h"
 #include "device/vmm_driver.h"
 
@@ -61,17 +62,20 @@ static int holdServer(struct chrCeExports* x) {
 /* ---- the receiver ---- */
 
 /* The chunks of [ptr, ptr + bytes) into *out (malloc'd): their count, 0 when the range is not made
- * of cuMemCreate mappings (or has more chunks than a key holds). */
+ * of cuMemCreate mappings (or has more chunks than a key holds). cuMemGetAddressRange gives a
+ * chunk's own mapping (the pointer attributes' range is the whole reservation for such memory). */
 static uint32_t walkChunks(uint64_t ptr, uint64_t bytes, struct chrCeVmmChunk** out) {
   *out = NULL;
   uint32_t n = 0, cap = 0;
   struct chrCeVmmChunk* v = NULL;
+  CUpointer_attribute asked = CU_POINTER_ATTRIBUTE_BUFFER_ID;
   for (uint64_t at = ptr; at < ptr + bytes;) {
     CUdeviceptr base = 0;
     size_t size = 0;
     unsigned long long id = 0;
+    void* answer = &id;
     if (drv.range(&base, &size, (CUdeviceptr)at) != CUDA_SUCCESS || size == 0 || base > at ||
-        drv.attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)at) != CUDA_SUCCESS || n == CHR_CE_VMM_MAX_CHUNKS)
+        drv.attributes(1, &asked, &answer, (CUdeviceptr)at) != CUDA_SUCCESS || n == CHR_CE_VMM_MAX_CHUNKS)
       goto fail;
     if (n == cap) {
       cap = cap ? cap * 2 : 8;
@@ -89,8 +93,14 @@ fail:
   return 0;
 }
 
-static int sameChunks(const struct chrCeVmmExport* e, const struct chrCeVmmChunk* c, uint32_t n) {
-  return e->nChunks == n && memcmp(e->chunks, c, sizeof *c * n) == 0;
+/* 1 when e holds a run of chunks equal to c[0..n): a buffer inside a larger one exported
+ * before (a smaller tensor of the same segment, a smaller size of a benchmark's sweep) reuses its
+ * export, and the sender its mapping. Every chunk of the run was checked by its buffer id just now;
+ * the export's other chunks may since have been freed, but the transfer touches only the run. */
+static int holdsRun(const struct chrCeVmmExport* e, const struct chrCeVmmChunk* c, uint32_t n) {
+  for (uint32_t j = 0; j + n <= e->nChunks; j++)
+    if (memcmp(&e->chunks[j], c, sizeof *c) == 0) return memcmp(&e->chunks[j], c, sizeof *c * n) == 0;
+  return 0;
 }
 
 static void withdraw(struct chrCeVmmExport* e, uint32_t offered) {
@@ -167,14 +177,20 @@ int chrCeVmmExport(struct chrCeExports* x, uint64_t ptr, uint64_t bytes, pid_t p
   if (n == 0) return 0;
   struct chrCeVmmExport* e = NULL;
   for (int i = 0; i < x->n && e == NULL; i++)
-    if (sameChunks(&x->e[i], chunks, n)) e = &x->e[i];
-  if (e != NULL) free(chunks);
-  else if ((e = newExport(x, chunks, n, peerPid)) == NULL) return 0;
+    if (holdsRun(&x->e[i], chunks, n)) e = &x->e[i];
+  if (e != NULL) {
+    free(chunks);
+  } else {
+    const uint64_t t0 = chrDevNowNs();
+    if ((e = newExport(x, chunks, n, peerPid)) == NULL) return 0;
+    x->made++;
+    x->madeNs += chrDevNowNs() - t0;
+  }
   e->lastUse = ++x->clock;
   uint64_t span = 0;
   for (uint32_t i = 0; i < e->nChunks; i++) span += e->chunks[i].size;
   *ref = (struct chrCeVmmRef){e->serial, span, e->nChunks, 0};
-  *offset = ptr - e->chunks[0].base;
+  *offset = ptr - e->chunks[0].base; /* an export's chunks lie side by side (walkChunks), as the sender maps them */
   return 1;
 }
 

@@ -16,6 +16,9 @@
  * them side by side in a range of its own (cuMemImportFromShareableHandle, cuMemMap,
  * cuMemSetAccess), and keeps the mapping by the serial (ce_buffers.h's opened set).
  *
+ * A buffer whose chunks are a run inside an earlier export's (a smaller tensor of the same segment)
+ * reuses that export at its offset, and the sender its mapping: no new export, fetch or mapping.
+ *
  * Why a cached mapping is never stale: the receiver looks its exports up by the chunks' buffer ids,
  * so a buffer whose chunks were freed and remapped (an allocator's reuse of the address) gets a new
  * serial, never an old one; and the sender's import holds its own reference to the old chunks, so
@@ -67,6 +70,7 @@ struct chrCeExports {
   int n;
   uint64_t clock;
   int serverHeld; /* this set holds a reference on the process's descriptor server */
+  uint64_t made, madeNs; /* exports made so far, and the host time that took */
 };
 
 /* The buffer [ptr, ptr + bytes) shared with process peerPid: 1, *ref and *offset (ptr's offset in the

@@ -49,8 +49,8 @@ extern "C" {
  * lanes (p2pStepBytes in the configurations), chrDevMemAlloc / chrDevMemFree. 5: works carry their call's
  * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
  * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h), the
- * configurations' copyEngine. 8: their ceWaitUs. 9: their ceShareFd. */
-#define CHR_DEV_API_VERSION 9
+ * configurations' copyEngine. 8: their ceWaitUs. 9: their ceShareFd. 10: chrDevRankCeStats. */
+#define CHR_DEV_API_VERSION 10
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -119,6 +119,24 @@ CHR_DEV_API uint32_t chrDevRankKernelError(const struct chrDevRank* rk);
  * (synchronize or abort first). A peer process that still uses this rank's arena must not be running
  * kernels on it either (CUDA IPC: the exporter frees, the importer's mapping becomes invalid). */
 CHR_DEV_API ncclResult_t chrDevRankDestroy(struct chrDevRank* rk);
+
+/* What a rank's copy-engine transfers (ce_sends.h) did so far, counted from its creation: for the
+ * core's log when the communicator ends, so that a user can see which way large transfers went. */
+struct chrDevCeStats {
+  uint64_t sendsByEngine; /* sends to other ranks copied by the copy engine (their receiver posted first) */
+  uint64_t sendsByKernel; /* copied by the launch's kernel (the sender called first) */
+  uint64_t recvsDirect;   /* receives posted as an address (one process) or a CUDA IPC handle */
+  uint64_t recvsByFd;     /* receives into memory shared by file descriptor (ce_vmm.h) */
+  uint64_t recvsStaged;   /* receives through a staging buffer */
+  uint64_t opened;        /* receivers' buffers this rank opened or mapped as a sender */
+  uint64_t openNs;        /* host time those opens and mappings took */
+  uint64_t exported;      /* buffers this rank exported by file descriptor as a receiver */
+  uint64_t exportNs;      /* host time those exports took */
+};
+
+/* The counts so far (all 0 for a rank that made no copy-engine transfer); not while another thread
+ * launches on the rank (its agents may run). */
+CHR_DEV_API void chrDevRankCeStats(struct chrDevRank* rk, struct chrDevCeStats* out);
 
 /* ---- a group: N ranks of one process ---- */
 

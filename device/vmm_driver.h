@@ -17,7 +17,7 @@
 #define CHR_VMM_FUNCS(X)                                                                                   \
   X(cuMemGetAllocationGranularity, granularity) X(cuMemCreate, create) X(cuMemRelease, release)          \
   X(cuMemAddressReserve, reserve) X(cuMemAddressFree, addrFree) X(cuMemMap, map) X(cuMemUnmap, unmap)  \
-  X(cuMemSetAccess, access) X(cuMemGetAddressRange, range) X(cuPointerGetAttribute, attribute)          \
+  X(cuMemSetAccess, access) X(cuMemGetAddressRange, range) X(cuPointerGetAttributes, attributes)        \
   X(cuMemRetainAllocationHandle, retain) X(cuMemGetAllocationPropertiesFromHandle, props)              \
   X(cuMemExportToShareableHandle, exportFd) X(cuMemImportFromShareableHandle, importFd)
 

@@ -321,11 +321,27 @@ static void detachGroup(struct ncclComm* comm, const struct chrDevLib* lib, int 
   pthread_mutex_unlock(&registryLock);
 }
 
+/* Which way the rank's copy-engine transfers went, at INFO (NCCL_DEBUG_SUBSYS=P2P): whether large
+ * sends ran on the engine or by kernel, and what sharing the receivers' buffers cost. */
+static void logEngineCounts(const struct ncclComm* comm, const struct chrDevLib* lib) {
+  const struct chrDevRankState* st = comm->dev;
+  if (!st->shape.copyEngine || st->rank == NULL || !chrLogEnabled(NCCL_LOG_INFO, NCCL_P2P)) return;
+  struct chrDevCeStats c;
+  lib->rankCeStats(st->rank, &c);
+  if (c.sendsByEngine + c.sendsByKernel + c.recvsDirect + c.recvsByFd + c.recvsStaged == 0) return;
+  INFO(NCCL_P2P, "comm %p rank %d: copy-engine transfers: sends %llu by the engine, %llu by kernel; receives %llu "
+       "direct, %llu by file descriptor, %llu staged; %llu receivers' buffers opened (%.3f ms), %llu exported "
+       "(%.3f ms)", (void*)comm, comm->rank, (unsigned long long)c.sendsByEngine, (unsigned long long)c.sendsByKernel,
+       (unsigned long long)c.recvsDirect, (unsigned long long)c.recvsByFd, (unsigned long long)c.recvsStaged,
+       (unsigned long long)c.opened, c.openNs / 1e6, (unsigned long long)c.exported, c.exportNs / 1e6);
+}
+
 void chrDevCommDetach(struct ncclComm* comm) {
   struct chrDevRankState* st = comm->dev;
   if (st == NULL) return;
   const struct chrDevLib* lib = chrDevLibGet();
   ncclResult_t res = chrDevCommWait(comm, "ncclCommDestroy");
+  if (res == ncclSuccess) logEngineCounts(comm, lib);
   if (res != ncclSuccess) /* kernels of this rank may still run: freeing their memory could fault the GPU */
     WARN("comm %p rank %d: leaving its GPU state allocated (its kernels did not finish)", (void*)comm, comm->rank);
   if (st->shared) {

@@ -38,7 +38,8 @@ static int bindAll(void* lib, struct chrDevLib* d, char* why, size_t whyLen) {
          BIND(rankCreate, "chrDevRankCreate") && BIND(rankExport, "chrDevRankExport") &&
          BIND(rankConnect, "chrDevRankConnect") && BIND(rankLaunch, "chrDevRankLaunch") &&
          BIND(rankSetAbort, "chrDevRankSetAbort") && BIND(rankKernelError, "chrDevRankKernelError") &&
-         BIND(rankDestroy, "chrDevRankDestroy") && BIND(maxWorks, "chrDevMaxWorks") &&
+         BIND(rankDestroy, "chrDevRankDestroy") && BIND(rankCeStats, "chrDevRankCeStats") &&
+         BIND(maxWorks, "chrDevMaxWorks") &&
          BIND(lastError, "chrDevLastError") && BIND(eventCreate, "chrDevEventCreate") &&
          BIND(eventDestroy, "chrDevEventDestroy") && BIND(eventRecord, "chrDevEventRecord") &&
          BIND(streamWaitEvent, "chrDevStreamWaitEvent") && BIND(eventQuery, "chrDevEventQuery") &&

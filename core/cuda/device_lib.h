@@ -30,6 +30,7 @@ struct chrDevLib {
   void (*rankSetAbort)(struct chrDevRank* rk, uint32_t value);
   uint32_t (*rankKernelError)(const struct chrDevRank* rk);
   ncclResult_t (*rankDestroy)(struct chrDevRank* rk);
+  void (*rankCeStats)(struct chrDevRank* rk, struct chrDevCeStats* out);
   int (*maxWorks)(void);
   const char* (*lastError)(void);
   ncclResult_t (*eventCreate)(int cudaDev, void** event);

@@ -23,7 +23,11 @@
  * writing through its mapping of the old chunks fails the second round. CHORUS_TEST_EXPECT_FD=1 (0):
  * each process must (must not) end up serving descriptors of its memory (an abstract Unix socket
  * named chorus-fd-*, device/ce_vmm.h), which says which of the two paths its receives took; one
- * digit per rank (e.g. 10: rank 0 must, rank 1 must not) where the ranks differ. CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
+ * digit per rank (e.g. 10: rank 0 must, rank 1 must not) where the ranks differ. CHORUS_TEST_EXPECT_WAY:
+ * which way each rank's copy-engine receives went, from the counts its comm logs at destroy
+ * (NCCL_DEBUG=INFO, subsystem P2P, into a file of its own): one letter per rank (one for all), d
+ * (every one posted directly: an address or a CUDA IPC handle), f (by file descriptor), s (staged),
+ * - (none). CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
  * calls (and their streams' waits) come first: a copy-engine sender then issues from its agent thread
  * after its stream already waits (with CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting, every
  * stream shares one hardware queue). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
@@ -271,11 +275,62 @@ static struct ncOp mkOp(int func, int type, int op, size_t count, int root, int 
   return o;
 }
 
+/* ---- the ways receives went (CHORUS_TEST_EXPECT_WAY) ---- */
+
+static char wayLog[256];
+
+/* Before the comm: its log goes to a file of this process's own. */
+static void wayLogStart(int rank) {
+  const char* w = getenv("CHORUS_TEST_EXPECT_WAY");
+  if (w == NULL || *w == 0) return;
+  const char* tmp = getenv("TMPDIR");
+  snprintf(wayLog, sizeof wayLog, "%s/chorus-test-way-%d-r%d.log", tmp && *tmp ? tmp : "/tmp", (int)getpid(), rank);
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "P2P", 1);
+  setenv("NCCL_DEBUG_FILE", wayLog, 1);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  ncclResetDebugInit(); /* the parent's ncclGetUniqueId read the settings before the fork */
+#pragma GCC diagnostic pop
+}
+
+/* After the comm's destroy: its counts line against the rank's letter; failures. */
+static int wayLogCheck(int rank) {
+  if (wayLog[0] == 0) return 0;
+  const char* w = getenv("CHORUS_TEST_EXPECT_WAY");
+  const char want = strlen(w) > (size_t)rank ? w[rank] : w[0];
+  FILE* f = fopen(wayLog, "r");
+  char line[1024];
+  unsigned long long engine = 0, kernel = 0, direct = 0, fd = 0, staged = 0;
+  int found = 0;
+  while (f && !found && fgets(line, sizeof line, f)) {
+    const char* at = strstr(line, "copy-engine transfers: ");
+    found = at && sscanf(at, "copy-engine transfers: sends %llu by the engine, %llu by kernel; receives %llu direct, "
+                         "%llu by file descriptor, %llu staged", &engine, &kernel, &direct, &fd, &staged) == 5;
+  }
+  if (f) fclose(f);
+  unlink(wayLog);
+  const int ok = want == '-' ? direct + fd + staged == 0
+                 : want == 'd' ? direct > 0 && fd + staged == 0
+                 : want == 'f' ? fd > 0 && direct + staged == 0
+                 : want == 's' ? staged > 0 && direct + fd == 0 : 0;
+  if (ok && (found || want == '-')) {
+    if (found) printf("rank %d: sends %llu by the engine, %llu by kernel; receives %llu direct, %llu by descriptor, "
+                      "%llu staged\n", rank, engine, kernel, direct, fd, staged);
+    return 0;
+  }
+  fprintf(stderr, "FAIL rank %d: copy-engine counts %s (sends %llu engine, %llu kernel; receives %llu direct, %llu "
+          "by descriptor, %llu staged), expected '%c'\n", rank, found ? "wrong" : "not logged", engine, kernel, direct,
+          fd, staged, want);
+  return 1;
+}
+
 /* ---- colls ---- */
 
 static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   (void)arg;
   struct rankBufs B;
+  wayLogStart(rank);
   if (setup(&B, rank, n, id)) return 1;
   const struct ncOp ops[] = {
       mkOp(F_ALLREDUCE, ncclFloat32, OP_SUM, 1001, 0, 0, 1),            /* LL, odd */
@@ -323,6 +378,7 @@ static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
     failures++;
   }
   NCCL_OK(ncclCommDestroy(B.comm));
+  if (failures == 0) failures += wayLogCheck(rank);
   release(&B);
   if (rank == 0) printf("gpu.procs colls n=%d: %d cases%s, %d failures (rank 0), %.2f s\n", n, nOps,
                         rounds > 1 ? " twice, fresh chunks at the arena between" : "", failures, chrLaunchNowSec() - t0);
