@@ -25,7 +25,7 @@
 
 static uint64_t ceMin;             /* CHORUS_GPU_CE_MIN_BYTES as the test runs with it (0: unset or off) */
 static uint64_t ceBcastMin;        /* the broadcasts' floor: CHORUS_GPU_CE_BCAST_MIN_BYTES (unset: its documented
-                                      default, 128 MiB), 0 there: ceMin */
+                                      default, 1 GiB), 0 there: ceMin */
 static long ceSendWorks, ceRecvWorks; /* sends to other ranks / receives from them as engine works */
 static long ceMixedPlans;          /* rank plans with an engine work and a lane transfer to one peer, one direction */
 static long ceCapturedPlans;       /* rank plans made as under graph capture, checked to have no engine work */
@@ -42,7 +42,7 @@ void apiEngineInit(void) {
   const char* ceEnv = getenv("CHORUS_GPU_CE_MIN_BYTES");
   ceMin = ceEnv ? strtoull(ceEnv, NULL, 0) : 0;
   const char* bcEnv = getenv("CHORUS_GPU_CE_BCAST_MIN_BYTES");
-  ceBcastMin = bcEnv == NULL ? 134217728ull : strtoull(bcEnv, NULL, 0) > 0 ? strtoull(bcEnv, NULL, 0) : ceMin;
+  ceBcastMin = bcEnv == NULL ? 1073741824ull : strtoull(bcEnv, NULL, 0) > 0 ? strtoull(bcEnv, NULL, 0) : ceMin;
   const char* ceArEnv = getenv("CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES");
   ceArMin = ceArEnv ? strtoull(ceArEnv, NULL, 0) : 0;
 }
@@ -60,7 +60,7 @@ static int wantsEngine(const struct chrCollTask* t, int rank, int capturing) {
          t->count > 0 && (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin;
 }
 
-/* ... and a broadcast of two ranks of at least CHORUS_GPU_CE_BCAST_MIN_BYTES (128 MiB unless set; 0:
+/* ... and a broadcast of two ranks of at least CHORUS_GPU_CE_BCAST_MIN_BYTES (1 GiB unless set; 0:
  * CHORUS_GPU_CE_MIN_BYTES): the root's send and the other rank's receive, in transfer class 1 (the
  * collectives'), with, at the root out of place, an engine copy of its buffer. */
 static int wantsEngineBcast(const struct chrCollTask* t, int capturing) {
