@@ -28,6 +28,18 @@
  * sender's call when the receiver came first, writes it (chrCePublishDst) when the slot's transfer
  * before is done, and releases the slot. The copy sets done[RECV]; the receiver never copies nor
  * releases. done[role] is per slot: transfers that run by different means finish in any order.
+ *
+ * The receiver pulls (a variant of sender-copies mode, modelled in tests/unit/test_ce_mailbox.c; the
+ * device library does not pull yet: docs/perf/gpu-2gpu.md, "Next" 00z). A receiver that finds its
+ * sender's post already there (chrCeOtherPosted before its own post, so it will come second), with
+ * no engine copy in its launch yet, marks its post as a pull and copies on its own copy stream,
+ * queued after its launch's kernel: it waits for both ready words, copies from the buffer the
+ * sender's post names, and sets done[SEND] and done[RECV]. The sender's agent publishes
+ * CHR_CE_DST_PULLED for such a post instead of a buffer, and the sender's kernel, finding it, copies
+ * nothing and waits until done[SEND] >= k (its buffer is read until then). The pull's done word
+ * frees the slot before the sender's kernel has looked, so the agent may publish the slot's next
+ * transfer first: the kernel reads dstK, dstPtr, dstK again (a seqlock: dstPtr is written first),
+ * and a dstK past k means its transfer was pulled.
  */
 #ifndef CHORUS_CUDA_CE_MAILBOX_H_
 #define CHORUS_CUDA_CE_MAILBOX_H_
@@ -38,6 +50,7 @@
 #define CHR_CE_SLOTS 16
 #define CHR_CE_POST_BYTES 96
 enum { CHR_CE_SEND = 0, CHR_CE_RECV = 1 };
+#define CHR_CE_DST_PULLED 1ull /* dstPtr of a transfer its receiver pulls (no buffer is ever at address 1) */
 
 struct chrCePost {
   unsigned char bytes[CHR_CE_POST_BYTES]; /* what the other end needs: a buffer's handle and offset, ... */

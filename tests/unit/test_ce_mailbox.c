@@ -33,6 +33,13 @@
  * caught here: the copies of a group one after another on the user stream (a copy waiting for one
  * receiver before a transfer that receiver waits for: hangs, 3 ranks); the copy stream's copy
  * queued before the group's kernel (one queue: hangs, and data read before it was there).
+ *
+ * Pull mode (the sender mode, plus: a receiver that finds its sender's post already there copies on
+ * its own copy stream, ce_mailbox.h; not in the device library yet). Caught here: the sender's kernel
+ * reading the slot's publish after the agent had published the slot's next transfer (a pulled
+ * transfer's done word frees the slot before the sender's kernel has looked), so it copied this
+ * transfer's data into the next one's buffer; the counts (every transfer copied exactly once) fail
+ * without the kernel's seqlock read of the publish.
  */
 #include <linux/futex.h>
 #include <pthread.h>
@@ -52,7 +59,8 @@
 
 #define MAXR 3
 #define STEPS 1500
-#define RING 16    /* buffers per ordered pair: transfer k uses k % RING (more than a group can hold) */
+#define RING 32    /* buffers per ordered pair: transfer k uses k % RING (more than a group can hold, and
+                      not CHR_CE_SLOTS, so that a copy made for a slot's other transfer lands in a buffer of its own) */
 #define WORDS 32
 #define QUEUE 8192
 #define LIMIT_SEC 60
@@ -68,12 +76,15 @@ struct Shared {
   long pushes;  /* ... of those, the sending end */
   long byKernel; /* sender mode: transfers the group's kernel copied (on the sender's user stream) */
   long byAgent; /* ... of them, published by the agent thread (the rest, by the sender's call) */
+  long pulls;   /* pull mode: transfers the receiver copied on its copy stream (it came second to a sender first) */
+  long pulledJobs; /* ... the sender's kernel jobs that found them pulled (so copied nothing) */
   uint32_t bell[MAXR]; /* sender mode: rank r's agent sleeps on bell[r] (a futex) */
 };
 static struct Shared* sh;
 static int me, nRanks;
 static int senderIssues; /* the mode of this run: 1 = the sender copies every transfer */
 static int oneQueue;     /* 1: all of a rank's streams are one queue (its user stream's thread) */
+static int receiverPulls; /* sender mode: a receiver second to a sender first copies on its own copy stream */
 static double deadline;
 
 static double now(void) {
@@ -152,6 +163,7 @@ struct Group {
   struct {
     int peer;
     uint64_t k, *dstK, *dstPtr, *ready, *done;
+    uint64_t* senderDone; /* pull mode: done[SEND], which the receiver's pull writes */
     const uint64_t* from;
     int finished;
   } job[9];
@@ -168,7 +180,19 @@ static void runGroupKernel(struct Group* g) {
       if (g->job[i].finished || __atomic_load_n(g->job[i].dstK, __ATOMIC_ACQUIRE) < g->job[i].k ||
           __atomic_load_n(g->job[i].ready, __ATOMIC_ACQUIRE) < g->job[i].k)
         continue;
+      /* The publish is read as a seqlock (dstPtr is written before dstK): a pulled transfer's done
+       * word frees its slot before this job looks, so the agent may already have published the
+       * slot's next transfer (dstK > k: this one was pulled, since only its copy or its pull ends it). */
+      const uint64_t seen = __atomic_load_n(g->job[i].dstK, __ATOMIC_ACQUIRE);
       uint64_t* to = (uint64_t*)(uintptr_t)__atomic_load_n(g->job[i].dstPtr, __ATOMIC_ACQUIRE);
+      if (__atomic_load_n(g->job[i].dstK, __ATOMIC_ACQUIRE) != seen) continue; /* published meanwhile: again */
+      if (seen > g->job[i].k || (uintptr_t)to == CHR_CE_DST_PULLED) { /* the receiver copies: wait until it has */
+        if (__atomic_load_n(g->job[i].senderDone, __ATOMIC_ACQUIRE) < g->job[i].k) continue;
+        __atomic_add_fetch(&sh->pulledJobs, 1, __ATOMIC_RELAXED);
+        g->job[i].finished = 1;
+        left--;
+        continue;
+      }
       if (to == NULL) fail("a kernel copy found no published buffer", g->job[i].peer, g->job[i].k);
       else
         for (int w = 0; w < WORDS; w++)
@@ -367,7 +391,7 @@ static int publishReady(int byAgent) {
         break;
       }
       checkPost(x, &other);
-      chrCePublishDst(boxOf(x), x->k, (uint64_t)(uintptr_t)bufOf(x, 1));
+      chrCePublishDst(boxOf(x), x->k, other.bytes[2] ? CHR_CE_DST_PULLED : (uint64_t)(uintptr_t)bufOf(x, 1));
       chrCeRelease(boxOf(x), x->k);
       if (byAgent) __atomic_add_fetch(&sh->byAgent, 1, __ATOMIC_RELAXED);
       pendHead[p]++;
@@ -441,13 +465,25 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
     mine.bytes[1] = (unsigned char)x->role;
     memcpy(&mine.bytes[8], &x->k, sizeof(x->k));
     __atomic_add_fetch(&sh->ends, 1, __ATOMIC_RELAXED);
+    /* Pull mode: a receiver that finds its sender posted (so it will come second), with no engine
+     * copy in its group yet, says so in its post and copies on its own copy stream, queued after
+     * the group's kernel as a sender's engine copy is. */
+    const int pull = senderIssues && receiverPulls && x->role == CHR_CE_RECV && !hasEngine &&
+                     chrCeOtherPosted(mb, x->role, x->k, &other);
+    if (pull) mine.bytes[2] = 1;
     const int first = chrCePost(mb, x->role, x->k, &mine, &other);
     if (senderIssues) {
       if (x->role == CHR_CE_RECV) {
         waits[nWaits++] = *x;
         if (!first) {
           checkPost(x, &other);
-          ring(x->peer); /* the sender came first: its agent publishes this buffer */
+          ring(x->peer); /* the sender came first: its agent publishes this buffer (or the pull's mark) */
+        }
+        if (pull && first) fail("a receiver that saw its sender's post came first", x->peer, x->k);
+        if (pull) {
+          engine = *x;
+          hasEngine = 1;
+          __atomic_add_fetch(&sh->pulls, 1, __ATOMIC_RELAXED);
         }
         continue;
       }
@@ -501,6 +537,7 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
       g->job[i].dstPtr = &mb->dstPtr[slot];
       g->job[i].ready = &mb->ready[CHR_CE_RECV][0];
       g->job[i].done = chrCeDone(mb, CHR_CE_RECV, firsts[i].k);
+      g->job[i].senderDone = chrCeDone(mb, CHR_CE_SEND, firsts[i].k);
       g->job[i].from = bufOf(&firsts[i], 0);
       __atomic_add_fetch(&sh->byKernel, 1, __ATOMIC_RELAXED);
     }
@@ -609,10 +646,11 @@ static int runRank(int rank) {
   return __atomic_load_n(&sh->failures, __ATOMIC_ACQUIRE) ? 1 : 0;
 }
 
-static int runWorld(int ranks, int bySender, int oneQ) {
+static int runWorld(int ranks, int bySender, int oneQ, int pulls) {
   nRanks = ranks;
   senderIssues = bySender;
   oneQueue = oneQ;
+  receiverPulls = pulls;
   memset(sh, 0, sizeof(*sh));
   for (int s = 0; s < MAXR; s++)
     for (int d = 0; d < MAXR; d++) chrCeMailboxInit(&sh->box[s][d]);
@@ -631,30 +669,41 @@ static int runWorld(int ranks, int bySender, int oneQ) {
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
   }
   if (bySender)
-    printf("ce mailbox, the sender copies%s: %d ranks, %d steps of random transfers, groups closed at random: %ld "
-           "transfers, %ld on the copy stream, %ld by the group's kernel (buffer published by the agent %ld "
-           "times); %d failures\n", oneQ ? ", one queue per rank" : "", ranks, STEPS,
-           sh->ends / 2, sh->seconds, sh->byKernel, sh->byAgent, sh->failures);
+    printf("ce mailbox, the sender copies%s%s: %d ranks, %d steps of random transfers, groups closed at random: %ld "
+           "transfers, %ld on the copy stream (%ld pulled by the receiver), %ld by the group's kernel (buffer "
+           "published by the agent %ld times); %d failures\n", pulls ? " or the receiver pulls" : "",
+           oneQ ? ", one queue per rank" : "", ranks, STEPS, sh->ends / 2, sh->seconds, sh->pulls,
+           sh->byKernel - sh->pulledJobs, sh->byAgent, sh->failures);
   else
     printf("ce mailbox, the second issues: %d ranks, %d steps of random transfers, groups closed at random: %ld "
            "transfers, copied by the second end to post: %ld the sender, %ld the receiver; %d failures\n", ranks, STEPS,
            sh->ends / 2, sh->pushes, sh->seconds - sh->pushes, sh->failures);
   /* every transfer is copied once (sender mode: by its sender, both ways, and the agent published at
-   * least once) */
-  return rc || sh->failures || sh->ends != 2 * (sh->seconds + sh->byKernel) ||
-         (bySender && (sh->pushes != sh->seconds || sh->seconds <= 0 || sh->byKernel <= 0 || sh->byAgent <= 0));
+   * least once; pull mode: some by their receiver, whose sender's kernel then copied nothing) */
+  const int counted = sh->ends == 2 * (sh->seconds + sh->byKernel - sh->pulledJobs) && sh->pulls == sh->pulledJobs &&
+                      (!pulls || sh->pulls > 0) &&
+                      (!bySender || (sh->pushes + sh->pulls == sh->seconds && sh->pushes > 0 &&
+                                     sh->byKernel - sh->pulledJobs > 0 && sh->byAgent > 0));
+  if (!counted)
+    fprintf(stderr, "the counts do not add up: ends %ld, copy-stream copies %ld (pushes %ld, pulls %ld), kernel jobs %ld "
+            "(%ld found pulled), agent publishes %ld\n", sh->ends, sh->seconds, sh->pushes, sh->pulls, sh->byKernel,
+            sh->pulledJobs, sh->byAgent);
+  return rc || sh->failures || !counted;
 }
 
-/* No arguments: every run. "RANKS SENDER ONE_QUEUE" (e.g. "3 1 1"): that run alone. */
+/* No arguments: every run. "RANKS SENDER ONE_QUEUE [PULL]" (e.g. "3 1 1 1"): that run alone. */
 int main(int argc, char** argv) {
   sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) return 1;
-  if (argc == 4) return runWorld(atoi(argv[1]), atoi(argv[2]), atoi(argv[3])) ? 1 : 0;
-  int rc = runWorld(2, 0, 0);
-  rc |= runWorld(3, 0, 0);
-  rc |= runWorld(2, 1, 0);
-  rc |= runWorld(3, 1, 0);
-  rc |= runWorld(2, 1, 1);
-  rc |= runWorld(3, 1, 1);
+  if (argc == 4 || argc == 5)
+    return runWorld(atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), argc == 5 ? atoi(argv[4]) : 0) ? 1 : 0;
+  int rc = runWorld(2, 0, 0, 0);
+  rc |= runWorld(3, 0, 0, 0);
+  for (int pull = 0; pull < 2; pull++) {
+    rc |= runWorld(2, 1, 0, pull);
+    rc |= runWorld(3, 1, 0, pull);
+    rc |= runWorld(2, 1, 1, pull);
+    rc |= runWorld(3, 1, 1, pull);
+  }
   return rc ? 1 : 0;
 }
