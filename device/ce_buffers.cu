@@ -89,6 +89,16 @@ void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, pid_t se
   *staged = region;
 }
 
+void chrCeDescribeSource(uint64_t ptr, uint64_t bytes, int sameProcess, struct chrCePostData* d) {
+  memset(d, 0, sizeof *d);
+  d->bytes = bytes;
+  d->ptr = ptr;
+  d->ok = 1;
+  if (sameProcess || bytes == 0) return;
+  d->way = CHR_CE_BY_IPC;
+  if (!exportRange(ptr, bytes, &d->u.handle, &d->offset)) d->ok = 0;
+}
+
 void chrCeStagingFree(struct chrCeStaging* st) {
   if (st->base) cudaFree(st->base);
   for (int i = 0; i < st->nRetired; i++) cudaFree(st->retired[i]);

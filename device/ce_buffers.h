@@ -16,10 +16,11 @@
 
 #define CHR_CE_MAX_OPENED 64
 
-/* How a posted buffer reaches the sender. */
-enum chrCeBufferWay { CHR_CE_BY_PTR = 0, CHR_CE_BY_IPC = 1, CHR_CE_BY_FD = 2 };
+/* How a posted buffer reaches the other end; CHR_CE_PULLED: a receiver's post that names no buffer,
+ * since it copies the transfer itself from the sender's (ce_sends.h). */
+enum chrCeBufferWay { CHR_CE_BY_PTR = 0, CHR_CE_BY_IPC = 1, CHR_CE_BY_FD = 2, CHR_CE_PULLED = 3 };
 
-/* What the receiver posts. */
+/* What the receiver posts (and, for a receiver that may pull, the sender: its send buffer). */
 struct chrCePostData {
   uint32_t ok;        /* 0: the buffer cannot be shared (the sender ends the transfer and reports it) */
   uint32_t way;       /* chrCeBufferWay: ptr (the sender's own process), handle + offset, vmm + offset */
@@ -64,6 +65,11 @@ int chrCeBuffersSupported(void);
  * the staging region that stands in for the buffer, or NULL. d->ok = 0 when none can be had. */
 void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, pid_t senderPid, struct chrCeExports* x,
                          struct chrCeStaging* st, struct chrCePostData* d, char** staged);
+
+/* The post describing a send buffer of `bytes` at ptr for a receiver that may pull it: an address in
+ * one process, else its allocation's CUDA IPC handle and offset; d->ok = 0 when CUDA IPC cannot share
+ * it (the sender's kernel then copies, as when the receiver does not pull). */
+void chrCeDescribeSource(uint64_t ptr, uint64_t bytes, int sameProcess, struct chrCePostData* d);
 
 /* Frees a staging buffer and those it outgrew (the streams are done with them). */
 void chrCeStagingFree(struct chrCeStaging* st);

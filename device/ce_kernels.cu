@@ -1,6 +1,7 @@
 /*
  * ce_kernels.cu: the kernel of copy-engine sends (ce_kernels.h).
  */
+#include "cuda/ce_mailbox.h"
 #include "device/ce_kernels.h"
 #include "device/dev_error.h"
 
@@ -49,24 +50,44 @@ __device__ static void copyPart(char* dst, const char* src, unsigned long long l
   for (unsigned long long i = lo + threadIdx.x; i < hi; i += COPY_THREADS) dst[i] = src[i];
 }
 
+/* Thread 0: waits until transfer j is published and its receiver ready, then reads the publish as a
+ * seqlock (the agent writes dstPtr, then dstK): a pull frees the slot before this kernel looks, so
+ * the slot's next transfer may be published already, and dstK past k means j was pulled. Returns
+ * the buffer, CHR_CE_DST_PULLED, or 0 (copy nothing); *quit on an abort. */
+__device__ static unsigned long long published(const struct chrCeGroupArgs* a, const struct chrCeCopyJob* j, int* quit) {
+  for (;;) {
+    while (*j->dstK < j->k || *j->ready < j->k) {
+      if (*a->abortFlag) {
+        *quit = 1;
+        return 0;
+      }
+      __nanosleep(POLL_NS);
+    }
+    const unsigned long long seen = *j->dstK;
+    __threadfence_system();
+    const unsigned long long ptr = *j->dstPtr;
+    __threadfence_system();
+    if (*j->dstK == seen) return seen > j->k ? CHR_CE_DST_PULLED : ptr;
+  }
+}
+
 /* One CTA's share of copy j: once the buffer is published and the receiver ready; the last CTA of
- * the copy to finish sets the receiver's done word. */
+ * the copy to finish sets the receiver's done word. A pulled transfer: the first CTA waits for the
+ * pull's done word (the send buffer is read until then), the others leave. */
 __device__ static void copyShare(const struct chrCeGroupArgs* a, const struct chrCeCopyJob* j, int part) {
   __shared__ char* dst;
   __shared__ int quit;
   if (threadIdx.x == 0) {
     quit = 0;
-    while (*j->dstK < j->k || *j->ready < j->k) {
-      if (*a->abortFlag) {
-        quit = 1;
-        break;
-      }
-      __nanosleep(POLL_NS);
+    const unsigned long long p = published(a, j, &quit);
+    if (p == CHR_CE_DST_PULLED) {
+      while (part == 0 && *j->senderDone < j->k && !*a->abortFlag) __nanosleep(POLL_NS);
+      quit = 1;
     }
-    dst = quit ? NULL : (char*)(uintptr_t)*j->dstPtr;
+    dst = quit ? NULL : (char*)(uintptr_t)p;
   }
   __syncthreads();
-  if (quit) return; /* the abort writes every done word */
+  if (quit) return; /* the abort writes every done word; a pull writes its own */
   if (dst != NULL) {
     /* this CTA's share, in 16-byte units so that every share but the last starts aligned */
     const unsigned long long units = (j->bytes + 15) / 16, per = (units + a->ctasPerJob - 1) / a->ctasPerJob;

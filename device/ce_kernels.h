@@ -5,7 +5,9 @@
  * another on a stream (or on a hardware queue that streams share):
  *   - up to CHR_CE_GROUP_JOBS copies of sends that run on the SMs: a share of the CTAs per copy
  *     waits until the agent has published the receiver's buffer and the receiver is ready, copies
- *     its part, and the last CTA of the copy sets the receiver's done word;
+ *     its part, and the last CTA of the copy sets the receiver's done word; or, when the receiver
+ *     pulls the transfer (CHR_CE_DST_PULLED, core/cuda/ce_mailbox.h), one CTA waits until the
+ *     pull's done word says the send buffer was read;
  *   - up to CHR_CE_GROUP_WAITS done words (receives, and sends the copy engine runs), which one more
  *     CTA polls until each reaches its transfer number (host memory both ends map; not
  *     cuStreamWaitValue64, which stops the hardware queue it is on).
@@ -29,6 +31,7 @@ struct chrCeCopyJob {
   const volatile unsigned long long* dstPtr; /* the receiver's buffer as this process reaches it; 0: none */
   const volatile unsigned long long* ready;  /* the receiver's ready word (its buffer may be written) */
   unsigned long long* done;                  /* the receiver's done word of this transfer */
+  const volatile unsigned long long* senderDone; /* this end's done word: a pull of the transfer sets it */
   unsigned int* counter;                     /* CTAs finished with this copy (device memory, 0 between) */
 };
 

@@ -98,6 +98,8 @@ struct ceIn {
   struct cePair pair;
   struct chrCeExports exports; /* receive buffers CUDA IPC cannot share, by file descriptor (ce_vmm.h) */
   struct chrCeStaging staging; /* the rest of those */
+  cudaStream_t copy;           /* pulls (cePull): created at the first */
+  struct chrCeOpenedSet opened; /* the senders' buffers opened to pull from (only the rank's calls use it) */
 };
 
 /* One engine work of a launch, between chrCeSignal and the end of chrCePost. */
@@ -105,6 +107,7 @@ struct ceItem {
   uint64_t k;
   char* staged;        /* a receive's staging region, copied out after its wait; NULL: none */
   int byKernel;        /* a send the launch's kernel copies (else the copy engine, or a receive) */
+  const char* pullSrc; /* a receive this rank pulls: the sender's buffer in this process; NULL: none */
 };
 
 struct chrCeRank {
@@ -246,6 +249,49 @@ static void issueOne(struct ceOut* o, const struct cePending* s, const struct ch
   chrCeRelease(mb, s->k);
 }
 
+/* Before a sender's buffer opened for pulls is closed: the pulls that read it are over. */
+static int quiesceIn(void* arg, uint64_t lastKernelK) {
+  (void)lastKernelK;
+  struct ceIn* in = (struct ceIn*)arg;
+  return in->copy == NULL || cudaStreamSynchronize(in->copy) == cudaSuccess;
+}
+
+/* A receive of `bytes` whose sender posted first (*theirs, its send buffer as chrCeDescribeSource
+ * put it): the sender's buffer opened in this process by CUDA IPC, for this rank to pull, or NULL
+ * (its sender's kernel copies it: a buffer CUDA IPC cannot share, one that cannot be opened here,
+ * or a sender in this process, where pulls ran slower than the sender's kernel, k7). */
+static const char* pullSource(struct chrDevRank* rk, struct ceIn* in, int peer, const struct chrCePost* theirs,
+                              uint64_t bytes) {
+  struct chrCePostData sd;
+  memcpy(&sd, theirs->bytes, sizeof sd);
+  const struct chrDevPeerId* from = &rk->peerId[peer];
+  if (!sd.ok || sd.bytes != bytes || sd.way != CHR_CE_BY_IPC || from->same) return NULL;
+  return chrCePeerBuffer(&in->opened, &sd, from->token, rk->cfg.cudaDev, 0, quiesceIn, in);
+}
+
+/* A receive this rank pulls (its sender called first and is told so by this rank's post, so its
+ * kernel copies nothing and waits for done[SEND]): queued after the launch's kernel, as a sender's
+ * engine copy is, on the pair's copy stream: both ready words, the copy, both done words. When it
+ * cannot, the done words are written from here and the error word is raised. */
+static void issuePull(struct chrDevRank* rk, struct ceIn* in, uint64_t k, void* dst, const char* src, uint64_t bytes) {
+  struct chrCeMap* m = in->pair.map;
+  struct chrCeMailbox* mb = &m->seg->box;
+  const int rank = rk->cfg.rank;
+  int ok = in->copy != NULL || cudaStreamCreateWithFlags(&in->copy, cudaStreamNonBlocking) == cudaSuccess;
+  ok = ok && streamWait(in->copy, word(m, &mb->ready[CHR_CE_SEND][0]), k, rank) == ncclSuccess &&
+       streamWait(in->copy, word(m, &mb->ready[CHR_CE_RECV][0]), k, rank) == ncclSuccess &&
+       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, in->copy) == cudaSuccess;
+  cudaGetLastError();
+  if (ok)
+    ok = streamWrite(in->copy, word(m, (const uint64_t*)chrCeDone(mb, CHR_CE_SEND, k)), k, rank) == ncclSuccess &&
+         streamWrite(in->copy, word(m, (const uint64_t*)chrCeDone(mb, CHR_CE_RECV, k)), k, rank) == ncclSuccess;
+  if (!ok && !__atomic_load_n(&rk->ce->aborted, __ATOMIC_ACQUIRE)) {
+    raiseError(rk);
+    __atomic_store_n(chrCeDone(mb, CHR_CE_SEND, k), k, __ATOMIC_RELEASE);
+    __atomic_store_n(chrCeDone(mb, CHR_CE_RECV, k), k, __ATOMIC_RELEASE);
+  }
+}
+
 /* Publishes, in transfer order, the buffer of every kernel-copied send whose receiver has posted and
  * whose slot's transfer before is over, and releases its slot. Host work only: nothing here queues
  * GPU work (ce_sends.h says why), and nothing waits under the lock, which the user's calls take.
@@ -265,9 +311,11 @@ static int publishReady(struct ceOut* o) {
     }
     struct chrCePostData d;
     memcpy(&d, theirs.bytes, sizeof d);
-    char* dst = fits(o, &d, s->bytes) ? peerBuffer(o, &d, s->k) : NULL;
-    if (dst == NULL && s->bytes > 0 && !__atomic_load_n(&o->rk->ce->aborted, __ATOMIC_ACQUIRE)) raiseError(o->rk);
-    chrCePublishDst(mb, s->k, (uint64_t)(uintptr_t)dst);
+    uint64_t dst = 0;
+    if (fits(o, &d, s->bytes))
+      dst = d.way == CHR_CE_PULLED ? CHR_CE_DST_PULLED : (uint64_t)(uintptr_t)peerBuffer(o, &d, s->k);
+    if (dst == 0 && s->bytes > 0 && !__atomic_load_n(&o->rk->ce->aborted, __ATOMIC_ACQUIRE)) raiseError(o->rk);
+    chrCePublishDst(mb, s->k, dst);
     chrCeRelease(mb, s->k);
     o->head++;
   }
@@ -379,6 +427,7 @@ static struct chrCeCopyJob copyJob(struct ceOut* o, const struct chrWork* w, uin
   j.dstPtr = (const volatile unsigned long long*)word(m, &mb->dstPtr[slot]);
   j.ready = (const volatile unsigned long long*)word(m, &mb->ready[CHR_CE_RECV][0]);
   j.done = (unsigned long long*)word(m, chrCeDone(mb, CHR_CE_RECV, k));
+  j.senderDone = (const volatile unsigned long long*)word(m, chrCeDone(mb, CHR_CE_SEND, k));
   j.counter = o->counters + slot;
   return j;
 }
@@ -457,18 +506,36 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     struct chrCePostData d;
     it->staged = NULL;
     it->byKernel = 0;
+    it->pullSrc = NULL;
+    const int peer = w->links[0].peer;
     if (role == CHR_CE_RECV) {
-      const struct chrDevPeerId* from = &rk->peerId[w->links[0].peer];
-      chrCeDescribeBuffer(w->recvbuff, bytesOf(w), from->same, (pid_t)from->pid,
-                          rk->cfg.ceShareFd ? &ce->in[at].exports : NULL, &ce->in[at].staging, &d, &it->staged);
+      /* Its sender called first: pull it, when this launch has no engine copy yet (one GPU driving
+       * two copies at once moves each at half the rate) and the sender's buffer can be opened. */
+      if (engine < 0 && rk->cfg.cePull && bytesOf(w) > 0 && chrCeOtherPosted(mb, CHR_CE_RECV, it->k, &theirs) &&
+          (it->pullSrc = pullSource(rk, &ce->in[at], peer, &theirs, bytesOf(w))) != NULL) {
+        memset(&d, 0, sizeof d);
+        d.ok = 1;
+        d.way = CHR_CE_PULLED;
+        d.bytes = bytesOf(w);
+        d.ptr = w->recvbuff;
+        engine = i;
+        __atomic_add_fetch(&ce->counts.recvsPulled, 1, __ATOMIC_RELAXED);
+      } else {
+        const struct chrDevPeerId* from = &rk->peerId[peer];
+        chrCeDescribeBuffer(w->recvbuff, bytesOf(w), from->same, (pid_t)from->pid,
+                            rk->cfg.ceShareFd ? &ce->in[at].exports : NULL, &ce->in[at].staging, &d, &it->staged);
+        if (d.ok && d.bytes > 0) __atomic_add_fetch(it->staged ? &ce->counts.recvsStaged
+                                     : d.way == CHR_CE_BY_FD ? &ce->counts.recvsByFd : &ce->counts.recvsDirect,
+                                     1, __ATOMIC_RELAXED);
+      }
       memcpy(mine.bytes, &d, sizeof d);
-      if (d.ok && d.bytes > 0) __atomic_add_fetch(it->staged ? &ce->counts.recvsStaged
-                                   : d.way == CHR_CE_BY_FD ? &ce->counts.recvsByFd : &ce->counts.recvsDirect,
-                                   1, __ATOMIC_RELAXED);
+    } else if (rk->cfg.cePull && !rk->peerId[peer].same) { /* so that a receiver that comes second may pull it */
+      chrCeDescribeSource(w->sendbuff, bytesOf(w), rk->peerId[peer].same, &d);
+      memcpy(mine.bytes, &d, sizeof d);
     }
     int first = chrCePost(mb, role, it->k, &mine, &theirs);
     if (role == CHR_CE_RECV) {
-      if (!first) ringBell(pair->map); /* the sender came first: its agent publishes this buffer */
+      if (!first) ringBell(pair->map); /* the sender came first: its agent publishes this buffer (or the pull's mark) */
       if (!d.ok && res == ncclSuccess)
         res = chrDevFail(ncclSystemError, "rank %d: receive buffer %p from rank %d (%llu bytes) cannot be shared with "
                          "CUDA IPC or a file descriptor for a copy-engine send, nor a staging buffer be allocated for it (GPU memory "
@@ -478,7 +545,14 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     }
     struct ceOut* o = &ce->out[at];
     struct cePending s = {it->k, bytesOf(w), (const void*)(uintptr_t)w->sendbuff};
-    if (first && engine < 0 && rk->cfg.ceWaitUs > 0 && awaitPost(rk, mb, it->k, &theirs)) first = 0;
+    /* A receiver that posts during the wait may have found this post and chosen to pull: this send
+     * then stays first (its kernel finds the pull's mark). k8 ran the wait with pulls before this
+     * check, and the push into a pulled receive failed. */
+    if (first && engine < 0 && rk->cfg.ceWaitUs > 0 && awaitPost(rk, mb, it->k, &theirs)) {
+      struct chrCePostData td;
+      memcpy(&td, theirs.bytes, sizeof td);
+      if (td.way != CHR_CE_PULLED) first = 0;
+    }
     if (!first && engine < 0 && slotDone(mb, it->k)) { /* the copy engine, after the kernel */
       memcpy(&engineData, theirs.bytes, sizeof engineData);
       engine = i;
@@ -495,11 +569,17 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     if (publishReady(o)) ringBell(o->pair.map); /* blocked on the slot's transfer before: the agent polls */
   }
   const ncclResult_t r = launchGroup(rk, works, n, stream);
-  if (engine >= 0) { /* its wait for the receiver must sit behind every other transfer of the launch */
+  if (engine >= 0) { /* its wait for the peer must sit behind every other transfer of the launch */
     const struct chrWork* w = &works[engine];
     int role;
-    const struct cePending s = {ce->items[engine].k, bytesOf(w), (const void*)(uintptr_t)w->sendbuff};
-    issueOne(&ce->out[pairIndex(w, &role)], &s, &engineData);
+    const int at = pairIndex(w, &role);
+    if (ce->items[engine].pullSrc) {
+      issuePull(rk, &ce->in[at], ce->items[engine].k, (void*)(uintptr_t)w->recvbuff, ce->items[engine].pullSrc,
+                bytesOf(w));
+    } else {
+      const struct cePending s = {ce->items[engine].k, bytesOf(w), (const void*)(uintptr_t)w->sendbuff};
+      issueOne(&ce->out[at], &s, &engineData);
+    }
   }
   return res != ncclSuccess ? res : r;
 }
@@ -516,9 +596,13 @@ static void releaseWaits(struct chrCeRank* ce, int n) {
       __atomic_store_n(&mb->ready[CHR_CE_SEND][0], all, __ATOMIC_RELEASE);
       __atomic_store_n(&mb->ready[CHR_CE_RECV][0], all, __ATOMIC_RELEASE);
     }
-    if (ce->in[p].pair.map) {
+    if (ce->in[p].pair.map) { /* its user streams' done words, and both ready words for its pulls' copy stream */
       struct chrCeMailbox* mb = &ce->in[p].pair.map->seg->box;
       for (int slot = 0; slot < CHR_CE_SLOTS; slot++) __atomic_store_n(&mb->done[CHR_CE_RECV][slot], all, __ATOMIC_RELEASE);
+      if (ce->in[p].copy) {
+        __atomic_store_n(&mb->ready[CHR_CE_SEND][0], all, __ATOMIC_RELEASE);
+        __atomic_store_n(&mb->ready[CHR_CE_RECV][0], all, __ATOMIC_RELEASE);
+      }
     }
   }
 }
@@ -535,8 +619,8 @@ void chrCeAbort(struct chrDevRank* rk) {
    * written: give them a second (a copy stream parked on a word a live peer rewrote is left), then
    * write again. */
   const uint64_t end = chrDevNowNs() + 1000000000ull;
-  for (int p = 0; p < n; p++) {
-    cudaStream_t s = ce->out[p].copy;
+  for (int p = 0; p < 2 * n; p++) {
+    cudaStream_t s = p < n ? ce->out[p].copy : ce->in[p - n].copy;
     while (s && cudaStreamQuery(s) == cudaErrorNotReady && chrDevNowNs() < end) sched_yield();
   }
   cudaGetLastError();
@@ -552,12 +636,15 @@ void chrCeStats(struct chrDevRank* rk, struct chrDevCeStats* out) {
   out->recvsDirect = __atomic_load_n(&ce->counts.recvsDirect, __ATOMIC_RELAXED);
   out->recvsByFd = __atomic_load_n(&ce->counts.recvsByFd, __ATOMIC_RELAXED);
   out->recvsStaged = __atomic_load_n(&ce->counts.recvsStaged, __ATOMIC_RELAXED);
+  out->recvsPulled = __atomic_load_n(&ce->counts.recvsPulled, __ATOMIC_RELAXED);
   for (int p = 0; p < rk->cfg.nRanks * CLASSES; p++) {
     struct ceOut* o = &ce->out[p];
     pthread_mutex_lock(&o->lock); /* the agent opens under it */
     out->opened += o->opened.opens;
     out->openNs += o->opened.openNs;
     pthread_mutex_unlock(&o->lock);
+    out->opened += ce->in[p].opened.opens; /* senders' buffers, for pulls: opened in the rank's own calls */
+    out->openNs += ce->in[p].opened.openNs;
     out->exported += ce->in[p].exports.made; /* made in the rank's own calls */
     out->exportNs += ce->in[p].exports.madeNs;
   }
@@ -582,6 +669,11 @@ void chrCeDestroy(struct chrDevRank* rk) {
     pthread_mutex_destroy(&o->lock);
     chrCeUnmapSegment(o->pair.map);
     struct ceIn* in = &ce->in[p];
+    if (in->copy) {
+      if (!ce->aborted) cudaStreamSynchronize(in->copy);
+      cudaStreamDestroy(in->copy);
+    }
+    chrCeCloseAll(&in->opened);
     chrCeUnmapSegment(in->pair.map);
     chrCeStagingFree(&in->staging); /* the rank's streams are done with it (destroy's contract) */
     chrCeExportsFree(&in->exports);

@@ -21,7 +21,14 @@
  *                       send of the launch whose receiver posted first runs on the copy engine, one
  *                       cudaMemcpyAsync on the sender's copy stream, queued after the kernel (the copy
  *                       stream waits for both ready words, copies, writes both done words; the kernel
- *                       waits for the sender's done word).
+ *                       waits for the sender's done word). And between processes (CHORUS_GPU_CE_PULL),
+ *                       the first receive of the launch whose sender posted first, when the sender's
+ *                       post names a buffer CUDA IPC shares (senders describe their buffers for this),
+ *                       is pulled by the receiver: its post says so instead of naming its buffer, one
+ *                       cudaMemcpyAsync on the receiver's copy stream, queued after the kernel, waits
+ *                       for both ready words, copies and writes both done words; the sender's agent
+ *                       publishes CHR_CE_DST_PULLED, and the sender's kernel copies nothing and waits
+ *                       for its done word. One engine copy per launch, pushed or pulled, as before.
  * All GPU work of a call is queued from that call, and a wait for a peer outside the kernel comes
  * after it, one per launch: CUDA maps streams onto a few hardware queues (one with
  * CUDA_DEVICE_MAX_CONNECTIONS=1), so work an agent queued later, or a copy that waits for its receiver

@@ -32,6 +32,7 @@ static struct chrDevRankConfig rankConfig(const struct chrDevGroupConfig* cfg, i
   rc.copyEngine = cfg->copyEngine;
   rc.ceWaitUs = cfg->ceWaitUs;
   rc.ceShareFd = cfg->ceShareFd;
+  rc.cePull = cfg->cePull;
   return rc;
 }
 

@@ -49,8 +49,9 @@ extern "C" {
  * lanes (p2pStepBytes in the configurations), chrDevMemAlloc / chrDevMemFree. 5: works carry their call's
  * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
  * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h), the
- * configurations' copyEngine. 8: their ceWaitUs. 9: their ceShareFd. 10: chrDevRankCeStats. */
-#define CHR_DEV_API_VERSION 10
+ * configurations' copyEngine. 8: their ceWaitUs. 9: their ceShareFd. 10: chrDevRankCeStats. 11: the
+ * configurations' cePull, the counts' recvsPulled. */
+#define CHR_DEV_API_VERSION 11
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -78,6 +79,9 @@ struct chrDevRankConfig {
                            sender's call for it (ce_sends.h) */
   int ceShareFd;        /* 1: a copy-engine receive into memory CUDA IPC cannot share is shared by
                            file descriptor when it can be (ce_vmm.h), 0: always staged */
+  int cePull;           /* 1: a copy-engine receive whose sender called first is copied by this
+                           rank's copy engine from the sender's buffer when it can be shared
+                           (ce_sends.h), and this rank describes its sends so that its receivers can */
 };
 
 /* What a rank tells its peers: plain bytes (no pointers to follow), checked by chrDevRankConnect. */
@@ -128,7 +132,8 @@ struct chrDevCeStats {
   uint64_t recvsDirect;   /* receives posted as an address (one process) or a CUDA IPC handle */
   uint64_t recvsByFd;     /* receives into memory shared by file descriptor (ce_vmm.h) */
   uint64_t recvsStaged;   /* receives through a staging buffer */
-  uint64_t opened;        /* receivers' buffers this rank opened or mapped as a sender */
+  uint64_t recvsPulled;   /* receives this rank's copy engine pulled from the sender's buffer (cePull) */
+  uint64_t opened;        /* peers' buffers this rank opened or mapped (receivers' as a sender, senders' to pull) */
   uint64_t openNs;        /* host time those opens and mappings took */
   uint64_t exported;      /* buffers this rank exported by file descriptor as a receiver */
   uint64_t exportNs;      /* host time those exports took */
@@ -153,6 +158,7 @@ struct chrDevGroupConfig {
   int copyEngine;       /* as chrDevRankConfig's */
   int ceWaitUs;         /* as chrDevRankConfig's */
   int ceShareFd;        /* as chrDevRankConfig's */
+  int cePull;           /* as chrDevRankConfig's */
 };
 
 /* Rank r of a group (owned by the group), for the rank API's launches, aborts and errors. */

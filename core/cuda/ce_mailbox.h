@@ -29,8 +29,8 @@
  * before is done, and releases the slot. The copy sets done[RECV]; the receiver never copies nor
  * releases. done[role] is per slot: transfers that run by different means finish in any order.
  *
- * The receiver pulls (a variant of sender-copies mode, modelled in tests/unit/test_ce_mailbox.c; the
- * device library does not pull yet: docs/perf/gpu-2gpu.md, "Next" 00z). A receiver that finds its
+ * The receiver pulls (a variant of sender-copies mode, modelled in tests/unit/test_ce_mailbox.c, run
+ * by the device library between processes, CHORUS_GPU_CE_PULL: device/ce_sends.h). A receiver that finds its
  * sender's post already there (chrCeOtherPosted before its own post, so it will come second), with
  * no engine copy in its launch yet, marks its post as a pull and copies on its own copy stream,
  * queued after its launch's kernel: it waits for both ready words, copies from the buffer the

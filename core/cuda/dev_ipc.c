@@ -59,6 +59,7 @@ ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, 
   cfg.copyEngine = st->shape.copyEngine;
   cfg.ceWaitUs = st->shape.ceWaitUs;
   cfg.ceShareFd = st->shape.ceShareFd;
+  cfg.cePull = st->shape.cePull;
   cfg.stepBytes = st->shape.stepBytes;
   cfg.llLines = st->shape.llLines;
   cfg.ringOrder = comm->ringOrder;

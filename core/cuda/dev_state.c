@@ -124,6 +124,7 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
                       chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES) > 0;
   shape->ceWaitUs = (int)chrParamInt(CHR_P_GPU_CE_WAIT_US);
   shape->ceShareFd = (int)chrParamInt(CHR_P_GPU_CE_SHARE_FD);
+  shape->cePull = (int)chrParamInt(CHR_P_GPU_CE_PULL);
 }
 
 static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevShared** out) {
@@ -142,6 +143,7 @@ static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* 
   cfg.copyEngine = s->shape.copyEngine;
   cfg.ceWaitUs = s->shape.ceWaitUs;
   cfg.ceShareFd = s->shape.ceShareFd;
+  cfg.cePull = s->shape.cePull;
   cfg.stepBytes = s->shape.stepBytes;
   cfg.llLines = s->shape.llLines;
   cfg.ringOrder = comm->ringOrder;
@@ -328,12 +330,13 @@ static void logEngineCounts(const struct ncclComm* comm, const struct chrDevLib*
   if (!st->shape.copyEngine || st->rank == NULL || !chrLogEnabled(NCCL_LOG_INFO, NCCL_P2P)) return;
   struct chrDevCeStats c;
   lib->rankCeStats(st->rank, &c);
-  if (c.sendsByEngine + c.sendsByKernel + c.recvsDirect + c.recvsByFd + c.recvsStaged == 0) return;
+  if (c.sendsByEngine + c.sendsByKernel + c.recvsDirect + c.recvsByFd + c.recvsStaged + c.recvsPulled == 0) return;
   INFO(NCCL_P2P, "comm %p rank %d: copy-engine transfers: sends %llu by the engine, %llu by kernel; receives %llu "
-       "direct, %llu by file descriptor, %llu staged; %llu receivers' buffers opened (%.3f ms), %llu exported "
-       "(%.3f ms)", (void*)comm, comm->rank, (unsigned long long)c.sendsByEngine, (unsigned long long)c.sendsByKernel,
-       (unsigned long long)c.recvsDirect, (unsigned long long)c.recvsByFd, (unsigned long long)c.recvsStaged,
-       (unsigned long long)c.opened, c.openNs / 1e6, (unsigned long long)c.exported, c.exportNs / 1e6);
+       "direct, %llu by file descriptor, %llu staged, %llu pulled; %llu peers' buffers opened (%.3f ms), %llu "
+       "exported (%.3f ms)", (void*)comm, comm->rank, (unsigned long long)c.sendsByEngine,
+       (unsigned long long)c.sendsByKernel, (unsigned long long)c.recvsDirect, (unsigned long long)c.recvsByFd,
+       (unsigned long long)c.recvsStaged, (unsigned long long)c.recvsPulled, (unsigned long long)c.opened,
+       c.openNs / 1e6, (unsigned long long)c.exported, c.exportNs / 1e6);
 }
 
 void chrDevCommDetach(struct ncclComm* comm) {

@@ -40,6 +40,7 @@ struct chrDevShape {
                           the broadcasts' floor is by default): the device library loads its kernel */
   int ceWaitUs;        /* CHORUS_GPU_CE_WAIT_US */
   int ceShareFd;       /* CHORUS_GPU_CE_SHARE_FD */
+  int cePull;          /* CHORUS_GPU_CE_PULL */
 };
 
 struct chrDevShared;

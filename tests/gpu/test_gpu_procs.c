@@ -25,9 +25,10 @@
  * named chorus-fd-*, device/ce_vmm.h), which says which of the two paths its receives took; one
  * digit per rank (e.g. 10: rank 0 must, rank 1 must not) where the ranks differ. CHORUS_TEST_EXPECT_WAY:
  * which way each rank's copy-engine receives went, from the counts its comm logs at destroy
- * (NCCL_DEBUG=INFO, subsystem P2P, into a file of its own): one letter per rank (one for all), d
- * (every one posted directly: an address or a CUDA IPC handle), f (by file descriptor), s (staged),
- * - (none). CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
+ * (NCCL_DEBUG=INFO, subsystem P2P, into a file of its own): one letter per rank (one for all) for
+ * the receives it posted, d (every one directly: an address or a CUDA IPC handle), f (by file
+ * descriptor), s (staged), beside any it pulled from its sender's buffer (CHORUS_GPU_CE_PULL); p
+ * (some pulled, none staged); - (none at all). CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
  * calls (and their streams' waits) come first: a copy-engine sender then issues from its agent thread
  * after its stream already waits (with CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting, every
  * stream shares one hardware queue). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
@@ -301,27 +302,29 @@ static int wayLogCheck(int rank) {
   const char want = strlen(w) > (size_t)rank ? w[rank] : w[0];
   FILE* f = fopen(wayLog, "r");
   char line[1024];
-  unsigned long long engine = 0, kernel = 0, direct = 0, fd = 0, staged = 0;
+  unsigned long long engine = 0, kernel = 0, direct = 0, fd = 0, staged = 0, pulled = 0;
   int found = 0;
   while (f && !found && fgets(line, sizeof line, f)) {
     const char* at = strstr(line, "copy-engine transfers: ");
     found = at && sscanf(at, "copy-engine transfers: sends %llu by the engine, %llu by kernel; receives %llu direct, "
-                         "%llu by file descriptor, %llu staged", &engine, &kernel, &direct, &fd, &staged) == 5;
+                         "%llu by file descriptor, %llu staged, %llu pulled", &engine, &kernel, &direct, &fd, &staged,
+                         &pulled) == 6;
   }
   if (f) fclose(f);
   unlink(wayLog);
-  const int ok = want == '-' ? direct + fd + staged == 0
+  const int ok = want == '-' ? direct + fd + staged + pulled == 0
                  : want == 'd' ? direct > 0 && fd + staged == 0
                  : want == 'f' ? fd > 0 && direct + staged == 0
-                 : want == 's' ? staged > 0 && direct + fd == 0 : 0;
+                 : want == 's' ? staged > 0 && direct + fd == 0
+                 : want == 'p' ? pulled > 0 && staged == 0 : 0;
   if (ok && (found || want == '-')) {
     if (found) printf("rank %d: sends %llu by the engine, %llu by kernel; receives %llu direct, %llu by descriptor, "
-                      "%llu staged\n", rank, engine, kernel, direct, fd, staged);
+                      "%llu staged, %llu pulled\n", rank, engine, kernel, direct, fd, staged, pulled);
     return 0;
   }
   fprintf(stderr, "FAIL rank %d: copy-engine counts %s (sends %llu engine, %llu kernel; receives %llu direct, %llu "
-          "by descriptor, %llu staged), expected '%c'\n", rank, found ? "wrong" : "not logged", engine, kernel, direct,
-          fd, staged, want);
+          "by descriptor, %llu staged, %llu pulled), expected '%c'\n", rank, found ? "wrong" : "not logged", engine,
+          kernel, direct, fd, staged, pulled, want);
   return 1;
 }
 

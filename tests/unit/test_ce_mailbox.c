@@ -35,7 +35,7 @@
  * queued before the group's kernel (one queue: hangs, and data read before it was there).
  *
  * Pull mode (the sender mode, plus: a receiver that finds its sender's post already there copies on
- * its own copy stream, ce_mailbox.h; not in the device library yet). Caught here: the sender's kernel
+ * its own copy stream, ce_mailbox.h; device/ce_sends.cu, CHORUS_GPU_CE_PULL). Caught here: the sender's kernel
  * reading the slot's publish after the agent had published the slot's next transfer (a pulled
  * transfer's done word frees the slot before the sender's kernel has looked), so it copied this
  * transfer's data into the next one's buffer; the counts (every transfer copied exactly once) fail
