@@ -67,16 +67,22 @@ static char* stageRegion(struct chrCeStaging* st, uint64_t bytes) {
   return r;
 }
 
-void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, pid_t senderPid, struct chrCeExports* x,
-                         struct chrCeStaging* st, struct chrCePostData* d, char** staged) {
+/* The post's start, for a receive or a send: an address within one process (or nothing to share),
+ * else the allocation's CUDA IPC handle and offset. 1 when that describes the buffer. */
+static int describeDirect(uint64_t ptr, uint64_t bytes, int sameProcess, struct chrCePostData* d) {
   memset(d, 0, sizeof *d);
-  *staged = NULL;
   d->bytes = bytes;
   d->ptr = ptr;
   d->ok = 1;
-  if (sameProcess || bytes == 0) return;
+  if (sameProcess || bytes == 0) return 1;
   d->way = CHR_CE_BY_IPC;
-  if (exportRange(ptr, bytes, &d->u.handle, &d->offset)) return;
+  return exportRange(ptr, bytes, &d->u.handle, &d->offset);
+}
+
+void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, pid_t senderPid, struct chrCeExports* x,
+                         struct chrCeStaging* st, struct chrCePostData* d, char** staged) {
+  *staged = NULL;
+  if (describeDirect(ptr, bytes, sameProcess, d)) return;
   if (x != NULL && chrCeVmmExport(x, ptr, bytes, senderPid, &d->u.vmm, &d->offset)) {
     d->way = CHR_CE_BY_FD;
     return;
@@ -90,13 +96,7 @@ void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, pid_t se
 }
 
 void chrCeDescribeSource(uint64_t ptr, uint64_t bytes, int sameProcess, struct chrCePostData* d) {
-  memset(d, 0, sizeof *d);
-  d->bytes = bytes;
-  d->ptr = ptr;
-  d->ok = 1;
-  if (sameProcess || bytes == 0) return;
-  d->way = CHR_CE_BY_IPC;
-  if (!exportRange(ptr, bytes, &d->u.handle, &d->offset)) d->ok = 0;
+  if (!describeDirect(ptr, bytes, sameProcess, d)) d->ok = 0;
 }
 
 void chrCeStagingFree(struct chrCeStaging* st) {
