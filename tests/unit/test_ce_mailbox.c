@@ -39,7 +39,10 @@
  * reading the slot's publish after the agent had published the slot's next transfer (a pulled
  * transfer's done word frees the slot before the sender's kernel has looked), so it copied this
  * transfer's data into the next one's buffer; the counts (every transfer copied exactly once) fail
- * without the kernel's seqlock read of the publish.
+ * without the kernel's seqlock read of the publish. With a first sender's bounded wait for its
+ * receiver (CHORUS_GPU_CE_WAIT_US) beside pulls: a sender that found its receiver's post during the
+ * wait pushed even when that post was a pull's (both copied; the GPUs' run k8 failed so); it must
+ * stay first then.
  */
 #include <linux/futex.h>
 #include <pthread.h>
@@ -85,6 +88,7 @@ static int me, nRanks;
 static int senderIssues; /* the mode of this run: 1 = the sender copies every transfer */
 static int oneQueue;     /* 1: all of a rank's streams are one queue (its user stream's thread) */
 static int receiverPulls; /* sender mode: a receiver second to a sender first copies on its own copy stream */
+static int senderWaits;   /* sender mode: a sender first waits a little for its receiver's post (CHORUS_GPU_CE_WAIT_US) */
 static double deadline;
 
 static double now(void) {
@@ -487,10 +491,19 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
         }
         continue;
       }
+      /* A sender first may wait a while for its receiver's post and then copy as a second would;
+       * but not a receive that will be pulled (its receiver saw this post and copies itself). */
+      int second = !first;
+      if (first && senderWaits && !hasEngine)
+        for (const double until = now() + 200e-6; now() < until; sched_yield())
+          if (chrCeOtherPosted(mb, x->role, x->k, &other)) {
+            second = !other.bytes[2];
+            break;
+          }
       /* The receiver posted first and the slot's transfer before is over: the copy engine, queued
        * after the group's kernel (one per group: a copy waiting for its receiver holds the queues
        * its stream shares, so no other transfer of the group may sit behind it). */
-      if (!first && !hasEngine &&
+      if (second && !hasEngine &&
           (x->k <= CHR_CE_SLOTS || __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, x->k), __ATOMIC_ACQUIRE) >= x->k - CHR_CE_SLOTS)) {
         checkPost(x, &other);
         chrCeRelease(mb, x->k);
@@ -499,7 +512,7 @@ static void runGroup(const struct Xfer* xs, int n, unsigned* seed) {
         waits[nWaits++] = *x;
         continue;
       }
-      if (!first) checkPost(x, &other);
+      if (second) checkPost(x, &other);
       firsts[nFirsts++] = *x; /* by the group's kernel, once its buffer is published */
       pthread_mutex_lock(&agentLock);
       const unsigned t = pendTail[x->peer]++;
@@ -646,11 +659,12 @@ static int runRank(int rank) {
   return __atomic_load_n(&sh->failures, __ATOMIC_ACQUIRE) ? 1 : 0;
 }
 
-static int runWorld(int ranks, int bySender, int oneQ, int pulls) {
+static int runWorld(int ranks, int bySender, int oneQ, int pulls, int waits) {
   nRanks = ranks;
   senderIssues = bySender;
   oneQueue = oneQ;
   receiverPulls = pulls;
+  senderWaits = waits;
   memset(sh, 0, sizeof(*sh));
   for (int s = 0; s < MAXR; s++)
     for (int d = 0; d < MAXR; d++) chrCeMailboxInit(&sh->box[s][d]);
@@ -669,10 +683,10 @@ static int runWorld(int ranks, int bySender, int oneQ, int pulls) {
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
   }
   if (bySender)
-    printf("ce mailbox, the sender copies%s%s: %d ranks, %d steps of random transfers, groups closed at random: %ld "
+    printf("ce mailbox, the sender copies%s%s%s: %d ranks, %d steps of random transfers, groups closed at random: %ld "
            "transfers, %ld on the copy stream (%ld pulled by the receiver), %ld by the group's kernel (buffer "
            "published by the agent %ld times); %d failures\n", pulls ? " or the receiver pulls" : "",
-           oneQ ? ", one queue per rank" : "", ranks, STEPS, sh->ends / 2, sh->seconds, sh->pulls,
+           waits ? ", a first sender waits for its receiver" : "", oneQ ? ", one queue per rank" : "", ranks, STEPS, sh->ends / 2, sh->seconds, sh->pulls,
            sh->byKernel - sh->pulledJobs, sh->byAgent, sh->failures);
   else
     printf("ce mailbox, the second issues: %d ranks, %d steps of random transfers, groups closed at random: %ld "
@@ -691,19 +705,22 @@ static int runWorld(int ranks, int bySender, int oneQ, int pulls) {
   return rc || sh->failures || !counted;
 }
 
-/* No arguments: every run. "RANKS SENDER ONE_QUEUE [PULL]" (e.g. "3 1 1 1"): that run alone. */
+/* No arguments: every run. "RANKS SENDER ONE_QUEUE [PULL [WAIT]]" (e.g. "3 1 1 1 1"): that run alone. */
 int main(int argc, char** argv) {
   sh = (struct Shared*)mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) return 1;
-  if (argc == 4 || argc == 5)
-    return runWorld(atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), argc == 5 ? atoi(argv[4]) : 0) ? 1 : 0;
-  int rc = runWorld(2, 0, 0, 0);
-  rc |= runWorld(3, 0, 0, 0);
+  if (argc >= 4 && argc <= 6)
+    return runWorld(atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), argc >= 5 ? atoi(argv[4]) : 0,
+                    argc == 6 ? atoi(argv[5]) : 0) ? 1 : 0;
+  int rc = runWorld(2, 0, 0, 0, 0);
+  rc |= runWorld(3, 0, 0, 0, 0);
   for (int pull = 0; pull < 2; pull++) {
-    rc |= runWorld(2, 1, 0, pull);
-    rc |= runWorld(3, 1, 0, pull);
-    rc |= runWorld(2, 1, 1, pull);
-    rc |= runWorld(3, 1, 1, pull);
+    rc |= runWorld(2, 1, 0, pull, 0);
+    rc |= runWorld(3, 1, 0, pull, 0);
+    rc |= runWorld(2, 1, 1, pull, 0);
+    rc |= runWorld(3, 1, 1, pull, 0);
   }
+  rc |= runWorld(2, 1, 0, 1, 1); /* the bounded wait beside pulls (ce_sends.cu: a pulled receive stays first) */
+  rc |= runWorld(3, 1, 1, 1, 1);
   return rc ? 1 : 0;
 }
