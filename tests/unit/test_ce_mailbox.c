@@ -599,10 +599,16 @@ static int runRank(int rank) {
     all[i]->seed = 1000u * (unsigned)rank + (unsigned)i;
     pthread_mutex_init(&all[i]->lock, NULL);
     pthread_cond_init(&all[i]->cv, NULL);
-    if (pthread_create(&all[i]->thread, NULL, streamMain, all[i]) != 0) return 1;
+    if (pthread_create(&all[i]->thread, NULL, streamMain, all[i]) != 0) {
+      fprintf(stderr, "rank %d: cannot start a stream thread\n", rank);
+      return 1;
+    }
   }
   agentQuit = 0;
-  if (senderIssues && pthread_create(&agentThread, NULL, agentMain, NULL) != 0) return 1;
+  if (senderIssues && pthread_create(&agentThread, NULL, agentMain, NULL) != 0) {
+    fprintf(stderr, "rank %d: cannot start the agent thread\n", rank);
+    return 1;
+  }
   unsigned program = 777u, mine = 4242u + (unsigned)rank;
   uint64_t next[MAXR][MAXR] = {{0}}; /* transfers so far from s to d */
   struct Xfer group[9];
@@ -673,14 +679,21 @@ static int runWorld(int ranks, int bySender, int oneQ, int pulls, int waits) {
   pid_t kids[MAXR];
   for (int r = 0; r < ranks; r++) {
     kids[r] = fork();
-    if (kids[r] < 0) return 1;
+    if (kids[r] < 0) {
+      perror("fork");
+      return 1;
+    }
     if (kids[r] == 0) _exit(runRank(r));
   }
   int rc = 0;
   for (int r = 0; r < ranks; r++) {
     int st = 0;
     waitpid(kids[r], &st, 0);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "%d ranks: rank %d %s %d\n", ranks, r, WIFEXITED(st) ? "exited with" : "died of signal",
+              WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+      rc = 1;
+    }
   }
   if (bySender)
     printf("ce mailbox, the sender copies%s%s%s: %d ranks, %d steps of random transfers, groups closed at random: %ld "
