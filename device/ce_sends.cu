@@ -218,35 +218,41 @@ static int awaitPost(struct chrDevRank* rk, struct chrCeMailbox* mb, uint64_t k,
   }
 }
 
+/* The engine copy of transfer k on `stream` (a pair's copy stream, queued after the launch's kernel,
+ * never from an agent: ce_sends.h): both ready words, the copy, then both done words, the peer's
+ * (peerRole) first. ok = 0, or a step that cannot be queued: the done words are written from here
+ * instead and the rank's error word is raised, so no stream waits forever. */
+static void engineCopy(struct chrDevRank* rk, cudaStream_t stream, struct chrCeMap* m, uint64_t k, void* dst,
+                       const void* src, uint64_t bytes, int peerRole, int ok) {
+  struct chrCeMailbox* mb = &m->seg->box;
+  const int rank = rk->cfg.rank;
+  if (ok && bytes > 0) {
+    ok = streamWait(stream, word(m, &mb->ready[CHR_CE_SEND][0]), k, rank) == ncclSuccess &&
+         streamWait(stream, word(m, &mb->ready[CHR_CE_RECV][0]), k, rank) == ncclSuccess &&
+         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream) == cudaSuccess;
+    cudaGetLastError();
+  }
+  if (ok)
+    ok = streamWrite(stream, word(m, (const uint64_t*)chrCeDone(mb, peerRole, k)), k, rank) == ncclSuccess &&
+         streamWrite(stream, word(m, (const uint64_t*)chrCeDone(mb, 1 - peerRole, k)), k, rank) == ncclSuccess;
+  if (!ok && !__atomic_load_n(&rk->ce->aborted, __ATOMIC_ACQUIRE)) { /* (an abort has written them all) */
+    raiseError(rk);
+    __atomic_store_n(chrCeDone(mb, peerRole, k), k, __ATOMIC_RELEASE);
+    __atomic_store_n(chrCeDone(mb, 1 - peerRole, k), k, __ATOMIC_RELEASE);
+  }
+}
+
 /* A send whose receiver posted first, from the sender's call, queued after the launch's kernel: the
  * copy stream waits for both ready words, copies, writes both done words. When it cannot, the done
  * words are written from here and the error word is raised. */
 static void issueOne(struct ceOut* o, const struct cePending* s, const struct chrCePostData* d) {
-  struct chrDevRank* rk = o->rk;
-  struct chrCeMap* m = o->pair.map;
-  struct chrCeMailbox* mb = &m->seg->box;
-  const int rank = rk->cfg.rank;
   char* dst = NULL;
   pthread_mutex_lock(&o->lock);
-  int ok = fits(o, d, s->bytes);
-  if (ok) dst = peerBuffer(o, d, 0);
+  const int fit = fits(o, d, s->bytes);
+  if (fit) dst = peerBuffer(o, d, 0);
   pthread_mutex_unlock(&o->lock);
-  ok = ok && dst != NULL;
-  if (ok && s->bytes > 0) {
-    ok = streamWait(o->copy, word(m, &mb->ready[CHR_CE_SEND][0]), s->k, rank) == ncclSuccess &&
-         streamWait(o->copy, word(m, &mb->ready[CHR_CE_RECV][0]), s->k, rank) == ncclSuccess &&
-         cudaMemcpyAsync(dst, s->src, s->bytes, cudaMemcpyDeviceToDevice, o->copy) == cudaSuccess;
-    cudaGetLastError();
-  }
-  if (ok)
-    ok = streamWrite(o->copy, word(m, (const uint64_t*)chrCeDone(mb, CHR_CE_RECV, s->k)), s->k, rank) == ncclSuccess &&
-         streamWrite(o->copy, word(m, (const uint64_t*)chrCeDone(mb, CHR_CE_SEND, s->k)), s->k, rank) == ncclSuccess;
-  if (!ok && !__atomic_load_n(&rk->ce->aborted, __ATOMIC_ACQUIRE)) { /* (an abort has written them all) */
-    raiseError(rk);
-    __atomic_store_n(chrCeDone(mb, CHR_CE_RECV, s->k), s->k, __ATOMIC_RELEASE);
-    __atomic_store_n(chrCeDone(mb, CHR_CE_SEND, s->k), s->k, __ATOMIC_RELEASE);
-  }
-  chrCeRelease(mb, s->k);
+  engineCopy(o->rk, o->copy, o->pair.map, s->k, dst, s->src, s->bytes, CHR_CE_RECV, fit && dst != NULL);
+  chrCeRelease(&o->pair.map->seg->box, s->k);
 }
 
 /* Before a sender's buffer opened for pulls is closed: the pulls that read it are over. */
@@ -274,22 +280,9 @@ static const char* pullSource(struct chrDevRank* rk, struct ceIn* in, int peer, 
  * engine copy is, on the pair's copy stream: both ready words, the copy, both done words. When it
  * cannot, the done words are written from here and the error word is raised. */
 static void issuePull(struct chrDevRank* rk, struct ceIn* in, uint64_t k, void* dst, const char* src, uint64_t bytes) {
-  struct chrCeMap* m = in->pair.map;
-  struct chrCeMailbox* mb = &m->seg->box;
-  const int rank = rk->cfg.rank;
-  int ok = in->copy != NULL || cudaStreamCreateWithFlags(&in->copy, cudaStreamNonBlocking) == cudaSuccess;
-  ok = ok && streamWait(in->copy, word(m, &mb->ready[CHR_CE_SEND][0]), k, rank) == ncclSuccess &&
-       streamWait(in->copy, word(m, &mb->ready[CHR_CE_RECV][0]), k, rank) == ncclSuccess &&
-       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, in->copy) == cudaSuccess;
+  const int ok = in->copy != NULL || cudaStreamCreateWithFlags(&in->copy, cudaStreamNonBlocking) == cudaSuccess;
   cudaGetLastError();
-  if (ok)
-    ok = streamWrite(in->copy, word(m, (const uint64_t*)chrCeDone(mb, CHR_CE_SEND, k)), k, rank) == ncclSuccess &&
-         streamWrite(in->copy, word(m, (const uint64_t*)chrCeDone(mb, CHR_CE_RECV, k)), k, rank) == ncclSuccess;
-  if (!ok && !__atomic_load_n(&rk->ce->aborted, __ATOMIC_ACQUIRE)) {
-    raiseError(rk);
-    __atomic_store_n(chrCeDone(mb, CHR_CE_SEND, k), k, __ATOMIC_RELEASE);
-    __atomic_store_n(chrCeDone(mb, CHR_CE_RECV, k), k, __ATOMIC_RELEASE);
-  }
+  engineCopy(rk, in->copy, in->pair.map, k, dst, src, bytes, CHR_CE_SEND, ok);
 }
 
 /* Publishes, in transfer order, the buffer of every kernel-copied send whose receiver has posted and
@@ -529,8 +522,9 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
                                      1, __ATOMIC_RELAXED);
       }
       memcpy(mine.bytes, &d, sizeof d);
-    } else if (rk->cfg.cePull && !rk->peerId[peer].same) { /* so that a receiver that comes second may pull it */
-      chrCeDescribeSource(w->sendbuff, bytesOf(w), rk->peerId[peer].same, &d);
+    } else if (rk->cfg.cePull && !rk->peerId[peer].same && !chrCeOtherPosted(mb, CHR_CE_SEND, it->k, &theirs)) {
+      /* so that a receiver that comes second may pull it (one that posted already will not) */
+      chrCeDescribeSource(w->sendbuff, bytesOf(w), 0, &d);
       memcpy(mine.bytes, &d, sizeof d);
     }
     int first = chrCePost(mb, role, it->k, &mine, &theirs);
