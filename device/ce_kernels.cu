@@ -3,6 +3,7 @@
  */
 #include "cuda/ce_mailbox.h"
 #include "device/ce_kernels.h"
+#include "device/ce_timing.cuh"
 #include "device/dev_error.h"
 
 /* Build switches (CUDA_DEFINES), for an A/B on a GPU. */
@@ -16,14 +17,60 @@
 #define COPY_UNROLL CHR_CE_COPY_UNROLL
 #define POLL_NS 500
 
+/* A mailbox word (host memory that the host or the peer's GPU writes). CHR_CE_LOAD, an experiment's
+ * switch: 0 reads it volatile (ld.volatile, which L2 may serve: an open question), 1 with
+ * ld.relaxed.sys (l8: the same ~200 µs waits as 0), 2 with ld.global.cv (a system-memory line in L2
+ * taken as stale and fetched again), 3 with ld.mmio.relaxed.sys (never cached). 2 and 3 have not
+ * run on a GPU yet (docs/perf/gpu-2gpu.md, "Next" 00aa). */
+#ifndef CHR_CE_LOAD
+#define CHR_CE_LOAD 0
+#endif
+#if CHR_CE_LOAD == 1
+#define CE_LD64 "ld.relaxed.sys.global.u64"
+#define CE_LD32 "ld.relaxed.sys.global.u32"
+#elif CHR_CE_LOAD == 2
+#define CE_LD64 "ld.global.cv.u64"
+#define CE_LD32 "ld.global.cv.u32"
+#elif CHR_CE_LOAD == 3
+#define CE_LD64 "ld.mmio.relaxed.sys.global.u64"
+#define CE_LD32 "ld.mmio.relaxed.sys.global.u32"
+#endif
+__device__ static __forceinline__ unsigned long long peek(const volatile unsigned long long* p) {
+#if CHR_CE_LOAD == 0
+  return *p;
+#else
+  unsigned long long v;
+  asm volatile(CE_LD64 " %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#endif
+}
+__device__ static __forceinline__ unsigned int peek32(const volatile unsigned int* p) {
+#if CHR_CE_LOAD == 0
+  return *p;
+#else
+  unsigned int v;
+  asm volatile(CE_LD32 " %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#endif
+}
+
+/* CHR_CE_ONE_POLLER=1 (an experiment's switch, not yet run on a GPU): only a copy's first CTA polls
+ * the mailbox in host memory (64 pollers at once see its words 60-120 µs apart, l7); it hands what
+ * it read to the copy's other CTAs through its slot's device words (share). */
+#ifndef CHR_CE_ONE_POLLER
+#define CHR_CE_ONE_POLLER 0
+#endif
+
 /* The waits' CTA: one thread polls every word until it reaches its number. */
 __device__ static void waitAll(const struct chrCeGroupArgs* a) {
   if (threadIdx.x != 0) return;
+  const unsigned long long t0 = chrCeClockWaitsStart();
   for (int i = 0; i < a->nWaits; i++)
-    while (*a->word[i] < a->k[i]) {
-      if (*a->abortFlag) return;
+    while (peek(a->word[i]) < a->k[i]) {
+      if (peek32(a->abortFlag)) return;
       __nanosleep(POLL_NS);
     }
+  if (a->nWaits > 0) chrCeClockWaitsEnd(t0, a->k[0]);
 }
 
 /* Bytes [lo, hi) of src to dst: 16 bytes at a time when both are aligned so, else byte by byte. */
@@ -54,20 +101,22 @@ __device__ static void copyPart(char* dst, const char* src, unsigned long long l
  * seqlock (the agent writes dstPtr, then dstK): a pull frees the slot before this kernel looks, so
  * the slot's next transfer may be published already, and dstK past k means j was pulled. Returns
  * the buffer, CHR_CE_DST_PULLED, or 0 (copy nothing); *quit on an abort. */
-__device__ static unsigned long long published(const struct chrCeGroupArgs* a, const struct chrCeCopyJob* j, int* quit) {
+__device__ static unsigned long long published(const struct chrCeGroupArgs* a, const struct chrCeCopyJob* j, int* quit,
+                                                struct chrCeClock* clk) {
   for (;;) {
-    while (*j->dstK < j->k || *j->ready < j->k) {
-      if (*a->abortFlag) {
+    while (peek(j->dstK) < j->k || peek(j->ready) < j->k) {
+      if (peek32(a->abortFlag)) {
         *quit = 1;
         return 0;
       }
+      if (CHR_CE_TIMING) chrCeClockPoll(clk, peek(j->dstK) >= j->k, peek(j->ready) >= j->k);
       __nanosleep(POLL_NS);
     }
-    const unsigned long long seen = *j->dstK;
+    const unsigned long long seen = peek(j->dstK);
     __threadfence_system();
-    const unsigned long long ptr = *j->dstPtr;
+    const unsigned long long ptr = peek(j->dstPtr);
     __threadfence_system();
-    if (*j->dstK == seen) return seen > j->k ? CHR_CE_DST_PULLED : ptr;
+    if (peek(j->dstK) == seen) return seen > j->k ? CHR_CE_DST_PULLED : ptr;
   }
 }
 
@@ -77,14 +126,42 @@ __device__ static unsigned long long published(const struct chrCeGroupArgs* a, c
 __device__ static void copyShare(const struct chrCeGroupArgs* a, const struct chrCeCopyJob* j, int part) {
   __shared__ char* dst;
   __shared__ int quit;
+  struct chrCeClock clk;
+  chrCeClockStart(&clk);
   if (threadIdx.x == 0) {
     quit = 0;
-    const unsigned long long p = published(a, j, &quit);
+#if CHR_CE_ONE_POLLER
+    unsigned long long p = 0;
+    volatile unsigned long long* share = j->share;
+    if (part == 0) {
+      p = published(a, j, &quit, &clk);
+      share[1] = p;
+      share[2] = (unsigned long long)quit;
+      __threadfence();
+      share[0] = j->k;
+    } else {
+      for (unsigned n = 1; share[0] != j->k; n++) {
+        if ((n & 63) == 0 && peek32(a->abortFlag)) {
+          quit = 1;
+          break;
+        }
+        __nanosleep(100);
+      }
+      __threadfence();
+      if (!quit) {
+        p = share[1];
+        quit = (int)share[2];
+      }
+    }
+#else
+    const unsigned long long p = published(a, j, &quit, &clk);
+#endif
     if (p == CHR_CE_DST_PULLED) {
-      while (part == 0 && *j->senderDone < j->k && !*a->abortFlag) __nanosleep(POLL_NS);
+      while (part == 0 && peek(j->senderDone) < j->k && !peek32(a->abortFlag)) __nanosleep(POLL_NS);
       quit = 1;
     }
     dst = quit ? NULL : (char*)(uintptr_t)p;
+    chrCeClockSeen(&clk);
   }
   __syncthreads();
   if (quit) return; /* the abort writes every done word; a pull writes its own */
@@ -97,8 +174,10 @@ __device__ static void copyShare(const struct chrCeGroupArgs* a, const struct ch
   }
   __threadfence_system(); /* this thread's stores reach the peer before the done word below */
   __syncthreads();
+  if (threadIdx.x == 0) chrCeClockShareDone(&clk, j->k, part);
   if (threadIdx.x == 0 && atomicAdd(j->counter, 1u) == (unsigned)a->ctasPerJob - 1) {
     *j->counter = 0; /* every CTA of the copy has counted: ready for the slot's next one */
+    chrCeClockCopyEnd();
     __threadfence_system();
     *(volatile unsigned long long*)j->done = j->k;
   }

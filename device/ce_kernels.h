@@ -33,6 +33,14 @@ struct chrCeCopyJob {
   unsigned long long* done;                  /* the receiver's done word of this transfer */
   const volatile unsigned long long* senderDone; /* this end's done word: a pull of the transfer sets it */
   unsigned int* counter;                     /* CTAs finished with this copy (device memory, 0 between) */
+  unsigned long long* share;                 /* the first CTA's publish read for the others (CHR_CE_ONE_POLLER) */
+};
+
+/* A sender's device words per mailbox slot, for the copy kernel. */
+struct chrCeSlotDev {
+  unsigned int counter;
+  unsigned int pad;
+  unsigned long long share[3]; /* transfer number, then the buffer (or CHR_CE_DST_PULLED) and quit */
 };
 
 struct chrCeGroupArgs {
@@ -45,6 +53,10 @@ struct chrCeGroupArgs {
 
 /* Loads the kernel on the current device (at rank create: a lazy load waits for running kernels). */
 ncclResult_t chrCeLoadKernels(void);
+
+/* With CHR_CE_TIMING=1 (a build switch, device/ce_timing.cuh): prints where the kernel copies' time
+ * went on the current device (over its ranks so far). Otherwise nothing. */
+void chrCeTimingPrint(int rank);
 
 /* Queues the kernel for a's jobs (a->ctasPerJob CTAs each) and waits on `stream`; nothing when it
  * has neither. */

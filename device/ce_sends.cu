@@ -5,7 +5,7 @@
  * makes of collectives, numbered apart because NCCL lets two ranks interleave their collectives and
  * their sends differently): an outgoing pair (this rank sends: the copy stream, the queue of sends
  * whose receiver's buffer is yet to be published, the agent thread, the receivers' allocations
- * opened by CUDA IPC or mapped by file descriptor, the launch kernel's per-slot counters) and an
+ * opened by CUDA IPC or mapped by file descriptor, the launch kernel's per-slot words) and an
  * incoming one (this rank receives: its exports by file descriptor, ce_vmm.h, and its staging
  * buffer, ce_buffers.h). Each pair's mailbox is a shared-memory segment
  * (ce_segment.h) named after both ends' process tokens and rank serials and the class.
@@ -86,7 +86,7 @@ struct ceOut {
   struct cePending queue[CHR_CE_SLOTS]; /* kernel-copied sends whose receiver's buffer is not yet published */
   uint64_t head, tail;
   cudaStream_t copy;
-  unsigned int* counters; /* per slot, for the copy kernel (device memory) */
+  struct chrCeSlotDev* slots; /* per slot, for the copy kernel (device memory) */
   struct chrCeOpenedSet opened;
   pthread_t agent;
   int agentRunning;
@@ -110,7 +110,29 @@ struct ceItem {
   const char* pullSrc; /* a receive this rank pulls: the sender's buffer in this process; NULL: none */
 };
 
+#ifndef CHR_CE_TIMING
+#define CHR_CE_TIMING 0
+#endif
+#if CHR_CE_TIMING
+/* CHR_CE_TIMING builds: how often a call or a publish came after the GPU had finished the pair's
+ * transfer before (so the GPU may be waiting on the host), printed at the end (chrCeDestroy). */
+#define LATE_LOG 1024
+struct ceLate {
+  uint64_t calls[2], lateCalls[2]; /* per role: posts, and posts whose transfer before was done */
+  uint64_t published, latePublished;
+  uint64_t postLog[2][LATE_LOG][2], pubLog[LATE_LOG][2]; /* transfer, CLOCK_REALTIME ns */
+};
+static uint64_t realNs(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+#endif
+
 struct chrCeRank {
+#if CHR_CE_TIMING
+  struct ceLate late;
+#endif
   struct ceOut* out;   /* nRanks * CLASSES, [peer * CLASSES + class] */
   struct ceIn* in;     /* nRanks * CLASSES */
   struct ceItem* items;
@@ -308,6 +330,15 @@ static int publishReady(struct ceOut* o) {
     if (fits(o, &d, s->bytes))
       dst = d.way == CHR_CE_PULLED ? CHR_CE_DST_PULLED : (uint64_t)(uintptr_t)peerBuffer(o, &d, s->k);
     if (dst == 0 && s->bytes > 0 && !__atomic_load_n(&o->rk->ce->aborted, __ATOMIC_ACQUIRE)) raiseError(o->rk);
+#if CHR_CE_TIMING
+    {
+      const uint64_t at = __atomic_fetch_add(&o->rk->ce->late.published, 1, __ATOMIC_RELAXED) % LATE_LOG;
+      o->rk->ce->late.pubLog[at][0] = s->k;
+      o->rk->ce->late.pubLog[at][1] = realNs();
+    }
+    if (s->k > 1 && __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, s->k - 1), __ATOMIC_ACQUIRE) >= s->k - 1)
+      __atomic_add_fetch(&o->rk->ce->late.latePublished, 1, __ATOMIC_RELAXED);
+#endif
     chrCePublishDst(mb, s->k, dst);
     chrCeRelease(mb, s->k);
     o->head++;
@@ -344,9 +375,9 @@ static ncclResult_t startOut(struct chrDevRank* rk, struct ceOut* o) {
   if (o->agentRunning) return ncclSuccess;
   ncclResult_t res = ncclSuccess;
   if (o->copy == NULL) CHR_DEV_CUDA_GOTO(cudaStreamCreateWithFlags(&o->copy, cudaStreamNonBlocking), res, fail);
-  if (o->counters == NULL) {
-    CHR_DEV_CUDA_GOTO(cudaMalloc((void**)&o->counters, sizeof(unsigned int) * CHR_CE_SLOTS), res, fail);
-    CHR_DEV_CUDA_GOTO(cudaMemset(o->counters, 0, sizeof(unsigned int) * CHR_CE_SLOTS), res, fail);
+  if (o->slots == NULL) {
+    CHR_DEV_CUDA_GOTO(cudaMalloc((void**)&o->slots, sizeof(struct chrCeSlotDev) * CHR_CE_SLOTS), res, fail);
+    CHR_DEV_CUDA_GOTO(cudaMemset(o->slots, 0, sizeof(struct chrCeSlotDev) * CHR_CE_SLOTS), res, fail);
   }
   if (pthread_create(&o->agent, NULL, agentMain, o) != 0)
     return chrDevFail(ncclSystemError, "rank %d: cannot start the copy-engine agent for rank %d", rk->cfg.rank, o->peer);
@@ -421,7 +452,8 @@ static struct chrCeCopyJob copyJob(struct ceOut* o, const struct chrWork* w, uin
   j.ready = (const volatile unsigned long long*)word(m, &mb->ready[CHR_CE_RECV][0]);
   j.done = (unsigned long long*)word(m, chrCeDone(mb, CHR_CE_RECV, k));
   j.senderDone = (const volatile unsigned long long*)word(m, chrCeDone(mb, CHR_CE_SEND, k));
-  j.counter = o->counters + slot;
+  j.counter = &o->slots[slot].counter;
+  j.share = o->slots[slot].share;
   return j;
 }
 
@@ -527,6 +559,15 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
       chrCeDescribeSource(w->sendbuff, bytesOf(w), 0, &d);
       memcpy(mine.bytes, &d, sizeof d);
     }
+#if CHR_CE_TIMING
+    {
+      const uint64_t at = __atomic_fetch_add(&ce->late.calls[role], 1, __ATOMIC_RELAXED) % LATE_LOG;
+      ce->late.postLog[role][at][0] = it->k;
+      ce->late.postLog[role][at][1] = realNs();
+    }
+    if (it->k > 1 && __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, it->k - 1), __ATOMIC_ACQUIRE) >= it->k - 1)
+      __atomic_add_fetch(&ce->late.lateCalls[role], 1, __ATOMIC_RELAXED);
+#endif
     int first = chrCePost(mb, role, it->k, &mine, &theirs);
     if (role == CHR_CE_RECV) {
       if (!first) ringBell(pair->map); /* the sender came first: its agent publishes this buffer (or the pull's mark) */
@@ -647,6 +688,21 @@ void chrCeStats(struct chrDevRank* rk, struct chrDevCeStats* out) {
 void chrCeDestroy(struct chrDevRank* rk) {
   struct chrCeRank* ce = rk->ce;
   if (ce == NULL) return;
+  chrCeTimingPrint(rk->cfg.rank); /* (a build switch's: nothing by default) */
+#if CHR_CE_TIMING
+  fprintf(stderr, "chorus ce late rank %d: sends posted %llu (%llu after the transfer before was done), receives "
+          "posted %llu (%llu), kernel copies published %llu (%llu)\n", rk->cfg.rank,
+          (unsigned long long)ce->late.calls[CHR_CE_SEND], (unsigned long long)ce->late.lateCalls[CHR_CE_SEND],
+          (unsigned long long)ce->late.calls[CHR_CE_RECV], (unsigned long long)ce->late.lateCalls[CHR_CE_RECV],
+          (unsigned long long)ce->late.published, (unsigned long long)ce->late.latePublished);
+  for (int role = 0; role < 2; role++)
+    for (uint64_t i = 0; i < ce->late.calls[role] && i < LATE_LOG; i++)
+      fprintf(stderr, "chorus ce host rank %d %s k %llu at %llu\n", rk->cfg.rank, role == CHR_CE_SEND ? "sendpost" : "recvpost",
+              (unsigned long long)ce->late.postLog[role][i][0], (unsigned long long)ce->late.postLog[role][i][1]);
+  for (uint64_t i = 0; i < ce->late.published && i < LATE_LOG; i++)
+    fprintf(stderr, "chorus ce host rank %d publish k %llu at %llu\n", rk->cfg.rank,
+            (unsigned long long)ce->late.pubLog[i][0], (unsigned long long)ce->late.pubLog[i][1]);
+#endif
   for (int p = 0; p < rk->cfg.nRanks * CLASSES; p++) {
     struct ceOut* o = &ce->out[p];
     if (o->agentRunning) {
@@ -658,7 +714,7 @@ void chrCeDestroy(struct chrDevRank* rk) {
       if (!ce->aborted) cudaStreamSynchronize(o->copy);
       cudaStreamDestroy(o->copy);
     }
-    if (o->counters) cudaFree(o->counters); /* the rank's streams are done with its kernels (destroy's contract) */
+    if (o->slots) cudaFree(o->slots); /* the rank's streams are done with its kernels (destroy's contract) */
     chrCeCloseAll(&o->opened);
     pthread_mutex_destroy(&o->lock);
     chrCeUnmapSegment(o->pair.map);
