@@ -54,13 +54,6 @@ __device__ static __forceinline__ unsigned int peek32(const volatile unsigned in
 #endif
 }
 
-/* CHR_CE_ONE_POLLER=1 (an experiment's switch, not yet run on a GPU): only a copy's first CTA polls
- * the mailbox in host memory (64 pollers at once see its words 60-120 µs apart, l7); it hands what
- * it read to the copy's other CTAs through its slot's device words (share). */
-#ifndef CHR_CE_ONE_POLLER
-#define CHR_CE_ONE_POLLER 0
-#endif
-
 /* The waits' CTA: one thread polls every word until it reaches its number. */
 __device__ static void waitAll(const struct chrCeGroupArgs* a) {
   if (threadIdx.x != 0) return;

@@ -20,6 +20,13 @@
 #include <stdint.h>
 #include "nccl.h"
 
+/* CHR_CE_ONE_POLLER=1 (CUDA_DEFINES, an experiment's switch, not yet run on a GPU): only a copy's
+ * first CTA polls the mailbox in host memory and hands what it read to the copy's other CTAs through
+ * device words per slot (share). */
+#ifndef CHR_CE_ONE_POLLER
+#define CHR_CE_ONE_POLLER 0
+#endif
+
 #define CHR_CE_GROUP_JOBS 16
 #define CHR_CE_GROUP_WAITS 64
 
@@ -33,14 +40,9 @@ struct chrCeCopyJob {
   unsigned long long* done;                  /* the receiver's done word of this transfer */
   const volatile unsigned long long* senderDone; /* this end's done word: a pull of the transfer sets it */
   unsigned int* counter;                     /* CTAs finished with this copy (device memory, 0 between) */
-  unsigned long long* share;                 /* the first CTA's publish read for the others (CHR_CE_ONE_POLLER) */
-};
-
-/* A sender's device words per mailbox slot, for the copy kernel. */
-struct chrCeSlotDev {
-  unsigned int counter;
-  unsigned int pad;
-  unsigned long long share[3]; /* transfer number, then the buffer (or CHR_CE_DST_PULLED) and quit */
+#if CHR_CE_ONE_POLLER
+  unsigned long long* share; /* the first CTA's publish read for the others: transfer number, buffer, quit */
+#endif
 };
 
 struct chrCeGroupArgs {
