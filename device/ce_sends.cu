@@ -125,10 +125,14 @@ struct ceLate {
   uint64_t published, latePublished;
   uint64_t postLog[2][LATE_LOG][2], pubLog[LATE_LOG][2]; /* transfer, CLOCK_REALTIME ns */
 };
-static uint64_t realNs(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+/* One post or publish of transfer k: logged with the wall clock, and counted late when the pair's
+ * transfer before had already ended. */
+static void noteLate(uint64_t* count, uint64_t (*log)[2], uint64_t* late, struct chrCeMailbox* mb, uint64_t k) {
+  const uint64_t at = __atomic_fetch_add(count, 1, __ATOMIC_RELAXED) % LATE_LOG;
+  log[at][0] = k;
+  log[at][1] = chrDevRealNs();
+  if (k > 1 && __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, k - 1), __ATOMIC_ACQUIRE) >= k - 1)
+    __atomic_add_fetch(late, 1, __ATOMIC_RELAXED);
 }
 #endif
 
@@ -334,13 +338,7 @@ static int publishReady(struct ceOut* o) {
       dst = d.way == CHR_CE_PULLED ? CHR_CE_DST_PULLED : (uint64_t)(uintptr_t)peerBuffer(o, &d, s->k);
     if (dst == 0 && s->bytes > 0 && !__atomic_load_n(&o->rk->ce->aborted, __ATOMIC_ACQUIRE)) raiseError(o->rk);
 #if CHR_CE_TIMING
-    {
-      const uint64_t at = __atomic_fetch_add(&o->rk->ce->late.published, 1, __ATOMIC_RELAXED) % LATE_LOG;
-      o->rk->ce->late.pubLog[at][0] = s->k;
-      o->rk->ce->late.pubLog[at][1] = realNs();
-    }
-    if (s->k > 1 && __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, s->k - 1), __ATOMIC_ACQUIRE) >= s->k - 1)
-      __atomic_add_fetch(&o->rk->ce->late.latePublished, 1, __ATOMIC_RELAXED);
+    noteLate(&o->rk->ce->late.published, o->rk->ce->late.pubLog, &o->rk->ce->late.latePublished, mb, s->k);
 #endif
     chrCePublishDst(mb, s->k, dst);
     chrCeRelease(mb, s->k);
@@ -571,13 +569,7 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
       memcpy(mine.bytes, &d, sizeof d);
     }
 #if CHR_CE_TIMING
-    {
-      const uint64_t at = __atomic_fetch_add(&ce->late.calls[role], 1, __ATOMIC_RELAXED) % LATE_LOG;
-      ce->late.postLog[role][at][0] = it->k;
-      ce->late.postLog[role][at][1] = realNs();
-    }
-    if (it->k > 1 && __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, it->k - 1), __ATOMIC_ACQUIRE) >= it->k - 1)
-      __atomic_add_fetch(&ce->late.lateCalls[role], 1, __ATOMIC_RELAXED);
+    noteLate(&ce->late.calls[role], ce->late.postLog[role], &ce->late.lateCalls[role], mb, it->k);
 #endif
     int first = chrCePost(mb, role, it->k, &mine, &theirs);
     if (role == CHR_CE_RECV) {

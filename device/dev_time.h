@@ -1,5 +1,6 @@
 /*
- * dev_time.h: the monotonic clock in nanoseconds, for the device library's bounded host waits.
+ * dev_time.h: the monotonic clock in nanoseconds, for the device library's bounded host waits, and
+ * the wall clock, for logs set beside the GPU's %globaltimer (device/ce_timing.cuh).
  */
 #ifndef CHORUS_DEVICE_DEV_TIME_H_
 #define CHORUS_DEVICE_DEV_TIME_H_
@@ -10,6 +11,12 @@
 static inline uint64_t chrDevNowNs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t chrDevRealNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 

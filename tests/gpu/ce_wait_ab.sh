@@ -8,7 +8,7 @@
 #   VARIANTS="base: ldcv:-DCHR_CE_LOAD=2 mmio:-DCHR_CE_LOAD=3 one:-DCHR_CE_ONE_POLLER=1" \
 #     OUT=$OUT/x tests/gpu/ce_wait_ab.sh        (the default VARIANTS is that list)
 #
-# Writes $OUT/<variant>-<coll>-<layout>-<round>.txt and $OUT/waits.md: per run, the time per
+# Writes $OUT/<variant>-<coll>-<layout>-<round>.txt (and .json, chorus-perf -J) and $OUT/waits.md: per run, the time per
 # operation at each size (out of place / in place) and the mean publish wait per kernel copy.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -35,21 +35,24 @@ for r in $(seq 1 "$ROUNDS"); do
     for name in "${!PERF[@]}"; do
       L=${layout// /}
       env $ENGINE timeout 90 "${PERF[$name]}" $layout -M cuda broadcast -b 128M -e 1G -f 2 -n 20 -w 5 -c $((r == 1)) \
-        >"$OUT/$name-broadcast-$L-$r.txt" 2>&1
+        -J "$OUT/$name-broadcast-$L-$r.json" >"$OUT/$name-broadcast-$L-$r.txt" 2>&1
       env CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES=134217728 timeout 90 "${PERF[$name]}" $layout -M cuda allreduce -b 128M -e 512M \
-        -f 2 -n 20 -w 5 -c $((r == 1)) >"$OUT/$name-allreduce-$L-$r.txt" 2>&1
+        -f 2 -n 20 -w 5 -c $((r == 1)) -J "$OUT/$name-allreduce-$L-$r.json" >"$OUT/$name-allreduce-$L-$r.txt" 2>&1
     done
   done
 done
 python3 - "$OUT" >"$OUT/waits.md" <<'EOF'
-import glob, os, re, sys
+import glob, json, os, re, sys
 out = sys.argv[1]
 print("| run | µs per size, out of place / in place | mean publish wait per kernel copy, µs (rank: copies) | check |")
 print("|---|---|---|---|")
 for f in sorted(glob.glob(os.path.join(out, "*-*-*-*.txt"))):
     text = open(f).read()
-    sizes = re.findall(r"^\s+(\d+)\s+\d+\s+float\s+\S+\s+\S+\s+([\d.]+)\s+\S+\s+\S+\s+\S+\s+([\d.]+)", text, re.M)
-    cells = " ".join("%dM %s/%s" % (int(b) >> 20, o, i) for b, o, i in sizes)
+    try:  # chorus-perf's own JSON (-J) for the times
+        rows = json.load(open(f[:-4] + ".json"))["results"]
+        cells = " ".join("%dM %.1f/%.1f" % (r["size"] >> 20, r["out_of_place"]["time"], r["in_place"]["time"]) for r in rows)
+    except (OSError, ValueError, KeyError):
+        cells = ""
     waits = re.findall(r"ce timing rank (\d+): (\d+) kernel copies; mean us: start after the last copy's end [\d.]+, "
                        r"publish wait ([\d.]+)", text)
     w = ", ".join("%s: %s (%s)" % (rk, pw, n) for rk, n, pw in waits if n != "0")
