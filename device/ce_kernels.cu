@@ -16,43 +16,13 @@
 #define COPY_THREADS CHR_CE_COPY_THREADS
 #define COPY_UNROLL CHR_CE_COPY_UNROLL
 #define POLL_NS 500
+#define SHARE_POLL_NS 100 /* device memory the first CTA writes: cheap to read often */
 
-/* A mailbox word (host memory that the host or the peer's GPU writes). CHR_CE_LOAD, an experiment's
- * switch: 0 reads it volatile (ld.volatile, which L2 may serve: an open question), 1 with
- * ld.relaxed.sys (l8: the same ~200 µs waits as 0), 2 with ld.global.cv (a system-memory line in L2
- * taken as stale and fetched again), 3 with ld.mmio.relaxed.sys (never cached). 2 and 3 have not
- * run on a GPU yet (docs/perf/gpu-2gpu.md, "Next" 00aa). */
-#ifndef CHR_CE_LOAD
-#define CHR_CE_LOAD 0
-#endif
-#if CHR_CE_LOAD == 1
-#define CE_LD64 "ld.relaxed.sys.global.u64"
-#define CE_LD32 "ld.relaxed.sys.global.u32"
-#elif CHR_CE_LOAD == 2
-#define CE_LD64 "ld.global.cv.u64"
-#define CE_LD32 "ld.global.cv.u32"
-#elif CHR_CE_LOAD == 3
-#define CE_LD64 "ld.mmio.relaxed.sys.global.u64"
-#define CE_LD32 "ld.mmio.relaxed.sys.global.u32"
-#endif
-__device__ static __forceinline__ unsigned long long peek(const volatile unsigned long long* p) {
-#if CHR_CE_LOAD == 0
-  return *p;
-#else
-  unsigned long long v;
-  asm volatile(CE_LD64 " %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-#endif
-}
-__device__ static __forceinline__ unsigned int peek32(const volatile unsigned int* p) {
-#if CHR_CE_LOAD == 0
-  return *p;
-#else
-  unsigned int v;
-  asm volatile(CE_LD32 " %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-#endif
-}
+/* A mailbox word: host memory that the host or the peer's GPU writes. Plain volatile reads: m1
+ * (docs/perf/gpu-2gpu.md) timed ld.relaxed.sys, ld.global.cv and ld.mmio.relaxed.sys against them and
+ * none waited less; what made kernel copies wait was 64 CTAs polling one word (copyShare). */
+__device__ static __forceinline__ unsigned long long peek(const volatile unsigned long long* p) { return *p; }
+__device__ static __forceinline__ unsigned int peek32(const volatile unsigned int* p) { return *p; }
 
 /* The waits' CTA: one thread polls every word until it reaches its number. */
 __device__ static void waitAll(const struct chrCeGroupArgs* a) {
@@ -115,7 +85,12 @@ __device__ static unsigned long long published(const struct chrCeGroupArgs* a, c
 
 /* One CTA's share of copy j: once the buffer is published and the receiver ready; the last CTA of
  * the copy to finish sets the receiver's done word. A pulled transfer: the first CTA waits for the
- * pull's done word (the send buffer is read until then), the others leave. */
+ * pull's done word (the send buffer is read until then), the others leave.
+ * Only the copy's first CTA polls the mailbox in host memory and hands what it read to the others
+ * through the slot's chrCeCopySync in device memory: with all 64 polling the same host word, each
+ * copy saw its publish 120-300 µs late (docs/perf/gpu-2gpu.md, l3-l8), with one 7-10 µs (m1). The
+ * others wait on their first CTA, which the GPU starts before them (blocks start in index order, as
+ * single-pass scans rely on too), and each leaves on an abort. */
 __device__ static void copyShare(const struct chrCeGroupArgs* a, const struct chrCeCopyJob* j, int part) {
   __shared__ char* dst;
   __shared__ int quit;
@@ -123,32 +98,28 @@ __device__ static void copyShare(const struct chrCeGroupArgs* a, const struct ch
   chrCeClockStart(&clk);
   if (threadIdx.x == 0) {
     quit = 0;
-#if CHR_CE_ONE_POLLER
     unsigned long long p = 0;
-    volatile unsigned long long* share = j->share;
+    volatile struct chrCeCopySync* sync = j->sync;
     if (part == 0) {
       p = published(a, j, &quit, &clk);
-      share[1] = p;
-      share[2] = (unsigned long long)quit;
+      sync->dst = p;
+      sync->quit = (unsigned)quit;
       __threadfence();
-      share[0] = j->k;
+      sync->seenK = j->k;
     } else {
-      for (unsigned n = 1; share[0] != j->k; n++) {
+      for (unsigned n = 1; sync->seenK != j->k; n++) {
         if ((n & 63) == 0 && peek32(a->abortFlag)) {
           quit = 1;
           break;
         }
-        __nanosleep(100);
+        __nanosleep(SHARE_POLL_NS);
       }
       __threadfence();
       if (!quit) {
-        p = share[1];
-        quit = (int)share[2];
+        p = sync->dst;
+        quit = (int)sync->quit;
       }
     }
-#else
-    const unsigned long long p = published(a, j, &quit, &clk);
-#endif
     if (p == CHR_CE_DST_PULLED) {
       while (part == 0 && peek(j->senderDone) < j->k && !peek32(a->abortFlag)) __nanosleep(POLL_NS);
       quit = 1;
@@ -168,8 +139,8 @@ __device__ static void copyShare(const struct chrCeGroupArgs* a, const struct ch
   __threadfence_system(); /* this thread's stores reach the peer before the done word below */
   __syncthreads();
   if (threadIdx.x == 0) chrCeClockShareDone(&clk, j->k, part);
-  if (threadIdx.x == 0 && atomicAdd(j->counter, 1u) == (unsigned)a->ctasPerJob - 1) {
-    *j->counter = 0; /* every CTA of the copy has counted: ready for the slot's next one */
+  if (threadIdx.x == 0 && atomicAdd(&j->sync->finished, 1u) == (unsigned)a->ctasPerJob - 1) {
+    j->sync->finished = 0; /* every CTA of the copy has counted: ready for the slot's next one */
     chrCeClockCopyEnd();
     __threadfence_system();
     *(volatile unsigned long long*)j->done = j->k;

@@ -20,17 +20,19 @@
 #include <stdint.h>
 #include "nccl.h"
 
-/* CHR_CE_ONE_POLLER=1 (CUDA_DEFINES, an experiment's switch, not yet run on a GPU): only a copy's
- * first CTA polls the mailbox in host memory and hands what it read to the copy's other CTAs through
- * device words per slot (share). */
-#ifndef CHR_CE_ONE_POLLER
-#define CHR_CE_ONE_POLLER 0
-#endif
-
 #define CHR_CE_GROUP_JOBS 16
 #define CHR_CE_GROUP_WAITS 64
 
-/* One copy; the pointers are device addresses of mapped host memory but src and counter. */
+/* Per mailbox slot, in device memory, zero at first: how the CTAs of the slot's copy share the one
+ * read of its publish (ce_kernels.cu, copyShare) and count themselves done. */
+struct chrCeCopySync {
+  unsigned long long seenK; /* the first CTA has read transfer seenK's publish: */
+  unsigned long long dst;   /* the buffer, CHR_CE_DST_PULLED or 0 */
+  unsigned int quit;        /* or the rank aborted */
+  unsigned int finished;    /* CTAs finished with the copy (0 between copies) */
+};
+
+/* One copy; the pointers are device addresses of mapped host memory but src and sync. */
 struct chrCeCopyJob {
   const char* src;
   unsigned long long bytes, k;
@@ -39,10 +41,7 @@ struct chrCeCopyJob {
   const volatile unsigned long long* ready;  /* the receiver's ready word (its buffer may be written) */
   unsigned long long* done;                  /* the receiver's done word of this transfer */
   const volatile unsigned long long* senderDone; /* this end's done word: a pull of the transfer sets it */
-  unsigned int* counter;                     /* CTAs finished with this copy (device memory, 0 between) */
-#if CHR_CE_ONE_POLLER
-  unsigned long long* share; /* the first CTA's publish read for the others: transfer number, buffer, quit */
-#endif
+  struct chrCeCopySync* sync;                /* its slot's */
 };
 
 struct chrCeGroupArgs {

@@ -5,7 +5,7 @@
  * makes of collectives, numbered apart because NCCL lets two ranks interleave their collectives and
  * their sends differently): an outgoing pair (this rank sends: the copy stream, the queue of sends
  * whose receiver's buffer is yet to be published, the agent thread, the receivers' allocations
- * opened by CUDA IPC or mapped by file descriptor, the launch kernel's per-slot counters) and an
+ * opened by CUDA IPC or mapped by file descriptor, the launch kernel's per-slot sync words) and an
  * incoming one (this rank receives: its exports by file descriptor, ce_vmm.h, and its staging
  * buffer, ce_buffers.h). Each pair's mailbox is a shared-memory segment
  * (ce_segment.h) named after both ends' process tokens and rank serials and the class.
@@ -86,10 +86,7 @@ struct ceOut {
   struct cePending queue[CHR_CE_SLOTS]; /* kernel-copied sends whose receiver's buffer is not yet published */
   uint64_t head, tail;
   cudaStream_t copy;
-  unsigned int* counters; /* per slot, for the copy kernel (device memory) */
-#if CHR_CE_ONE_POLLER
-  unsigned long long* shares; /* 3 words per slot, for the copy kernel (device memory) */
-#endif
+  struct chrCeCopySync* syncs; /* per slot, for the copy kernel (device memory) */
   struct chrCeOpenedSet opened;
   pthread_t agent;
   int agentRunning;
@@ -376,15 +373,9 @@ static ncclResult_t startOut(struct chrDevRank* rk, struct ceOut* o) {
   if (o->agentRunning) return ncclSuccess;
   ncclResult_t res = ncclSuccess;
   if (o->copy == NULL) CHR_DEV_CUDA_GOTO(cudaStreamCreateWithFlags(&o->copy, cudaStreamNonBlocking), res, fail);
-#if CHR_CE_ONE_POLLER
-  if (o->shares == NULL) {
-    CHR_DEV_CUDA_GOTO(cudaMalloc((void**)&o->shares, sizeof(unsigned long long) * 3 * CHR_CE_SLOTS), res, fail);
-    CHR_DEV_CUDA_GOTO(cudaMemset(o->shares, 0, sizeof(unsigned long long) * 3 * CHR_CE_SLOTS), res, fail);
-  }
-#endif
-  if (o->counters == NULL) {
-    CHR_DEV_CUDA_GOTO(cudaMalloc((void**)&o->counters, sizeof(unsigned int) * CHR_CE_SLOTS), res, fail);
-    CHR_DEV_CUDA_GOTO(cudaMemset(o->counters, 0, sizeof(unsigned int) * CHR_CE_SLOTS), res, fail);
+  if (o->syncs == NULL) {
+    CHR_DEV_CUDA_GOTO(cudaMalloc((void**)&o->syncs, sizeof(struct chrCeCopySync) * CHR_CE_SLOTS), res, fail);
+    CHR_DEV_CUDA_GOTO(cudaMemset(o->syncs, 0, sizeof(struct chrCeCopySync) * CHR_CE_SLOTS), res, fail);
   }
   if (pthread_create(&o->agent, NULL, agentMain, o) != 0)
     return chrDevFail(ncclSystemError, "rank %d: cannot start the copy-engine agent for rank %d", rk->cfg.rank, o->peer);
@@ -459,10 +450,7 @@ static struct chrCeCopyJob copyJob(struct ceOut* o, const struct chrWork* w, uin
   j.ready = (const volatile unsigned long long*)word(m, &mb->ready[CHR_CE_RECV][0]);
   j.done = (unsigned long long*)word(m, chrCeDone(mb, CHR_CE_RECV, k));
   j.senderDone = (const volatile unsigned long long*)word(m, chrCeDone(mb, CHR_CE_SEND, k));
-  j.counter = o->counters + slot;
-#if CHR_CE_ONE_POLLER
-  j.share = o->shares + 3 * slot;
-#endif
+  j.sync = o->syncs + slot;
   return j;
 }
 
@@ -717,10 +705,7 @@ void chrCeDestroy(struct chrDevRank* rk) {
       if (!ce->aborted) cudaStreamSynchronize(o->copy);
       cudaStreamDestroy(o->copy);
     }
-    if (o->counters) cudaFree(o->counters); /* the rank's streams are done with its kernels (destroy's contract) */
-#if CHR_CE_ONE_POLLER
-    if (o->shares) cudaFree(o->shares);
-#endif
+    if (o->syncs) cudaFree(o->syncs); /* the rank's streams are done with its kernels (destroy's contract) */
     chrCeCloseAll(&o->opened);
     pthread_mutex_destroy(&o->lock);
     chrCeUnmapSegment(o->pair.map);

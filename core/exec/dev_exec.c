@@ -34,8 +34,8 @@
  * (links[0].conn) is 1, the point-to-point calls' 0: NCCL orders a rank's collectives among
  * themselves and its sends among themselves, but not the two together across groups (rank 0 may
  * run group{send}, group{bcast} while rank 1 runs group{bcast, recv}), so one count for both would
- * pair a broadcast with a send. A 2-rank all-reduce of at least CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES (0,
- * the default: never; an even count, planned as SIMPLE ring works) is a reduce-scatter on the
+ * pair a broadcast with a send. A 2-rank all-reduce of at least CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES (1 GiB
+ * by default; 0: never; an even count, planned as SIMPLE ring works) is a reduce-scatter on the
  * kernels, then an all-gather on the engine: the SMs push about 345-355 GB/s over NVLink, the copy
  * engine about 390, so the gather half moves faster. The reduce-scatter's works stay in the
  * collectives' launch at the call's place, with its call number; each rank then sends its reduced

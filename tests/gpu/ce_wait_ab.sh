@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# ce_wait_ab.sh: the kernel copy's wait for its publish (docs/perf/gpu-2gpu.md, "Next" 00aa), built
+# ce_wait_ab.sh: the kernel copy's wait for its publish (docs/perf/gpu-2gpu.md, l3-l8 and m1), built
 # several ways and timed in one call on a machine with 2 GPUs. Each variant is a build with
 # -DCHR_CE_TIMING=1 plus its own CUDA flags (device/ce_timing.cuh prints the waits); each runs
 # 2-rank broadcasts whose root's kernel copies whenever it calls first (engine from 128 MiB, no
 # pulls) and the all-reduce's engine half, in both layouts, ROUNDS times, interleaved.
 #
-#   VARIANTS="base: ldcv:-DCHR_CE_LOAD=2 mmio:-DCHR_CE_LOAD=3 one:-DCHR_CE_ONE_POLLER=1" \
-#     OUT=$OUT/x tests/gpu/ce_wait_ab.sh        (the default VARIANTS is that list)
+#   VARIANTS="base: wide:-DCHR_CE_COPY_THREADS=1024" OUT=$OUT/x tests/gpu/ce_wait_ab.sh
+#     (name:flags per variant; the default is "base:", the build as it is)
 #
 # Writes $OUT/<variant>-<coll>-<layout>-<round>.txt (and .json, chorus-perf -J) and $OUT/waits.md: per run, the time per
 # operation at each size (out of place / in place) and the mean publish wait per kernel copy.
@@ -15,7 +15,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$PWD/ce-wait-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
-VARIANTS=${VARIANTS:-"base: ldcv:-DCHR_CE_LOAD=2 mmio:-DCHR_CE_LOAD=3 one:-DCHR_CE_ONE_POLLER=1"}
+VARIANTS=${VARIANTS:-"base:"}
 ROUNDS=${ROUNDS:-2}
 declare -A PERF
 for v in $VARIANTS; do
