@@ -291,13 +291,15 @@ static int quiesceIn(void* arg, uint64_t lastKernelK) {
 /* A receive of `bytes` whose sender posted first (*theirs, its send buffer as chrCeDescribeSource
  * put it): the sender's buffer opened in this process by CUDA IPC, for this rank to pull, or NULL
  * (its sender's kernel copies it: a buffer CUDA IPC cannot share, one that cannot be opened here,
- * or a sender in this process, where pulls ran slower than the sender's kernel, k7). */
+ * or a sender in this process unless CHORUS_GPU_CE_PULL is 2: pulls there ran slower than the
+ * sender's kernel in k7; such a sender posts its buffer's address, which this process reaches). */
 static const char* pullSource(struct chrDevRank* rk, struct ceIn* in, int peer, const struct chrCePost* theirs,
                               uint64_t bytes) {
   struct chrCePostData sd;
   memcpy(&sd, theirs->bytes, sizeof sd);
   const struct chrDevPeerId* from = &rk->peerId[peer];
-  if (!sd.ok || sd.bytes != bytes || sd.way != CHR_CE_BY_IPC || from->same) return NULL;
+  const int reachable = from->same ? rk->cfg.cePull == 2 && sd.way == CHR_CE_BY_PTR : sd.way == CHR_CE_BY_IPC;
+  if (!sd.ok || sd.bytes != bytes || !reachable) return NULL;
   return chrCePeerBuffer(&in->opened, &sd, from->token, rk->cfg.cudaDev, 0, quiesceIn, in);
 }
 
@@ -551,9 +553,10 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
                                      1, __ATOMIC_RELAXED);
       }
       memcpy(mine.bytes, &d, sizeof d);
-    } else if (rk->cfg.cePull && !rk->peerId[peer].same && !chrCeOtherPosted(mb, CHR_CE_SEND, it->k, &theirs)) {
+    } else if (rk->cfg.cePull && (rk->cfg.cePull == 2 || !rk->peerId[peer].same) &&
+               !chrCeOtherPosted(mb, CHR_CE_SEND, it->k, &theirs)) {
       /* so that a receiver that comes second may pull it (one that posted already will not) */
-      chrCeDescribeSource(w->sendbuff, bytesOf(w), 0, &d);
+      chrCeDescribeSource(w->sendbuff, bytesOf(w), rk->peerId[peer].same, &d);
       memcpy(mine.bytes, &d, sizeof d);
     }
 #if CHR_CE_TIMING
