@@ -241,14 +241,15 @@ if want ceprobe; then
   # processes, beside the copy engine's plain rate, CEPROBE_MIN (64M) .. CEPROBE_MAX (8G)
   # both directions at once (send/recv's traffic) with each of the two signals, one way (a 2-rank
   # broadcast's), and the two ranks as threads of one process
-  # CEPROBE_RUNS: "oneway signal threads issuer [beside]" per run (issuer: second, sender, receiver or
-  # agent; beside 1: also a copy kernel alone and beside the engine's pushes)
+  # CEPROBE_RUNS: "oneway signal threads issuer [beside [mixed]]" per run (issuer: second, sender,
+  # receiver or agent; beside 1: also a copy kernel alone and beside the engine's pushes; mixed P: also
+  # the SMs pushing P% into the peer while the engine pushes the rest, against the SMs alone)
   IFS=';' read -ra CE_RUNS <<<"${CEPROBE_RUNS:-0 value 0 agent 1;0 event 0 agent;1 value 0 agent;0 value 1 agent;0 value 0 second;0 value 1 second}"
   for run in "${CE_RUNS[@]}"; do
     set -- $run
-    f=$OUT/ce-probe-oneway$1-$2-threads$3-$4${5:+-beside$5}.txt
+    f=$OUT/ce-probe-oneway$1-$2-threads$3-$4${5:+-beside$5}${6:+-mixed$6}.txt
     timeout 120 "$BUILD/bin/chorus-ce-probe" --min "${CEPROBE_MIN:-64M}" --max "${CEPROBE_MAX:-8G}" --iters 5 \
-      --oneway $1 --signal $2 --threads $3 --issuer $4 --beside "${5:-0}" >"$f" 2>&1 ||
+      --oneway $1 --signal $2 --threads $3 --issuer $4 --beside "${5:-0}" --mixed "${6:-0}" >"$f" 2>&1 ||
       note "ceprobe $run: FAILED ($(tail -1 "$f"))"
     grep -h "wrong" "$f" | sed "s/^/ceprobe oneway=$1 signal=$2 threads=$3 issuer=$4: /" >>"$SUMMARY"
   done

@@ -44,10 +44,15 @@
  * while both ranks push to each other on the copy engine, and the pushes beside it: whether the
  * engine's traffic slows SM work running at the same time and the other way round (an all-to-all's
  * self copy and peer transfers, or an all-reduce that hands part of its bytes to the engine).
+ * --mixed P (1-99): both ranks push every byte into the peer at once, first with the SMs alone (a
+ * copy kernel storing into the peer's buffer, --mixed-ctas CTAs of 512 threads, default 64), then
+ * with the SMs pushing P% while the copy engine pushes the rest beside them: whether NVLink carries
+ * more with both than with either (an all-reduce whose reduce-scatter runs on the SMs while the
+ * engine moves the previous chunk's gather, docs/perf/gpu-2gpu.md, Next 00ac). Checked like the rest.
  * --oneway 1: rank 0 only sends and rank 1 only receives (a 2-rank broadcast's traffic; the ceiling
  * lines then time rank 0 pushing and rank 1 pulling, one at a time).
  * Prints "key value unit" lines: ce_sendrecv_<size> (ce_send_ one way; µs per iteration, GB/s per direction),
- * push_<size>, pull_<size>, the copies each role issued, the first IPC open's time, and
+ * push_<size>, pull_<size>, smpush_<size> and mixed<P>_<size> (--mixed), the copies each role issued, the first IPC open's time, and
  * wrong_<size> (elements that differ; must be 0). Needs 2 GPUs with peer access.
  */
 #include <cuda.h>
@@ -106,6 +111,8 @@ static __thread int gRank; /* per rank: a process, or a thread with --threads */
 static int gThreads;       /* --threads: the two ranks are threads of one process (raw pointers and events) */
 static int gOneWay; /* --oneway: rank 0 sends, rank 1 receives (a 2-rank broadcast's traffic) */
 static int gBeside; /* --beside: a copy kernel alone and beside the engine's pushes */
+static int gMixed;  /* --mixed P: the SMs push P% of each rank's bytes into the peer while the engine pushes the rest */
+static int gMixedCtas = 64; /* --mixed-ctas: the SMs' push kernel's CTAs */
 static int gValue;  /* --signal value: the first end's stream writes ready = k, the second's copy waits for it,
                        instead of an IPC event (no event to reuse, nothing to open) */
 static int gIssuer = -1; /* --issuer sender|receiver: that end always issues the copy, waiting on the host for the
@@ -329,6 +336,47 @@ static void group(struct Rank* R, uint64_t k, uint64_t bytes, int sends, int rec
   if (recvs) postOne(R, R->peer, RECV, k, bytes);
 }
 
+/* --mixed: both ranks push `bytes` into the peer's receive buffer at once, by the SMs alone, then by
+ * the SMs (gMixed percent) and the copy engine (the rest) together; each rank then checks what its
+ * peer pushed. Prints both times; returns the wrong elements. */
+static unsigned long long mixedPushes(struct Rank* R, uint64_t bytes, int iters, int* round) {
+  const uint64_t smShare = bytes / 100 * (uint64_t)gMixed / 16 * 16;
+  unsigned long long* wrong;
+  CK(cudaMalloc(&wrong, sizeof(*wrong)));
+  unsigned long long wrongTotal = 0;
+  double t[2];
+  for (int mode = 0; mode < 2; mode++) {
+    const uint64_t sm = mode ? smShare : bytes;
+    CK(cudaMemsetAsync(R->buf[RECV], 0, bytes, R->stream));
+    CK(cudaStreamSynchronize(R->stream));
+    barrier((*round)++);
+    const double c = nowUs();
+    for (int i = 0; i < iters; i++) {
+      if (sm > 0) hbmCopy<<<gMixedCtas, 512, 0, R->stream>>>((uint4*)R->peerBuf[RECV], (const uint4*)R->buf[SEND], sm / 16);
+      if (bytes > sm)
+        CK(cudaMemcpyAsync((char*)R->peerBuf[RECV] + sm, (const char*)R->buf[SEND] + sm, bytes - sm,
+                           cudaMemcpyDeviceToDevice, R->copy[SEND]));
+    }
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(R->stream));
+    CK(cudaStreamSynchronize(R->copy[SEND]));
+    t[mode] = (nowUs() - c) / iters;
+    barrier((*round)++); /* the peer's pushes into this rank's buffer are over */
+    CK(cudaMemsetAsync(wrong, 0, sizeof(*wrong), R->stream));
+    check<<<264, 512, 0, R->stream>>>((const uint32_t*)R->buf[RECV], bytes / 4,
+                                      0x1000u * (R->peer + 1) + (uint32_t)(bytes >> 20), wrong);
+    unsigned long long w = 0;
+    CK(cudaMemcpyAsync(&w, wrong, sizeof(w), cudaMemcpyDeviceToHost, R->stream));
+    CK(cudaStreamSynchronize(R->stream));
+    wrongTotal += w;
+  }
+  CK(cudaFree(wrong));
+  printf("rank%d_smpush_%llu %.1f us %.2f GB/s\n", gRank, (unsigned long long)bytes, t[0], bytes / t[0] / 1e3);
+  printf("rank%d_mixed%d_%llu %.1f us %.2f GB/s\n", gRank, gMixed, (unsigned long long)bytes, t[1], bytes / t[1] / 1e3);
+  printf("rank%d_mixed_wrong_%llu %llu elements\n", gRank, (unsigned long long)bytes, wrongTotal);
+  return wrongTotal;
+}
+
 static uint64_t parseBytes(const char* s) {
   char* end;
   double v = strtod(s, &end);
@@ -485,6 +533,7 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       printf("rank%d_%s_%llu %.1f us %.2f GB/s\n", rank, pull ? "pull" : "push", (unsigned long long)bytes, c,
              bytes / c / 1e3);
     }
+    if (gMixed > 0 && !gOneWay && bytes % 16 == 0) wrongTotal += mixedPushes(&R, bytes, iters, &round);
     if (gBeside && !gOneWay) { /* a copy kernel alone, then beside both ranks' pushes, and the pushes beside it */
       const uint64_t n16 = bytes / 16;
       double t[3];
@@ -564,18 +613,20 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--signal") && !strcmp(argv[i + 1], "event")) gValue = 0;
     else if (!strcmp(argv[i], "--threads")) gThreads = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--beside")) gBeside = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--mixed")) gMixed = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--mixed-ctas")) gMixedCtas = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "sender")) gIssuer = SEND;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "receiver")) gIssuer = RECV;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "second")) gIssuer = -1;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "agent")) gIssuer = AGENT;
     else {
       fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value] [--threads 0|1]\n"
-              "       [--issuer second|sender|receiver|agent] [--beside 0|1]\n",
+              "       [--issuer second|sender|receiver|agent] [--beside 0|1] [--mixed 0-99] [--mixed-ctas N]\n",
               argv[0]);
       return 2;
     }
   }
-  if (minB < 4 || minB > maxB || iters < 1) {
+  if (minB < 4 || minB > maxB || iters < 1 || gMixed < 0 || gMixed > 99 || gMixedCtas < 1 || gMixedCtas > 1024) {
     fprintf(stderr, "chorus-ce-probe: bad sizes or iterations\n");
     return 2;
   }
