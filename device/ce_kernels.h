@@ -20,6 +20,12 @@
 #include <stdint.h>
 #include "nccl.h"
 
+/* CHR_CE_TIMING=1 in CUDA_DEFINES: the timing build (device/ce_timing.cuh for the kernel's stamps,
+ * ce_sends.cu for the host's posts and publishes); 0: no timing code at all. */
+#ifndef CHR_CE_TIMING
+#define CHR_CE_TIMING 0
+#endif
+
 #define CHR_CE_GROUP_JOBS 16
 #define CHR_CE_GROUP_WAITS 64
 

@@ -110,9 +110,6 @@ struct ceItem {
   const char* pullSrc; /* a receive this rank pulls: the sender's buffer in this process; NULL: none */
 };
 
-#ifndef CHR_CE_TIMING
-#define CHR_CE_TIMING 0
-#endif
 #if CHR_CE_TIMING
 /* CHR_CE_TIMING builds: how often a call or a publish came after the GPU had finished the pair's
  * transfer before (so the GPU may be waiting on the host), printed at the end (chrCeDestroy). */
@@ -130,6 +127,21 @@ static void noteLate(uint64_t* count, uint64_t (*log)[2], uint64_t* late, struct
   log[at][1] = chrDevRealNs();
   if (k > 1 && __atomic_load_n(chrCeDone(mb, CHR_CE_RECV, k - 1), __ATOMIC_ACQUIRE) >= k - 1)
     __atomic_add_fetch(late, 1, __ATOMIC_RELAXED);
+}
+/* The counts, then every logged post and publish, to stderr (when the rank's engine state ends). */
+static void printLate(const struct ceLate* l, int rank) {
+  fprintf(stderr, "chorus ce late rank %d: sends posted %llu (%llu after the transfer before was done), receives "
+          "posted %llu (%llu), kernel copies published %llu (%llu)\n", rank,
+          (unsigned long long)l->calls[CHR_CE_SEND], (unsigned long long)l->lateCalls[CHR_CE_SEND],
+          (unsigned long long)l->calls[CHR_CE_RECV], (unsigned long long)l->lateCalls[CHR_CE_RECV],
+          (unsigned long long)l->published, (unsigned long long)l->latePublished);
+  for (int role = 0; role < 2; role++)
+    for (uint64_t i = 0; i < l->calls[role] && i < LATE_LOG; i++)
+      fprintf(stderr, "chorus ce host rank %d %s k %llu at %llu\n", rank, role == CHR_CE_SEND ? "sendpost" : "recvpost",
+              (unsigned long long)l->postLog[role][i][0], (unsigned long long)l->postLog[role][i][1]);
+  for (uint64_t i = 0; i < l->published && i < LATE_LOG; i++)
+    fprintf(stderr, "chorus ce host rank %d publish k %llu at %llu\n", rank, (unsigned long long)l->pubLog[i][0],
+            (unsigned long long)l->pubLog[i][1]);
 }
 #endif
 
@@ -684,18 +696,7 @@ void chrCeDestroy(struct chrDevRank* rk) {
   if (ce == NULL) return;
   chrCeTimingPrint(rk->cfg.rank); /* (a build switch's: nothing by default) */
 #if CHR_CE_TIMING
-  fprintf(stderr, "chorus ce late rank %d: sends posted %llu (%llu after the transfer before was done), receives "
-          "posted %llu (%llu), kernel copies published %llu (%llu)\n", rk->cfg.rank,
-          (unsigned long long)ce->late.calls[CHR_CE_SEND], (unsigned long long)ce->late.lateCalls[CHR_CE_SEND],
-          (unsigned long long)ce->late.calls[CHR_CE_RECV], (unsigned long long)ce->late.lateCalls[CHR_CE_RECV],
-          (unsigned long long)ce->late.published, (unsigned long long)ce->late.latePublished);
-  for (int role = 0; role < 2; role++)
-    for (uint64_t i = 0; i < ce->late.calls[role] && i < LATE_LOG; i++)
-      fprintf(stderr, "chorus ce host rank %d %s k %llu at %llu\n", rk->cfg.rank, role == CHR_CE_SEND ? "sendpost" : "recvpost",
-              (unsigned long long)ce->late.postLog[role][i][0], (unsigned long long)ce->late.postLog[role][i][1]);
-  for (uint64_t i = 0; i < ce->late.published && i < LATE_LOG; i++)
-    fprintf(stderr, "chorus ce host rank %d publish k %llu at %llu\n", rk->cfg.rank,
-            (unsigned long long)ce->late.pubLog[i][0], (unsigned long long)ce->late.pubLog[i][1]);
+  printLate(&ce->late, rk->cfg.rank);
 #endif
   for (int p = 0; p < rk->cfg.nRanks * CLASSES; p++) {
     struct ceOut* o = &ce->out[p];

@@ -9,16 +9,14 @@
  * waits CTA's start and end. chrCeTimingPrint writes them to stderr when a rank's engine state ends.
  * The stamps are %globaltimer: comparable within one GPU, and with the host's CLOCK_REALTIME only
  * roughly (ce_sends.cu logs the host's posts and publishes on that clock).
+ * Part of ce_kernels.cu, which alone includes it: it defines the timing build's device variables and
+ * chrCeTimingPrint (declared in ce_kernels.h).
  */
 #ifndef CHORUS_DEVICE_CE_TIMING_CUH_
 #define CHORUS_DEVICE_CE_TIMING_CUH_
 
 #include <stdio.h>
 #include "device/ce_kernels.h"
-
-#ifndef CHR_CE_TIMING
-#define CHR_CE_TIMING 0
-#endif
 
 /* One CTA's stamps of one copy (thread 0's). */
 struct chrCeClock {

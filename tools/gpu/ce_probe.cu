@@ -338,11 +338,9 @@ static void group(struct Rank* R, uint64_t k, uint64_t bytes, int sends, int rec
 
 /* --mixed: both ranks push `bytes` into the peer's receive buffer at once, by the SMs alone, then by
  * the SMs (gMixed percent) and the copy engine (the rest) together; each rank then checks what its
- * peer pushed. Prints both times; returns the wrong elements. */
-static unsigned long long mixedPushes(struct Rank* R, uint64_t bytes, int iters, int* round) {
+ * peer pushed (into `wrong`, the run's device counter). Prints both times; returns the wrong elements. */
+static unsigned long long mixedPushes(struct Rank* R, uint64_t bytes, int iters, int* round, unsigned long long* wrong) {
   const uint64_t smShare = bytes / 100 * (uint64_t)gMixed / 16 * 16;
-  unsigned long long* wrong;
-  CK(cudaMalloc(&wrong, sizeof(*wrong)));
   unsigned long long wrongTotal = 0;
   double t[2];
   for (int mode = 0; mode < 2; mode++) {
@@ -370,7 +368,6 @@ static unsigned long long mixedPushes(struct Rank* R, uint64_t bytes, int iters,
     CK(cudaStreamSynchronize(R->stream));
     wrongTotal += w;
   }
-  CK(cudaFree(wrong));
   printf("rank%d_smpush_%llu %.1f us %.2f GB/s\n", gRank, (unsigned long long)bytes, t[0], bytes / t[0] / 1e3);
   printf("rank%d_mixed%d_%llu %.1f us %.2f GB/s\n", gRank, gMixed, (unsigned long long)bytes, t[1], bytes / t[1] / 1e3);
   printf("rank%d_mixed_wrong_%llu %llu elements\n", gRank, (unsigned long long)bytes, wrongTotal);
@@ -533,7 +530,7 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
       printf("rank%d_%s_%llu %.1f us %.2f GB/s\n", rank, pull ? "pull" : "push", (unsigned long long)bytes, c,
              bytes / c / 1e3);
     }
-    if (gMixed > 0 && !gOneWay && bytes % 16 == 0) wrongTotal += mixedPushes(&R, bytes, iters, &round);
+    if (gMixed > 0 && !gOneWay && bytes % 16 == 0) wrongTotal += mixedPushes(&R, bytes, iters, &round, wrong);
     if (gBeside && !gOneWay) { /* a copy kernel alone, then beside both ranks' pushes, and the pushes beside it */
       const uint64_t n16 = bytes / 16;
       double t[3];
