@@ -2,7 +2,7 @@
 # engine's own rate (docs/perf/gpu-2gpu.md, "Next" 0). Built only when nvcc is found; needs nothing
 # of Chorus, and 2 GPUs with peer access to run.
 if(CMAKE_CUDA_COMPILER)
-  add_executable(chorus-ce-probe ${CMAKE_CURRENT_SOURCE_DIR}/gpu/ce_probe.cu)
+  add_executable(chorus-ce-probe ${CMAKE_CURRENT_SOURCE_DIR}/gpu/ce_probe.cu ${CMAKE_CURRENT_SOURCE_DIR}/gpu/ce_probe_allreduce.cu)
   set_target_properties(chorus-ce-probe PROPERTIES CUDA_RUNTIME_LIBRARY Static)
   target_include_directories(chorus-ce-probe PRIVATE ${CMAKE_SOURCE_DIR}/core ${CUDAToolkit_INCLUDE_DIRS})
   target_link_libraries(chorus-ce-probe PRIVATE ${CMAKE_DL_LIBS})

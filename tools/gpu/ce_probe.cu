@@ -49,6 +49,8 @@
  * with the SMs pushing P% while the copy engine pushes the rest beside them: whether NVLink carries
  * more with both than with either (an all-reduce whose reduce-scatter runs on the SMs while the
  * engine moves the previous chunk's gather, docs/perf/gpu-2gpu.md, Next 00ac). Checked like the rest.
+ * --allreduce pull|read|direct|push: only a 2-rank float all-reduce whose transfers run on the copy
+ * engines, per size, checked (ce_probe_allreduce.cu; --ar-chunk, --ar-ctas).
  * --oneway 1: rank 0 only sends and rank 1 only receives (a 2-rank broadcast's traffic; the ceiling
  * lines then time rank 0 pushing and rank 1 pulling, one at a time).
  * Prints "key value unit" lines: ce_sendrecv_<size> (ce_send_ one way; µs per iteration, GB/s per direction),
@@ -71,6 +73,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ce_probe_allreduce.h"
 #include "cuda/ce_mailbox.h"
 
 #define CK(call)                                                                                    \
@@ -105,6 +108,7 @@ struct Shared {
   std::atomic<int> registered; /* --threads: 0, 1 while the first thread registers, 2 once it has */
   uint64_t point[2][8];        /* --issuer agent: point[rank][0], the last group its user stream passed */
   uint32_t bell[2];            /* --issuer agent: rank r's agent sleeps on bell[r] (a futex) */
+  uint64_t arWord[2][4];       /* --allreduce: [rank][in the call, done, pushed, taken], written by that rank's streams */
 };
 
 static __thread int gRank; /* per rank: a process, or a thread with --threads */
@@ -113,6 +117,10 @@ static int gOneWay; /* --oneway: rank 0 sends, rank 1 receives (a 2-rank broadca
 static int gBeside; /* --beside: a copy kernel alone and beside the engine's pushes */
 static int gMixed;  /* --mixed P: the SMs push P% of each rank's bytes into the peer while the engine pushes the rest */
 static int gMixedCtas = 64; /* --mixed-ctas: the SMs' push kernel's CTAs */
+static int gArMode = -1;    /* --allreduce pull|read|direct|push: only the all-reduce prototype (ce_probe_allreduce.cu) */
+static uint64_t gArChunk = 8ull << 20; /* --ar-chunk: its reduce-scatter's chunk */
+static int gArCtas = 132;   /* --ar-ctas: its adding kernels' CTAs */
+static __thread int* gRoundPtr; /* the rank's barrier round, for the prototype's barriers */
 static int gValue;  /* --signal value: the first end's stream writes ready = k, the second's copy waits for it,
                        instead of an IPC event (no event to reuse, nothing to open) */
 static int gIssuer = -1; /* --issuer sender|receiver: that end always issues the copy, waiting on the host for the
@@ -135,6 +143,8 @@ static void barrier(int round) {
     if (sh->stop.load()) exit(1);
   }
 }
+static void nextBarrier(void) { barrier((*gRoundPtr)++); }
+
 
 __global__ void fill(uint32_t* p, uint64_t n, uint32_t seed) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
@@ -385,6 +395,29 @@ static uint64_t parseBytes(const char* s) {
   return (uint64_t)v;
 }
 
+/* --allreduce: the prototype at this size, on the rank's buffers and the peer's. */
+static unsigned long long allReduceRun(const struct Rank* R, uint64_t bytes, uint64_t room, int iters, uint64_t* k) {
+  struct chrProbeAr a = {};
+  a.rank = gRank;
+  a.stream = R->stream;
+  a.x = (float*)R->buf[SEND];
+  a.y = (float*)R->buf[RECV];
+  a.peerX = (const float*)R->peerBuf[SEND];
+  a.peerY = (float*)R->peerBuf[RECV];
+  a.waitValue = waitValue;
+  a.writeValue = writeValue;
+  a.barrier = nextBarrier;
+  a.ctas = gArCtas;
+  a.room = room;
+  for (int r = 0; r < 2; r++)
+    for (int w = 0; w < 4; w++) {
+      void* p = NULL;
+      CK(cudaHostGetDevicePointer(&p, &sh->arWord[r][w], 0));
+      a.word[r][w] = (CUdeviceptr)(uintptr_t)p;
+    }
+  return chrProbeAllReduce(&a, gArMode, bytes, gArChunk, iters, k);
+}
+
 static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
   gRank = rank;
   struct Rank R;
@@ -485,8 +518,13 @@ static int runRank(int rank, uint64_t minB, uint64_t maxB, int iters) {
 
   uint64_t k = 1;
   int round = 3;
+  gRoundPtr = &round;
   unsigned long long wrongTotal = 0;
   for (uint64_t bytes = minB; bytes <= maxB; bytes *= 2) {
+    if (gArMode >= 0) {
+      if (bytes % 64 == 0) wrongTotal += allReduceRun(&R, bytes, maxB, iters, &k);
+      continue;
+    }
     const uint64_t n = bytes / 4;
     /* The protocol: send to the peer (direction = my rank), receive from it (direction = its rank). */
     CK(cudaMemsetAsync(R.buf[RECV], 0, bytes, R.stream));
@@ -612,18 +650,26 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--beside")) gBeside = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--mixed")) gMixed = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--mixed-ctas")) gMixedCtas = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--allreduce") && !strcmp(argv[i + 1], "pull")) gArMode = CHR_PROBE_AR_PULL;
+    else if (!strcmp(argv[i], "--allreduce") && !strcmp(argv[i + 1], "read")) gArMode = CHR_PROBE_AR_READ;
+    else if (!strcmp(argv[i], "--allreduce") && !strcmp(argv[i + 1], "direct")) gArMode = CHR_PROBE_AR_DIRECT;
+    else if (!strcmp(argv[i], "--allreduce") && !strcmp(argv[i + 1], "push")) gArMode = CHR_PROBE_AR_PUSH;
+    else if (!strcmp(argv[i], "--ar-chunk")) gArChunk = parseBytes(argv[i + 1]);
+    else if (!strcmp(argv[i], "--ar-ctas")) gArCtas = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "sender")) gIssuer = SEND;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "receiver")) gIssuer = RECV;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "second")) gIssuer = -1;
     else if (!strcmp(argv[i], "--issuer") && !strcmp(argv[i + 1], "agent")) gIssuer = AGENT;
     else {
       fprintf(stderr, "usage: %s [--min 64M] [--max 8G] [--iters 5] [--oneway 0|1] [--signal event|value] [--threads 0|1]\n"
-              "       [--issuer second|sender|receiver|agent] [--beside 0|1] [--mixed 0-99] [--mixed-ctas N]\n",
+              "       [--issuer second|sender|receiver|agent] [--beside 0|1] [--mixed 0-99] [--mixed-ctas N]\n"
+              "       [--allreduce pull|read|direct|push [--ar-chunk 8M] [--ar-ctas 132]]\n",
               argv[0]);
       return 2;
     }
   }
-  if (minB < 4 || minB > maxB || iters < 1 || gMixed < 0 || gMixed > 99 || gMixedCtas < 1 || gMixedCtas > 1024) {
+  if (minB < 4 || minB > maxB || iters < 1 || gMixed < 0 || gMixed > 99 || gMixedCtas < 1 || gMixedCtas > 1024 ||
+      gArChunk < 16 || gArCtas < 1 || gArCtas > 4096) {
     fprintf(stderr, "chorus-ce-probe: bad sizes or iterations\n");
     return 2;
   }
