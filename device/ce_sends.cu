@@ -303,8 +303,8 @@ static int quiesceIn(void* arg, uint64_t lastKernelK) {
 /* A receive of `bytes` whose sender posted first (*theirs, its send buffer as chrCeDescribeSource
  * put it): the sender's buffer opened in this process by CUDA IPC, for this rank to pull, or NULL
  * (its sender's kernel copies it: a buffer CUDA IPC cannot share, one that cannot be opened here,
- * or a sender in this process unless CHORUS_GPU_CE_PULL is 2: pulls there ran slower than the
- * sender's kernel in k7; such a sender posts its buffer's address, which this process reaches). */
+ * or a sender in this process when CHORUS_GPU_CE_PULL is 1; such a sender posts its buffer's
+ * address, which this process reaches). */
 static const char* pullSource(struct chrDevRank* rk, struct ceIn* in, int peer, const struct chrCePost* theirs,
                               uint64_t bytes) {
   struct chrCePostData sd;
