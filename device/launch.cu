@@ -38,6 +38,7 @@
 #include "device/dev_table.h"
 #include "device/graph_works.h"
 #include "device/kernel_launch.h"
+#include "device/local_copy.h"
 #include "device/work_check.h"
 #include "exec/reduce.h"
 #include "transport/transport.h"
@@ -100,6 +101,8 @@ ncclResult_t chrDevLoadKernels(void) {
         if (e != cudaSuccess)
           res = chrDevFail(ncclUnhandledCudaError, "loading the kernels on GPU %d: %s", dev, cudaGetErrorString(e));
       }
+    if (res == ncclSuccess && (e = chrDevLoadLocalCopy()) != cudaSuccess)
+      res = chrDevFail(ncclUnhandledCudaError, "loading the local copy kernel on GPU %d: %s", dev, cudaGetErrorString(e));
     if (res == ncclSuccess) loadedDevices |= bit;
   }
   pthread_mutex_unlock(&loadLock);
@@ -192,8 +195,7 @@ static ncclResult_t forkEngineCopies(struct chrDevRank* rk, int nEngine, cudaStr
     const struct chrWork* w = &rk->engine[i];
     const size_t bytes = (size_t)(w->len * (uint64_t)w->typeSize);
     if (w->sendbuff == w->recvbuff || bytes == 0) continue; /* in place */
-    CHR_DEV_CUDA_GOTO(cudaMemcpyAsync((void*)(uintptr_t)w->recvbuff, (const void*)(uintptr_t)w->sendbuff, bytes,
-                                      cudaMemcpyDeviceToDevice, rk->side),
+    CHR_DEV_CUDA_GOTO(chrDevLocalCopy((void*)(uintptr_t)w->recvbuff, (const void*)(uintptr_t)w->sendbuff, bytes, rk->side),
                       res, fail);
   }
   CHR_DEV_CUDA_GOTO(cudaEventRecord(rk->join, rk->side), res, fail);
