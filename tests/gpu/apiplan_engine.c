@@ -18,14 +18,14 @@
 #include "apiplan_engine.h"
 #include "comm/comm.h"
 #include "config/algo_select.h"
+#include "config/param.h"
 #include "device/dev_work.h"
 #include "gpu_sim.h"
 #include "nccl.h"
 #include "plan/plan.h"
 
-static uint64_t ceMin;             /* CHORUS_GPU_CE_MIN_BYTES as the test runs with it (0: unset or off) */
-static uint64_t ceBcastMin;        /* the broadcasts' floor: CHORUS_GPU_CE_BCAST_MIN_BYTES (unset: its documented
-                                      default, 128 MiB), 0 there: ceMin */
+static uint64_t ceMin;             /* CHORUS_GPU_CE_MIN_BYTES as the test runs with it (0: off) */
+static uint64_t ceBcastMin;        /* the broadcasts' floor: CHORUS_GPU_CE_BCAST_MIN_BYTES, 0 there: ceMin */
 static long ceSendWorks, ceRecvWorks; /* sends to other ranks / receives from them as engine works */
 static long ceMixedPlans;          /* rank plans with an engine work and a lane transfer to one peer, one direction */
 static long ceCapturedPlans;       /* rank plans made as under graph capture, checked to have no engine work */
@@ -38,13 +38,14 @@ static long ceArScatterWorks;      /* ... their reduce-scatter works in the coll
 static long ceArSends, ceArRecvs;  /* ... their halves' engine sends and receives (class 1) */
 static long ceArKept;              /* all-reduces of that size that keep their works (odd count, LL, tree, pair, n != 2) */
 
+/* The floors as the library reads them (environment, configuration file, default: core/config), so
+ * that a chorus.ini of the developer's does not make the expected plans differ from the real ones;
+ * test_config checks that reading. */
 void apiEngineInit(void) {
-  const char* ceEnv = getenv("CHORUS_GPU_CE_MIN_BYTES");
-  ceMin = ceEnv ? strtoull(ceEnv, NULL, 0) : 0;
-  const char* bcEnv = getenv("CHORUS_GPU_CE_BCAST_MIN_BYTES");
-  ceBcastMin = bcEnv == NULL ? 134217728ull : strtoull(bcEnv, NULL, 0) > 0 ? strtoull(bcEnv, NULL, 0) : ceMin;
-  const char* ceArEnv = getenv("CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES");
-  ceArMin = ceArEnv ? strtoull(ceArEnv, NULL, 0) : 1073741824ull; /* unset: the documented default, 1 GiB */
+  ceMin = (uint64_t)chrParamInt(CHR_P_GPU_CE_MIN_BYTES);
+  const uint64_t bcast = (uint64_t)chrParamInt(CHR_P_GPU_CE_BCAST_MIN_BYTES);
+  ceBcastMin = bcast > 0 ? bcast : ceMin;
+  ceArMin = (uint64_t)chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES);
 }
 
 int apiEngineOn(void) { return ceMin > 0 || ceBcastMin > 0 || ceArMin > 0; }
@@ -64,7 +65,7 @@ static int wantsEngine(const struct chrCollTask* t, int rank, int capturing) {
          t->count > 0 && (uint64_t)t->count * (uint64_t)t->typeSize >= ceMin;
 }
 
-/* ... and a broadcast of two ranks of at least CHORUS_GPU_CE_BCAST_MIN_BYTES (128 MiB unless set; 0:
+/* ... and a broadcast of two ranks of at least CHORUS_GPU_CE_BCAST_MIN_BYTES (128 MiB by default; 0:
  * CHORUS_GPU_CE_MIN_BYTES): the root's send and the other rank's receive, in transfer class 1 (the
  * collectives'), with, at the root out of place, an engine copy of its buffer. */
 static int wantsEngineBcast(const struct chrCollTask* t, int capturing) {
