@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include "nccl.h"
 #include "nccl_cases.h"
+#include "way_log.h"
 
 #if defined(CHORUS_TEST_NVIDIA_HEADER) && defined(CHORUS_NCCL_H)
 #error "test_gpu_nccl_nvabi must be compiled against NVIDIA's nccl.h, not Chorus's"
@@ -594,8 +595,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   requireGpu(argv[0]);
-  if (!strcmp(mode, "initall")) return runInitAll(n);
-  if (!strcmp(mode, "threads")) return runThreads(n);
+  /* CHORUS_TEST_EXPECT_WAY (way_log.h): after the comms' destroy, their copy-engine counts */
+  if (!strcmp(mode, "initall") || !strcmp(mode, "threads")) {
+    chrWayLogStart(mode);
+    const int rc = !strcmp(mode, "initall") ? runInitAll(n) : runThreads(n);
+    return rc ? rc : chrWayLogCheck(0, n) ? 1 : 0;
+  }
   if (!strcmp(mode, "memalloc")) return runMemAlloc(n);
   if (!strcmp(mode, "graph")) return runGraph(n, argc > 3 ? (size_t)atol(argv[3]) : (size_t)1 << 19);
   if (!strcmp(mode, "abort")) return abortCase(0) || abortCase(1);

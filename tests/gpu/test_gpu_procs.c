@@ -47,6 +47,7 @@
 #include "launch.h"
 #include "nccl.h"
 #include "nccl_cases.h"
+#include "way_log.h"
 
 #define MAX_RANKS 8
 #define WAIT_S 60.0
@@ -276,64 +277,14 @@ static struct ncOp mkOp(int func, int type, int op, size_t count, int root, int 
   return o;
 }
 
-/* ---- the ways receives went (CHORUS_TEST_EXPECT_WAY) ---- */
-
-static char wayLog[256];
-
-/* Before the comm: its log goes to a file of this process's own. */
-static void wayLogStart(int rank) {
-  const char* w = getenv("CHORUS_TEST_EXPECT_WAY");
-  if (w == NULL || *w == 0) return;
-  const char* tmp = getenv("TMPDIR");
-  snprintf(wayLog, sizeof wayLog, "%s/chorus-test-way-%d-r%d.log", tmp && *tmp ? tmp : "/tmp", (int)getpid(), rank);
-  setenv("NCCL_DEBUG", "INFO", 1);
-  setenv("NCCL_DEBUG_SUBSYS", "P2P", 1);
-  setenv("NCCL_DEBUG_FILE", wayLog, 1);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  ncclResetDebugInit(); /* the parent's ncclGetUniqueId read the settings before the fork */
-#pragma GCC diagnostic pop
-}
-
-/* After the comm's destroy: its counts line against the rank's letter; failures. */
-static int wayLogCheck(int rank) {
-  if (wayLog[0] == 0) return 0;
-  const char* w = getenv("CHORUS_TEST_EXPECT_WAY");
-  const char want = strlen(w) > (size_t)rank ? w[rank] : w[0];
-  FILE* f = fopen(wayLog, "r");
-  char line[1024];
-  unsigned long long engine = 0, kernel = 0, direct = 0, fd = 0, staged = 0, pulled = 0;
-  int found = 0;
-  while (f && !found && fgets(line, sizeof line, f)) {
-    const char* at = strstr(line, "copy-engine transfers: ");
-    found = at && sscanf(at, "copy-engine transfers: sends %llu by the engine, %llu by kernel; receives %llu direct, "
-                         "%llu by file descriptor, %llu staged, %llu pulled", &engine, &kernel, &direct, &fd, &staged,
-                         &pulled) == 6;
-  }
-  if (f) fclose(f);
-  unlink(wayLog);
-  const int ok = want == '-' ? direct + fd + staged + pulled == 0
-                 : want == 'd' ? direct > 0 && fd + staged == 0
-                 : want == 'f' ? fd > 0 && direct + staged == 0
-                 : want == 's' ? staged > 0 && direct + fd == 0
-                 : want == 'p' ? pulled > 0 && staged == 0 : 0;
-  if (ok && (found || want == '-')) {
-    if (found) printf("rank %d: sends %llu by the engine, %llu by kernel; receives %llu direct, %llu by descriptor, "
-                      "%llu staged, %llu pulled\n", rank, engine, kernel, direct, fd, staged, pulled);
-    return 0;
-  }
-  fprintf(stderr, "FAIL rank %d: copy-engine counts %s (sends %llu engine, %llu kernel; receives %llu direct, %llu "
-          "by descriptor, %llu staged, %llu pulled), expected '%c'\n", rank, found ? "wrong" : "not logged", engine,
-          kernel, direct, fd, staged, pulled, want);
-  return 1;
-}
-
 /* ---- colls ---- */
 
 static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   (void)arg;
   struct rankBufs B;
-  wayLogStart(rank);
+  char tag[16];
+  snprintf(tag, sizeof tag, "r%d", rank);
+  chrWayLogStart(tag);
   if (setup(&B, rank, n, id)) return 1;
   const struct ncOp ops[] = {
       mkOp(F_ALLREDUCE, ncclFloat32, OP_SUM, 1001, 0, 0, 1),            /* LL, odd */
@@ -381,7 +332,7 @@ static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
     failures++;
   }
   NCCL_OK(ncclCommDestroy(B.comm));
-  if (failures == 0) failures += wayLogCheck(rank);
+  if (failures == 0) failures += chrWayLogCheck(rank, 1);
   release(&B);
   if (rank == 0) printf("gpu.procs colls n=%d: %d cases%s, %d failures (rank 0), %.2f s\n", n, nOps,
                         rounds > 1 ? " twice, fresh chunks at the arena between" : "", failures, chrLaunchNowSec() - t0);
