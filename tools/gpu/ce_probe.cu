@@ -145,7 +145,6 @@ static void barrier(int round) {
 }
 static void nextBarrier(void) { barrier((*gRoundPtr)++); }
 
-
 __global__ void fill(uint32_t* p, uint64_t n, uint32_t seed) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
     p[i] = (uint32_t)(i * 2654435761u) ^ seed;
