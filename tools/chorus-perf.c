@@ -329,15 +329,35 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
     return 1; /* refused by the option parser */
 #endif
   } else {
+    chrPerfIterTimes each = {0};
+    if (o->iterTimes && chrPerfIterStart(&each, &pr->buf, o->iters)) {
+      chrPerfIterFree(&each);
+      fprintf(stderr, "chorus-perf: rank %d: no room or events for -I 1's times\n", pr->rank);
+      return 1;
+    }
     const double t0 = nowSec();
     for (int it = 0; it < o->iters; it++) {
       const double c0 = nowSec();
-      if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess)
+      if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess) {
+        chrPerfIterFree(&each);
         return launchFailed(pr, c->ncclFunction, res);
+      }
       inCalls += nowSec() - c0;
+      if (o->iterTimes && chrPerfIterMark(&each, &pr->buf, it)) {
+        chrPerfIterFree(&each);
+        fprintf(stderr, "chorus-perf: rank %d: recording iteration %d's time failed\n", pr->rank, it);
+        return 1;
+      }
     }
-    if (chrPerfSync(&pr->buf)) return 1;
+    if (chrPerfSync(&pr->buf)) {
+      chrPerfIterFree(&each);
+      return 1;
+    }
     elapsed = nowSec() - t0;
+    if (o->iterTimes && chrPerfIterReport(&each, pr->rank, s->count * (size_t)ts, inPlace)) {
+      fprintf(stderr, "chorus-perf: rank %d: reading the iterations' times failed\n", pr->rank);
+      return 1;
+    }
     /* Ask now, before the small all-reduce that combines the times is planned. */
     if (!inPlace) describePlan(pr->comm, row->plan, sizeof(row->plan));
   }

@@ -42,6 +42,8 @@ void chrPerfUsage(FILE* f, const char* prog) {
           "  -G, --cudagraph N   capture the -n iterations into one CUDA graph per size and time N launches\n"
           "                      of it: GPU time per operation without the per-call launch cost (default 0:\n"
           "                      off; needs -M cuda, not with -z 1)\n"
+          "  -I, --iter_times 0|1  1: every rank also prints each timed iteration's time (\"# iteration us:\"\n"
+          "                      lines; with -M cuda the GPU's, by events; not with -G)\n"
           "  -J, --output_file F also write the results as JSON to F\n"
           "  -T, --timeout SEC   with -np: kill every rank after SEC seconds (default 0: never)\n"
           "  -q, --quiet         no preamble, only the table and the footer\n"
@@ -163,12 +165,13 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
       {"memory", required_argument, 0, 'M'},     {"output_file", required_argument, 0, 'J'},
       {"timeout", required_argument, 0, 'T'},    {"quiet", no_argument, 0, 'q'},
       {"cudagraph", required_argument, 0, 'G'},  {"help", no_argument, 0, 'h'},
+      {"iter_times", required_argument, 0, 'I'},
       {0, 0, 0, 0}};
   int rc = 0, stepSet = 0, factorSet = 0, one;
   optind = 1;
   opterr = 1;
   for (;;) {
-    int c = getopt_long(nargs, args, "t:g:b:e:i:f:n:w:m:c:d:o:r:a:z:p:M:G:J:T:qh", longOpts, NULL);
+    int c = getopt_long(nargs, args, "t:g:b:e:i:f:n:w:m:c:d:o:r:a:z:p:M:G:I:J:T:qh", longOpts, NULL);
     if (c == -1) break;
     int bad = 0;
     switch (c) {
@@ -200,6 +203,7 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
         } else bad = 1;
         break;
       case 'G': bad = parseInt(optarg, 0, &o->graphLaunches); break;
+      case 'I': bad = parseInt(optarg, 0, &o->iterTimes) || o->iterTimes > 1; break;
       case 'J': o->jsonPath = optarg; break;
       case 'T': bad = parseInt(optarg, 0, &o->timeoutSec); break;
       case 'q': o->quiet = 1; break;
@@ -257,6 +261,11 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
   if (o->graphLaunches > 0 && o->mem != PERF_MEM_CUDA) {
     fprintf(stderr, "%s: -G %d (CUDA graph) needs -M cuda: with host buffers there is no CUDA stream to capture\n",
             prog, o->graphLaunches);
+    return 1;
+  }
+  if (o->graphLaunches > 0 && o->iterTimes) {
+    fprintf(stderr, "%s: -G %d and -I 1: a captured CUDA graph runs its iterations as one launch, with no time of "
+            "each\n", prog, o->graphLaunches);
     return 1;
   }
   if (o->graphLaunches > 0 && o->blocking) {

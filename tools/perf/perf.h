@@ -6,6 +6,7 @@
  *   options.c   command line
  *   colls.c     per-collective definitions: counts, in-place offsets, bus factor, launch, expected data
  *   data.c      buffers (host memory, or CUDA with CHORUS_PERF_CUDA), data patterns, result check
+ *   iter_times.c -I 1: each timed iteration's time
  *   report.c    time/bandwidth formatting, the table, footer and JSON file
  *   calibrate.c --calibrate: runs this binary per transport and algorithm, fits the cost model
  *   ../chorus-perf.c   main: launching ranks, the loop over types, ops, sizes, in/out of place
@@ -53,6 +54,7 @@ typedef struct {
   int vmm;           /* -M vmm: device buffers made as PyTorch's expandable segments (cuMemCreate chunks;
                         one process per rank) */
   int graphLaunches; /* -G N: capture the timed iterations into one CUDA graph, time N launches of it (0: off) */
+  int iterTimes;     /* -I 1: every rank prints each timed iteration's time (iter_times.c) */
   int parallelInit;  /* accepted for nccl-tests compatibility, no effect */
   const char* jsonPath; /* -J */
   int quiet;         /* -q: no preamble (table only) */
@@ -127,6 +129,21 @@ int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, int vmm, size_t sendB
 void chrPerfBuffersFree(chrPerfBuffers* b);
 /* Waits for everything launched on the buffers' stream (no-op for host memory). */
 int chrPerfSync(chrPerfBuffers* b);
+
+/* -I 1: each timed iteration's time (iter_times.c). Start before the first timed iteration, Mark
+ * after iteration it (0 .. iters - 1), Report once the buffers' stream has drained (it prints one
+ * "# iteration us:" line and frees; Free alone on an error path). 0 on success. */
+typedef struct {
+  int n, device;
+  double* sec; /* iteration ends, from the start (sec[0]) */
+#ifdef CHORUS_PERF_CUDA
+  cudaEvent_t* events;
+#endif
+} chrPerfIterTimes;
+int chrPerfIterStart(chrPerfIterTimes* t, const chrPerfBuffers* b, int iters);
+int chrPerfIterMark(chrPerfIterTimes* t, const chrPerfBuffers* b, int it);
+int chrPerfIterReport(chrPerfIterTimes* t, int rank, size_t bytes, int inPlace);
+void chrPerfIterFree(chrPerfIterTimes* t);
 
 /* The value pattern of one (type, op, nranks) combination: small integers chosen so that every
  * partial result of the reduction is exact in the type, whatever order the library reduces in. */
