@@ -21,9 +21,10 @@
  *                       send of the launch whose receiver posted first runs on the copy engine, one
  *                       cudaMemcpyAsync on the sender's copy stream, queued after the kernel (the copy
  *                       stream waits for both ready words, copies, writes both done words; the kernel
- *                       waits for the sender's done word). And between processes (CHORUS_GPU_CE_PULL),
- *                       the first receive of the launch whose sender posted first, when the sender's
- *                       post names a buffer CUDA IPC shares (senders describe their buffers for this),
+ *                       waits for the sender's done word). And (CHORUS_GPU_CE_PULL: 1 between processes,
+ *                       2, the default, also within one) the first receive of the launch whose sender
+ *                       posted first, when the sender's post names a buffer this process reaches (CUDA
+ *                       IPC, or its address in one process; senders describe their buffers for this),
  *                       is pulled by the receiver: its post says so instead of naming its buffer, one
  *                       cudaMemcpyAsync on the receiver's copy stream, queued after the kernel, waits
  *                       for both ready words, copies and writes both done words; the sender's agent

@@ -81,8 +81,8 @@ struct chrDevRankConfig {
                            file descriptor when it can be (ce_vmm.h), 0: always staged */
   int cePull;           /* 1: a copy-engine receive whose sender called first is copied by this
                            rank's copy engine from the sender's buffer when it can be shared
-                           (ce_sends.h), and this rank describes its sends so that its receivers can;
-                           2: also between ranks of one process (an experiment) */
+                           (ce_sends.h), between processes, and this rank describes its sends so that
+                           its receivers can; 2: also between ranks of one process */
 };
 
 /* What a rank tells its peers: plain bytes (no pointers to follow), checked by chrDevRankConnect. */
