@@ -61,7 +61,7 @@ struct chrDevRank {
   size_t metaBytes, offChannels, offP2p, offOrder;
   struct chrDevComm* comm;        /* device address of the chrDevComm in meta */
   cudaStream_t copies;            /* private: initial and connect copies, never ordered with user streams */
-  /* Engine copies of a launch (CHR_WORK_ENGINE works, cudaMemcpyAsync): on `side`, forked from the launch's stream
+  /* Engine copies of a launch (CHR_WORK_ENGINE works, local_copy.h): on `side`, forked from the launch's stream
    * before its kernels (fork) and joined back after them (join), so they run beside the kernels. */
   cudaStream_t side;
   cudaEvent_t fork, join;

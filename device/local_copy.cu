@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-/* 16-byte packs where both ends allow them, then the tail byte by byte. */
+/* 16-byte packs, then the tail (under 16 bytes) byte by byte. */
 __global__ void chrDevLocalCopyKernel(uint4* dst, const uint4* src, size_t packs, char* dstTail, const char* srcTail,
                                       size_t tail) {
   const size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -14,10 +14,10 @@ __global__ void chrDevLocalCopyKernel(uint4* dst, const uint4* src, size_t packs
 }
 
 cudaError_t chrDevLocalCopy(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  if (CHR_DEV_SELF_COPY_CTAS <= 0 || bytes == 0)
-    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
   const int aligned = ((uintptr_t)dst % 16 == 0) && ((uintptr_t)src % 16 == 0);
-  const size_t packs = aligned ? bytes / 16 : 0, head = packs * 16;
+  if (CHR_DEV_SELF_COPY_CTAS <= 0 || bytes == 0 || !aligned)
+    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
+  const size_t packs = bytes / 16, head = packs * 16;
   chrDevLocalCopyKernel<<<CHR_DEV_SELF_COPY_CTAS, 512, 0, stream>>>((uint4*)dst, (const uint4*)src, packs,
                                                                      (char*)dst + head, (const char*)src + head,
                                                                      bytes - head);

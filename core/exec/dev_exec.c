@@ -239,7 +239,7 @@ static int isPairedRecv(const struct chrCollTask* t) { return t->selfPair && t->
 /* Lane c of a paired send as up to two local copies, half on the lane's send channel and half on
  * its receive channel, so that both of the lane's CTAs copy. A pair of at least `engineMin` bytes
  * (CHORUS_GPU_SELF_COPY_ENGINE; 0: never) is instead one copy of the whole buffer, on lane 0's send
- * channel, flagged for the device launcher to run as cudaMemcpyAsync beside the kernel: on the CTAs
+ * channel, flagged for the device launcher to run as a separate copy beside the kernel: on the CTAs
  * it came before the peers' transfers, so the two took turns (all-to-all on 2 GPUs: half the bytes
  * are the rank's own). Returns how many (0-2) went to out. */
 static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* recv, int c, uint64_t engineMin,

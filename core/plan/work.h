@@ -66,7 +66,7 @@ struct chrWorkLink {
 /* Work flags. */
 #define CHR_WORK_SCALAR_PTR 0x1 /* opArg is the address of the PreMulSum scalar (device-resident) */
 #define CHR_WORK_ENGINE 0x2     /* a local copy, or a send/receive to another rank, that the device launcher runs as
-                                   cudaMemcpyAsync beside the kernel (core/exec/dev_exec.c) */
+                                   a separate copy beside the kernel (core/exec/dev_exec.c) */
 
 /* The transfer class of an engine send or receive (CHR_WORK_ENGINE on a P2P work): its links[0].conn.
  * The device library numbers engine transfers per peer, direction and class, so a rank's
