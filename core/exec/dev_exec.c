@@ -241,9 +241,10 @@ static int isPairedRecv(const struct chrCollTask* t) { return t->selfPair && t->
  * (CHORUS_GPU_SELF_COPY_ENGINE; 0: never) is instead one copy of the whole buffer, on lane 0's send
  * channel, flagged for the device launcher to run as a separate copy beside the kernel: on the CTAs
  * it came before the peers' transfers, so the two took turns (all-to-all on 2 GPUs: half the bytes
- * are the rank's own). Returns how many (0-2) went to out. */
+ * are the rank's own). None in place. Returns how many (0-2) went to out. */
 static int selfCopies(const struct chrCollTask* send, const struct chrCollTask* recv, int c, uint64_t engineMin,
                       struct chrWork* out, int* channels) {
+  if (send->sendbuff == recv->recvbuff) return 0; /* in place: the bytes are already there */
   const struct chrWork* w = &send->works[c];
   const uint64_t ts = (uint64_t)w->typeSize;
   const int engine = engineMin > 0 && (uint64_t)send->count * ts >= engineMin;
