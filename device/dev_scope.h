@@ -1,32 +1,86 @@
 /*
- * dev_scope.h: makes a CUDA device current for a C++ scope and restores the caller's (the runtime
- * linked into this library keeps its own current device per thread). CHR_DEV_SCOPE(dev) opens one
- * and returns an error from the enclosing function when the device cannot be made current.
+ * dev_scope.h: makes a CUDA device current for a while and then puts back exactly what the calling
+ * thread had, which may be no context at all. chrDevEnter / chrDevLeave do it in C-style code with
+ * gotos; CHR_DEV_SCOPE(dev) opens a C++ scope that does it and returns an error from the enclosing
+ * function when the device cannot be made current.
+ *
+ * Why not cudaGetDevice then cudaSetDevice(prev): a thread that never chose a device (the GPU
+ * watchdog, an init thread, a copy-engine agent) reads device 0 from cudaGetDevice, and since CUDA
+ * 12 cudaSetDevice(0) creates device 0's primary context. A process whose ranks use only GPU 1 then
+ * made a context on GPU 0 some 100 ms into its run (the watchdog's first probe; gpu.x2.procs.colls
+ * fails so), and the all-reduces running on GPU 0 meanwhile took up to 2.5 ms (40%) longer (p4,
+ * docs/perf/gpu-2gpu.md, Next 00ae); the context also holds GPU 0 memory for nothing. The driver's
+ * current context, looked up through the runtime (driver_entry.h), tells a thread with no context
+ * apart; restoring it (NULL included) creates none.
  */
 #ifndef CHORUS_DEVICE_DEV_SCOPE_H_
 #define CHORUS_DEVICE_DEV_SCOPE_H_
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include "device/dev_error.h"
+#include "device/driver_entry.h"
+
+/* What a thread had before chrDevEnter. Zero-initialise it (= {}), so that chrDevLeave on a path
+ * that never entered does nothing. */
+struct chrDevSaved {
+  CUcontext ctx; /* the driver's current context before (NULL: none) */
+  int prevDev;   /* the runtime's device before, where the driver's functions were not found */
+  bool switched; /* chrDevLeave has something to put back */
+  bool byCtx;    /* put back ctx (else prevDev) */
+};
 
 namespace {
-/* Makes cudaDev current for the scope; restores the previous device if it had to change it. Each
- * runtime call counts on a launch's path (cudaGetDevice plus two cudaSetDevice took 0.3-3.0 us on the
- * H100 hosts, docs/perf/gpu-2gpu.md), so a device already current costs one cudaGetDevice. */
-struct DeviceScope {
+typedef CUresult (*chrCtxGetFn)(CUcontext*);
+typedef CUresult (*chrCtxSetFn)(CUcontext);
+struct ChrCtxFns {
+  chrCtxGetFn get;
+  chrCtxSetFn set;
+  ChrCtxFns()
+      : get((chrCtxGetFn)chrDevDriverEntry("cuCtxGetCurrent")), set((chrCtxSetFn)chrDevDriverEntry("cuCtxSetCurrent")) {}
+};
+const ChrCtxFns& chrCtxFns() {
+  static const ChrCtxFns fns; /* looked up once, thread-safe (C++11 statics) */
+  return fns;
+}
+}  // namespace
+
+/* Makes dev current. Each runtime call counts on a launch's path (cudaGetDevice plus two
+ * cudaSetDevice took 0.3-3.0 us on the H100 hosts, docs/perf/gpu-2gpu.md), so a thread already on
+ * dev costs a context lookup and one cudaGetDevice. */
+static inline cudaError_t chrDevEnter(int dev, chrDevSaved* s) {
+  *s = chrDevSaved{};
+  const ChrCtxFns& f = chrCtxFns();
   int prev = -1;
-  bool switched = false;
+  if (f.get != NULL && f.set != NULL) {
+    CUcontext cur = NULL;
+    if (f.get(&cur) != CUDA_SUCCESS) cur = NULL;
+    if (cur != NULL && cudaGetDevice(&prev) == cudaSuccess && prev == dev) return cudaSuccess;
+    const cudaError_t e = cudaSetDevice(dev);
+    if (e == cudaSuccess) *s = chrDevSaved{cur, -1, true, true};
+    return e;
+  }
+  cudaError_t e = cudaGetDevice(&prev);
+  if (e != cudaSuccess || prev == dev) return e;
+  e = cudaSetDevice(dev);
+  if (e == cudaSuccess) *s = chrDevSaved{NULL, prev, true, false};
+  return e;
+}
+
+/* Puts back what chrDevEnter found (once; later calls do nothing). */
+static inline void chrDevLeave(chrDevSaved* s) {
+  if (!s->switched) return;
+  if (s->byCtx) chrCtxFns().set(s->ctx);
+  else cudaSetDevice(s->prevDev);
+  s->switched = false;
+}
+
+namespace {
+struct DeviceScope {
+  chrDevSaved saved = {};
   cudaError_t err = cudaSuccess;
-  explicit DeviceScope(int dev) {
-    err = cudaGetDevice(&prev);
-    if (err == cudaSuccess && prev != dev) {
-      err = cudaSetDevice(dev);
-      switched = err == cudaSuccess;
-    }
-  }
-  ~DeviceScope() {
-    if (switched) cudaSetDevice(prev);
-  }
+  explicit DeviceScope(int dev) { err = chrDevEnter(dev, &saved); }
+  ~DeviceScope() { chrDevLeave(&saved); }
 };
 }  // namespace
 

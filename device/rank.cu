@@ -29,6 +29,7 @@
 #include "device/graph_works.h"
 #include "device/dev_error.h"
 #include "device/dev_group.h"
+#include "device/dev_scope.h"
 
 #define CHR_DEV_BLOB_MAGIC 0x42444843u /* "CHDB" */
 #define CHR_DEV_BLOB_VERSION 3
@@ -156,9 +157,8 @@ static struct chrDevConn* imgP2p(struct chrDevRank* rk) { return (struct chrDevC
 
 extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   if (rk == NULL) return ncclSuccess;
-  int prev = -1;
-  cudaGetDevice(&prev);
-  cudaSetDevice(rk->cfg.cudaDev);
+  chrDevSaved saved = {};
+  chrDevEnter(rk->cfg.cudaDev, &saved); /* a failure leaves the calls below failing harmlessly */
   chrCeDestroy(rk); /* its copies may use the peers' memory: before that is closed */
   if (rk->peerBase)
     for (int p = 0; p < rk->cfg.nRanks; p++)
@@ -184,7 +184,7 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   free(rk->engine);
   free(rk);
   chrDevGraphWorksTrim(); /* storage of destroyed graphs, any rank's */
-  if (prev >= 0) cudaSetDevice(prev);
+  chrDevLeave(&saved);
   return ncclSuccess;
 }
 
@@ -218,7 +218,7 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   if (res != ncclSuccess) return res;
   pthread_once(&tokenOnce, makeProcToken);
   const int n = cfg->nRanks;
-  int prevDev = -1;
+  chrDevSaved saved = {};
   struct chrDevRank* rk = (struct chrDevRank*)calloc(1, sizeof *rk);
   if (rk == NULL) return chrDevFail(ncclSystemError, "out of memory");
   rk->cfg = *cfg;
@@ -259,8 +259,7 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
     goto fail_destroy;
   }
 
-  CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail_destroy);
-  CHR_DEV_CUDA_GOTO(cudaSetDevice(cfg->cudaDev), res, fail_destroy);
+  CHR_DEV_CUDA_GOTO(chrDevEnter(cfg->cudaDev, &saved), res, fail_destroy);
   res = chrDevLoadKernels(); /* before any kernel of this rank can run */
   if (res == ncclSuccess && cfg->copyEngine) res = chrCeLoadKernels(); /* the same for the copy engine's wait and copy */
   if (res != ncclSuccess) goto fail_destroy;
@@ -286,14 +285,14 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
     CHR_DEV_CUDA_GOTO(cudaEventCreateWithFlags(&rk->slotDone[s], cudaEventDisableTiming), res, fail_destroy);
   /* The zeroed arena and the image are in place before anyone can see the rank. */
   CHR_DEV_CUDA_GOTO(cudaStreamSynchronize(rk->copies), res, fail_destroy);
-  cudaSetDevice(prevDev);
+  chrDevLeave(&saved);
   *out = rk;
   return ncclSuccess;
 
 fail_destroy:
   if (rk->copies) cudaStreamSynchronize(rk->copies);
   chrDevRankDestroy(rk);
-  if (prevDev >= 0) cudaSetDevice(prevDev);
+  chrDevLeave(&saved);
   return res;
 }
 
@@ -318,9 +317,8 @@ extern "C" ncclResult_t chrDevRankExport(struct chrDevRank* rk, struct chrDevRan
   d.serial = rk->serial;
   d.base = (uint64_t)(uintptr_t)rk->arena;
   ncclResult_t res = ncclSuccess;
-  int prevDev = -1;
-  CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail);
-  CHR_DEV_CUDA_GOTO(cudaSetDevice(rk->cfg.cudaDev), res, fail);
+  chrDevSaved saved = {};
+  CHR_DEV_CUDA_GOTO(chrDevEnter(rk->cfg.cudaDev, &saved), res, fail);
   {
     /* Without IPC (a platform that lacks it) the rank still serves peers of its own process. */
     cudaError_t e = cudaIpcGetMemHandle(&d.ipc, rk->arena);
@@ -333,7 +331,7 @@ extern "C" ncclResult_t chrDevRankExport(struct chrDevRank* rk, struct chrDevRan
   memset(blob, 0, sizeof *blob);
   memcpy(blob->bytes, &d, sizeof d);
 fail:
-  if (prevDev >= 0) cudaSetDevice(prevDev);
+  chrDevLeave(&saved);
   return res;
 }
 
@@ -468,7 +466,8 @@ extern "C" ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, con
   if (nPeers == 0) return ncclSuccess;
   const int n = rk->cfg.nRanks;
   ncclResult_t res = ncclSuccess;
-  int prevDev = -1, mapped = 0;
+  chrDevSaved saved = {};
+  int mapped = 0;
   const size_t maxEnds = (size_t)2 * rk->cfg.nChannels + (size_t)2 * rk->cfg.p2pConns;
   size_t* offs = (size_t*)malloc(maxEnds * sizeof(size_t));
   unsigned char* inCall = (unsigned char*)calloc((size_t)n, 1);
@@ -493,8 +492,7 @@ extern "C" ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, con
     res = checkBlob(rk, p, &d);
     if (res != ncclSuccess) goto fail_free;
   }
-  CHR_DEV_CUDA_GOTO(cudaGetDevice(&prevDev), res, fail_free);
-  CHR_DEV_CUDA_GOTO(cudaSetDevice(rk->cfg.cudaDev), res, fail_free);
+  CHR_DEV_CUDA_GOTO(chrDevEnter(rk->cfg.cudaDev, &saved), res, fail_free);
   for (; mapped < nPeers; mapped++) {
     struct chrDevBlobData d;
     memcpy(&d, blobs[mapped].bytes, sizeof d);
@@ -516,7 +514,7 @@ extern "C" ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, con
                         res, fail_unmap);
   }
   CHR_DEV_CUDA_GOTO(cudaStreamSynchronize(rk->copies), res, fail_unmap);
-  cudaSetDevice(prevDev);
+  chrDevLeave(&saved);
   free(offs);
   free(inCall);
   return ncclSuccess;
@@ -532,7 +530,7 @@ fail_unmap:
     rk->peerId[p].known = 0;
   }
 fail_free:
-  if (prevDev >= 0) cudaSetDevice(prevDev);
+  chrDevLeave(&saved);
   free(offs);
   free(inCall);
   return res;

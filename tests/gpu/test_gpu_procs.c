@@ -13,7 +13,8 @@
  *                            its next call must fail, and ncclCommAbort must return promptly
  * Processes on one GPU are time-sliced by the driver (milliseconds per flag round trip), so the case
  * list is short. CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (exits 77 when fewer are
- * present). CHORUS_TEST_VMM=1: the receive arenas are cuMemCreate memory (what PyTorch's expandable
+ * present); with ranks spread so, each process must end holding a context on its own GPU only (the
+ * driver's primary-context state, after the watchdog has probed). CHORUS_TEST_VMM=1: the receive arenas are cuMemCreate memory (what PyTorch's expandable
  * segments give), which CUDA IPC cannot share: copy-engine sends then receive through staging
  * (device/ce_sends.cu). CHORUS_TEST_VMM=2: laid out as the expandable segments are, one reserved
  * range of chunks of the allocation granularity mapped side by side, each made with the POSIX file
@@ -279,6 +280,37 @@ static struct ncOp mkOp(int func, int type, int op, size_t count, int root, int 
 
 /* ---- colls ---- */
 
+/* With ranks spread over GPUs, a process must hold a context only on its rank's GPU. A thread of
+ * Chorus that never chose a device (the watchdog, whose first probe comes 100 ms after the first
+ * launch) once restored "device 0" after its work, which creates GPU 0's primary context there:
+ * it stalled the kernels running on GPU 0 for milliseconds and held its memory (device/dev_scope.h).
+ * Called after the watchdog has probed a few times. */
+static int strayContexts(int rank) {
+  typedef CUresult (*deviceGetFn)(CUdevice*, int);
+  typedef CUresult (*ctxStateFn)(CUdevice, unsigned*, int*);
+  const deviceGetFn deviceGet = (deviceGetFn)chrDevDriverEntry("cuDeviceGet");
+  const ctxStateFn ctxState = (ctxStateFn)chrDevDriverEntry("cuDevicePrimaryCtxGetState");
+  int ndev = 0;
+  if (deviceGet == NULL || ctxState == NULL || cudaGetDeviceCount(&ndev) != cudaSuccess) {
+    fprintf(stderr, "FAIL rank %d: cannot ask the driver which GPUs this process holds contexts on\n", rank);
+    return 1;
+  }
+  int stray = 0;
+  for (int d = 0; d < ndev; d++) {
+    CUdevice dev;
+    unsigned flags = 0;
+    int active = 0;
+    if (d == gpuOf(rank) || deviceGet(&dev, d) != CUDA_SUCCESS || ctxState(dev, &flags, &active) != CUDA_SUCCESS)
+      continue;
+    if (active) {
+      fprintf(stderr, "FAIL rank %d (GPU %d): this process holds a context on GPU %d, which it never uses\n", rank,
+              gpuOf(rank), d);
+      stray++;
+    }
+  }
+  return stray;
+}
+
 static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   (void)arg;
   struct rankBufs B;
@@ -324,6 +356,10 @@ static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
               expect ? "it to (its receives shared by file descriptor)" : "it not to (no receive shared that way)");
       failures++;
     }
+  }
+  if (failures == 0 && gpuOf(1) != gpuOf(0)) { /* ranks spread over GPUs (CHORUS_TEST_GPUS) */
+    usleep(350 * 1000);                          /* the watchdog probes every 100 ms */
+    failures += strayContexts(rank);
   }
   ncclResult_t async = ncclInProgress;
   NCCL_OK(ncclCommGetAsyncError(B.comm, &async));
