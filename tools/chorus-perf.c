@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -45,12 +44,6 @@ static void describePlan(ncclComm_t comm, char* out, size_t len) {
   const char* proto = "";
   out[0] = '\0';
   if (fn && fn(comm, &algo, &proto) == ncclSuccess && algo[0]) snprintf(out, len, "%s/%s", algo, proto);
-}
-
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int reportNccl(perfRank* pr, const char* what, ncclResult_t res) {
@@ -275,11 +268,11 @@ static int timeGraph(perfRank* pr, const void* send, void* recv, size_t count, n
     goto done;
   }
   *inCalls = 0;
-  t0 = nowSec();
+  t0 = chrLaunchNowSec();
   for (int l = 0; l < pr->o->graphLaunches; l++) {
-    const double c0 = nowSec();
+    const double c0 = chrLaunchNowSec();
     e = cudaGraphLaunch(exec, pr->buf.stream);
-    *inCalls += nowSec() - c0;
+    *inCalls += chrLaunchNowSec() - c0;
     if (e != cudaSuccess) {
       rc = reportCuda(pr, "cudaGraphLaunch", e);
       goto done;
@@ -289,7 +282,7 @@ static int timeGraph(perfRank* pr, const void* send, void* recv, size_t count, n
     rc = 1;
     goto done;
   }
-  *elapsed = nowSec() - t0;
+  *elapsed = chrLaunchNowSec() - t0;
 done:
   /* An executable still running on the device is freed when it completes, not waited for. */
   if (destroyGraph(pr, exec, graph)) rc = 1;
@@ -335,14 +328,14 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
       fprintf(stderr, "chorus-perf: rank %d: no room or events for -I 1's times\n", pr->rank);
       return 1;
     }
-    const double t0 = nowSec();
+    const double t0 = chrLaunchNowSec();
     for (int it = 0; it < o->iters; it++) {
-      const double c0 = nowSec();
+      const double c0 = chrLaunchNowSec();
       if ((res = launchIter(pr, send, recv, s->count, type, ncclOp, o->agg)) != ncclSuccess) {
         chrPerfIterFree(&each);
         return launchFailed(pr, c->ncclFunction, res);
       }
-      inCalls += nowSec() - c0;
+      inCalls += chrLaunchNowSec() - c0;
       if (o->iterTimes && chrPerfIterMark(&each, &pr->buf, it)) {
         chrPerfIterFree(&each);
         fprintf(stderr, "chorus-perf: rank %d: recording iteration %d's time failed\n", pr->rank, it);
@@ -353,7 +346,7 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
       chrPerfIterFree(&each);
       return 1;
     }
-    elapsed = nowSec() - t0;
+    elapsed = chrLaunchNowSec() - t0;
     if (o->iterTimes && chrPerfIterReport(&each, pr->rank, s->count * (size_t)ts, inPlace)) {
       fprintf(stderr, "chorus-perf: rank %d: reading the iterations' times failed\n", pr->rank);
       return 1;

@@ -8,15 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "launch.h"
 #include "perf.h"
-
-static double hostSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int chrPerfIterStart(chrPerfIterTimes* t, const chrPerfBuffers* b, int iters) {
   t->n = iters;
@@ -40,7 +34,7 @@ int chrPerfIterMark(chrPerfIterTimes* t, const chrPerfBuffers* b, int it) {
   if (t->device) return cudaEventRecord(t->events[it + 1], b->stream) != cudaSuccess;
 #endif
   (void)b;
-  t->sec[it + 1] = hostSec();
+  t->sec[it + 1] = chrLaunchNowSec();
   return 0;
 }
 
