@@ -182,9 +182,10 @@ static int printPreamble(perfRank* pr) {
     if (o->stepFactor > 1) snprintf(step, sizeof(step), "%g(factor)", o->stepFactor);
     else snprintf(step, sizeof(step), "%zu(bytes)", o->stepBytes);
     printf("# nranks %d nhosts %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d agg iters: %d "
-           "validation: %d average: %d blocking: %d memory: %s cudagraph: %d\n",
+           "validation: %d average: %d blocking: %d memory: %s cudagraph: %d register: %d\n",
            pr->nranks, o->nhosts, o->minBytes, o->maxBytes, step, o->warmup, o->iters, o->agg, o->check,
-           o->average, o->blocking, o->vmm ? "vmm" : o->mem == PERF_MEM_CUDA ? "cuda" : "host", o->graphLaunches);
+           o->average, o->blocking, o->vmm ? "vmm" : o->mem == PERF_MEM_CUDA ? "cuda" : "host", o->graphLaunches,
+           o->registerMode);
     printf("#\n# Using ranks\n");
     for (int r = 0; r < pr->nranks; r++) {
       char* s = slots + (size_t)r * SLOT;
@@ -484,6 +485,7 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
    * (an allocation may wait for the device, where a waiting kernel would never finish). */
   chrLaunchLocalBarrier();
   if (!allocated) goto fail_destroy_comm;
+  if (chrPerfBuffersRegister(&pr.buf, pr.comm, o->registerMode, rank)) goto fail_free_buffers;
   if (printPreamble(&pr)) goto fail_free_buffers;
 
   chrPerfReport report;
@@ -512,6 +514,7 @@ fail_free_buffers:
   /* cudaFree waits for the device: every rank of this process done first (a rank that failed ends
    * the process instead, chrLaunchThreads). */
   if (rc == 0) chrLaunchLocalBarrier();
+  if (chrPerfBuffersDeregister(&pr.buf, pr.comm, rank)) rc = 1;
   chrPerfBuffersFree(&pr.buf);
 fail_destroy_comm:
   if (rc == 0) ncclCommDestroy(pr.comm);

@@ -7,6 +7,7 @@ set(CHORUS_PERF_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/options.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/colls.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/data.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/perf/register.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/iter_times.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/report.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/calibrate.c

@@ -31,9 +31,9 @@ static ncclResult_t splitChecked(ncclComm_t parent, int color, int key, ncclComm
 
   uint32_t seq = parent->splitCount++; /* every rank counts its splits of this parent the same way */
   if (chrGroupDepth() > 0) {
-    struct chrSplitJob job = {parent, color, key, seq, NULL};
+    struct chrCommJob job = {parent, color, key, seq, NULL};
     if (color != NCCL_SPLIT_NOCOLOR) CHECK(chrCommAllocPending(&childConfig, &job.child));
-    ncclResult_t res = chrGroupDeferSplit(&job);
+    ncclResult_t res = chrGroupDeferCommJob(&job);
     if (res != ncclSuccess) {
       if (job.child) chrCommFree(job.child);
       return res;

@@ -21,16 +21,6 @@ NCCL_API(ncclResult_t, ncclCommResume, ncclComm_t comm) { return NOT_YET("ncclCo
 NCCL_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value) {
   return NOT_YET("ncclCommMemStats");
 }
-NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-         int winFlags) {
-  return NOT_YET("ncclCommWindowRegister");
-}
-NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
-  return NOT_YET("ncclCommWindowDeregister");
-}
-NCCL_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
-  return NOT_YET("ncclWinGetUserPtr");
-}
 NCCL_API(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
          ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
          cudaStream_t stream) {

@@ -124,6 +124,8 @@ struct ncclComm {
   uint64_t collCount;          /* collectives executed, for logs */
   uint32_t splitCount;         /* ncclCommSplit calls on this comm, to match the ranks' exchanges (comm/split.c) */
   uint32_t shrinkCount;        /* ncclCommShrink calls on this comm (comm/shrink.c): the remaining ranks count alike */
+  uint32_t windowCount;        /* ncclCommWindowRegister calls on this comm (comm/window.c) */
+  struct ncclWindow_vidmem* windows; /* its registered windows, under lock; freed with the comm */
 };
 
 /* Validate a comm handle given by the user: NULL, destroyed and garbage handles are rejected. */
@@ -184,13 +186,14 @@ ncclResult_t chrShrinkExchange(struct ncclComm* parent, const int* exclude, int 
  * milliseconds) and the parent is marked failed (ncclRemoteError); its bootstrap stays usable. */
 void chrShrinkAbortParent(struct ncclComm* parent);
 
-/* A split (or shrink) made inside a group: recorded at the call (seq = the parent's split number then), run at the
- * outermost ncclGroupEnd by chrSplitRunJobs: the exchanges of each parent in call order on a thread of
- * their own (one thread may drive several parents, whose exchanges wait for each other), then each
- * child's init starts on its own thread. child is NULL for NCCL_SPLIT_NOCOLOR; otherwise it was made by
+/* A split, shrink or window registration made inside a group (comm/comm_jobs.c): recorded at the call
+ * (seq = the parent's split, shrink or window number then), run at the outermost ncclGroupEnd by
+ * chrCommRunJobs: the exchanges of each parent in call order on a thread of their own (one thread may
+ * drive several parents, whose exchanges wait for each other), then each child's init starts on its
+ * own thread. child is NULL for NCCL_SPLIT_NOCOLOR and for windows; otherwise it was made by
  * chrCommAllocPending and handed to the caller. Returns the first failure (children that failed are in
  * error state). */
-struct chrSplitJob {
+struct chrCommJob {
   struct ncclComm* parent;
   int color, key;
   uint32_t seq;
@@ -199,7 +202,13 @@ struct chrSplitJob {
    * copy; the group frees it), the flags; seq is then the parent's shrink number. */
   int isShrink, nExclude, shrinkFlags;
   int* exclude;
+  /* A window registration (ncclCommWindowRegister in a group, comm/window.h): *winOut is written when
+   * it runs; seq is the parent's window number. */
+  int isWindow, winFlags;
+  void* winBuff;
+  size_t winSize;
+  ncclWindow_t* winOut;
 };
-ncclResult_t chrSplitRunJobs(struct chrSplitJob* jobs, int n);
+ncclResult_t chrCommRunJobs(struct chrCommJob* jobs, int n);
 
 #endif /* CHORUS_COMM_H_ */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
+#include "comm/window.h"
 #include "cuda/dev_state.h"
 #include "log/log.h"
 #include "plan/plan.h"
@@ -20,6 +21,7 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   chrPlanTunerDetach(comm); /* before the net plugin: the tuner may live in its library */
   if (comm->net) chrNetClose(comm->net);
   if (comm->bootstrap) chrBootstrapClose(comm->bootstrap);
+  chrWindowFreeAll(comm); /* the windows the program left registered */
   free(comm->peers);
   free(comm->nodeOfRank);
   free(comm->ringOrder);

@@ -11,7 +11,6 @@
  * Everything received is checked: magic, sender, the split's sequence number on the parent (so two
  * ranks that disagree on how many splits they made fail instead of mixing their exchanges), colors.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,85 +157,4 @@ free_tables:
   free(members);
   free(all);
   return res;
-}
-
-/* ---- splits inside a group ---- */
-
-struct parentRun { /* the jobs of one parent, run in call order on one thread */
-  struct chrSplitJob* jobs;
-  int n;
-  struct ncclComm* parent;
-  ncclResult_t res;
-  char error[1024];
-  pthread_t thread;
-};
-
-static ncclResult_t runJob(struct chrSplitJob* job) {
-  int nranks = 0, rank = -1;
-  ncclUniqueId id;
-  ncclResult_t res;
-  if (job->isShrink) {
-    if (job->shrinkFlags == NCCL_SHRINK_ABORT) chrShrinkAbortParent(job->parent);
-    res = chrShrinkExchange(job->parent, job->exclude, job->nExclude, job->seq, &nranks, &rank, &id);
-  } else {
-    res = chrSplitExchange(job->parent, job->color, job->key, job->seq, &nranks, &rank, &id);
-  }
-  if (res == ncclSuccess && job->child != NULL) {
-    job->child->cudaDev = job->parent->cudaDev;
-    res = chrCommInitLaunch(job->child, nranks, &id, rank, 1);
-    if (res == ncclInProgress) res = ncclSuccess;
-  } else if (res != ncclSuccess && job->child != NULL) {
-    chrCommSetAsyncError(job->child, res);
-  }
-  return res;
-}
-
-static void* parentThread(void* arg) {
-  struct parentRun* run = arg;
-  run->res = ncclSuccess;
-  for (int i = 0; i < run->n; i++) {
-    if (run->jobs[i].parent != run->parent) continue;
-    ncclResult_t res = runJob(&run->jobs[i]);
-    if (res != ncclSuccess && run->res == ncclSuccess) {
-      run->res = res;
-      snprintf(run->error, sizeof(run->error), "%s", chrThreadLastError());
-    }
-  }
-  return NULL;
-}
-
-ncclResult_t chrSplitRunJobs(struct chrSplitJob* jobs, int n) {
-  if (n == 0) return ncclSuccess;
-  struct parentRun* runs = calloc((size_t)n, sizeof(*runs));
-  if (runs == NULL) return chrFail(ncclSystemError, "ncclGroupEnd: out of memory running %d splits", n);
-  int nRuns = 0;
-  for (int i = 0; i < n; i++) {
-    int seen = 0;
-    for (int k = 0; k < nRuns; k++) seen |= runs[k].parent == jobs[i].parent;
-    if (seen) continue;
-    runs[nRuns].jobs = jobs;
-    runs[nRuns].n = n;
-    runs[nRuns].parent = jobs[i].parent;
-    nRuns++;
-  }
-  /* One thread per parent: the exchanges of one parent share its bootstrap and must run in order,
-   * while those of different parents (several ranks driven by this thread) wait for each other. */
-  ncclResult_t first = ncclSuccess;
-  int started = 0;
-  for (; started < nRuns; started++)
-    if (pthread_create(&runs[started].thread, NULL, parentThread, &runs[started]) != 0) break;
-  if (started < nRuns) first = chrFail(ncclSystemError, "ncclGroupEnd: cannot start a thread for a split");
-  for (int k = 0; k < started; k++) {
-    pthread_join(runs[k].thread, NULL);
-    if (runs[k].res != ncclSuccess && first == ncclSuccess) {
-      first = runs[k].res;
-      chrSetLastError("%s", runs[k].error);
-    }
-  }
-  /* Jobs that never ran (no thread) leave their children in error, not forever in progress. */
-  for (int k = started; k < nRuns; k++)
-    for (int i = 0; i < n; i++)
-      if (jobs[i].parent == runs[k].parent && jobs[i].child) chrCommSetAsyncError(jobs[i].child, first);
-  free(runs);
-  return first;
 }

@@ -1,8 +1,9 @@
 /*
  * group.c: ncclGroupStart / ncclGroupEnd / ncclGroupSimulateEnd.
  *
- * Group state is per thread: the queued tasks, the inits and splits deferred to the outermost end,
- * and the first error of a call inside the group (which fails the whole group: nothing of it runs).
+ * Group state is per thread: the queued tasks, the inits, splits, shrinks and window registrations
+ * deferred to the outermost end, and the first error of a call inside the group (which fails the
+ * whole group: nothing of it runs).
  *
  * Lifetime: a queued task holds a reference on its communicator (comm->refs), so ncclCommAbort from
  * another thread, while this thread still has tasks of that comm in an open group, can return at
@@ -29,8 +30,8 @@ static __thread struct chrCollTask* taskTail;
 static __thread ncclResult_t groupError;
 static __thread struct ncclComm* deferredInits[MAX_DEFERRED_INITS];
 static __thread int nDeferredInits;
-static __thread struct chrSplitJob* splitJobs;
-static __thread int nSplitJobs, splitJobsCap;
+static __thread struct chrCommJob* commJobs;
+static __thread int nCommJobs, commJobsCap;
 
 int chrGroupDepth(void) { return groupDepth; }
 
@@ -112,17 +113,17 @@ ncclResult_t chrGroupDeferInit(struct ncclComm* comm) {
   return ncclSuccess;
 }
 
-ncclResult_t chrGroupDeferSplit(const struct chrSplitJob* job) {
-  if (nSplitJobs == splitJobsCap) {
-    int cap = splitJobsCap ? 2 * splitJobsCap : 16;
-    struct chrSplitJob* jobs = realloc(splitJobs, sizeof(*jobs) * (size_t)cap);
-    if (jobs == NULL) return chrFail(ncclSystemError, "ncclCommSplit: out of memory queueing a split in a group");
-    splitJobs = jobs;
-    splitJobsCap = cap;
+ncclResult_t chrGroupDeferCommJob(const struct chrCommJob* job) {
+  if (nCommJobs == commJobsCap) {
+    int cap = commJobsCap ? 2 * commJobsCap : 16;
+    struct chrCommJob* jobs = realloc(commJobs, sizeof(*jobs) * (size_t)cap);
+    if (jobs == NULL) return chrFail(ncclSystemError, "out of memory queueing a call in a group");
+    commJobs = jobs;
+    commJobsCap = cap;
   }
   if (job->child) CHECK(chrGroupDeferInit(job->child));
   chrCommRetain(job->parent);
-  splitJobs[nSplitJobs++] = *job;
+  commJobs[nCommJobs++] = *job;
   return ncclSuccess;
 }
 
@@ -149,13 +150,13 @@ void chrGroupDiscardComm(struct ncclComm* comm) {
     if (deferredInits[i] != comm) deferredInits[n++] = deferredInits[i];
   nDeferredInits = n;
   n = 0;
-  for (int i = 0; i < nSplitJobs; i++) {
-    struct chrSplitJob* j = &splitJobs[i];
+  for (int i = 0; i < nCommJobs; i++) {
+    struct chrCommJob* j = &commJobs[i];
     if (j->parent != comm && j->child != comm) {
-      splitJobs[n++] = *j;
+      commJobs[n++] = *j;
       continue;
     }
-    /* A split (or shrink) of an aborted parent never runs: its child fails; one whose child is aborted
+    /* A job of an aborted parent never runs: its child fails (a window stays NULL); one whose child is aborted
      * still takes part in the parent's exchange (the other ranks expect it), as NCCL_SPLIT_NOCOLOR. */
     if (j->parent == comm) {
       if (j->child) chrCommSetAsyncError(j->child, ncclInvalidUsage);
@@ -164,10 +165,10 @@ void chrGroupDiscardComm(struct ncclComm* comm) {
     } else {
       j->child = NULL;
       j->color = NCCL_SPLIT_NOCOLOR;
-      splitJobs[n++] = *j;
+      commJobs[n++] = *j;
     }
   }
-  nSplitJobs = n;
+  nCommJobs = n;
 }
 
 NCCL_API(ncclResult_t, ncclGroupStart, void) {
@@ -176,17 +177,17 @@ NCCL_API(ncclResult_t, ncclGroupStart, void) {
   return ncclSuccess;
 }
 
-/* Run the deferred splits, then wait for the deferred inits of blocking comms; non-blocking comms
- * keep initialising and are polled with ncclCommGetAsyncError. */
+/* Run the deferred splits, shrinks and window registrations, then wait for the deferred inits of
+ * blocking comms; non-blocking comms keep initialising and are polled with ncclCommGetAsyncError. */
 static ncclResult_t finishDeferred(void) {
   ncclResult_t first = ncclSuccess;
-  if (nSplitJobs > 0) {
-    first = chrSplitRunJobs(splitJobs, nSplitJobs);
-    for (int i = 0; i < nSplitJobs; i++) {
-      chrCommRelease(splitJobs[i].parent);
-      free(splitJobs[i].exclude);
+  if (nCommJobs > 0) {
+    first = chrCommRunJobs(commJobs, nCommJobs);
+    for (int i = 0; i < nCommJobs; i++) {
+      chrCommRelease(commJobs[i].parent);
+      free(commJobs[i].exclude);
     }
-    nSplitJobs = 0;
+    nCommJobs = 0;
   }
   for (int i = 0; i < nDeferredInits; i++) {
     struct ncclComm* comm = deferredInits[i];

@@ -13,10 +13,10 @@ ncclResult_t chrGroupEnqueue(struct chrCollTask* task);
  * inits of the thread run concurrently (one thread cannot otherwise init several ranks). */
 int chrGroupDepth(void);
 ncclResult_t chrGroupDeferInit(struct ncclComm* comm);
-/* A split inside a group (comm/comm.h): run at the outermost ncclGroupEnd. Takes a reference on the
- * parent; a child, if any, is also deferred like an init. */
-struct chrSplitJob;
-ncclResult_t chrGroupDeferSplit(const struct chrSplitJob* job);
+/* A split, shrink or window registration inside a group (comm/comm.h): run at the outermost
+ * ncclGroupEnd. Takes a reference on the parent; a child, if any, is also deferred like an init. */
+struct chrCommJob;
+ncclResult_t chrGroupDeferCommJob(const struct chrCommJob* job);
 /* ncclCommAbort: drop this thread's queued tasks, deferred inits and splits of `comm` (an aborted comm
  * runs nothing more). */
 void chrGroupDiscardComm(struct ncclComm* comm);

@@ -44,6 +44,8 @@ void chrPerfUsage(FILE* f, const char* prog) {
           "                      off; needs -M cuda, not with -z 1)\n"
           "  -I, --iter_times 0|1  1: every rank also prints each timed iteration's time (\"# iteration us:\"\n"
           "                      lines; with -M cuda the GPU's, by events; not with -G)\n"
+          "  -R, --local_register 0|1|2  register the buffers with the communicator: 1 ncclCommRegister,\n"
+          "                      2 ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC (default 0: none)\n"
           "  -J, --output_file F also write the results as JSON to F\n"
           "  -T, --timeout SEC   with -np: kill every rank after SEC seconds (default 0: never)\n"
           "  -q, --quiet         no preamble, only the table and the footer\n"
@@ -165,13 +167,13 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
       {"memory", required_argument, 0, 'M'},     {"output_file", required_argument, 0, 'J'},
       {"timeout", required_argument, 0, 'T'},    {"quiet", no_argument, 0, 'q'},
       {"cudagraph", required_argument, 0, 'G'},  {"help", no_argument, 0, 'h'},
-      {"iter_times", required_argument, 0, 'I'},
+      {"iter_times", required_argument, 0, 'I'}, {"local_register", required_argument, 0, 'R'},
       {0, 0, 0, 0}};
   int rc = 0, stepSet = 0, factorSet = 0, one;
   optind = 1;
   opterr = 1;
   for (;;) {
-    int c = getopt_long(nargs, args, "t:g:b:e:i:f:n:w:m:c:d:o:r:a:z:p:M:G:I:J:T:qh", longOpts, NULL);
+    int c = getopt_long(nargs, args, "t:g:b:e:i:f:n:w:m:c:d:o:r:a:z:p:M:G:I:R:J:T:qh", longOpts, NULL);
     if (c == -1) break;
     int bad = 0;
     switch (c) {
@@ -204,6 +206,7 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
         break;
       case 'G': bad = parseInt(optarg, 0, &o->graphLaunches); break;
       case 'I': bad = parseInt(optarg, 0, &o->iterTimes) || o->iterTimes > 1; break;
+      case 'R': bad = parseInt(optarg, 0, &o->registerMode) || o->registerMode > 2; break;
       case 'J': o->jsonPath = optarg; break;
       case 'T': bad = parseInt(optarg, 0, &o->timeoutSec); break;
       case 'q': o->quiet = 1; break;

@@ -55,6 +55,7 @@ typedef struct {
                         one process per rank) */
   int graphLaunches; /* -G N: capture the timed iterations into one CUDA graph, time N launches of it (0: off) */
   int iterTimes;     /* -I 1: every rank prints each timed iteration's time (iter_times.c) */
+  int registerMode;  /* -R: 0 none, 1 ncclCommRegister, 2 ncclCommWindowRegister (symmetric), as nccl-tests */
   int parallelInit;  /* accepted for nccl-tests compatibility, no effect */
   const char* jsonPath; /* -J */
   int quiet;         /* -q: no preamble (table only) */
@@ -122,11 +123,18 @@ typedef struct {
   cudaStream_t stream;
   int vmm;                    /* send and recv are cuMemCreate chunks (-M vmm) */
   size_t sendSpan, recvSpan;  /* ... their reserved ranges */
+  int registerMode;           /* -R as registered (register.c): send and recv's handles or windows */
+  void* regHandles[2];
+  ncclWindow_t windows[2];
 } chrPerfBuffers;
 
 /* vmm (with mem PERF_MEM_CUDA): the send and receive buffers as -M vmm makes them. */
 int chrPerfBuffersAlloc(chrPerfBuffers* b, chrPerfMem mem, int vmm, size_t sendBytes, size_t recvBytes);
 void chrPerfBuffersFree(chrPerfBuffers* b);
+/* -R (register.c): register send and recv with comm (mode 1 ncclCommRegister, 2 a symmetric window,
+ * collective over the ranks), and undo it before the buffers are freed. 0, or 1 after printing why. */
+int chrPerfBuffersRegister(chrPerfBuffers* b, ncclComm_t comm, int mode, int rank);
+int chrPerfBuffersDeregister(chrPerfBuffers* b, ncclComm_t comm, int rank);
 /* Waits for everything launched on the buffers' stream (no-op for host memory). */
 int chrPerfSync(chrPerfBuffers* b);
 
