@@ -25,9 +25,7 @@
  * that never entered does nothing. */
 struct chrDevSaved {
   CUcontext ctx; /* the driver's current context before (NULL: none) */
-  int prevDev;   /* the runtime's device before, where the driver's functions were not found */
   bool switched; /* chrDevLeave has something to put back */
-  bool byCtx;    /* put back ctx (else prevDev) */
 };
 
 namespace {
@@ -47,31 +45,25 @@ const ChrCtxFns& chrCtxFns() {
 
 /* Makes dev current. Each runtime call counts on a launch's path (cudaGetDevice plus two
  * cudaSetDevice took 0.3-3.0 us on the H100 hosts, docs/perf/gpu-2gpu.md), so a thread already on
- * dev costs a context lookup and one cudaGetDevice. */
+ * dev costs a context lookup and one cudaGetDevice. Without the driver's two context functions (a
+ * driver older than the core accepts, which also needs cuCtxGetCurrent) it refuses rather than guess. */
 static inline cudaError_t chrDevEnter(int dev, chrDevSaved* s) {
   *s = chrDevSaved{};
   const ChrCtxFns& f = chrCtxFns();
+  if (f.get == NULL || f.set == NULL) return cudaErrorNotSupported;
+  CUcontext cur = NULL;
+  if (f.get(&cur) != CUDA_SUCCESS) cur = NULL;
   int prev = -1;
-  if (f.get != NULL && f.set != NULL) {
-    CUcontext cur = NULL;
-    if (f.get(&cur) != CUDA_SUCCESS) cur = NULL;
-    if (cur != NULL && cudaGetDevice(&prev) == cudaSuccess && prev == dev) return cudaSuccess;
-    const cudaError_t e = cudaSetDevice(dev);
-    if (e == cudaSuccess) *s = chrDevSaved{cur, -1, true, true};
-    return e;
-  }
-  cudaError_t e = cudaGetDevice(&prev);
-  if (e != cudaSuccess || prev == dev) return e;
-  e = cudaSetDevice(dev);
-  if (e == cudaSuccess) *s = chrDevSaved{NULL, prev, true, false};
+  if (cur != NULL && cudaGetDevice(&prev) == cudaSuccess && prev == dev) return cudaSuccess;
+  const cudaError_t e = cudaSetDevice(dev);
+  if (e == cudaSuccess) *s = chrDevSaved{cur, true};
   return e;
 }
 
 /* Puts back what chrDevEnter found (once; later calls do nothing). */
 static inline void chrDevLeave(chrDevSaved* s) {
   if (!s->switched) return;
-  if (s->byCtx) chrCtxFns().set(s->ctx);
-  else cudaSetDevice(s->prevDev);
+  chrCtxFns().set(s->ctx);
   s->switched = false;
 }
 
