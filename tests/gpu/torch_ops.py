@@ -5,8 +5,9 @@ PyTorch's blocking communicator mode and once in its non-blocking one
 all_reduce (sum, avg, premul_sum, max), all_gather_into_tensor, reduce_scatter_tensor (sum and
 premul_sum), broadcast, reduce, send/recv, batch_isend_irecv (also of 80 MiB, and an 80 MiB broadcast:
 Chorus's copy engine), all_to_all_single (equal and uneven
-splits), new_group (a reordered group of both ranks, and one group per rank), barrier, and async
-ops (several in flight, polled with is_completed, then waited).
+splits), new_group (a reordered group of both ranks, and one group per rank), barrier, async
+ops (several in flight, polled with is_completed, then waited), and an all_reduce in a memory pool
+registered as windows (ncclCommWindowRegister).
 
   LD_PRELOAD=<build>/lib/libchorus.so python3 tests/gpu/torch_ops.py
 
@@ -168,6 +169,35 @@ def checks(rank, world, dev):
                for i in range(4))
     good = good and torch.equal(gout.cpu(), torch.arange(world, dtype=torch.float32).repeat_interleave(777))
     yield "async ops (5 in flight, is_completed, wait)", good
+
+    # Windows: a memory pool (of the library's allocator, ncclMemAlloc, where PyTorch offers it)
+    # registered with symm=True, which makes PyTorch call ncclCommWindowRegister on each of its
+    # segments, then an all-reduce in it. PyTorch builds without register_mem_pool say so instead.
+    backend = dist.distributed_c10d._get_default_group()._get_backend(dev)
+    register = getattr(backend, "register_mem_pool", None)
+    if register is None or not hasattr(torch.cuda, "MemPool"):
+        yield "windows: this PyTorch has no register_mem_pool (not run)", True
+        return
+    try:
+        pool = torch.cuda.MemPool(backend.mem_allocator)
+        alloc = "ncclMemAlloc"
+    except RuntimeError:  # "NCCL mem allocator is not supported" (PyTorch 2.11 on one H200: its own check)
+        pool = torch.cuda.MemPool()
+        alloc = "PyTorch's allocator"
+    with torch.cuda.use_mem_pool(pool):
+        win = torch.full((3 << 18,), float(rank + 1), device=dev)
+    try:
+        register(pool, symm=True)
+        how = "symm=True"
+    except TypeError:  # a build whose register_mem_pool has no symm argument: ncclCommRegister instead
+        register(pool)
+        how = "no symm argument: local registration"
+    dist.all_reduce(win)
+    good = torch.equal(win.cpu(), torch.full((3 << 18,), float(sum(q + 1 for q in range(world)))))
+    torch.cuda.synchronize()
+    backend.deregister_mem_pool(pool)
+    del win
+    yield f"windows: mem pool ({alloc}) registered ({how}), all_reduce in it", good
 
 
 def run(rank, world, port, nonblocking, results):
