@@ -91,9 +91,7 @@ static ncclResult_t shrink(ncclComm_t comm, const int* exclude, int count, ncclC
   int nranks = 0, rank = -1;
   ncclUniqueId id;
   CHECK(chrShrinkExchange(comm, exclude, count, comm->shrinkCount++, &nranks, &rank, &id));
-  ncclResult_t res = chrCommInitStart(newcomm, nranks, &id, rank, &childConfig, 0);
-  if (*newcomm != NULL) (*newcomm)->cudaDev = comm->cudaDev; /* the device stays, as for a split */
-  return res;
+  return chrCommInitStartOn(newcomm, nranks, &id, rank, &childConfig, 0, comm->cudaDev); /* as for a split */
 }
 
 NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,

@@ -47,9 +47,9 @@ static ncclResult_t splitChecked(ncclComm_t parent, int color, int key, ncclComm
   ncclUniqueId id;
   CHECK(chrSplitExchange(parent, color, key, seq, &nranks, &rank, &id));
   if (nranks == 0) return ncclSuccess; /* NCCL_SPLIT_NOCOLOR */
-  ncclResult_t res = chrCommInitStart(newcomm, nranks, &id, rank, &childConfig, 0);
-  if (*newcomm != NULL) (*newcomm)->cudaDev = parent->cudaDev; /* as ncclCommInitAll does: the device stays */
-  return res;
+  /* The device stays the parent's (as ncclCommInitAll's comms keep theirs), set before the ranks
+   * exchange their devices. */
+  return chrCommInitStartOn(newcomm, nranks, &id, rank, &childConfig, 0, parent->cudaDev);
 }
 
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {

@@ -8,13 +8,6 @@
 
 #define NOT_YET(name) chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (see README: not yet implemented)", name)
 
-NCCL_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId) {
-  return NOT_YET("ncclCommGetUniqueId");
-}
-NCCL_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
-         ncclComm_t* newcomm, ncclConfig_t* config) {
-  return NOT_YET("ncclCommGrow");
-}
 NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) { return NOT_YET("ncclCommRevoke"); }
 NCCL_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) { return NOT_YET("ncclCommSuspend"); }
 NCCL_API(ncclResult_t, ncclCommResume, ncclComm_t comm) { return NOT_YET("ncclCommResume"); }

@@ -150,6 +150,11 @@ void chrCommSetAsyncError(struct ncclComm* comm, ncclResult_t res);
  * its asyncError says ncclInProgress until done). chrCommInitWait joins that thread. */
 ncclResult_t chrCommInitStart(ncclComm_t* out, int nranks, const ncclUniqueId* id, int rank, const ncclConfig_t* config,
                               int inThread);
+/* The same for a comm on device cudaDev whatever the calling thread's device is (a split's or a
+ * grow's child stays on its parent's device); CHR_COMM_CALLER_DEVICE: the caller's, as above. */
+#define CHR_COMM_CALLER_DEVICE (-2)
+ncclResult_t chrCommInitStartOn(ncclComm_t* out, int nranks, const ncclUniqueId* id, int rank,
+                                const ncclConfig_t* config, int inThread, int cudaDev);
 ncclResult_t chrCommInitWait(struct ncclComm* comm);
 /* The two halves of chrCommInitStart, for a comm whose members are known only later (a split inside a
  * group): AllocPending makes the handle (asyncError = ncclInProgress, rank -1); InitLaunch then runs

@@ -186,8 +186,14 @@ ncclResult_t chrCommInitLaunch(struct ncclComm* comm, int nranks, const ncclUniq
 
 ncclResult_t chrCommInitStart(ncclComm_t* out, int nranks, const ncclUniqueId* id, int rank, const ncclConfig_t* config,
                               int inThread) {
+  return chrCommInitStartOn(out, nranks, id, rank, config, inThread, CHR_COMM_CALLER_DEVICE);
+}
+
+ncclResult_t chrCommInitStartOn(ncclComm_t* out, int nranks, const ncclUniqueId* id, int rank,
+                                const ncclConfig_t* config, int inThread, int cudaDev) {
   struct ncclComm* comm = NULL;
   CHECK(chrCommAllocPending(config, &comm));
+  if (cudaDev != CHR_COMM_CALLER_DEVICE) comm->cudaDev = cudaDev; /* before the ranks tell each other */
   *out = comm;
   ncclResult_t res = chrCommInitLaunch(comm, nranks, id, rank, inThread);
   if (CHR_IS_ERROR(res)) {
