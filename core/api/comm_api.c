@@ -137,6 +137,9 @@ NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   int state = atomic_load(&comm->asyncError);
   if (state == ncclInProgress)
     return chrFail(ncclInvalidUsage, "ncclCommFinalize: communicator is still initializing");
+  if (atomic_load(&comm->revoked))
+    return chrFail(ncclInvalidUsage, "ncclCommFinalize: communicator %p was revoked: nothing of it can be drained "
+                   "(call ncclCommDestroy or ncclCommAbort)", (void*)comm);
   if (__atomic_exchange_n(&comm->finalized, 1, __ATOMIC_ACQ_REL) != 0)
     return chrFail(ncclInvalidUsage,
                    "ncclCommFinalize: communicator %p was already finalized (call ncclCommDestroy or ncclCommAbort)",
@@ -164,6 +167,40 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return ncclSuccess;
 }
 
+/* Waits up to 60 s for the calls in flight on comm (other threads') to see its abort flag and return. */
+static ncclResult_t waitCallsStopped(struct ncclComm* comm, const char* func) {
+  struct timespec ts = {0, 1000000};
+  for (int i = 0; i < 60000 && atomic_load(&comm->busy) > 0; i++) nanosleep(&ts, NULL);
+  if (atomic_load(&comm->busy) > 0)
+    return chrFail(ncclInternalError, "%s: a call on comm %p did not stop within 60 s", func, (void*)comm);
+  return ncclSuccess;
+}
+
+/* Local, as NCCL's: what is in flight on this rank stops (the calls of other threads return an error,
+ * the kernels return within milliseconds; their outputs are undefined), work queued in this thread's
+ * open group is dropped, and every later operation is refused with ncclInvalidUsage. The comm stays a
+ * parent for ncclCommSplit, ncclCommShrink and ncclCommGrow (the abort flag is lowered again once the
+ * calls have stopped, so its bootstrap serves their exchanges) and can be destroyed or aborted. */
+NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  CHECK(chrCommCheck(comm, "ncclCommRevoke"));
+  if (revokeFlags != NCCL_REVOKE_DEFAULT)
+    return chrFail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags = 0x%x, must be NCCL_REVOKE_DEFAULT (0)",
+                   (unsigned)revokeFlags);
+  if (atomic_load(&comm->asyncError) == ncclInProgress)
+    return chrFail(ncclInvalidUsage, "ncclCommRevoke: communicator is still initializing");
+  if (comm->abortFlag) return chrFail(ncclInvalidUsage, "ncclCommRevoke: communicator was aborted");
+  if (atomic_exchange(&comm->revoked, 1) != 0)
+    return chrFail(ncclInvalidArgument, "ncclCommRevoke: communicator %p was already revoked", (void*)comm);
+  chrGroupDiscardTasks(comm);
+  comm->abortFlag = 1;
+  chrDevCommAbort(comm);
+  ncclResult_t res = waitCallsStopped(comm, "ncclCommRevoke");
+  if (res != ncclSuccess) return res; /* the flag stays up: the comm can only be aborted now */
+  comm->abortFlag = 0;
+  INFO(NCCL_INIT, "comm %p rank %d revoked", (void*)comm, comm->rank);
+  return ncclSuccess;
+}
+
 /* Safe from a watchdog thread while the main thread is inside a call on the comm: that call sees the
  * abort flag within one progress pass and returns an error. Work queued in an open group of this
  * thread is discarded; work queued in another thread's open group keeps the comm's memory alive
@@ -176,10 +213,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   chrSetLastError("ncclCommAbort: communicator %p was aborted", (void*)comm);
   chrCommSetAsyncError(comm, ncclRemoteError);
   chrGroupDiscardComm(comm);
-  struct timespec ts = {0, 1000000};
-  for (int i = 0; i < 60000 && atomic_load(&comm->busy) > 0; i++) nanosleep(&ts, NULL);
-  if (atomic_load(&comm->busy) > 0)
-    return chrFail(ncclInternalError, "ncclCommAbort: a call on comm %p did not stop within 60 s", (void*)comm);
+  CHECK(waitCallsStopped(comm, "ncclCommAbort"));
   chrCommRelease(comm);
   return ncclSuccess;
 }

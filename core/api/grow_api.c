@@ -21,7 +21,7 @@
 
 NCCL_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId) {
   if (uniqueId == NULL) return chrFail(ncclInvalidArgument, "ncclCommGetUniqueId: uniqueId is NULL");
-  CHECK(chrCommCheckReady(comm, "ncclCommGetUniqueId"));
+  CHECK(chrCommCheckParent(comm, "ncclCommGetUniqueId"));
   return chrBootstrapNewUniqueId(uniqueId); /* a root of its own, never NCCL_COMM_ID's fixed address */
 }
 
@@ -39,7 +39,7 @@ static ncclResult_t growSetup(ncclComm_t comm, int nRanks, int rank, const ncclC
     *config = user;
     return ncclSuccess;
   }
-  CHECK(chrCommCheckReady(comm, "ncclCommGrow"));
+  CHECK(chrCommCheckParent(comm, "ncclCommGrow"));
   if (rank != -1)
     return chrFail(ncclInvalidArgument,
                    "ncclCommGrow: rank = %d with an existing communicator (its ranks pass -1 and keep rank %d)", rank,

@@ -33,7 +33,9 @@ static ncclResult_t checkShrink(ncclComm_t comm, const int* exclude, int count, 
     return chrFail(ncclInvalidUsage, "ncclCommShrink: communicator is still initializing (poll ncclCommGetAsyncError)");
   if (comm->abortFlag) return chrFail(ncclInvalidUsage, "ncclCommShrink: communicator was aborted");
   if (comm->finalized) return chrFail(ncclInvalidUsage, "ncclCommShrink: communicator was finalized");
-  if (state != ncclSuccess && flags != NCCL_SHRINK_ABORT) return chrCommFailedError(comm, "ncclCommShrink");
+  /* A failed parent needs NCCL_SHRINK_ABORT, or a revoke before (which stopped what was in flight). */
+  if (state != ncclSuccess && flags != NCCL_SHRINK_ABORT && !atomic_load(&comm->revoked))
+    return chrCommFailedError(comm, "ncclCommShrink");
   const int n = comm->nRanks;
   if (count < 0 || count >= n)
     return chrFail(ncclInvalidArgument, "ncclCommShrink: excludeRanksCount = %d, must be 0 .. %d (nranks - 1)", count,

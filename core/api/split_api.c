@@ -58,7 +58,7 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
     return chrFail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
   }
   *newcomm = NULL;
-  ncclResult_t ready = chrCommCheckReady(comm, "ncclCommSplit");
+  ncclResult_t ready = chrCommCheckParent(comm, "ncclCommSplit");
   if (ready != ncclSuccess) {
     chrGroupNoteError(ready);
     return ready;

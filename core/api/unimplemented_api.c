@@ -8,7 +8,6 @@
 
 #define NOT_YET(name) chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (see README: not yet implemented)", name)
 
-NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) { return NOT_YET("ncclCommRevoke"); }
 NCCL_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) { return NOT_YET("ncclCommSuspend"); }
 NCCL_API(ncclResult_t, ncclCommResume, ncclComm_t comm) { return NOT_YET("ncclCommResume"); }
 NCCL_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value) {

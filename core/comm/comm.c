@@ -15,17 +15,27 @@ ncclResult_t chrCommCheck(const struct ncclComm* comm, const char* func) {
   return ncclSuccess;
 }
 
-ncclResult_t chrCommCheckReady(struct ncclComm* comm, const char* func) {
+static ncclResult_t checkUsable(struct ncclComm* comm, const char* func, int asParent) {
   ncclResult_t res = chrCommCheck(comm, func);
   if (res != ncclSuccess) return res;
   int state = atomic_load(&comm->asyncError);
   if (state == ncclInProgress)
     return chrFail(ncclInvalidUsage, "%s: communicator is still initializing (poll ncclCommGetAsyncError)", func);
   if (comm->abortFlag) return chrFail(ncclInvalidUsage, "%s: communicator was aborted", func);
-  if (state != ncclSuccess) return chrCommFailedError(comm, func);
+  const int revoked = atomic_load(&comm->revoked);
+  if (revoked && !asParent)
+    return chrFail(ncclInvalidUsage,
+                   "%s: communicator %p was revoked (ncclCommRevoke): it can only be split, shrunk, grown, destroyed "
+                   "or aborted",
+                   func, (void*)comm);
+  if (state != ncclSuccess && !revoked) return chrCommFailedError(comm, func);
   if (comm->finalized) return chrFail(ncclInvalidUsage, "%s: communicator was finalized", func);
   return ncclSuccess;
 }
+
+ncclResult_t chrCommCheckReady(struct ncclComm* comm, const char* func) { return checkUsable(comm, func, 0); }
+
+ncclResult_t chrCommCheckParent(struct ncclComm* comm, const char* func) { return checkUsable(comm, func, 1); }
 
 /* The message quotes failCause, never lastError: lastError may hold an earlier refusal, and quoting
  * it would nest one prefix per call until the cause fell off the buffer. The cause was logged when it

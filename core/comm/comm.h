@@ -111,6 +111,7 @@ struct ncclComm {
   _Atomic int busy;            /* calls running on this comm (abort waits for them) */
   _Atomic int refs;            /* 1 for the user's handle + 1 per task or split queued in an open group */
   int finalized;               /* ncclCommFinalize was called (set with an atomic exchange) */
+  _Atomic int revoked;         /* ncclCommRevoke was called: no new operation, a parent still */
   /* The text of the failure that put asyncError in error, written once, by the thread that did so,
    * under lock. Later calls quote it instead of the last error, so messages never nest. */
   char failCause[CHR_COMM_FAIL_CAUSE_MAX];
@@ -130,8 +131,11 @@ struct ncclComm {
 
 /* Validate a comm handle given by the user: NULL, destroyed and garbage handles are rejected. */
 ncclResult_t chrCommCheck(const struct ncclComm* comm, const char* func);
-/* Like chrCommCheck, and also: init finished successfully, not aborted, no async error. */
+/* Like chrCommCheck, and also: init finished successfully, not aborted, not revoked, no async error. */
 ncclResult_t chrCommCheckReady(struct ncclComm* comm, const char* func);
+/* chrCommCheckReady for a communicator that new ones are made from (split, grow): a revoked one is
+ * accepted, with whatever error the calls its revoke interrupted left (its bootstrap still works). */
+ncclResult_t chrCommCheckParent(struct ncclComm* comm, const char* func);
 /* The refusal of `func` on a comm whose asyncError is an error: returns that error with the last-error
  * text "<func>: communicator has failed (<code name>): <first cause>". */
 ncclResult_t chrCommFailedError(struct ncclComm* comm, const char* func);

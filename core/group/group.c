@@ -127,7 +127,7 @@ ncclResult_t chrGroupDeferCommJob(const struct chrCommJob* job) {
   return ncclSuccess;
 }
 
-void chrGroupDiscardComm(struct ncclComm* comm) {
+void chrGroupDiscardTasks(struct ncclComm* comm) {
   if (chrProfGroupApiOpen) chrProfGroupApiDiscard(comm);
   struct chrCollTask* keep = NULL;
   struct chrCollTask* keepTail = NULL;
@@ -145,6 +145,10 @@ void chrGroupDiscardComm(struct ncclComm* comm) {
   }
   taskHead = keep;
   taskTail = keepTail;
+}
+
+void chrGroupDiscardComm(struct ncclComm* comm) {
+  chrGroupDiscardTasks(comm);
   int n = 0;
   for (int i = 0; i < nDeferredInits; i++)
     if (deferredInits[i] != comm) deferredInits[n++] = deferredInits[i];

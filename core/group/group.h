@@ -20,6 +20,9 @@ ncclResult_t chrGroupDeferCommJob(const struct chrCommJob* job);
 /* ncclCommAbort: drop this thread's queued tasks, deferred inits and splits of `comm` (an aborted comm
  * runs nothing more). */
 void chrGroupDiscardComm(struct ncclComm* comm);
+/* ncclCommRevoke: drop only this thread's queued tasks of `comm` (its queued splits and the like
+ * still run: a revoked comm remains a parent). */
+void chrGroupDiscardTasks(struct ncclComm* comm);
 /* A call inside a group failed its checks: the whole group fails at ncclGroupEnd. */
 void chrGroupNoteError(ncclResult_t res);
 
