@@ -61,6 +61,7 @@ static char* stageRegion(struct chrCeStaging* st, uint64_t bytes) {
     st->base = p;
     st->bytes = grow;
     st->used = 0;
+    st->held += grow;
   }
   char* r = st->base + st->used;
   st->used += need;

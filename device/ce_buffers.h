@@ -41,6 +41,7 @@ struct chrCeStaging {
   size_t bytes, used;
   char** retired;
   int nRetired;
+  size_t held; /* device bytes of base and the retired buffers together */
 };
 
 /* A sender's opened (CHR_CE_BY_IPC) or mapped (CHR_CE_BY_FD) receiver buffers for one peer. */

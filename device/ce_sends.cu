@@ -668,6 +668,17 @@ void chrCeAbort(struct chrDevRank* rk) {
   releaseWaits(ce, n);
 }
 
+size_t chrCeDeviceBytes(const struct chrDevRank* rk) {
+  const struct chrCeRank* ce = rk->ce;
+  if (ce == NULL) return 0;
+  size_t bytes = 0;
+  for (int p = 0; p < rk->cfg.nRanks * CLASSES; p++) {
+    bytes += ce->in[p].staging.held;
+    if (ce->out[p].syncs != NULL) bytes += sizeof(struct chrCeCopySync) * CHR_CE_SLOTS;
+  }
+  return bytes;
+}
+
 void chrCeStats(struct chrDevRank* rk, struct chrDevCeStats* out) {
   memset(out, 0, sizeof *out);
   struct chrCeRank* ce = rk->ce;

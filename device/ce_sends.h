@@ -70,6 +70,9 @@ void chrCeAbort(struct chrDevRank* rk);
 /* The rank's counts so far (launch.h's chrDevRankCeStats). */
 void chrCeStats(struct chrDevRank* rk, struct chrDevCeStats* out);
 
+/* Device memory the rank's copy-engine state holds: staging buffers and the copy kernel's syncs. */
+size_t chrCeDeviceBytes(const struct chrDevRank* rk);
+
 /* Stops the agents, closes what was opened, unmaps the mailboxes. The rank's streams are done. */
 void chrCeDestroy(struct chrDevRank* rk);
 

@@ -50,8 +50,8 @@ extern "C" {
  * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
  * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h), the
  * configurations' copyEngine. 8: their ceWaitUs. 9: their ceShareFd. 10: chrDevRankCeStats. 11: the
- * configurations' cePull, the counts' recvsPulled. */
-#define CHR_DEV_API_VERSION 11
+ * configurations' cePull, the counts' recvsPulled. 12: chrDevRankDeviceBytes. */
+#define CHR_DEV_API_VERSION 12
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -143,6 +143,10 @@ struct chrDevCeStats {
 /* The counts so far (all 0 for a rank that made no copy-engine transfer); not while another thread
  * launches on the rank (its agents may run). */
 CHR_DEV_API void chrDevRankCeStats(struct chrDevRank* rk, struct chrDevCeStats* out);
+
+/* Device memory the rank holds (its arena, its device comm, its copy-engine buffers); the same
+ * threading rule as chrDevRankCeStats. What ncclCommMemStats reports. */
+CHR_DEV_API uint64_t chrDevRankDeviceBytes(const struct chrDevRank* rk);
 
 /* ---- a group: N ranks of one process ---- */
 

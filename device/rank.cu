@@ -551,3 +551,7 @@ extern "C" void chrDevRankSetAbort(struct chrDevRank* rk, uint32_t value) {
 extern "C" uint32_t chrDevRankKernelError(const struct chrDevRank* rk) { return rk ? rk->flags[1] : 0; }
 
 extern "C" void chrDevRankCeStats(struct chrDevRank* rk, struct chrDevCeStats* out) { chrCeStats(rk, out); }
+
+extern "C" uint64_t chrDevRankDeviceBytes(const struct chrDevRank* rk) {
+  return rk == NULL ? 0 : (uint64_t)(rk->arenaBytes + rk->metaBytes + chrCeDeviceBytes(rk));
+}

@@ -66,7 +66,7 @@ static ncclResult_t checkShrink(ncclComm_t comm, const int* exclude, int count, 
  * thread can shrink several ranks of one job (comms from ncclCommInitAll). */
 static ncclResult_t deferShrink(ncclComm_t comm, const int* exclude, int count, const ncclConfig_t* childConfig,
                                 int flags, ncclComm_t* newcomm) {
-  struct chrCommJob job = {comm, NCCL_SPLIT_NOCOLOR, 0, comm->shrinkCount, NULL, 1, count, flags, NULL};
+  struct chrCommJob job = {comm, NCCL_SPLIT_NOCOLOR, 0, comm->shrinkCount, NULL, CHR_JOB_SHRINK, count, flags, NULL};
   job.exclude = malloc(sizeof(int) * (size_t)(count > 0 ? count : 1));
   if (job.exclude == NULL) return chrFail(ncclSystemError, "ncclCommShrink: out of memory queueing a shrink in a group");
   for (int i = 0; i < count; i++) job.exclude[i] = exclude[i];

@@ -8,11 +8,6 @@
 
 #define NOT_YET(name) chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (see README: not yet implemented)", name)
 
-NCCL_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) { return NOT_YET("ncclCommSuspend"); }
-NCCL_API(ncclResult_t, ncclCommResume, ncclComm_t comm) { return NOT_YET("ncclCommResume"); }
-NCCL_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value) {
-  return NOT_YET("ncclCommMemStats");
-}
 NCCL_API(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
          ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
          cudaStream_t stream) {

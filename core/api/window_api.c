@@ -19,7 +19,7 @@ static ncclResult_t registerChecked(ncclComm_t comm, void* buff, size_t size, nc
   const uint32_t seq = comm->windowCount++; /* every rank counts its windows of this comm the same way */
   if (chrGroupDepth() == 0) return chrWindowExchange(comm, buff, size, flags, seq, win);
   struct chrCommJob job = {comm, NCCL_SPLIT_NOCOLOR, 0, seq, NULL};
-  job.isWindow = 1;
+  job.kind = CHR_JOB_WINDOW;
   job.winFlags = flags;
   job.winBuff = buff;
   job.winSize = size;

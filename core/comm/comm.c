@@ -22,6 +22,9 @@ static ncclResult_t checkUsable(struct ncclComm* comm, const char* func, int asP
   if (state == ncclInProgress)
     return chrFail(ncclInvalidUsage, "%s: communicator is still initializing (poll ncclCommGetAsyncError)", func);
   if (comm->abortFlag) return chrFail(ncclInvalidUsage, "%s: communicator was aborted", func);
+  if (atomic_load(&comm->suspended))
+    return chrFail(ncclInvalidUsage, "%s: communicator %p is suspended (ncclCommSuspend): call ncclCommResume first",
+                   func, (void*)comm);
   const int revoked = atomic_load(&comm->revoked);
   if (revoked && !asParent)
     return chrFail(ncclInvalidUsage,

@@ -126,6 +126,9 @@ struct ncclComm {
   uint32_t splitCount;         /* ncclCommSplit calls on this comm, to match the ranks' exchanges (comm/split.c) */
   uint32_t shrinkCount;        /* ncclCommShrink calls on this comm (comm/shrink.c): the remaining ranks count alike */
   uint32_t windowCount;        /* ncclCommWindowRegister calls on this comm (comm/window.c) */
+  uint32_t suspendSeq;         /* ncclCommSuspend and ncclCommResume calls on this comm (comm/suspend.c) */
+  uint32_t devGeneration;      /* device states made and released so far: suspends that freed GPU memory */
+  _Atomic int suspended;       /* between ncclCommSuspend and ncclCommResume: no operation */
   struct ncclWindow_vidmem* windows; /* its registered windows, under lock; freed with the comm */
 };
 
@@ -195,25 +198,35 @@ ncclResult_t chrShrinkExchange(struct ncclComm* parent, const int* exclude, int 
  * milliseconds) and the parent is marked failed (ncclRemoteError); its bootstrap stays usable. */
 void chrShrinkAbortParent(struct ncclComm* parent);
 
-/* A split, shrink or window registration made inside a group (comm/comm_jobs.c): recorded at the call
- * (seq = the parent's split, shrink or window number then), run at the outermost ncclGroupEnd by
- * chrCommRunJobs: the exchanges of each parent in call order on a thread of their own (one thread may
- * drive several parents, whose exchanges wait for each other), then each child's init starts on its
- * own thread. child is NULL for NCCL_SPLIT_NOCOLOR and for windows; otherwise it was made by
- * chrCommAllocPending and handed to the caller. Returns the first failure (children that failed are in
- * error state). */
+/* ncclCommSuspend / ncclCommResume (comm/suspend.c), the collective part. Every rank checks over an
+ * allgather that all are at the same call (seq, suspend or resume), so a rank that skipped one fails
+ * them all. Suspend with NCCL_SUSPEND_MEM waits for this rank's GPU work, then (after the exchange:
+ * every rank's work is done) frees its device state; the next GPU call after the resume makes a new
+ * one, as the first GPU call did. */
+ncclResult_t chrCommSuspendExchange(struct ncclComm* comm, int flags, uint32_t seq);
+ncclResult_t chrCommResumeExchange(struct ncclComm* comm, uint32_t seq);
+
+/* A split, shrink, window registration, suspend or resume made inside a group (comm/comm_jobs.c):
+ * recorded at the call (seq = the parent's split, shrink, window or suspend number then), run at the
+ * outermost ncclGroupEnd by chrCommRunJobs: the exchanges of each parent in call order on a thread of
+ * their own (one thread may drive several parents, whose exchanges wait for each other), then each
+ * child's init starts on its own thread. child is NULL for NCCL_SPLIT_NOCOLOR and for the kinds that
+ * make none; otherwise it was made by chrCommAllocPending and handed to the caller. Returns the first
+ * failure (children that failed are in error state). */
+enum chrCommJobKind { CHR_JOB_SPLIT = 0, CHR_JOB_SHRINK = 1, CHR_JOB_WINDOW, CHR_JOB_SUSPEND, CHR_JOB_RESUME };
 struct chrCommJob {
   struct ncclComm* parent;
   int color, key;
   uint32_t seq;
   struct ncclComm* child;
-  /* A shrink instead of a split (ncclCommShrink in a group): the excluded ranks (the job owns the
-   * copy; the group frees it), the flags; seq is then the parent's shrink number. */
-  int isShrink, nExclude, shrinkFlags;
+  /* CHR_JOB_SHRINK (ncclCommShrink in a group): the excluded ranks (the job owns the copy; the group
+   * frees it), the flags; seq is then the parent's shrink number. */
+  int kind, nExclude, shrinkFlags;
   int* exclude;
-  /* A window registration (ncclCommWindowRegister in a group, comm/window.h): *winOut is written when
-   * it runs; seq is the parent's window number. */
-  int isWindow, winFlags;
+  /* CHR_JOB_WINDOW (ncclCommWindowRegister in a group, comm/window.h): *winOut is written when it
+   * runs; seq is the parent's window number. CHR_JOB_SUSPEND / _RESUME (comm/suspend.c): seq is the
+   * parent's suspend-or-resume number, winFlags the suspend's flags. */
+  int winFlags;
   void* winBuff;
   size_t winSize;
   ncclWindow_t* winOut;

@@ -1,6 +1,7 @@
 /*
  * comm_jobs.c: the calls over a communicator's bootstrap that a group defers to its outermost
- * ncclGroupEnd: splits, shrinks and window registrations (struct chrCommJob, comm/comm.h).
+ * ncclGroupEnd: splits, shrinks, window registrations, suspends and resumes (struct chrCommJob,
+ * comm/comm.h).
  *
  * The jobs of one communicator run in call order on a thread of their own: they share its bootstrap,
  * whose exchanges every rank must make in the same order, while the jobs of different communicators
@@ -24,12 +25,14 @@ struct parentRun { /* the jobs of one communicator, run in call order on one thr
 };
 
 static ncclResult_t runJob(struct chrCommJob* job) {
-  if (job->isWindow)
+  if (job->kind == CHR_JOB_WINDOW)
     return chrWindowExchange(job->parent, job->winBuff, job->winSize, job->winFlags, job->seq, job->winOut);
+  if (job->kind == CHR_JOB_SUSPEND) return chrCommSuspendExchange(job->parent, job->winFlags, job->seq);
+  if (job->kind == CHR_JOB_RESUME) return chrCommResumeExchange(job->parent, job->seq);
   int nranks = 0, rank = -1;
   ncclUniqueId id;
   ncclResult_t res;
-  if (job->isShrink) {
+  if (job->kind == CHR_JOB_SHRINK) {
     if (job->shrinkFlags == NCCL_SHRINK_ABORT) chrShrinkAbortParent(job->parent);
     res = chrShrinkExchange(job->parent, job->exclude, job->nExclude, job->seq, &nranks, &rank, &id);
   } else {

@@ -38,6 +38,8 @@ static void stopWatchdog(void) {
   pthread_mutex_unlock(&watchLock);
 }
 
+static int blobTag(const struct ncclComm* comm) { return CHR_DEV_TAG_BLOB + (int)(comm->devGeneration & 0xffffu); }
+
 int chrDevIpcFailed(const struct chrDevIpc* ipc) { return ipc != NULL && atomic_load(&ipc->failed); }
 
 ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, const struct chrDevLib* lib) {
@@ -82,7 +84,7 @@ ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, 
   /* Sends are queued by the peer's bootstrap until it asks: no rank waits for another here. */
   for (int r = 0; r < n; r++) {
     if (r == me) continue;
-    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, r, CHR_DEV_TAG_BLOB, &blob, sizeof(blob)), res, fail_destroy_rank);
+    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, r, blobTag(comm), &blob, sizeof(blob)), res, fail_destroy_rank);
   }
   INFO(NCCL_INIT, "comm %p rank %d: GPU state on device %d (%d channels, %zu KiB SIMPLE and %d KiB LL slots), exported "
        "to %d peers through CUDA IPC", (void*)comm, me, comm->cudaDev, cfg.nChannels, cfg.stepBytes >> 10,
@@ -118,7 +120,7 @@ ncclResult_t chrDevIpcConnect(struct ncclComm* comm, const unsigned char* need) 
     if (!need[r] || x->connected[r]) continue;
     /* The peer's attach sent it; a peer that has not made a GPU call yet is waited for (abort-aware,
      * a dead peer fails at once, CHORUS_TIMEOUT bounds a live one). */
-    CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, r, CHR_DEV_TAG_BLOB, &blobs[k], sizeof(blobs[k])), res, fail_free);
+    CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, r, blobTag(comm), &blobs[k], sizeof(blobs[k])), res, fail_free);
     peers[k++] = r;
   }
   res = lib->rankConnect(st->rank, k, peers, blobs);

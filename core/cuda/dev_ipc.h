@@ -24,6 +24,8 @@
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
 
+/* + the comm's devGeneration (low 16 bits): a blob a peer sent before a suspend and this rank never
+ * received stays behind under its old tag, never mistaken for the new state's. */
 #define CHR_DEV_TAG_BLOB 0x50000
 
 struct ncclComm;

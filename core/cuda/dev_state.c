@@ -339,6 +339,12 @@ static void logEngineCounts(const struct ncclComm* comm, const struct chrDevLib*
        c.openNs / 1e6, (unsigned long long)c.exported, c.exportNs / 1e6);
 }
 
+uint64_t chrDevCommDeviceBytes(struct ncclComm* comm) {
+  const struct chrDevRankState* st = comm->dev;
+  if (st == NULL || st->rank == NULL) return 0;
+  return chrDevLibGet()->rankDeviceBytes(st->rank);
+}
+
 void chrDevCommDetach(struct ncclComm* comm) {
   struct chrDevRankState* st = comm->dev;
   if (st == NULL) return;

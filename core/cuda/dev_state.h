@@ -22,6 +22,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "nccl.h"
 
 struct ncclComm;
@@ -95,8 +96,11 @@ ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func);
  * see this rank's bootstrap close when the comm is freed and abort through their watchdog. */
 void chrDevCommAbort(struct ncclComm* comm);
 
-/* At free: wait for this rank's work (bounded once aborted), then release the state (group mode: the
- * last reference frees the group). */
+/* At free, or at a suspend: wait for this rank's work (bounded once aborted), then release the state
+ * (group mode: the last reference frees the group); comm->dev is NULL after, and a later GPU call
+ * attaches again. */
 void chrDevCommDetach(struct ncclComm* comm);
+/* GPU memory the rank's device state holds (0 without one): ncclCommMemStats. */
+uint64_t chrDevCommDeviceBytes(struct ncclComm* comm);
 
 #endif /* CHORUS_CUDA_DEV_STATE_H_ */

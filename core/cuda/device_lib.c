@@ -39,6 +39,7 @@ static int bindAll(void* lib, struct chrDevLib* d, char* why, size_t whyLen) {
          BIND(rankConnect, "chrDevRankConnect") && BIND(rankLaunch, "chrDevRankLaunch") &&
          BIND(rankSetAbort, "chrDevRankSetAbort") && BIND(rankKernelError, "chrDevRankKernelError") &&
          BIND(rankDestroy, "chrDevRankDestroy") && BIND(rankCeStats, "chrDevRankCeStats") &&
+         BIND(rankDeviceBytes, "chrDevRankDeviceBytes") &&
          BIND(maxWorks, "chrDevMaxWorks") &&
          BIND(lastError, "chrDevLastError") && BIND(eventCreate, "chrDevEventCreate") &&
          BIND(eventDestroy, "chrDevEventDestroy") && BIND(eventRecord, "chrDevEventRecord") &&

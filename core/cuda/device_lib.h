@@ -31,6 +31,7 @@ struct chrDevLib {
   uint32_t (*rankKernelError)(const struct chrDevRank* rk);
   ncclResult_t (*rankDestroy)(struct chrDevRank* rk);
   void (*rankCeStats)(struct chrDevRank* rk, struct chrDevCeStats* out);
+  uint64_t (*rankDeviceBytes)(const struct chrDevRank* rk);
   int (*maxWorks)(void);
   const char* (*lastError)(void);
   ncclResult_t (*eventCreate)(int cudaDev, void** event);

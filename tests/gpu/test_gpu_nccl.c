@@ -15,6 +15,10 @@
  *                             into a CUDA graph on each rank's stream, replayed 5 times with new
  *                             data
  *   test_gpu_nccl memalloc N  ncclMemAlloc'd buffers as an all-reduce's operands, then ncclMemFree
+ *   test_gpu_nccl suspend N   that all-reduce, then every rank suspended (NCCL_SUSPEND_MEM) in one
+ *                             group: ncclCommMemStats before and after, a call refused while
+ *                             suspended, the GPU memory the driver reports freed; resumed in one group,
+ *                             the all-reduce again (twice over: the second suspend after a resume)
  *   test_gpu_nccl abort       ncclCommAbort of a rank whose all-reduce waits for a peer that never
  *                             joins: returns within a bounded time, the peer's comm reports the error
  * CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (2 GPUs of one process: peer access over
@@ -370,6 +374,60 @@ static int runMemAlloc(int n) {
   return 0;
 }
 
+/* ---- suspend: every rank's GPU memory released and taken again ---- */
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
+static uint64_t memStat(ncclComm_t comm, ncclCommMemStat_t stat) {
+  uint64_t v = ~0ull;
+  NCCL_OK(ncclCommMemStats(comm, stat, &v));
+  return v;
+}
+
+static size_t freeGpuBytes(int dev) {
+  size_t freeB = 0, total = 0;
+  CUDA_OK(cudaSetDevice(dev));
+  CUDA_OK(cudaMemGetInfo(&freeB, &total));
+  return freeB;
+}
+
+static int runSuspend(int n) {
+  static struct rankCtx R[MAX_RANKS];
+  ncclComm_t comms[MAX_RANKS];
+  initAllRanks(R, comms, n);
+  for (int round = 0; round < 2; round++) {
+    memAllocCase(R, n); /* the device states exist (again) */
+    uint64_t held = 0;
+    for (int r = 0; r < n; r++) {
+      const uint64_t s = memStat(comms[r], ncclStatGpuMemSuspend);
+      EXPECT(s > 0 && memStat(comms[r], ncclStatGpuMemTotal) >= s && memStat(comms[r], ncclStatGpuMemSuspended) == 0);
+      held += s;
+    }
+    const size_t freeBefore = freeGpuBytes(R[0].dev);
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; r++) NCCL_OK(ncclCommSuspend(comms[r], NCCL_SUSPEND_MEM));
+    NCCL_OK(ncclGroupEnd());
+    const size_t freeAfter = freeGpuBytes(R[0].dev);
+    for (int r = 0; r < n; r++) {
+      EXPECT(memStat(comms[r], ncclStatGpuMemSuspended) == 1 && memStat(comms[r], ncclStatGpuMemSuspend) == 0);
+      EXPECT(ncclAllReduce(R[r].send, R[r].recv, 16, ncclFloat32, ncclSum, comms[r], R[r].s[0]) == ncclInvalidUsage);
+    }
+    EXPECT(ncclCommSuspend(comms[0], NCCL_SUSPEND_MEM) == ncclInvalidUsage); /* suspended already */
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; r++) NCCL_OK(ncclCommResume(comms[r]));
+    NCCL_OK(ncclGroupEnd());
+    EXPECT(ncclCommResume(comms[0]) == ncclInvalidUsage); /* not suspended any more */
+    printf("gpu.nccl suspend n=%d round %d: ncclCommMemStats %llu bytes suspendable over the ranks; the driver "
+           "reports %lld bytes freed by the suspend\n", n, round, (unsigned long long)held,
+           (long long)freeAfter - (long long)freeBefore);
+  }
+  memAllocCase(R, n);
+  for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(comms[r]));
+  for (int r = 0; r < n; r++) freeRank(&R[r]);
+  printf("gpu.nccl suspend n=%d: all-reduces correct before, between and after two suspends\n", n);
+  return 0;
+}
+#endif
+
 /* ---- threads: one thread per rank ---- */
 
 struct threadArg {
@@ -602,6 +660,9 @@ int main(int argc, char** argv) {
     return rc ? rc : chrWayLogCheck(0, n) ? 1 : 0;
   }
   if (!strcmp(mode, "memalloc")) return runMemAlloc(n);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
+  if (!strcmp(mode, "suspend")) return runSuspend(n);
+#endif
   if (!strcmp(mode, "graph")) return runGraph(n, argc > 3 ? (size_t)atol(argv[3]) : (size_t)1 << 19);
   if (!strcmp(mode, "abort")) return abortCase(0) || abortCase(1);
   fprintf(stderr, "usage: %s initall|threads|graph|memalloc N | abort\n", argv[0]);

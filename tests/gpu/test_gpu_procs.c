@@ -29,7 +29,11 @@
  * (NCCL_DEBUG=INFO, subsystem P2P, into a file of its own): one letter per rank (one for all) for
  * the receives it posted, d (every one directly: an address or a CUDA IPC handle), f (by file
  * descriptor), s (staged), beside any it pulled from its sender's buffer (CHORUS_GPU_CE_PULL); p
- * (some pulled, none staged); - (none at all). CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
+ * (some pulled, none staged); - (none at all). CHORUS_TEST_SUSPEND=1: the all-reduces first (the
+ * ring connects each rank to its neighbours only), then every rank suspends its comm (NCCL_SUSPEND_MEM,
+ * checked through ncclCommMemStats) and resumes it, then every case: the device states are made again,
+ * and a rank first connecting a peer it never spoke to before the suspend must get that peer's new
+ * state, not the one it sent before. CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
  * calls (and their streams' waits) come first: a copy-engine sender then issues from its agent thread
  * after its stream already waits (with CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting, every
  * stream shares one hardware queue). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
@@ -311,6 +315,29 @@ static int strayContexts(int rank) {
   return stray;
 }
 
+/* CHORUS_TEST_SUSPEND=1, between the rounds: the rank's device state freed and, after the resume,
+ * made again at the next call. */
+static int suspendResume(struct rankBufs* B, int rank) {
+  uint64_t held = 0, flag = 1, after = 1;
+  NCCL_OK(ncclCommMemStats(B->comm, ncclStatGpuMemSuspend, &held));
+  NCCL_OK(ncclCommMemStats(B->comm, ncclStatGpuMemSuspended, &flag));
+  NCCL_OK(ncclCommSuspend(B->comm, NCCL_SUSPEND_MEM));
+  NCCL_OK(ncclCommMemStats(B->comm, ncclStatGpuMemSuspend, &after));
+  uint64_t suspended = 0;
+  NCCL_OK(ncclCommMemStats(B->comm, ncclStatGpuMemSuspended, &suspended));
+  const ncclResult_t refused = ncclAllReduce(B->send, B->recv, 1, ncclFloat32, ncclSum, B->comm, B->s);
+  NCCL_OK(ncclCommResume(B->comm));
+  if (held == 0 || flag != 0 || after != 0 || suspended != 1 || refused != ncclInvalidUsage) {
+    fprintf(stderr, "FAIL rank %d: suspend: %llu bytes suspendable before (flag %llu), %llu after (flag %llu), "
+            "a call while suspended returned %s\n", rank, (unsigned long long)held, (unsigned long long)flag,
+            (unsigned long long)after, (unsigned long long)suspended, ncclGetErrorString(refused));
+    return 1;
+  }
+  if (rank == 0) printf("gpu.procs suspend: rank 0 held %llu bytes of GPU memory, freed by the suspend\n",
+                        (unsigned long long)held);
+  return 0;
+}
+
 static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   (void)arg;
   struct rankBufs B;
@@ -335,12 +362,16 @@ static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   };
   const int nOps = (int)(sizeof(ops) / sizeof(ops[0]));
   const char* remap = getenv("CHORUS_TEST_VMM_REMAP");
-  const int rounds = useVmm() && remap && *remap == '1' ? 2 : 1;
+  const char* suspend = getenv("CHORUS_TEST_SUSPEND");
+  const int suspending = suspend && *suspend == '1';
+  const int rounds = (useVmm() && remap && *remap == '1') || suspending ? 2 : 1;
   int failures = 0;
   const double t0 = chrLaunchNowSec();
   for (int round = 0; round < rounds && failures == 0; round++) {
-    if (round > 0 && vmmRemap(&B, gpuOf(rank))) failures++;
+    if (round > 0 && suspending) failures += suspendResume(&B, rank);
+    else if (round > 0 && vmmRemap(&B, gpuOf(rank))) failures++;
     for (int i = 0; i < nOps && failures < 5; i++) {
+      if (suspending && round == 0 && ops[i].func != F_ALLREDUCE) continue;
       struct ncCase c;
       ncMakeCase(&c, &ops[i], 1, n);
       failures += runOp(&B, n, &c);
@@ -371,7 +402,9 @@ static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   if (failures == 0) failures += chrWayLogCheck(rank, 1);
   release(&B);
   if (rank == 0) printf("gpu.procs colls n=%d: %d cases%s, %d failures (rank 0), %.2f s\n", n, nOps,
-                        rounds > 1 ? " twice, fresh chunks at the arena between" : "", failures, chrLaunchNowSec() - t0);
+                        suspending ? ", the all-reduces before a suspend and resume, all after"
+                        : rounds > 1 ? " twice, fresh chunks at the arena between" : "",
+                        failures, chrLaunchNowSec() - t0);
   return failures ? 1 : 0;
 }
 
