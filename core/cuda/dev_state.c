@@ -241,7 +241,7 @@ ncclResult_t chrDevCommPoll(struct ncclComm* comm) {
     chrCommSetAsyncError(comm, ncclInternalError);
     return ncclInternalError;
   }
-  if (rankBroken(st) && !comm->abortFlag) {
+  if (rankBroken(st) && !comm->abortFlag && !atomic_load(&comm->revoked)) { /* a revoke breaks it on purpose */
     chrFail(ncclRemoteError, "comm %p rank %d: another rank of this communicator was aborted (or timed out) while "
             "GPU work was in flight; its connections are out of step", (void*)comm, comm->rank);
     chrCommSetAsyncError(comm, ncclRemoteError);

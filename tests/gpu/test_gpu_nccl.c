@@ -19,6 +19,10 @@
  *                             group: ncclCommMemStats before and after, a call refused while
  *                             suspended, the GPU memory the driver reports freed; resumed in one group,
  *                             the all-reduce again (twice over: the second suspend after a resume)
+ *   test_gpu_nccl revoke      rank 0's all-reduce kernel waits for rank 1, which never joins; both
+ *                             comms are revoked: the kernel returns, its stream drains, calls are
+ *                             refused; then the revoked comms are split in a group and the children
+ *                             all-reduce correctly
  *   test_gpu_nccl abort       ncclCommAbort of a rank whose all-reduce waits for a peer that never
  *                             joins: returns within a bounded time, the peer's comm reports the error
  * CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (2 GPUs of one process: peer access over
@@ -428,6 +432,48 @@ static int runSuspend(int n) {
 }
 #endif
 
+/* ---- revoke: a kernel waiting for a peer stops; the comm stays a parent ---- */
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 7)
+static int runRevoke(void) {
+  const int n = 2;
+  static struct rankCtx R[2];
+  ncclComm_t comms[2], children[2];
+  initAllRanks(R, comms, n);
+  memAllocCase(R, n); /* both ranks have GPU state */
+  CUDA_OK(cudaSetDevice(R[0].dev));
+  NCCL_OK(ncclAllReduce(R[0].send, R[0].recv, 4u << 20, ncclFloat32, ncclSum, comms[0], R[0].s[0]));
+  usleep(200 * 1000);
+  EXPECT(cudaStreamQuery(R[0].s[0]) == cudaErrorNotReady); /* its kernel waits for rank 1 */
+  const double t0 = now();
+  NCCL_OK(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT));
+  NCCL_OK(ncclCommRevoke(comms[1], NCCL_REVOKE_DEFAULT));
+  cudaError_t e;
+  while ((e = cudaStreamQuery(R[0].s[0])) == cudaErrorNotReady && now() - t0 < 10.0) usleep(100);
+  const double drained = now() - t0;
+  EXPECT(e == cudaSuccess && drained < 5.0);
+  for (int r = 0; r < n; r++) {
+    ncclResult_t async = ncclInProgress;
+    NCCL_OK(ncclCommGetAsyncError(comms[r], &async));
+    EXPECT(async == ncclSuccess);
+    EXPECT(ncclAllReduce(R[r].send, R[r].recv, 16, ncclFloat32, ncclSum, comms[r], R[r].s[0]) == ncclInvalidUsage);
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) NCCL_OK(ncclCommSplit(comms[r], 0, r, &children[r], NULL));
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < n; r++) R[r].comm = children[r];
+  memAllocCase(R, n);
+  for (int r = 0; r < n; r++) {
+    NCCL_OK(ncclCommDestroy(children[r]));
+    NCCL_OK(ncclCommDestroy(comms[r]));
+  }
+  for (int r = 0; r < n; r++) freeRank(&R[r]);
+  printf("gpu.nccl revoke: the waiting kernel's stream drained %.3f s after the revokes; the split children "
+         "all-reduce correctly\n", drained);
+  return 0;
+}
+#endif
+
 /* ---- threads: one thread per rank ---- */
 
 struct threadArg {
@@ -649,7 +695,7 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   int n = argc > 2 ? atoi(argv[2]) : 2;
   if (n < 1 || n > MAX_RANKS) {
-    fprintf(stderr, "usage: %s initall|threads|graph|memalloc N (1..%d) | abort\n", argv[0], MAX_RANKS);
+    fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend N (1..%d) | abort | revoke\n", argv[0], MAX_RANKS);
     return 2;
   }
   requireGpu(argv[0]);
@@ -663,8 +709,11 @@ int main(int argc, char** argv) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
   if (!strcmp(mode, "suspend")) return runSuspend(n);
 #endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 7)
+  if (!strcmp(mode, "revoke")) return runRevoke();
+#endif
   if (!strcmp(mode, "graph")) return runGraph(n, argc > 3 ? (size_t)atol(argv[3]) : (size_t)1 << 19);
   if (!strcmp(mode, "abort")) return abortCase(0) || abortCase(1);
-  fprintf(stderr, "usage: %s initall|threads|graph|memalloc N | abort\n", argv[0]);
+  fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend N | abort | revoke\n", argv[0]);
   return 2;
 }
