@@ -23,6 +23,9 @@
  *                             comms are revoked: the kernel returns, its stream drains, calls are
  *                             refused; then the revoked comms are split in a group and the children
  *                             all-reduce correctly
+ *   test_gpu_nccl grow N      ncclCommInitAll of N - 1 ranks, their all-reduce, then one group growing
+ *                             them (ncclCommGrow, -1) and a new rank N - 1 into N: the all-reduce on
+ *                             the grown comms, then on the old ones again
  *   test_gpu_nccl abort       ncclCommAbort of a rank whose all-reduce waits for a peer that never
  *                             joins: returns within a bounded time, the peer's comm reports the error
  * CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (2 GPUs of one process: peer access over
@@ -474,6 +477,40 @@ static int runRevoke(void) {
 }
 #endif
 
+/* ---- grow: a new rank joins the ranks of an ncclCommInitAll ---- */
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+static int runGrow(int n) {
+  static struct rankCtx R[MAX_RANKS];
+  ncclComm_t old[MAX_RANKS], grown[MAX_RANKS];
+  EXPECT(n >= 2);
+  initAllRanks(R, old, n - 1);
+  memAllocCase(R, n - 1);
+  ncclUniqueId gid;
+  NCCL_OK(ncclCommGetUniqueId(old[0], &gid));
+  setupRank(&R[n - 1], n - 1, n); /* the new rank's GPU is current for its grow */
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n - 1; r++) NCCL_OK(ncclCommGrow(old[r], n, &gid, -1, &grown[r], NULL));
+  NCCL_OK(ncclCommGrow(NULL, n, &gid, n - 1, &grown[n - 1], NULL));
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < n; r++) {
+    int rank = -1, dev = -1;
+    NCCL_OK(ncclCommUserRank(grown[r], &rank));
+    NCCL_OK(ncclCommCuDevice(grown[r], &dev));
+    EXPECT(rank == r && dev == R[r].dev);
+    R[r].comm = grown[r];
+  }
+  memAllocCase(R, n);
+  for (int r = 0; r < n - 1; r++) R[r].comm = old[r];
+  memAllocCase(R, n - 1); /* the old comms still work */
+  for (int r = 0; r < n; r++) NCCL_OK(ncclCommDestroy(grown[r]));
+  for (int r = 0; r < n - 1; r++) NCCL_OK(ncclCommDestroy(old[r]));
+  for (int r = 0; r < n; r++) freeRank(&R[r]);
+  printf("gpu.nccl grow %d -> %d: all-reduces correct on the grown comms and on the old ones after\n", n - 1, n);
+  return 0;
+}
+#endif
+
 /* ---- threads: one thread per rank ---- */
 
 struct threadArg {
@@ -695,7 +732,7 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   int n = argc > 2 ? atoi(argv[2]) : 2;
   if (n < 1 || n > MAX_RANKS) {
-    fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend N (1..%d) | abort | revoke\n", argv[0], MAX_RANKS);
+    fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend|grow N (1..%d) | abort | revoke\n", argv[0], MAX_RANKS);
     return 2;
   }
   requireGpu(argv[0]);
@@ -712,8 +749,11 @@ int main(int argc, char** argv) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 7)
   if (!strcmp(mode, "revoke")) return runRevoke();
 #endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+  if (!strcmp(mode, "grow")) return runGrow(n);
+#endif
   if (!strcmp(mode, "graph")) return runGraph(n, argc > 3 ? (size_t)atol(argv[3]) : (size_t)1 << 19);
   if (!strcmp(mode, "abort")) return abortCase(0) || abortCase(1);
-  fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend N | abort | revoke\n", argv[0]);
+  fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend|grow N | abort | revoke\n", argv[0]);
   return 2;
 }
