@@ -28,7 +28,8 @@ int chrCeBuffersSupported(void) {
 /* The allocation holding [ptr, ptr + bytes) as CUDA IPC shares it: 1 with its handle and the offset.
  * Memory that CUDA IPC refuses (cuMemCreate's, a stream-ordered pool's) is told apart by one
  * attribute query rather than by a failing cudaIpcGetMemHandle on every call. */
-static int exportRange(uint64_t ptr, uint64_t bytes, cudaIpcMemHandle_t* handle, uint64_t* offset) {
+int chrCeExportRange(uint64_t ptr, uint64_t bytes, cudaIpcMemHandle_t* handle, uint64_t* offset) {
+  if (!chrCeBuffersSupported()) return 0;
   CUdeviceptr base = 0;
   size_t size = 0;
   int capable = 0;
@@ -77,7 +78,7 @@ static int describeDirect(uint64_t ptr, uint64_t bytes, int sameProcess, struct 
   d->ok = 1;
   if (sameProcess || bytes == 0) return 1;
   d->way = CHR_CE_BY_IPC;
-  return exportRange(ptr, bytes, &d->u.handle, &d->offset);
+  return chrCeExportRange(ptr, bytes, &d->u.handle, &d->offset);
 }
 
 void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, pid_t senderPid, struct chrCeExports* x,
@@ -89,7 +90,7 @@ void chrCeDescribeBuffer(uint64_t ptr, uint64_t bytes, int sameProcess, pid_t se
     return;
   }
   char* region = stageRegion(st, bytes);
-  if (region == NULL || !exportRange((uint64_t)(uintptr_t)region, bytes, &d->u.handle, &d->offset)) {
+  if (region == NULL || !chrCeExportRange((uint64_t)(uintptr_t)region, bytes, &d->u.handle, &d->offset)) {
     d->ok = 0;
     return;
   }

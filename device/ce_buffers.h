@@ -61,6 +61,10 @@ struct chrCeOpenedSet {
 /* 1 when the driver has what describing a buffer needs (cuMemGetAddressRange). */
 int chrCeBuffersSupported(void);
 
+/* The allocation holding [ptr, ptr + bytes) as CUDA IPC shares it: 1 with its handle and the offset;
+ * 0 for memory CUDA IPC refuses (cuMemCreate's, a stream-ordered pool's). */
+int chrCeExportRange(uint64_t ptr, uint64_t bytes, cudaIpcMemHandle_t* handle, uint64_t* offset);
+
 /* The post for a receive of `bytes` at ptr; sameProcess: the sender is in this process, else
  * senderPid its process; x: the exports to that sender (NULL: never by file descriptor). *staged:
  * the staging region that stands in for the buffer, or NULL. d->ok = 0 when none can be had. */

@@ -26,6 +26,7 @@
 #include "device/ce_kernels.h"
 #include "device/ce_segment.h"
 #include "device/ce_sends.h"
+#include "device/stream_values.h"
 #include "device/dev_error.h"
 #include "device/dev_group.h"
 #include "device/dev_time.h"
@@ -42,27 +43,14 @@
 #define COPY_CTAS CHR_CE_COPY_CTAS
 #define COPY_CTAS_MIN 8
 
-/* ---- driver entry points (stream memory operations) ---- */
-
-typedef CUresult (*valueFn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
-static valueFn waitValue64, writeValue64;
-static pthread_once_t resolveOnce = PTHREAD_ONCE_INIT;
-
-static void resolve(void) {
-  waitValue64 = (valueFn)chrDevDriverEntry("cuStreamWaitValue64");
-  writeValue64 = (valueFn)chrDevDriverEntry("cuStreamWriteValue64");
-}
+/* ---- stream memory operations on the mailboxes (stream_values.h) ---- */
 
 static ncclResult_t streamWait(cudaStream_t s, const char* word, uint64_t v, int rank) {
-  if (waitValue64((CUstream)s, (CUdeviceptr)(uintptr_t)word, v, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
-    return chrDevFail(ncclUnhandledCudaError, "rank %d: cuStreamWaitValue64 on a copy-engine mailbox failed", rank);
-  return ncclSuccess;
+  return chrDevStreamWaitGeq(s, word, v, rank, "a copy-engine mailbox");
 }
 
 static ncclResult_t streamWrite(cudaStream_t s, const char* word, uint64_t v, int rank) {
-  if (writeValue64((CUstream)s, (CUdeviceptr)(uintptr_t)word, v, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS)
-    return chrDevFail(ncclUnhandledCudaError, "rank %d: cuStreamWriteValue64 on a copy-engine mailbox failed", rank);
-  return ncclSuccess;
+  return chrDevStreamWrite(s, (void*)word, v, rank, "a copy-engine mailbox");
 }
 
 /* ---- per rank ---- */
@@ -165,8 +153,7 @@ static ncclResult_t ensureState(struct chrDevRank* rk) {
   if (rk->ce) return ncclSuccess;
   if (!rk->cfg.copyEngine) /* its kernels were not loaded at create (a lazy load could wait forever) */
     return chrDevFail(ncclInternalError, "rank %d: a copy-engine send on a rank made without copyEngine", rk->cfg.rank);
-  pthread_once(&resolveOnce, resolve);
-  if (!waitValue64 || !writeValue64 || !chrCeBuffersSupported())
+  if (!chrDevStreamValuesSupported() || !chrCeBuffersSupported())
     return chrDevFail(ncclInvalidUsage, "rank %d: copy-engine sends need the driver's stream memory operations "
                       "(cuStreamWaitValue64), not found; unset CHORUS_GPU_CE_*MIN_BYTES", rk->cfg.rank);
   const int n = rk->cfg.nRanks;

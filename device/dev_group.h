@@ -48,6 +48,7 @@ struct chrDevRank {
   size_t ringConnBytes;           /* one received ring connection: control block, SIMPLE and LL slots */
   size_t p2pConnBytes;            /* one received point-to-point connection (cfg.p2pStepBytes slots) */
   size_t recvBase;                /* arena offset of the first received connection */
+  size_t sigOff;                  /* arena offset of the one-sided signal words, one per peer (signals.cu) */
   size_t arenaBytes;
   char* arena;                    /* device, zeroed: heads of sent, FIFOs and tails of received connections */
   volatile uint32_t* flags;       /* host-mapped page of this rank: abort at [0], error at [1] */

@@ -50,8 +50,9 @@ extern "C" {
  * index (chrWork.call), by which the launcher cuts a plan into launches. 6: up to 64 channels
  * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h), the
  * configurations' copyEngine. 8: their ceWaitUs. 9: their ceShareFd. 10: chrDevRankCeStats. 11: the
- * configurations' cePull, the counts' recvsPulled. 12: chrDevRankDeviceBytes. */
-#define CHR_DEV_API_VERSION 12
+ * configurations' cePull, the counts' recvsPulled. 12: chrDevRankDeviceBytes. 13: one-sided
+ * signals (the arena's signal words, chrDevRankPutSignal, chrDevRankWaitSignal) and shared ranges. */
+#define CHR_DEV_API_VERSION 13
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -147,6 +148,28 @@ CHR_DEV_API void chrDevRankCeStats(struct chrDevRank* rk, struct chrDevCeStats* 
 /* Device memory the rank holds (its arena, its device comm, its copy-engine buffers); the same
  * threading rule as chrDevRankCeStats. What ncclCommMemStats reports. */
 CHR_DEV_API uint64_t chrDevRankDeviceBytes(const struct chrDevRank* rk);
+
+/* ---- one-sided transfers (signals.cu) ---- */
+
+/* On `stream`: copies `bytes` from src to dst (a peer's window as this process addresses it; nothing
+ * when bytes is 0), then writes `count` (the running number of this rank's signals to the peer) into
+ * this rank's signal word in the peer's arena. The peer must be connected. */
+CHR_DEV_API ncclResult_t chrDevRankPutSignal(struct chrDevRank* rk, int peer, void* dst, const void* src, size_t bytes,
+                                             uint64_t count, cudaStream_t stream);
+/* On `stream`: waits until `peer`'s signal word in this rank's arena reaches `count`. */
+CHR_DEV_API ncclResult_t chrDevRankWaitSignal(struct chrDevRank* rk, int peer, uint64_t count, cudaStream_t stream);
+
+/* A device range as another process opens it (CUDA IPC): ok 0 for memory CUDA IPC cannot share. */
+struct chrDevRange {
+  unsigned char handle[64];
+  uint64_t offset; /* of the range in its allocation */
+  uint32_t ok;
+  uint32_t pad;
+};
+CHR_DEV_API ncclResult_t chrDevExportRange(int cudaDev, const void* ptr, size_t bytes, struct chrDevRange* out);
+/* Opens another process's range on cudaDev: *base is its allocation's address here (add offset). */
+CHR_DEV_API ncclResult_t chrDevOpenRange(int cudaDev, const struct chrDevRange* range, void** base);
+CHR_DEV_API void chrDevCloseRange(int cudaDev, void* base);
 
 /* ---- a group: N ranks of one process ---- */
 

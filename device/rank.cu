@@ -248,7 +248,9 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   rk->ringConnBytes = blockBytes(cfg, rk->cfg.stepBytes);
   rk->p2pConnBytes = blockBytes(cfg, rk->cfg.p2pStepBytes);
   rk->recvBase = CHR_DEV_ALIGN((size_t)rk->nConns * CHR_DEV_HEAD_BYTES);
-  rk->arenaBytes = blockOffset(rk, rk->nConns);
+  /* After the connections: a signal word per peer (signals.cu), written only by that peer. */
+  rk->sigOff = blockOffset(rk, rk->nConns);
+  rk->arenaBytes = rk->sigOff + CHR_DEV_ALIGN((size_t)n * sizeof(uint64_t));
   rk->offChannels = CHR_DEV_ALIGN(sizeof(struct chrDevComm));
   rk->offP2p = rk->offChannels + CHR_DEV_ALIGN((size_t)cfg->nChannels * sizeof(struct chrDevChannel));
   rk->offOrder = rk->offP2p + CHR_DEV_ALIGN((size_t)cfg->p2pConns * (size_t)n * 2 * sizeof(struct chrDevConn));

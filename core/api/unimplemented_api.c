@@ -8,20 +8,6 @@
 
 #define NOT_YET(name) chrFail(ncclInvalidUsage, "%s is not implemented yet in Chorus (see README: not yet implemented)", name)
 
-NCCL_API(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
-         ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
-         cudaStream_t stream) {
-  return NOT_YET("ncclPutSignal");
-}
-NCCL_API(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
-         cudaStream_t stream) {
-  return NOT_YET("ncclSignal");
-}
-NCCL_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
-         cudaStream_t stream) {
-  return NOT_YET("ncclWaitSignal");
-}
-
 /* The host side of NCCL's device API (nccl_device.h, NCCL 2.28+), for kernels that communicate from
  * device code. Chorus has no device API yet; PyTorch 2.11 links against these two, so they exist (a
  * missing symbol would stop the program from loading at all). The arguments are opaque here. */

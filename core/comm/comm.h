@@ -130,6 +130,8 @@ struct ncclComm {
   uint32_t devGeneration;      /* device states made and released so far: suspends that freed GPU memory */
   _Atomic int suspended;       /* between ncclCommSuspend and ncclCommResume: no operation */
   struct ncclWindow_vidmem* windows; /* its registered windows, under lock; freed with the comm */
+  uint64_t* sigSent;           /* nRanks: one-sided signals this rank sent to each (api/onesided_api.c) */
+  uint64_t* sigAwaited;        /* nRanks: signals from each that this rank's waits have counted */
 };
 
 /* Validate a comm handle given by the user: NULL, destroyed and garbage handles are rejected. */

@@ -22,6 +22,8 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm->net) chrNetClose(comm->net);
   if (comm->bootstrap) chrBootstrapClose(comm->bootstrap);
   chrWindowFreeAll(comm); /* the windows the program left registered */
+  free(comm->sigSent);
+  free(comm->sigAwaited);
   free(comm->peers);
   free(comm->nodeOfRank);
   free(comm->ringOrder);

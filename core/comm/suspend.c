@@ -64,6 +64,10 @@ ncclResult_t chrCommSuspendExchange(struct ncclComm* comm, int flags, uint32_t s
     freed = chrDevCommDeviceBytes(comm);
     chrDevCommDetach(comm);
     comm->devGeneration++; /* every rank counts alike, attached or not */
+    /* The signal words go with the arena: the next one starts at zero on every rank. */
+    free(comm->sigSent);
+    free(comm->sigAwaited);
+    comm->sigSent = comm->sigAwaited = NULL;
   }
   atomic_store(&comm->suspended, 1);
   INFO(NCCL_INIT, "comm %p rank %d suspended (flags 0x%x): %llu bytes of GPU memory freed", (void*)comm, comm->rank,

@@ -12,6 +12,8 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "comm/window.h"
+#include "cuda/cuda_driver.h"
+#include "cuda/device_lib.h"
 #include "log/check.h"
 #include "log/log.h"
 
@@ -26,6 +28,9 @@ struct windowEntry { /* allgathered, one per rank */
   int32_t flags;
   uint64_t base;
   uint64_t size;
+  int32_t onDevice;
+  int32_t pad;
+  struct chrDevRange shared; /* GPU memory, ranks in several processes: the range as CUDA IPC shares it */
 };
 
 ncclResult_t chrWindowCheckArgs(const void* buff, size_t size, int flags) {
@@ -80,11 +85,25 @@ ncclResult_t chrWindowExchange(struct ncclComm* comm, void* buff, size_t size, i
   mine->flags = flags;
   mine->base = (uint64_t)(uintptr_t)buff;
   mine->size = size;
+  mine->onDevice = chrCudaPtrIsDevice(buff);
+  const struct chrDevLib* lib = mine->onDevice && comm->devIpc ? chrDevLibGet() : NULL;
+  if (lib != NULL && lib->exportRange(comm->cudaDev, buff, size, &mine->shared) != ncclSuccess)
+    mine->shared.ok = 0; /* puts to it will say so */
   CHECK_GOTO(chrBootstrapAllGather(comm->bootstrap, all, sizeof(*all)), res, fail);
   CHECK_GOTO(checkEntries(all, n, seq), res, fail);
+  if (comm->devIpc) {
+    win->shared = calloc((size_t)n, sizeof(*win->shared));
+    win->opened = calloc((size_t)n, sizeof(*win->opened));
+    if (win->shared == NULL || win->opened == NULL) {
+      res = chrFail(ncclSystemError, "ncclCommWindowRegister: out of memory for a window of %d ranks", n);
+      goto fail;
+    }
+  }
   for (int r = 0; r < n; r++) {
     ranges[r].base = all[r].base;
     ranges[r].size = all[r].size;
+    ranges[r].onDevice = all[r].onDevice;
+    if (win->shared) win->shared[r] = all[r].shared;
   }
   win->magic = WINDOW_MAGIC;
   win->comm = comm;
@@ -104,9 +123,38 @@ ncclResult_t chrWindowExchange(struct ncclComm* comm, void* buff, size_t size, i
   return ncclSuccess;
 fail:
   free(ranges);
+  if (win) {
+    free(win->shared);
+    free(win->opened);
+  }
   free(win);
   free(all);
   return res;
+}
+
+ncclResult_t chrWindowPeerAddress(struct ncclComm* comm, struct ncclWindow_vidmem* win, int peer, size_t offset,
+                                  void** out) {
+  const struct chrWindowRange* r = &win->ranges[peer];
+  if (!r->onDevice)
+    return chrFail(ncclInvalidUsage, "rank %d's window #%u is not GPU memory: one-sided calls need GPU windows", peer,
+                   win->seq);
+  if (comm->peers[peer].pid == comm->peers[comm->rank].pid) {
+    *out = (void*)(uintptr_t)(r->base + offset);
+    return ncclSuccess;
+  }
+  if (win->shared == NULL || !win->shared[peer].ok)
+    return chrFail(ncclInvalidUsage,
+                   "rank %d's window #%u cannot be shared through CUDA IPC (cuMem memory, such as PyTorch's expandable "
+                   "segments): one-sided calls to it are not supported yet",
+                   peer, win->seq);
+  if (win->opened[peer] == NULL) {
+    const struct chrDevLib* lib = chrDevLibGet();
+    if (lib == NULL || lib->openRange(comm->cudaDev, &win->shared[peer], &win->opened[peer]) != ncclSuccess)
+      return chrFail(ncclUnhandledCudaError, "opening rank %d's window #%u: %s", peer, win->seq,
+                     lib ? lib->lastError() : "no GPU path");
+  }
+  *out = (char*)win->opened[peer] + win->shared[peer].offset + offset;
+  return ncclSuccess;
 }
 
 struct ncclWindow_vidmem* chrWindowFind(struct ncclComm* comm, ncclWindow_t win) {
@@ -120,6 +168,11 @@ struct ncclWindow_vidmem* chrWindowFind(struct ncclComm* comm, ncclWindow_t win)
 
 static void freeWindow(struct ncclWindow_vidmem* win) {
   win->magic = 0;
+  const struct chrDevLib* lib = win->opened ? chrDevLibGet() : NULL;
+  for (int r = 0; lib != NULL && r < win->comm->nRanks; r++)
+    if (win->opened[r]) lib->closeRange(win->comm->cudaDev, win->opened[r]);
+  free(win->opened);
+  free(win->shared);
   free(win->ranges);
   free(win);
 }

@@ -39,7 +39,9 @@ static int bindAll(void* lib, struct chrDevLib* d, char* why, size_t whyLen) {
          BIND(rankConnect, "chrDevRankConnect") && BIND(rankLaunch, "chrDevRankLaunch") &&
          BIND(rankSetAbort, "chrDevRankSetAbort") && BIND(rankKernelError, "chrDevRankKernelError") &&
          BIND(rankDestroy, "chrDevRankDestroy") && BIND(rankCeStats, "chrDevRankCeStats") &&
-         BIND(rankDeviceBytes, "chrDevRankDeviceBytes") &&
+         BIND(rankDeviceBytes, "chrDevRankDeviceBytes") && BIND(rankPutSignal, "chrDevRankPutSignal") &&
+         BIND(rankWaitSignal, "chrDevRankWaitSignal") && BIND(exportRange, "chrDevExportRange") &&
+         BIND(openRange, "chrDevOpenRange") && BIND(closeRange, "chrDevCloseRange") &&
          BIND(maxWorks, "chrDevMaxWorks") &&
          BIND(lastError, "chrDevLastError") && BIND(eventCreate, "chrDevEventCreate") &&
          BIND(eventDestroy, "chrDevEventDestroy") && BIND(eventRecord, "chrDevEventRecord") &&

@@ -32,6 +32,12 @@ struct chrDevLib {
   ncclResult_t (*rankDestroy)(struct chrDevRank* rk);
   void (*rankCeStats)(struct chrDevRank* rk, struct chrDevCeStats* out);
   uint64_t (*rankDeviceBytes)(const struct chrDevRank* rk);
+  ncclResult_t (*rankPutSignal)(struct chrDevRank* rk, int peer, void* dst, const void* src, size_t bytes,
+                                uint64_t count, cudaStream_t stream);
+  ncclResult_t (*rankWaitSignal)(struct chrDevRank* rk, int peer, uint64_t count, cudaStream_t stream);
+  ncclResult_t (*exportRange)(int cudaDev, const void* ptr, size_t bytes, struct chrDevRange* out);
+  ncclResult_t (*openRange)(int cudaDev, const struct chrDevRange* range, void** base);
+  void (*closeRange)(int cudaDev, void* base);
   int (*maxWorks)(void);
   const char* (*lastError)(void);
   ncclResult_t (*eventCreate)(int cudaDev, void** event);

@@ -26,6 +26,11 @@
  *   test_gpu_nccl grow N      ncclCommInitAll of N - 1 ranks, their all-reduce, then one group growing
  *                             them (ncclCommGrow, -1) and a new rank N - 1 into N: the all-reduce on
  *                             the grown comms, then on the old ones again
+ *   test_gpu_nccl onesided N  a window per rank (registered in one group); three rounds of every rank
+ *                             putting a block into every rank's window (itself too) with
+ *                             ncclPutSignal and a bare ncclSignal to its next rank, then waiting for
+ *                             all of them with one ncclWaitSignal: each window holds every rank's
+ *                             block of the round; the refusals
  *   test_gpu_nccl abort       ncclCommAbort of a rank whose all-reduce waits for a peer that never
  *                             joins: returns within a bounded time, the peer's comm reports the error
  * CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (2 GPUs of one process: peer access over
@@ -511,6 +516,75 @@ static int runGrow(int n) {
 }
 #endif
 
+/* ---- onesided: puts and signals into windows ---- */
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+static float blockValue(int from, int round, size_t i) { return (float)(from * 1000 + round * 100) + (float)(i % 97); }
+
+static int runOneSided(int n) {
+  static struct rankCtx R[MAX_RANKS];
+  ncclComm_t comms[MAX_RANKS];
+  ncclWindow_t wins[MAX_RANKS];
+  float* winBuf[MAX_RANKS];
+  enum { BLOCK = 40000 }; /* floats per sender; odd multiple of nothing in particular */
+  initAllRanks(R, comms, n);
+  const size_t bytes = (size_t)n * BLOCK * sizeof(float);
+  float* host = malloc(bytes);
+  EXPECT(host != NULL);
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) {
+    CUDA_OK(cudaSetDevice(R[r].dev));
+    NCCL_OK(ncclMemAlloc((void**)&winBuf[r], bytes));
+    NCCL_OK(ncclCommWindowRegister(comms[r], winBuf[r], bytes, &wins[r], NCCL_WIN_COLL_SYMMETRIC));
+  }
+  NCCL_OK(ncclGroupEnd());
+  for (int round = 0; round < 3; round++) {
+    for (int r = 0; r < n; r++) {
+      for (size_t i = 0; i < BLOCK; i++) host[i] = blockValue(r, round, i);
+      CUDA_OK(cudaSetDevice(R[r].dev));
+      CUDA_OK(cudaMemcpy(R[r].send, host, BLOCK * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    /* One thread issues every rank's puts, then every rank's wait: nothing here waits on the host. */
+    for (int r = 0; r < n; r++)
+      for (int p = 0; p < n; p++)
+        NCCL_OK(ncclPutSignal(R[r].send, BLOCK, ncclFloat32, p, wins[r], (size_t)r * BLOCK * sizeof(float), 0, 0, 0,
+                              comms[r], R[r].s[0]));
+    for (int r = 0; r < n; r++) NCCL_OK(ncclSignal((r + 1) % n, 0, 0, 0, comms[r], R[r].s[0]));
+    for (int r = 0; r < n; r++) {
+      ncclWaitSignalDesc_t descs[MAX_RANKS];
+      for (int p = 0; p < n; p++) {
+        descs[p].opCnt = p == (r + n - 1) % n ? 2 : 1; /* its put, and the bare signal of the rank before */
+        descs[p].peer = p;
+        descs[p].sigIdx = 0;
+        descs[p].ctx = 0;
+      }
+      NCCL_OK(ncclWaitSignal(n, descs, comms[r], R[r].s[1]));
+    }
+    for (int r = 0; r < n; r++) {
+      waitRank(&R[r], "one-sided round");
+      CUDA_OK(cudaMemcpy(host, winBuf[r], bytes, cudaMemcpyDeviceToHost));
+      for (int p = 0; p < n; p++)
+        for (size_t i = 0; i < BLOCK; i++) EXPECT(host[(size_t)p * BLOCK + i] == blockValue(p, round, i));
+    }
+  }
+  /* Refusals: a block past the window's end, a signal other than 0, a foreign window, host memory. */
+  EXPECT(ncclPutSignal(R[0].send, BLOCK + 1, ncclFloat32, 0, wins[0], (size_t)(n - 1) * BLOCK * sizeof(float), 0, 0,
+                       0, comms[0], R[0].s[0]) == ncclInvalidArgument);
+  EXPECT(ncclSignal(0, 1, 0, 0, comms[0], R[0].s[0]) == ncclInvalidArgument);
+  if (n > 1) EXPECT(ncclPutSignal(R[0].send, 1, ncclFloat32, 0, wins[1], 0, 0, 0, 0, comms[0], R[0].s[0]) == ncclInvalidArgument);
+  EXPECT(ncclPutSignal(host, 1, ncclFloat32, 0, wins[0], 0, 0, 0, 0, comms[0], R[0].s[0]) == ncclInvalidUsage);
+  for (int r = 0; r < n; r++) {
+    NCCL_OK(ncclCommWindowDeregister(comms[r], wins[r]));
+    NCCL_OK(ncclCommDestroy(comms[r]));
+    NCCL_OK(ncclMemFree(winBuf[r]));
+  }
+  for (int r = 0; r < n; r++) freeRank(&R[r]);
+  free(host);
+  printf("gpu.nccl onesided n=%d: 3 rounds of %d puts and %d signals, every window right\n", n, n * n, n);
+  return 0;
+}
+#endif
+
 /* ---- threads: one thread per rank ---- */
 
 struct threadArg {
@@ -732,7 +806,7 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   int n = argc > 2 ? atoi(argv[2]) : 2;
   if (n < 1 || n > MAX_RANKS) {
-    fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend|grow N (1..%d) | abort | revoke\n", argv[0], MAX_RANKS);
+    fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend|grow|onesided N (1..%d) | abort | revoke\n", argv[0], MAX_RANKS);
     return 2;
   }
   requireGpu(argv[0]);
@@ -752,8 +826,11 @@ int main(int argc, char** argv) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
   if (!strcmp(mode, "grow")) return runGrow(n);
 #endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+  if (!strcmp(mode, "onesided")) return runOneSided(n);
+#endif
   if (!strcmp(mode, "graph")) return runGraph(n, argc > 3 ? (size_t)atol(argv[3]) : (size_t)1 << 19);
   if (!strcmp(mode, "abort")) return abortCase(0) || abortCase(1);
-  fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend|grow N | abort | revoke\n", argv[0]);
+  fprintf(stderr, "usage: %s initall|threads|graph|memalloc|suspend|grow|onesided N | abort | revoke\n", argv[0]);
   return 2;
 }

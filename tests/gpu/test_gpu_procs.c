@@ -7,6 +7,10 @@
  *                            all-gather, broadcast, reduce, send/recv and all-to-all on device buffers,
  *                            a few types, ops and sizes (0, 1, odd, a few MB), each rank checking its
  *                            own output against the host reference (nccl_cases.c)
+ *   test_gpu_procs onesided N  a window per process (cudaMalloc, shared by CUDA IPC): three rounds of
+ *                            every rank putting a block into every rank's window with ncclPutSignal,
+ *                            a bare ncclSignal to the next rank, one ncclWaitSignal for all of them,
+ *                            then each window checked
  *   test_gpu_procs kill N    after a good all-reduce, rank N-1 kills itself (SIGKILL) while the others
  *                            wait for it inside an all-reduce kernel: each survivor's comm must report
  *                            an error (ncclCommGetAsyncError) within a deadline, its stream must drain,
@@ -408,6 +412,63 @@ static int collsRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   return failures ? 1 : 0;
 }
 
+/* ---- onesided ---- */
+
+static float blockValue(int from, int round, size_t i) { return (float)(from * 1000 + round * 100) + (float)(i % 89); }
+
+static int oneSidedRank(int rank, int n, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  enum { BLOCK = 30011 };
+  struct rankBufs B;
+  if (setup(&B, rank, n, id)) return 1;
+  const size_t bytes = (size_t)n * BLOCK * sizeof(float);
+  float* win = NULL;
+  float* host = malloc(bytes);
+  if (host == NULL) return 1;
+  CUDA_OK(cudaMalloc((void**)&win, bytes));
+  ncclWindow_t w = NULL;
+  NCCL_OK(ncclCommWindowRegister(B.comm, win, bytes, &w, 0));
+  for (int round = 0; round < 3; round++) {
+    for (size_t i = 0; i < BLOCK; i++) host[i] = blockValue(rank, round, i);
+    CUDA_OK(cudaMemcpy(B.send, host, BLOCK * sizeof(float), cudaMemcpyHostToDevice));
+    for (int p = 0; p < n; p++)
+      NCCL_OK(ncclPutSignal(B.send, BLOCK, ncclFloat32, p, w, (size_t)rank * BLOCK * sizeof(float), 0, 0, 0, B.comm,
+                            B.s));
+    NCCL_OK(ncclSignal((rank + 1) % n, 0, 0, 0, B.comm, B.s));
+    ncclWaitSignalDesc_t descs[MAX_RANKS];
+    for (int p = 0; p < n; p++) {
+      descs[p].opCnt = p == (rank + n - 1) % n ? 2 : 1;
+      descs[p].peer = p;
+      descs[p].sigIdx = 0;
+      descs[p].ctx = 0;
+    }
+    NCCL_OK(ncclWaitSignal(n, descs, B.comm, B.s));
+    if (waitStream(B.s, WAIT_S)) {
+      fprintf(stderr, "FAIL rank %d: one-sided round %d did not finish\n", rank, round);
+      return 1;
+    }
+    CUDA_OK(cudaMemcpy(host, win, bytes, cudaMemcpyDeviceToHost));
+    for (int p = 0; p < n; p++)
+      for (size_t i = 0; i < BLOCK; i++)
+        if (host[(size_t)p * BLOCK + i] != blockValue(p, round, i)) {
+          fprintf(stderr, "FAIL rank %d round %d: element %zu of rank %d's block is %g, expected %g\n", rank, round, i,
+                  p, host[(size_t)p * BLOCK + i], blockValue(p, round, i));
+          return 1;
+        }
+  }
+  /* Every rank is done with every window before any is freed. */
+  NCCL_OK(ncclAllReduce(B.send, B.send, 1, ncclFloat32, ncclSum, B.comm, B.s));
+  if (waitStream(B.s, WAIT_S)) return 1;
+  NCCL_OK(ncclCommWindowDeregister(B.comm, w));
+  NCCL_OK(ncclCommDestroy(B.comm));
+  CUDA_OK(cudaFree(win));
+  release(&B);
+  free(host);
+  if (rank == 0) printf("gpu.procs onesided n=%d: 3 rounds of %d puts and %d signals through CUDA IPC, every window right\n",
+                        n, n * n, n);
+  return 0;
+}
+
 /* ---- kill ---- */
 
 static int killRank(int rank, int n) {
@@ -547,8 +608,8 @@ static int haveGpus(int want) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   const int n = argc > 2 ? atoi(argv[2]) : 2;
-  if (n < 2 || n > MAX_RANKS || (strcmp(mode, "colls") && strcmp(mode, "kill"))) {
-    fprintf(stderr, "usage: %s colls|kill N (2..%d)\n", argv[0], MAX_RANKS);
+  if (n < 2 || n > MAX_RANKS || (strcmp(mode, "colls") && strcmp(mode, "kill") && strcmp(mode, "onesided"))) {
+    fprintf(stderr, "usage: %s colls|kill|onesided N (2..%d)\n", argv[0], MAX_RANKS);
     return 2;
   }
   const char* g = getenv("CHORUS_TEST_GPUS");
@@ -562,5 +623,6 @@ int main(int argc, char** argv) {
     return SKIP;
   }
   if (!strcmp(mode, "kill")) return runKill(n);
+  if (!strcmp(mode, "onesided")) return chrLaunchRanks(n, 1, 100, oneSidedRank, NULL) ? 1 : 0;
   return chrLaunchRanks(n, 1, 100, collsRank, NULL) ? 1 : 0;
 }

@@ -151,7 +151,7 @@ static int errorsRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   EXPECT(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
   EXPECT(ncclGroupSimulateEnd(&sim) == ncclSuccess);
   EXPECT(sim.estimatedTime >= 0.0f && x == nranks * nranks);
-  /* Not implemented yet: a clear error naming the function. */
+  /* A one-sided call without the GPU path: a clear error naming the function. */
   EXPECT(ncclSignal(0, 0, 0, 0, comm, NULL) == ncclInvalidUsage);
   EXPECT(strstr(ncclGetLastError(comm), "ncclSignal") != NULL);
   EXPECT(ncclCommFinalize(comm) == ncclSuccess);

@@ -4,7 +4,8 @@
  *   test_window basic N H     each rank registers windows of random sizes (the same on every rank) and
  *                             flags, all-reduces and all-gathers in them on random data against a
  *                             reference, asks the user pointer, deregisters; the refusals of bad
- *                             arguments and stale handles; windows left registered at destroy
+ *                             arguments and stale handles, and of the one-sided calls (checked
+ *                             arguments, then host memory); windows left registered at destroy
  *   test_window mismatch N H  the last rank registers another size, then other flags: every rank fails
  *                             the same way, and the next registration and the comm still work
  *   test_window initall N     ncclCommInitAll, one thread registering a window on every comm inside one
@@ -94,6 +95,29 @@ static int basicRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   EXPECT(ncclCommWindowDeregister(comm, (ncclWindow_t)(void*)&notAWindow) == ncclInvalidArgument);
   EXPECT(ncclCommWindowDeregister(comm, NULL) == ncclInvalidArgument);
   EXPECT(ncclCommWindowDeregister(NULL, wins[0]) == ncclInvalidArgument);
+
+  /* One-sided calls: every argument is checked; on host memory they are refused (GPU windows only). */
+  int32_t one = 1;
+  EXPECT(ncclPutSignal(&one, 1, ncclInt32, nranks, wins[0], 0, 0, 0, 0, comm, NULL) == ncclInvalidArgument);
+  EXPECT(ncclPutSignal(&one, 1, ncclInt32, 0, wins[0], 0, 1, 0, 0, comm, NULL) == ncclInvalidArgument);
+  EXPECT(ncclPutSignal(&one, 1, ncclInt32, 0, wins[0], 0, 0, 0, 2, comm, NULL) == ncclInvalidArgument);
+  EXPECT(ncclPutSignal(&one, 1, (ncclDataType_t)99, 0, wins[0], 0, 0, 0, 0, comm, NULL) == ncclInvalidArgument);
+  EXPECT(ncclPutSignal(&one, 1, ncclInt32, 0, (ncclWindow_t)(void*)&notAWindow, 0, 0, 0, 0, comm, NULL) ==
+         ncclInvalidArgument);
+  EXPECT(ncclPutSignal(&one, 2, ncclInt32, 0, wins[2], 4092, 0, 0, 0, comm, NULL) == ncclInvalidArgument);
+  EXPECT(strstr(ncclGetLastError(comm), "do not fit") != NULL);
+  EXPECT(ncclPutSignal(&one, 1, ncclInt32, 0, wins[2], 4092, 0, 0, 0, comm, NULL) == ncclInvalidUsage);
+  EXPECT(ncclSignal(0, 0, 0, 0, comm, NULL) == ncclInvalidUsage);
+  EXPECT(strstr(ncclGetLastError(comm), "GPU path") != NULL);
+  ncclWaitSignalDesc_t desc = {1, 0, 0, 0};
+  EXPECT(ncclWaitSignal(-1, &desc, comm, NULL) == ncclInvalidArgument);
+  EXPECT(ncclWaitSignal(1, NULL, comm, NULL) == ncclInvalidArgument);
+  desc.opCnt = -1;
+  EXPECT(ncclWaitSignal(1, &desc, comm, NULL) == ncclInvalidArgument);
+  desc.opCnt = 1;
+  desc.peer = nranks;
+  EXPECT(ncclWaitSignal(1, &desc, comm, NULL) == ncclInvalidArgument);
+  EXPECT(ncclWaitSignal(0, NULL, comm, NULL) == ncclSuccess);
 
   /* Deregistered: the handle is refused after; the other windows still answer. */
   EXPECT(ncclCommWindowDeregister(comm, wins[1]) == ncclSuccess);
