@@ -10,7 +10,8 @@
  *   test_gpu_procs onesided N  a window per process (cudaMalloc, shared by CUDA IPC): three rounds of
  *                            every rank putting a block into every rank's window with ncclPutSignal,
  *                            a bare ncclSignal to the next rank, one ncclWaitSignal for all of them,
- *                            then each window checked
+ *                            then each window as the stream copied it right after the wait, checked
+ *                            (in the second round every rank but 0 puts 200 ms late)
  *   test_gpu_procs kill N    after a good all-reduce, rank N-1 kills itself (SIGKILL) while the others
  *                            wait for it inside an all-reduce kernel: each survivor's comm must report
  *                            an error (ncclCommGetAsyncError) within a deadline, its stream must drain,
@@ -423,14 +424,18 @@ static int oneSidedRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   if (setup(&B, rank, n, id)) return 1;
   const size_t bytes = (size_t)n * BLOCK * sizeof(float);
   float* win = NULL;
+  float* seen = NULL; /* the window as the stream saw it right after the wait */
   float* host = malloc(bytes);
   if (host == NULL) return 1;
   CUDA_OK(cudaMalloc((void**)&win, bytes));
+  CUDA_OK(cudaMalloc((void**)&seen, bytes));
   ncclWindow_t w = NULL;
   NCCL_OK(ncclCommWindowRegister(B.comm, win, bytes, &w, 0));
   for (int round = 0; round < 3; round++) {
     for (size_t i = 0; i < BLOCK; i++) host[i] = blockValue(rank, round, i);
     CUDA_OK(cudaMemcpy(B.send, host, BLOCK * sizeof(float), cudaMemcpyHostToDevice));
+    /* Round 1: every rank but 0 puts 200 ms late, so rank 0's stream must really wait for them. */
+    if (round == 1 && rank != 0) usleep(200 * 1000);
     for (int p = 0; p < n; p++)
       NCCL_OK(ncclPutSignal(B.send, BLOCK, ncclFloat32, p, w, (size_t)rank * BLOCK * sizeof(float), 0, 0, 0, B.comm,
                             B.s));
@@ -443,11 +448,12 @@ static int oneSidedRank(int rank, int n, const ncclUniqueId* id, void* arg) {
       descs[p].ctx = 0;
     }
     NCCL_OK(ncclWaitSignal(n, descs, B.comm, B.s));
+    CUDA_OK(cudaMemcpyAsync(seen, win, bytes, cudaMemcpyDeviceToDevice, B.s));
     if (waitStream(B.s, WAIT_S)) {
       fprintf(stderr, "FAIL rank %d: one-sided round %d did not finish\n", rank, round);
       return 1;
     }
-    CUDA_OK(cudaMemcpy(host, win, bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(host, seen, bytes, cudaMemcpyDeviceToHost));
     for (int p = 0; p < n; p++)
       for (size_t i = 0; i < BLOCK; i++)
         if (host[(size_t)p * BLOCK + i] != blockValue(p, round, i)) {
@@ -462,6 +468,7 @@ static int oneSidedRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   NCCL_OK(ncclCommWindowDeregister(B.comm, w));
   NCCL_OK(ncclCommDestroy(B.comm));
   CUDA_OK(cudaFree(win));
+  CUDA_OK(cudaFree(seen));
   release(&B);
   free(host);
   if (rank == 0) printf("gpu.procs onesided n=%d: 3 rounds of %d puts and %d signals through CUDA IPC, every window right\n",
