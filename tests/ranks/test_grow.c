@@ -15,38 +15,12 @@
 #include <unistd.h>
 #include "launch.h"
 #include "nccl.h"
-
-#define EXPECT(cond)                                                                                        \
-  do {                                                                                                      \
-    if (!(cond)) {                                                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, ncclGetLastError(NULL)); \
-      return 1;                                                                                             \
-    }                                                                                                       \
-  } while (0)
+#include "rank_data.h"
 
 #define COUNT 50021 /* odd, more than one step on every transport */
 
-static int32_t dataOf(unsigned round, int r, size_t i) {
-  uint64_t x = ((uint64_t)round << 40) ^ ((uint64_t)(r + 1) << 32) ^ (uint64_t)i;
-  x ^= x >> 31;
-  x *= 0x9e3779b97f4a7c15ull;
-  x ^= x >> 29;
-  return (int32_t)(x & 0xffff) - 0x8000;
-}
-
-/* Sum all-reduce of every rank's data on comm (ranks 0..n-1), checked against the sum made here. */
 static int allReduceChecked(ncclComm_t comm, int rank, int n, unsigned round) {
-  int32_t* buf = malloc(COUNT * sizeof(int32_t));
-  EXPECT(buf != NULL);
-  for (size_t i = 0; i < COUNT; i++) buf[i] = dataOf(round, rank, i);
-  EXPECT(ncclAllReduce(buf, buf, COUNT, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
-  for (size_t i = 0; i < COUNT; i++) {
-    int32_t want = 0;
-    for (int r = 0; r < n; r++) want += dataOf(round, r, i);
-    EXPECT(buf[i] == want);
-  }
-  free(buf);
-  return 0;
+  return rankAllReduceChecked(comm, rank, NULL, n, round, COUNT);
 }
 
 struct growJob {
@@ -151,18 +125,14 @@ static int initAll(int nOld, int nNew) {
     EXPECT(ncclCommCuDevice(big[r], &dev) == ncclSuccess);
     if (r < nOld) EXPECT(dev == r); /* ncclCommInitAll gave rank r device r; the grown comm keeps it */
     bufs[r] = malloc(COUNT * sizeof(int32_t));
-    for (size_t i = 0; i < COUNT; i++) bufs[r][i] = dataOf(5, r, i);
+    rankFill(bufs[r], COUNT, 5, r);
   }
   EXPECT(ncclGroupStart() == ncclSuccess);
   for (int r = 0; r < n; r++)
     EXPECT(ncclAllReduce(bufs[r], bufs[r], COUNT, ncclInt32, ncclSum, big[r], NULL) == ncclSuccess);
   EXPECT(ncclGroupEnd() == ncclSuccess);
   for (int r = 0; r < n; r++) {
-    for (size_t i = 0; i < COUNT; i++) {
-      int32_t want = 0;
-      for (int q = 0; q < n; q++) want += dataOf(5, q, i);
-      EXPECT(bufs[r][i] == want);
-    }
+    EXPECT(rankCheckSum(bufs[r], COUNT, 5, NULL, n) == 0);
     free(bufs[r]);
     EXPECT(ncclCommDestroy(big[r]) == ncclSuccess);
   }

@@ -16,38 +16,13 @@
 #include <string.h>
 #include "launch.h"
 #include "nccl.h"
-
-#define EXPECT(cond)                                                                                        \
-  do {                                                                                                      \
-    if (!(cond)) {                                                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, ncclGetLastError(NULL)); \
-      return 1;                                                                                             \
-    }                                                                                                       \
-  } while (0)
+#include "rank_data.h"
 
 #define COUNT 30011
 
-static int32_t dataOf(unsigned round, int r, size_t i) {
-  uint64_t x = ((uint64_t)round << 40) ^ ((uint64_t)(r + 7) << 32) ^ (uint64_t)i;
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  return (int32_t)(x & 0xffff) - 0x8000;
-}
-
 /* Sum all-reduce on comm; `members[k]` is the parent rank whose data child rank k holds. */
 static int allReduceChecked(ncclComm_t comm, int myParentRank, const int* members, int n, unsigned round) {
-  int32_t* buf = malloc(COUNT * sizeof(int32_t));
-  EXPECT(buf != NULL);
-  for (size_t i = 0; i < COUNT; i++) buf[i] = dataOf(round, myParentRank, i);
-  EXPECT(ncclAllReduce(buf, buf, COUNT, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
-  for (size_t i = 0; i < COUNT; i++) {
-    int32_t want = 0;
-    for (int k = 0; k < n; k++) want += dataOf(round, members[k], i);
-    EXPECT(buf[i] == want);
-  }
-  free(buf);
-  return 0;
+  return rankAllReduceChecked(comm, myParentRank, members, n, round, COUNT);
 }
 
 static int basicRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {

@@ -12,44 +12,12 @@
 #include <string.h>
 #include "launch.h"
 #include "nccl.h"
-
-#define EXPECT(cond)                                                                                        \
-  do {                                                                                                      \
-    if (!(cond)) {                                                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, ncclGetLastError(NULL)); \
-      return 1;                                                                                             \
-    }                                                                                                       \
-  } while (0)
+#include "rank_data.h"
 
 #define COUNT 20011
 
-static int32_t dataOf(unsigned round, int r, size_t i) {
-  uint64_t x = ((uint64_t)round << 40) ^ ((uint64_t)(r + 3) << 32) ^ (uint64_t)i;
-  x ^= x >> 29;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 32;
-  return (int32_t)(x & 0xffff) - 0x8000;
-}
-
-static int fill(int32_t* buf, int rank, unsigned round) {
-  for (size_t i = 0; i < COUNT; i++) buf[i] = dataOf(round, rank, i);
-  return 0;
-}
-
-static int check(const int32_t* buf, int n, unsigned round) {
-  for (size_t i = 0; i < COUNT; i++) {
-    int32_t want = 0;
-    for (int r = 0; r < n; r++) want += dataOf(round, r, i);
-    EXPECT(buf[i] == want);
-  }
-  return 0;
-}
-
 static int allReduceChecked(ncclComm_t comm, int rank, int n, unsigned round) {
-  static int32_t buf[COUNT];
-  fill(buf, rank, round);
-  EXPECT(ncclAllReduce(buf, buf, COUNT, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
-  return check(buf, n, round);
+  return rankAllReduceChecked(comm, rank, NULL, n, round, COUNT);
 }
 
 static uint64_t stat(ncclComm_t comm, ncclCommMemStat_t which) {
@@ -100,12 +68,12 @@ static int initAll(int n) {
     EXPECT(ncclGroupStart() == ncclSuccess);
     for (int r = 0; r < n; r++) EXPECT(ncclCommResume(comms[r]) == ncclSuccess);
     EXPECT(ncclGroupEnd() == ncclSuccess);
-    for (int r = 0; r < n; r++) fill(bufs[r], r, 10 + cycle);
+    for (int r = 0; r < n; r++) rankFill(bufs[r], COUNT, 10 + cycle, r);
     EXPECT(ncclGroupStart() == ncclSuccess);
     for (int r = 0; r < n; r++)
       EXPECT(ncclAllReduce(bufs[r], bufs[r], COUNT, ncclInt32, ncclSum, comms[r], NULL) == ncclSuccess);
     EXPECT(ncclGroupEnd() == ncclSuccess);
-    for (int r = 0; r < n; r++) EXPECT(check(bufs[r], n, 10 + cycle) == 0);
+    for (int r = 0; r < n; r++) EXPECT(rankCheckSum(bufs[r], COUNT, 10 + cycle, NULL, n) == 0);
   }
   for (int r = 0; r < n; r++) EXPECT(ncclCommDestroy(comms[r]) == ncclSuccess);
   return 0;

@@ -19,43 +19,21 @@
 #include <unistd.h>
 #include "launch.h"
 #include "nccl.h"
-
-#define EXPECT(cond)                                                                                        \
-  do {                                                                                                      \
-    if (!(cond)) {                                                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, ncclGetLastError(NULL)); \
-      return 1;                                                                                             \
-    }                                                                                                       \
-  } while (0)
+#include "rank_data.h"
 
 #define DEAD_PEER_SEC 30.0
-
-/* The value rank r puts at element i in round `round`: any rank can recompute every other's data. */
-static int32_t dataOf(unsigned round, int r, size_t i) {
-  uint64_t x = ((uint64_t)round << 40) ^ ((uint64_t)(r + 1) << 32) ^ (uint64_t)i;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return (int32_t)(x & 0xffff) - 0x8000; /* sums of up to 16 ranks stay exact */
-}
 
 /* All-reduce (sum) in place in the window, then an all-gather out of place within it, both checked. */
 static int collectivesIn(ncclComm_t comm, int rank, int nranks, int32_t* win, size_t bytes, unsigned round) {
   const size_t count = bytes / sizeof(int32_t) / (size_t)(nranks + 1); /* room for the all-gather */
-  for (size_t i = 0; i < count; i++) win[i] = dataOf(round, rank, i);
+  rankFill(win, count, round, rank);
   EXPECT(ncclAllReduce(win, win, count, ncclInt32, ncclSum, comm, NULL) == ncclSuccess);
-  for (size_t i = 0; i < count; i++) {
-    int32_t want = 0;
-    for (int r = 0; r < nranks; r++) want += dataOf(round, r, i);
-    EXPECT(win[i] == want);
-  }
+  EXPECT(rankCheckSum(win, count, round, NULL, nranks) == 0);
   int32_t* gathered = win + count;
-  for (size_t i = 0; i < count; i++) win[i] = dataOf(round + 1, rank, i);
+  rankFill(win, count, round + 1, rank);
   EXPECT(ncclAllGather(win, gathered, count, ncclInt32, comm, NULL) == ncclSuccess);
   for (int r = 0; r < nranks; r++)
-    for (size_t i = 0; i < count; i++) EXPECT(gathered[(size_t)r * count + i] == dataOf(round + 1, r, i));
+    for (size_t i = 0; i < count; i++) EXPECT(gathered[(size_t)r * count + i] == rankValue(round + 1, r, i));
   return 0;
 }
 
@@ -182,19 +160,14 @@ static int initAll(int n) {
     void* user = NULL;
     EXPECT(wins[r] != NULL && second[r] != NULL && wins[r] != second[r]);
     EXPECT(ncclWinGetUserPtr(comms[r], wins[r], &user) == ncclSuccess && user == bufs[r]);
-    for (size_t i = 0; i < bytes / 4; i++) bufs[r][i] = dataOf(3, r, i);
+    rankFill(bufs[r], bytes / 4, 3, r);
   }
   const size_t count = bytes / 4;
   EXPECT(ncclGroupStart() == ncclSuccess);
   for (int r = 0; r < n; r++)
     EXPECT(ncclAllReduce(bufs[r], bufs[r], count, ncclInt32, ncclSum, comms[r], NULL) == ncclSuccess);
   EXPECT(ncclGroupEnd() == ncclSuccess);
-  for (int r = 0; r < n; r++)
-    for (size_t i = 0; i < count; i++) {
-      int32_t want = 0;
-      for (int q = 0; q < n; q++) want += dataOf(3, q, i);
-      EXPECT(bufs[r][i] == want);
-    }
+  for (int r = 0; r < n; r++) EXPECT(rankCheckSum(bufs[r], count, 3, NULL, n) == 0);
   /* A failing registration inside a group fails the group's end on every comm. */
   ncclWindow_t w = NULL;
   EXPECT(ncclGroupStart() == ncclSuccess);
