@@ -1,9 +1,10 @@
 #!/bin/sh
 # perf_calibrate.sh <chorus-perf> <chorus-info>: a short `chorus-perf --calibrate` (2 ranks, 3 sizes
 # up to 4 MB, best of 2 runs: with 1 MB and one run, 1 of 8 runs beside 4 busy loops on 2 cores failed
-# "net tree: the time does not grow with the size"; 0 of 8 so) writes a [cost_model] section with every key once and a number
-# above 0; the library takes all of it (chorus-info: each value from that file, no problem that would
-# fail init); a run limited to shm writes only the shm keys; bad options are refused.
+# "net tree: the time does not grow with the size"; 0 of 8 so) writes a [cost_model] section with
+# every key once and a number above 0; the library takes all of it (chorus-info: each value from
+# that file, no problem that would fail init); a run limited to shm writes only the shm keys; bad
+# options are refused.
 set -u
 perf=$1
 info=$2
