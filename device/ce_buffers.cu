@@ -29,7 +29,6 @@ int chrCeBuffersSupported(void) {
  * Memory that CUDA IPC refuses (cuMemCreate's, a stream-ordered pool's) is told apart by one
  * attribute query rather than by a failing cudaIpcGetMemHandle on every call. */
 int chrCeExportRange(uint64_t ptr, uint64_t bytes, cudaIpcMemHandle_t* handle, uint64_t* offset) {
-  if (!chrCeBuffersSupported()) return 0;
   CUdeviceptr base = 0;
   size_t size = 0;
   int capable = 0;

@@ -62,7 +62,8 @@ struct chrCeOpenedSet {
 int chrCeBuffersSupported(void);
 
 /* The allocation holding [ptr, ptr + bytes) as CUDA IPC shares it: 1 with its handle and the offset;
- * 0 for memory CUDA IPC refuses (cuMemCreate's, a stream-ordered pool's). */
+ * 0 for memory CUDA IPC refuses (cuMemCreate's, a stream-ordered pool's). Only where
+ * chrCeBuffersSupported() said 1. */
 int chrCeExportRange(uint64_t ptr, uint64_t bytes, cudaIpcMemHandle_t* handle, uint64_t* offset);
 
 /* The post for a receive of `bytes` at ptr; sameProcess: the sender is in this process, else

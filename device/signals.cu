@@ -52,7 +52,7 @@ extern "C" ncclResult_t chrDevExportRange(int cudaDev, const void* ptr, size_t b
   memset(out, 0, sizeof(*out));
   CHR_DEV_SCOPE(cudaDev);
   cudaIpcMemHandle_t h;
-  if (chrCeExportRange((uint64_t)(uintptr_t)ptr, bytes, &h, &out->offset)) {
+  if (chrCeBuffersSupported() && chrCeExportRange((uint64_t)(uintptr_t)ptr, bytes, &h, &out->offset)) {
     memcpy(out->handle, &h, sizeof(h));
     out->ok = 1;
   }

@@ -23,10 +23,9 @@
 #include "log/check.h"
 #include "log/log.h"
 
-/* What every one-sided call needs: a ready comm with GPU state on a stream not being captured, and
- * the running counts of signals sent and awaited per peer. */
+/* What every one-sided call needs once the comm was found ready: GPU state, a stream not being
+ * captured, and the running counts of signals sent and awaited per peer. */
 static ncclResult_t prepare(ncclComm_t comm, const char* func, cudaStream_t stream, const struct chrDevLib** libOut) {
-  CHECK(chrCommCheckReady(comm, func));
   const struct chrDevLib* lib = chrDevLibGet();
   if (lib == NULL || (!comm->devLocal && !comm->devIpc))
     return chrFail(ncclInvalidUsage, "%s: one-sided calls need the GPU path and every rank on this host (%s)", func,
@@ -63,12 +62,15 @@ static ncclResult_t putSignal(ncclComm_t comm, const char* func, const void* src
                               struct ncclWindow_vidmem* win, size_t offset, cudaStream_t stream) {
   const struct chrDevLib* lib = NULL;
   CHECK(prepare(comm, func, stream, &lib));
-  unsigned char* need = calloc((size_t)comm->nRanks, 1);
-  if (need == NULL) return chrFail(ncclSystemError, "%s: out of memory", func);
-  need[peer] = 1;
-  ncclResult_t res = chrDevCommConnect(comm, need); /* the peer's arena, where its word is */
-  free(need);
-  if (res != ncclSuccess) return res;
+  ncclResult_t res = ncclSuccess;
+  if (chrDevCommConnectsLazily(comm)) { /* the peer's arena, where its word is (a group has them all) */
+    unsigned char* need = calloc((size_t)comm->nRanks, 1);
+    if (need == NULL) return chrFail(ncclSystemError, "%s: out of memory", func);
+    need[peer] = 1;
+    res = chrDevCommConnect(comm, need);
+    free(need);
+    if (res != ncclSuccess) return res;
+  }
   void* dst = NULL;
   if (bytes > 0) CHECK(chrWindowPeerAddress(comm, win, peer, offset, &dst));
   const uint64_t count = comm->sigSent[peer] + 1;

@@ -20,7 +20,7 @@ static ncclResult_t runOrDefer(ncclComm_t comm, int kind, int flags) {
   if (chrGroupDepth() > 0) {
     struct chrCommJob job = {comm, NCCL_SPLIT_NOCOLOR, 0, seq, NULL};
     job.kind = kind;
-    job.winFlags = flags;
+    job.flags = flags;
     return chrGroupDeferCommJob(&job);
   }
   atomic_fetch_add(&comm->busy, 1); /* a destroy from another thread must wait for the exchange */

@@ -20,7 +20,7 @@ static ncclResult_t registerChecked(ncclComm_t comm, void* buff, size_t size, nc
   if (chrGroupDepth() == 0) return chrWindowExchange(comm, buff, size, flags, seq, win);
   struct chrCommJob job = {comm, NCCL_SPLIT_NOCOLOR, 0, seq, NULL};
   job.kind = CHR_JOB_WINDOW;
-  job.winFlags = flags;
+  job.flags = flags;
   job.winBuff = buff;
   job.winSize = size;
   job.winOut = win;

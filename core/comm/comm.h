@@ -221,14 +221,14 @@ struct chrCommJob {
   int color, key;
   uint32_t seq;
   struct ncclComm* child;
-  /* CHR_JOB_SHRINK (ncclCommShrink in a group): the excluded ranks (the job owns the copy; the group
-   * frees it), the flags; seq is then the parent's shrink number. */
-  int kind, nExclude, shrinkFlags;
+  /* flags: the call's (a shrink's, a window's, a suspend's). CHR_JOB_SHRINK (ncclCommShrink in a
+   * group): the excluded ranks (the job owns the copy; the group frees it); seq is then the parent's
+   * shrink number. */
+  int kind, nExclude, flags;
   int* exclude;
   /* CHR_JOB_WINDOW (ncclCommWindowRegister in a group, comm/window.h): *winOut is written when it
    * runs; seq is the parent's window number. CHR_JOB_SUSPEND / _RESUME (comm/suspend.c): seq is the
-   * parent's suspend-or-resume number, winFlags the suspend's flags. */
-  int winFlags;
+   * parent's suspend-or-resume number. */
   void* winBuff;
   size_t winSize;
   ncclWindow_t* winOut;

@@ -26,14 +26,14 @@ struct parentRun { /* the jobs of one communicator, run in call order on one thr
 
 static ncclResult_t runJob(struct chrCommJob* job) {
   if (job->kind == CHR_JOB_WINDOW)
-    return chrWindowExchange(job->parent, job->winBuff, job->winSize, job->winFlags, job->seq, job->winOut);
-  if (job->kind == CHR_JOB_SUSPEND) return chrCommSuspendExchange(job->parent, job->winFlags, job->seq);
+    return chrWindowExchange(job->parent, job->winBuff, job->winSize, job->flags, job->seq, job->winOut);
+  if (job->kind == CHR_JOB_SUSPEND) return chrCommSuspendExchange(job->parent, job->flags, job->seq);
   if (job->kind == CHR_JOB_RESUME) return chrCommResumeExchange(job->parent, job->seq);
   int nranks = 0, rank = -1;
   ncclUniqueId id;
   ncclResult_t res;
   if (job->kind == CHR_JOB_SHRINK) {
-    if (job->shrinkFlags == NCCL_SHRINK_ABORT) chrShrinkAbortParent(job->parent);
+    if (job->flags == NCCL_SHRINK_ABORT) chrShrinkAbortParent(job->parent);
     res = chrShrinkExchange(job->parent, job->exclude, job->nExclude, job->seq, &nranks, &rank, &id);
   } else {
     res = chrSplitExchange(job->parent, job->color, job->key, job->seq, &nranks, &rank, &id);

@@ -1,8 +1,8 @@
 /*
  * group.c: ncclGroupStart / ncclGroupEnd / ncclGroupSimulateEnd.
  *
- * Group state is per thread: the queued tasks, the inits, splits, shrinks and window registrations
- * deferred to the outermost end, and the first error of a call inside the group (which fails the
+ * Group state is per thread: the queued tasks, the inits and the calls over a communicator's
+ * bootstrap (struct chrCommJob) deferred to the outermost end, and the first error of a call inside the group (which fails the
  * whole group: nothing of it runs).
  *
  * Lifetime: a queued task holds a reference on its communicator (comm->refs), so ncclCommAbort from
@@ -160,8 +160,9 @@ void chrGroupDiscardComm(struct ncclComm* comm) {
       commJobs[n++] = *j;
       continue;
     }
-    /* A job of an aborted parent never runs: its child fails (a window stays NULL); one whose child is aborted
-     * still takes part in the parent's exchange (the other ranks expect it), as NCCL_SPLIT_NOCOLOR. */
+    /* A job of an aborted parent never runs: its child fails (a window stays NULL); one whose child
+     * is aborted still takes part in the parent's exchange (the other ranks expect it), as
+     * NCCL_SPLIT_NOCOLOR. */
     if (j->parent == comm) {
       if (j->child) chrCommSetAsyncError(j->child, ncclInvalidUsage);
       chrCommRelease(j->parent);
@@ -181,7 +182,7 @@ NCCL_API(ncclResult_t, ncclGroupStart, void) {
   return ncclSuccess;
 }
 
-/* Run the deferred splits, shrinks and window registrations, then wait for the deferred inits of
+/* Run the deferred calls over the comms' bootstraps (comm/comm_jobs.c), then wait for the deferred inits of
  * blocking comms; non-blocking comms keep initialising and are polled with ncclCommGetAsyncError. */
 static ncclResult_t finishDeferred(void) {
   ncclResult_t first = ncclSuccess;

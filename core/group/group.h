@@ -13,11 +13,11 @@ ncclResult_t chrGroupEnqueue(struct chrCollTask* task);
  * inits of the thread run concurrently (one thread cannot otherwise init several ranks). */
 int chrGroupDepth(void);
 ncclResult_t chrGroupDeferInit(struct ncclComm* comm);
-/* A split, shrink or window registration inside a group (comm/comm.h): run at the outermost
- * ncclGroupEnd. Takes a reference on the parent; a child, if any, is also deferred like an init. */
+/* A split, shrink, window registration, suspend or resume inside a group (comm/comm.h): run at the
+ * outermost ncclGroupEnd. Takes a reference on the parent; a child, if any, is also deferred like an init. */
 struct chrCommJob;
 ncclResult_t chrGroupDeferCommJob(const struct chrCommJob* job);
-/* ncclCommAbort: drop this thread's queued tasks, deferred inits and splits of `comm` (an aborted comm
+/* ncclCommAbort: drop this thread's queued tasks, deferred inits and deferred calls of `comm` (an aborted comm
  * runs nothing more). */
 void chrGroupDiscardComm(struct ncclComm* comm);
 /* ncclCommRevoke: drop only this thread's queued tasks of `comm` (its queued splits and the like
