@@ -19,6 +19,11 @@
  * polls the data itself and no tail or fence is needed. Both protocols share the step sequence and
  * the head credit, so a link may mix them from one work to the next.
  *
+ * A net end (a peer on another host, core/cuda/dev_net.c) has its FIFO and control words in
+ * host-mapped memory of its own rank, and a proxy thread stands in for the peer: it sends a
+ * published slot through the net plugin and then advances head, or receives into a free slot and
+ * then advances tail. Only SIMPLE runs there (no LL slots: ll is NULL).
+ *
  * Links of a work (struct chrWorkLink) name connections: a ring link of the work's channel
  * (channels[c].ring[CHR_RING_SEND or CHR_RING_RECV]), or a point-to-point link of the comm,
  * p2p[(conn * nRanks + peer) * 2 + isSend]. Point-to-point links are per comm, not per channel, as on
@@ -48,12 +53,20 @@ union chrDevLLLine {
 #define CHR_DEV_ERR_NONE 0
 #define CHR_DEV_ERR_BAD_LINK 1   /* a work names a link this comm has no connection for */
 #define CHR_DEV_ERR_ENGINE 2     /* a copy-engine send could not run (set by the host, device/ce_sends.cu) */
+#define CHR_DEV_ERR_NET_SIZE 3   /* a step received through the net proxy has another size than this rank's */
 
 struct chrDevConn {
   char* buff;               /* SIMPLE: CHR_DEV_STEPS slots of stepBytes (receiver's memory) */
   union chrDevLLLine* ll;   /* LL: CHR_DEV_STEPS slots of llLines lines (receiver's memory) */
   uint64_t* tail;           /* receiver-side word: SIMPLE steps published by the sender */
   uint64_t* head;           /* sender-side word: steps consumed by the receiver */
+  uint64_t* sizes;          /* net ends only (else NULL): CHR_DEV_STEPS words, the bytes of the SIMPLE step in
+                               each slot; the sender's kernel writes it before tail, the proxy that
+                               carries the step over the net plugin writes it at the receiver before
+                               tail, and the receiving kernel checks it against its own step */
+  uint64_t* need;           /* net receive ends only (else NULL): the position the kernel will have reached
+                               once its current work is done, written at the start of each work, so the
+                               proxy receives exactly the steps that will be taken */
   uint64_t step;            /* this end's position; the kernel stores it back after each work */
   uint64_t stepBytes;
   uint32_t llLines;

@@ -54,6 +54,7 @@ struct chrDevRank {
   volatile uint32_t* flags;       /* host-mapped page of this rank: abort at [0], error at [1] */
   uint32_t* flagsDev;
   char** peerBase;                /* nRanks: the peer's arena in this process (NULL: not connected) */
+  char** netBlock;                /* nRanks: host-mapped ends to a peer on another host (net_ends.cu), or NULL */
   unsigned char* peerOpened;      /* nRanks: peerBase came from cudaIpcOpenMemHandle (closed at destroy) */
   /* The device comm: [chrDevComm][channels][p2p ends][ringOrder], built in img (host) and copied to
    * meta (device); connecting a peer rewrites only the ends that lead to it. */
@@ -80,6 +81,23 @@ struct chrDevRank {
   struct chrWork* engine;         /* the plan's engine works (grown like sorted) */
   int engineCap;
 };
+
+/* The device comm's image (host) parts. */
+static inline struct chrDevChannel* chrDevImgChannels(struct chrDevRank* rk) {
+  return (struct chrDevChannel*)(rk->img + rk->offChannels);
+}
+static inline struct chrDevConn* chrDevImgP2p(struct chrDevRank* rk) { return (struct chrDevConn*)(rk->img + rk->offP2p); }
+
+/* Whether works may name `peer`: connected through its arena or through the net (net_ends.cu). */
+static inline int chrDevPeerReachable(const struct chrDevRank* rk, int peer) {
+  return rk->peerBase[peer] != NULL || rk->netBlock[peer] != NULL;
+}
+
+/* Writes the image's bytes [off, off + bytes) into the device comm (on rk->copies). */
+ncclResult_t chrDevPushImage(struct chrDevRank* rk, const size_t* offs, int n);
+
+/* Frees the rank's net ends (net_ends.cu); no kernel may be using them. */
+void chrDevNetEndsFree(struct chrDevRank* rk);
 
 struct chrDevGroup {
   struct chrDevGroupConfig cfg;

@@ -59,17 +59,20 @@ struct chrDevLinkState {
   union chrDevLLLine* ll;
   uint64_t* tail;
   uint64_t* head;
+  uint64_t* sizes; /* net ends (dev_comm.h), else NULL */
+  uint64_t* need;  /* net receive ends, else NULL */
   uint64_t stepBytes;
   uint64_t pos;
   uint32_t llLines;
 };
 
-/* What a step publishes: *word[e] = value[e], the first nRelease (SIMPLE's tails) with release
- * stores, the rest (heads) relaxed. */
+/* What a step publishes: *word[e] = value[e] in order: the first nSizes (net ends' step sizes) and
+ * the entries from nRelease on (heads) relaxed, those between (SIMPLE's tails) with release stores,
+ * so a size is visible before its tail. */
 struct chrDevPub {
-  uint64_t* word[2 * CHR_STEP_MAX_LINKS];
-  uint64_t value[2 * CHR_STEP_MAX_LINKS];
-  int n, nRelease;
+  uint64_t* word[3 * CHR_STEP_MAX_LINKS];
+  uint64_t value[3 * CHR_STEP_MAX_LINKS];
+  int n, nSizes, nRelease;
 };
 
 struct chrDevShared {
@@ -111,6 +114,8 @@ static __device__ void chrDevSetupWork(const struct chrDevComm* comm, int channe
     s.ll = conn->ll;
     s.tail = conn->tail;
     s.head = conn->head;
+    s.sizes = conn->sizes;
+    s.need = conn->need;
     s.stepBytes = conn->stepBytes;
     s.llLines = conn->llLines;
     s.pos = conn->step;
@@ -118,6 +123,8 @@ static __device__ void chrDevSetupWork(const struct chrDevComm* comm, int channe
   uint64_t nRecvs[CHR_WORK_MAX_LINKS];
   uint64_t nSteps = 0;
   chrWorkCounts(&w, &nSteps, nRecvs);
+  for (int l = 0; l < w.nLinks && l < CHR_WORK_MAX_LINKS; l++) /* net receive ends: the steps this work takes */
+    if (sh.links[l].need) chrStRelaxedSys(sh.links[l].need, sh.links[l].pos + nRecvs[l]);
   sh.nSteps = nSteps;
   sh.scalarBits = w.opArg;
   if (w.op == CHR_DEV_PREMULSUM && (w.flags & CHR_WORK_SCALAR_PTR)) {
@@ -154,6 +161,12 @@ __device__ bool chrDevPrepareStep(const struct chrDevComm* comm, struct chrDevSh
       p.recv[k] = s.buff + slot * s.stepBytes;
       while (chrLdAcquireSys(s.tail) <= s.pos)
         if (ab.poll()) return false;
+      /* A net end's bytes came from another host: a step of another size means the ranks disagree
+       * on the call (or the bytes are not ours), and reading the slot would take stale data. */
+      if (s.sizes && s.sizes[slot] != st.count * w.typeSize) {
+        chrDevFail(comm, sh, CHR_DEV_ERR_NET_SIZE);
+        return false;
+      }
     }
   }
   for (int j = 0; j < st.nSend; j++) {
@@ -170,6 +183,15 @@ __device__ bool chrDevPrepareStep(const struct chrDevComm* comm, struct chrDevSh
   }
   struct chrDevPub& rec = sh.pub[index & 1];
   int n = 0;
+  if (!ll)
+    for (int j = 0; j < st.nSend; j++) {
+      const struct chrDevLinkState& s = sh.links[st.send[j]];
+      if (s.sizes) {
+        rec.word[n] = s.sizes + s.pos % CHR_DEV_STEPS;
+        rec.value[n++] = st.count * w.typeSize;
+      }
+    }
+  rec.nSizes = n;
   for (int j = 0; j < st.nSend; j++) {
     struct chrDevLinkState& s = sh.links[st.send[j]];
     s.pos++;
@@ -192,7 +214,7 @@ __device__ bool chrDevPrepareStep(const struct chrDevComm* comm, struct chrDevSh
  * order thread 0 recorded them. */
 static __device__ void chrDevPublishRec(const struct chrDevPub& rec) {
   for (int e = 0; e < rec.n; e++) {
-    if (e < rec.nRelease) chrStReleaseSys(rec.word[e], rec.value[e]);
+    if (e >= rec.nSizes && e < rec.nRelease) chrStReleaseSys(rec.word[e], rec.value[e]);
     else chrStRelaxedSys(rec.word[e], rec.value[e]);
   }
 }

@@ -51,8 +51,9 @@ extern "C" {
  * (CHR_DEV_MAX_CHANNELS). 7: sends and receives to other ranks flagged CHR_WORK_ENGINE (copy-engine sends, ce_sends.h), the
  * configurations' copyEngine. 8: their ceWaitUs. 9: their ceShareFd. 10: chrDevRankCeStats. 11: the
  * configurations' cePull, the counts' recvsPulled. 12: chrDevRankDeviceBytes. 13: one-sided
- * signals (the arena's signal words, chrDevRankPutSignal, chrDevRankWaitSignal) and shared ranges. */
-#define CHR_DEV_API_VERSION 13
+ * signals (the arena's signal words, chrDevRankPutSignal, chrDevRankWaitSignal) and shared ranges. 14: net
+ * ends to peers on other hosts (chrDevRankNetConnect; chrDevConn.sizes). */
+#define CHR_DEV_API_VERSION 14
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -104,6 +105,28 @@ CHR_DEV_API ncclResult_t chrDevRankExport(struct chrDevRank* rk, struct chrDevRa
  * call is connected. */
 CHR_DEV_API ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, const int* peers,
                                            const struct chrDevRankBlob* blobs);
+
+/* One connection end to a peer on another host, as the core's proxy drives it (net_ends.cu): host
+ * addresses in memory the kernels reach too. */
+struct chrDevNetEnd {
+  int32_t isSend;     /* 1: this rank sends on it */
+  int32_t key;        /* ring channel c, or nChannels + point-to-point index q: the same at both ends */
+  char* slots;        /* CHR_DEV_STEPS slots of slotBytes, from a page boundary */
+  uint64_t slotBytes;
+  uint64_t* tail;     /* steps published (send: by the kernel; receive: by the proxy) */
+  uint64_t* head;     /* steps freed (send: by the proxy; receive: by the kernel) */
+  uint64_t* sizes;    /* CHR_DEV_STEPS words: the bytes of the step in each slot */
+  uint64_t* need;     /* receive: the steps the kernel's current work will have taken (dev_comm.h) */
+};
+
+/* The most ends chrDevRankNetConnect makes for one peer. */
+CHR_DEV_API int chrDevRankNetEndsMax(const struct chrDevRank* rk);
+
+/* Connects `peer`, a rank on another host, through host-mapped ends that a proxy carries over the
+ * network: fills ends[0 .. *nEnds) (maxEnds >= chrDevRankNetEndsMax). The proxy must be driving them
+ * before a kernel uses them; they stay until chrDevRankDestroy. */
+CHR_DEV_API ncclResult_t chrDevRankNetConnect(struct chrDevRank* rk, int peer, struct chrDevNetEnd* ends, int maxEnds,
+                                              int* nEnds);
 
 /* 1 when `peer` is connected. */
 CHR_DEV_API int chrDevRankConnected(const struct chrDevRank* rk, int peer);

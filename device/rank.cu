@@ -152,14 +152,15 @@ static struct chrDevConn unconnectedEnd(void) {
   return c;
 }
 
-static struct chrDevChannel* imgChannels(struct chrDevRank* rk) { return (struct chrDevChannel*)(rk->img + rk->offChannels); }
-static struct chrDevConn* imgP2p(struct chrDevRank* rk) { return (struct chrDevConn*)(rk->img + rk->offP2p); }
+#define imgChannels chrDevImgChannels
+#define imgP2p chrDevImgP2p
 
 extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   if (rk == NULL) return ncclSuccess;
   chrDevSaved saved = {};
   chrDevEnter(rk->cfg.cudaDev, &saved); /* a failure leaves the calls below failing harmlessly */
   chrCeDestroy(rk); /* its copies may use the peers' memory: before that is closed */
+  chrDevNetEndsFree(rk);
   if (rk->peerBase)
     for (int p = 0; p < rk->cfg.nRanks; p++)
       if (rk->peerOpened[p] && rk->peerBase[p]) cudaIpcCloseMemHandle(rk->peerBase[p]);
@@ -175,6 +176,7 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   if (rk->join) cudaEventDestroy(rk->join);
   free(rk->img);
   free(rk->peerBase);
+  free(rk->netBlock);
   free(rk->peerOpened);
   free(rk->peerId);
   free(rk->ringOrder);
@@ -226,11 +228,12 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   rk->ringOrder = (int*)malloc((size_t)n * sizeof(int));
   rk->ringPos = (int*)malloc((size_t)n * sizeof(int));
   rk->peerBase = (char**)calloc((size_t)n, sizeof(char*));
+  rk->netBlock = (char**)calloc((size_t)n, sizeof(char*));
   rk->peerOpened = (unsigned char*)calloc((size_t)n, 1);
   rk->peerId = (struct chrDevPeerId*)calloc((size_t)n, sizeof(struct chrDevPeerId));
   rk->serial = __atomic_add_fetch(&rankSerials, 1, __ATOMIC_RELAXED);
   rk->p2pOwner = (signed char*)malloc((size_t)rk->cfg.p2pConns * (size_t)n * 2 + 1);
-  if (rk->ringOrder == NULL || rk->ringPos == NULL || rk->peerBase == NULL || rk->peerOpened == NULL ||
+  if (rk->ringOrder == NULL || rk->ringPos == NULL || rk->peerBase == NULL || rk->netBlock == NULL || rk->peerOpened == NULL ||
       rk->peerId == NULL || rk->p2pOwner == NULL) {
     res = chrDevFail(ncclSystemError, "out of memory for rank %d of %d", cfg->rank, n);
     goto fail_destroy;
@@ -484,7 +487,7 @@ extern "C" ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, con
       res = chrDevFail(ncclInvalidArgument, "rank %d: connecting rank %d of %d", rk->cfg.rank, p, n);
       goto fail_free;
     }
-    if (rk->peerBase[p] != NULL || inCall[p]) {
+    if (chrDevPeerReachable(rk, p) || inCall[p]) {
       res = chrDevFail(ncclInvalidUsage, "rank %d: rank %d is connected already", rk->cfg.rank, p);
       goto fail_free;
     }
@@ -510,12 +513,9 @@ extern "C" ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, con
    * others. No kernel can have used these (the launcher refuses links to unconnected peers). */
   for (int i = 0; i < nPeers; i++) {
     const int k = fillEnds(rk, peers[i], rk->peerBase[peers[i]], offs);
-    for (int e = 0; e < k; e++)
-      CHR_DEV_CUDA_GOTO(cudaMemcpyAsync((char*)rk->meta + offs[e], rk->img + offs[e], sizeof(struct chrDevConn),
-                                        cudaMemcpyHostToDevice, rk->copies),
-                        res, fail_unmap);
+    res = chrDevPushImage(rk, offs, k);
+    if (res != ncclSuccess) goto fail_unmap;
   }
-  CHR_DEV_CUDA_GOTO(cudaStreamSynchronize(rk->copies), res, fail_unmap);
   chrDevLeave(&saved);
   free(offs);
   free(inCall);
@@ -538,9 +538,21 @@ fail_free:
   return res;
 }
 
+/* Connection ends are written one by one: a running kernel of the rank owns the others' positions. */
+ncclResult_t chrDevPushImage(struct chrDevRank* rk, const size_t* offs, int n) {
+  ncclResult_t res = ncclSuccess;
+  for (int e = 0; e < n; e++)
+    CHR_DEV_CUDA_GOTO(cudaMemcpyAsync((char*)rk->meta + offs[e], rk->img + offs[e], sizeof(struct chrDevConn),
+                                      cudaMemcpyHostToDevice, rk->copies),
+                      res, fail);
+  CHR_DEV_CUDA_GOTO(cudaStreamSynchronize(rk->copies), res, fail);
+fail:
+  return res;
+}
+
 extern "C" int chrDevRankConnected(const struct chrDevRank* rk, int peer) {
   if (rk == NULL || peer < 0 || peer >= rk->cfg.nRanks) return 0;
-  return rk->peerBase[peer] != NULL;
+  return chrDevPeerReachable(rk, peer);
 }
 
 extern "C" void chrDevRankSetAbort(struct chrDevRank* rk, uint32_t value) {

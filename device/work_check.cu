@@ -101,9 +101,12 @@ static ncclResult_t checkLinks(const struct chrDevRank* rk, int rank, int channe
                         expectSend[i] ? "send" : "recv");
     if (L->peer < 0 || L->peer >= n)
       return chrDevFail(ncclInvalidArgument, "rank %d channel %d: link %d to rank %d of %d", rank, channel, i, L->peer, n);
-    if (rk->peerBase[L->peer] == NULL)
+    if (!chrDevPeerReachable(rk, L->peer))
       return chrDevFail(ncclInvalidUsage, "rank %d channel %d: link %d to rank %d, which is not connected to this rank",
                         rank, channel, i, L->peer);
+    if (rk->netBlock[L->peer] != NULL && w->proto == CHR_PROTO_LL)
+      return chrDevFail(ncclInvalidUsage, "rank %d channel %d: an LL work with rank %d, which is on another host (the "
+                        "net carries SIMPLE steps only)", rank, channel, L->peer);
     if (p2p) {
       if (L->conn >= rk->cfg.p2pConns)
         return chrDevFail(ncclInvalidArgument, "rank %d channel %d: p2p connection index %d, the group has %d", rank, channel,

@@ -27,9 +27,11 @@
  * captured, and the running counts of signals sent and awaited per peer. */
 static ncclResult_t prepare(ncclComm_t comm, const char* func, cudaStream_t stream, const struct chrDevLib** libOut) {
   const struct chrDevLib* lib = chrDevLibGet();
-  if (lib == NULL || (!comm->devLocal && !comm->devIpc))
+  if (lib == NULL || (!comm->devLocal && !comm->devIpc) || comm->devNet)
     return chrFail(ncclInvalidUsage, "%s: one-sided calls need the GPU path and every rank on this host (%s)", func,
-                   lib == NULL ? "no GPU path here" : CHR_DEV_NOT_LOCAL_MSG);
+                   lib == NULL ? "no GPU path here"
+                   : comm->devNet ? "this communicator spans hosts; one-sided calls across hosts are not supported yet"
+                                  : CHR_DEV_NOT_LOCAL_MSG);
   int capturing = 0;
   if (lib->streamCapturing(comm->cudaDev, stream, &capturing) != ncclSuccess)
     return chrFail(ncclUnhandledCudaError, "%s: %s", func, lib->lastError());

@@ -84,11 +84,13 @@ struct ncclComm {
   struct chrUserRedOp userOps[CHR_MAX_USER_REDOPS];
 
   /* GPU path (cuda/dev_state.h). devLocal: every rank is in this process and on this comm's CUDA
-   * device (cudaDev): one device group for all of them. devIpc: otherwise, every rank is on this
-   * host with a GPU: per-rank device state, connected through CUDA IPC / peer access. dev: this
-   * rank's device state, made at the first device-buffer call. */
+   * device (cudaDev): one device group for all of them. devIpc: otherwise, every rank has a GPU:
+   * per-rank device state, connected through CUDA IPC / peer access on this host and, when devNet
+   * (some rank is on another host), through the net plugin's proxy (cuda/dev_net.h) across hosts.
+   * dev: this rank's device state, made at the first device-buffer call. */
   int devLocal;
   int devIpc;
+  int devNet;
   struct chrDevRankState* dev;
 
   /* Tuner plugin (plan/tuner_hook.c sets these when one is loaded). tunerHook may rewrite the cost

@@ -86,15 +86,21 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   CHECK(chrTopoCompute(comm));
   CHECK(chooseChannels(comm));
   /* Device buffers: one group when every rank lives in this process on this comm's GPU. */
+  const struct chrPeerInfo* me = &comm->peers[comm->rank];
   comm->devLocal = comm->cudaDev >= 0;
   for (int r = 0; r < comm->nRanks; r++)
-    if (comm->peers[r].pid != comm->peers[comm->rank].pid || comm->peers[r].cudaDev != comm->cudaDev) comm->devLocal = 0;
-  /* Otherwise ranks of one host, each with a GPU (other processes, other GPUs), connect their GPU
-   * memory per rank through CUDA IPC / peer access (whether the GPUs can reach each other is found out
-   * when they connect). */
+    if (comm->peers[r].hostHash != me->hostHash || comm->peers[r].pid != me->pid || comm->peers[r].cudaDev != comm->cudaDev)
+      comm->devLocal = 0;
+  /* Otherwise ranks each with a GPU connect their GPU memory per rank: through CUDA IPC / peer access
+   * on one host (whether the GPUs can reach each other is found out when they connect), through the
+   * net plugin and a proxy thread across hosts (devNet). */
   comm->devIpc = !comm->devLocal && comm->cudaDev >= 0;
-  for (int r = 0; r < comm->nRanks && comm->devIpc; r++)
-    if (comm->peers[r].hostHash != comm->peers[comm->rank].hostHash || comm->peers[r].cudaDev < 0) comm->devIpc = 0;
+  comm->devNet = 0;
+  for (int r = 0; r < comm->nRanks && comm->devIpc; r++) {
+    if (comm->peers[r].cudaDev < 0) comm->devIpc = 0;
+    if (comm->peers[r].hostHash != me->hostHash) comm->devNet = 1;
+  }
+  comm->devNet = comm->devNet && comm->devIpc;
   /* The net plugin is opened only when a link will go through it: ranks of one host talk over shm,
    * and must not fail because a plugin is missing, broken or has no device. */
   int needNet = 0;

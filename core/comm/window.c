@@ -86,12 +86,14 @@ ncclResult_t chrWindowExchange(struct ncclComm* comm, void* buff, size_t size, i
   mine->base = (uint64_t)(uintptr_t)buff;
   mine->size = size;
   mine->onDevice = chrCudaPtrIsDevice(buff);
-  const struct chrDevLib* lib = mine->onDevice && comm->devIpc ? chrDevLibGet() : NULL;
+  /* CUDA IPC shares memory within one host only: across hosts, windows are registered, not shared. */
+  const int share = comm->devIpc && !comm->devNet;
+  const struct chrDevLib* lib = mine->onDevice && share ? chrDevLibGet() : NULL;
   if (lib != NULL && lib->exportRange(comm->cudaDev, buff, size, &mine->shared) != ncclSuccess)
     mine->shared.ok = 0; /* puts to it will say so */
   CHECK_GOTO(chrBootstrapAllGather(comm->bootstrap, all, sizeof(*all)), res, fail);
   CHECK_GOTO(checkEntries(all, n, seq), res, fail);
-  if (comm->devIpc) {
+  if (share) {
     win->shared = calloc((size_t)n, sizeof(*win->shared));
     win->opened = calloc((size_t)n, sizeof(*win->opened));
     if (win->shared == NULL || win->opened == NULL) {

@@ -9,6 +9,7 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "cuda/dev_ipc.h"
+#include "cuda/dev_net.h"
 #include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -24,7 +25,12 @@ struct chrDevIpc {
   int watched;
   uint64_t goneSince;       /* watchdog only: when a peer was first seen gone with work in flight */
   int gonePeer;
+  struct chrDevNet* net;    /* connections to ranks on other hosts (dev_net.h), made at the first */
 };
+
+static int sameHost(const struct ncclComm* comm, int r) {
+  return comm->peers[r].hostHash == comm->peers[comm->rank].hostHash;
+}
 
 static pthread_mutex_t watchLock = PTHREAD_MUTEX_INITIALIZER;
 static struct chrDevIpc* watchList;
@@ -41,6 +47,10 @@ static void stopWatchdog(void) {
 static int blobTag(const struct ncclComm* comm) { return CHR_DEV_TAG_BLOB + (int)(comm->devGeneration & 0xffffu); }
 
 int chrDevIpcFailed(const struct chrDevIpc* ipc) { return ipc != NULL && atomic_load(&ipc->failed); }
+
+void chrDevIpcKick(struct chrDevIpc* ipc) {
+  if (ipc) chrDevNetKick(ipc->net);
+}
 
 ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, const struct chrDevLib* lib) {
   const int n = comm->nRanks, me = comm->rank;
@@ -81,14 +91,17 @@ ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, 
     goto fail_destroy_rank;
   }
   x->connected[me] = 1;
-  /* Sends are queued by the peer's bootstrap until it asks: no rank waits for another here. */
+  /* Sends are queued by the peer's bootstrap until it asks: no rank waits for another here. Ranks
+   * on other hosts connect through the net instead (dev_net.h). */
   for (int r = 0; r < n; r++) {
-    if (r == me) continue;
+    if (r == me || !sameHost(comm, r)) continue;
     CHECK_GOTO(chrBootstrapSend(comm->bootstrap, r, blobTag(comm), &blob, sizeof(blob)), res, fail_destroy_rank);
   }
+  int local = 0;
+  for (int r = 0; r < n; r++) local += r != me && sameHost(comm, r);
   INFO(NCCL_INIT, "comm %p rank %d: GPU state on device %d (%d channels, %zu KiB SIMPLE and %d KiB LL slots), exported "
-       "to %d peers through CUDA IPC", (void*)comm, me, comm->cudaDev, cfg.nChannels, cfg.stepBytes >> 10,
-       cfg.llLines * 8 / 1024, n - 1);
+       "to %d peers through CUDA IPC, %d on other hosts", (void*)comm, me, comm->cudaDev, cfg.nChannels,
+       cfg.stepBytes >> 10, cfg.llLines * 8 / 1024, local, n - 1 - local);
   st->ipc = x;
   return ncclSuccess;
 fail_destroy_rank:
@@ -100,14 +113,68 @@ fail_free:
   return res;
 }
 
+/* The proxy found a link broken: the rank's kernels must not wait for it forever. */
+static void netFailed(void* arg) {
+  struct ncclComm* comm = arg;
+  struct chrDevIpc* x = comm->dev->ipc;
+  atomic_store(&x->failed, 1);
+  chrDevLibGet()->rankSetAbort(comm->dev->rank, 1);
+  chrCommSetAsyncError(comm, ncclRemoteError);
+}
+
+/* The needed peers on other hosts: their ends through the net proxy. */
+static ncclResult_t connectRemote(struct ncclComm* comm, const unsigned char* need) {
+  struct chrDevRankState* st = comm->dev;
+  struct chrDevIpc* x = st->ipc;
+  const struct chrDevLib* lib = chrDevLibGet();
+  const int n = comm->nRanks;
+  int k = 0;
+  for (int r = 0; r < n; r++) k += need[r] && !x->connected[r] && !sameHost(comm, r);
+  if (k == 0) return ncclSuccess;
+  if (x->net == NULL) CHECK(chrDevNetCreate(comm, netFailed, comm, &x->net));
+  const int maxEnds = lib->rankNetEndsMax(st->rank);
+  int* peers = calloc((size_t)k, sizeof(int));
+  int* nEnds = calloc((size_t)k, sizeof(int));
+  struct chrDevNetEnd** ends = calloc((size_t)k, sizeof(*ends));
+  struct chrDevNetEnd* all = calloc((size_t)k * (size_t)maxEnds, sizeof(*all));
+  ncclResult_t res = ncclSuccess;
+  if (peers == NULL || nEnds == NULL || ends == NULL || all == NULL) {
+    res = chrFail(ncclSystemError, "comm %p rank %d: out of memory connecting %d peers on other hosts", (void*)comm,
+                  comm->rank, k);
+    goto out;
+  }
+  k = 0;
+  for (int r = 0; r < n; r++) {
+    if (!need[r] || x->connected[r] || sameHost(comm, r)) continue;
+    ends[k] = all + (size_t)k * (size_t)maxEnds;
+    if (lib->rankNetConnect(st->rank, r, ends[k], maxEnds, &nEnds[k]) != ncclSuccess) {
+      res = chrFail(ncclUnhandledCudaError, "comm %p rank %d: GPU ends for rank %d (another host): %s", (void*)comm,
+                    comm->rank, r, lib->lastError());
+      break;
+    }
+    peers[k++] = r;
+  }
+  if (res == ncclSuccess) res = chrDevNetAdd(x->net, k, peers, ends, nEnds);
+  if (res == ncclSuccess)
+    for (int i = 0; i < k; i++) x->connected[peers[i]] = 1;
+  else if (k > 0) /* the library holds ends no proxy carries: the connections cannot be made again */
+    chrCommSetAsyncError(comm, res);
+out:
+  free(peers);
+  free(nEnds);
+  free(ends);
+  free(all);
+  return res;
+}
+
 ncclResult_t chrDevIpcConnect(struct ncclComm* comm, const unsigned char* need) {
   struct chrDevRankState* st = comm->dev;
   struct chrDevIpc* x = st->ipc;
   const struct chrDevLib* lib = chrDevLibGet();
   const int n = comm->nRanks;
   int k = 0;
-  for (int r = 0; r < n; r++) k += need[r] && !x->connected[r];
-  if (k == 0) return ncclSuccess;
+  for (int r = 0; r < n; r++) k += need[r] && !x->connected[r] && sameHost(comm, r);
+  if (k == 0) return connectRemote(comm, need);
   int* peers = malloc(sizeof(int) * (size_t)k);
   struct chrDevRankBlob* blobs = malloc(sizeof(struct chrDevRankBlob) * (size_t)k);
   ncclResult_t res = ncclSuccess;
@@ -117,7 +184,7 @@ ncclResult_t chrDevIpcConnect(struct ncclComm* comm, const unsigned char* need) 
   }
   k = 0;
   for (int r = 0; r < n; r++) {
-    if (!need[r] || x->connected[r]) continue;
+    if (!need[r] || x->connected[r] || !sameHost(comm, r)) continue;
     /* The peer's attach sent it; a peer that has not made a GPU call yet is waited for (abort-aware,
      * a dead peer fails at once, CHORUS_TIMEOUT bounds a live one). */
     CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, r, blobTag(comm), &blobs[k], sizeof(blobs[k])), res, fail_free);
@@ -137,7 +204,7 @@ ncclResult_t chrDevIpcConnect(struct ncclComm* comm, const unsigned char* need) 
 fail_free:
   free(peers);
   free(blobs);
-  return res;
+  return res == ncclSuccess ? connectRemote(comm, need) : res;
 }
 
 /* One comm, under watchLock. Probes only while the rank's latest launch runs: a peer that finished
@@ -153,7 +220,7 @@ static void watchComm(struct chrDevIpc* x, const struct chrDevLib* lib, uint64_t
   if (x->goneSince == 0) {
     const int64_t myPid = comm->peers[comm->rank].pid;
     for (int r = 0; r < comm->nRanks; r++) {
-      if (r == comm->rank || comm->peers[r].pid == myPid) continue; /* this process is alive */
+      if (r == comm->rank || (comm->peers[r].pid == myPid && sameHost(comm, r))) continue; /* this process is alive */
       if (chrBootstrapCheckPeer(comm->bootstrap, r) != ncclSuccess) {
         x->goneSince = now;
         x->gonePeer = r;
@@ -232,6 +299,7 @@ void chrDevIpcDetach(struct ncclComm* comm) {
         break;
       }
   pthread_mutex_unlock(&watchLock);
+  chrDevNetDestroy(x->net); /* its proxy reads the ends, which the library's rank frees after this */
   free(x->connected);
   free(x);
   comm->dev->ipc = NULL;

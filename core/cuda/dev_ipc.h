@@ -3,11 +3,11 @@
  * on several GPUs) of one host. Internal to core/cuda.
  *
  * Attach: the rank makes its chrDevRank (its arena, device/launch.h), connects itself (point-to-point
- * works to itself), and sends its blob to every other rank (bootstrap tag CHR_DEV_TAG_BLOB; a send
+ * works to itself), and sends its blob to every other rank of its host (bootstrap tag CHR_DEV_TAG_BLOB; a send
  * never waits for the receiver). Connect: the first time a plan names a peer, its blob is received
  * (waiting for the peer's attach, as a collective waits for its peers) and handed to the library,
  * which checks every byte and opens the peer's memory (CUDA IPC for another process, the address
- * itself within this one).
+ * itself within this one). Ranks on other hosts connect through the net proxy instead (dev_net.h).
  *
  * Liveness: a process-wide watchdog thread (running while any IPC-mode comm is attached) looks every
  * 100 ms at each comm whose latest launch has not finished and probes its peers in other processes
@@ -41,6 +41,9 @@ ncclResult_t chrDevIpcConnect(struct ncclComm* comm, const unsigned char* need);
 
 /* 1 once another rank of this process aborted, or a peer died during this rank's GPU work. */
 int chrDevIpcFailed(const struct chrDevIpc* ipc);
+
+/* A launch was queued: the net proxy, if any, polls at once. */
+void chrDevIpcKick(struct chrDevIpc* ipc);
 
 /* Raises the abort word of every attached rank of this comm in this process (this rank included) and
  * marks them failed. */

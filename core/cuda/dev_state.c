@@ -118,10 +118,15 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   shape->llLines = DEV_LL_LINES;
   shape->nChannels = defaultChannels(comm);
   shape->p2pLanes = p2pLanes(comm->nRanks, shape->nChannels);
+  if (comm->devNet) { /* every channel and lane to another host is a net connection and proxy work */
+    const int cap = (int)chrParamInt(CHR_P_GPU_NET_CHANNELS);
+    if (shape->nChannels > cap) shape->nChannels = cap;
+    if (shape->p2pLanes > shape->nChannels / 2) shape->p2pLanes = shape->nChannels / 2 > 0 ? shape->nChannels / 2 : 1;
+  }
   const size_t p2pStep = slotBytes(ncclBuff) / 2;
   shape->p2pStepBytes = p2pStep < 4096 ? 4096 : p2pStep & ~(size_t)4095;
-  shape->copyEngine = chrParamInt(CHR_P_GPU_CE_MIN_BYTES) > 0 || chrParamInt(CHR_P_GPU_CE_BCAST_MIN_BYTES) > 0 ||
-                      chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES) > 0;
+  shape->copyEngine = !comm->devNet && (chrParamInt(CHR_P_GPU_CE_MIN_BYTES) > 0 || chrParamInt(CHR_P_GPU_CE_BCAST_MIN_BYTES) > 0 ||
+                                        chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES) > 0);
   shape->ceWaitUs = (int)chrParamInt(CHR_P_GPU_CE_WAIT_US);
   shape->ceShareFd = (int)chrParamInt(CHR_P_GPU_CE_SHARE_FD);
   shape->cePull = (int)chrParamInt(CHR_P_GPU_CE_PULL);
@@ -215,7 +220,9 @@ ncclResult_t chrDevCommConnect(struct ncclComm* comm, const unsigned char* need)
 ncclResult_t chrDevCommLaunch(struct ncclComm* comm, const struct chrWork* works, const int* nWorks, int nChannels,
                               cudaStream_t stream) {
   const struct chrDevLib* lib = chrDevLibGet();
-  return lib->rankLaunch(comm->dev->rank, works, nWorks, nChannels, stream);
+  ncclResult_t res = lib->rankLaunch(comm->dev->rank, works, nWorks, nChannels, stream);
+  chrDevIpcKick(comm->dev->ipc);
+  return res;
 }
 
 /* Another rank aborted, timed out or (IPC mode) died: this rank's connections are out of step. */

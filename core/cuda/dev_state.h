@@ -7,7 +7,8 @@
  *   use a device buffer creates it for all, each rank that uses it holds a reference, and the last
  *   rank to be destroyed or aborted frees it. Nothing goes over the bootstrap, so one thread may drive
  *   every rank (ncclCommInitAll).
- * - IPC (comm->devIpc: ranks in several processes, or on several GPUs, of one host). Each rank makes
+ * - IPC (comm->devIpc: ranks in several processes, or on several GPUs; ranks on other hosts through
+ *   the net proxy of dev_net.h when comm->devNet). Each rank makes
  *   its own chrDevRank in its own process at its first device-buffer call (attach) and sends its blob
  *   to every peer over the bootstrap; it connects a peer (receives that peer's blob) the first time a
  *   plan names it, so a rank waits only for peers it exchanges data with (cuda/dev_ipc.c).
@@ -60,8 +61,7 @@ struct chrDevRankState {
 };
 
 /* The message for device buffers of a comm the GPU path cannot serve. */
-#define CHR_DEV_NOT_LOCAL_MSG \
-  "device buffers need every rank on this host with a GPU (ranks on other hosts, or without a GPU, are not served yet)"
+#define CHR_DEV_NOT_LOCAL_MSG "device buffers need a GPU at every rank (some rank of this communicator has none)"
 
 /* The shape a comm's device state has (or will have). */
 void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape);

@@ -42,6 +42,7 @@ static int bindAll(void* lib, struct chrDevLib* d, char* why, size_t whyLen) {
          BIND(rankDeviceBytes, "chrDevRankDeviceBytes") && BIND(rankPutSignal, "chrDevRankPutSignal") &&
          BIND(rankWaitSignal, "chrDevRankWaitSignal") && BIND(exportRange, "chrDevExportRange") &&
          BIND(openRange, "chrDevOpenRange") && BIND(closeRange, "chrDevCloseRange") &&
+         BIND(rankNetEndsMax, "chrDevRankNetEndsMax") && BIND(rankNetConnect, "chrDevRankNetConnect") &&
          BIND(maxWorks, "chrDevMaxWorks") &&
          BIND(lastError, "chrDevLastError") && BIND(eventCreate, "chrDevEventCreate") &&
          BIND(eventDestroy, "chrDevEventDestroy") && BIND(eventRecord, "chrDevEventRecord") &&

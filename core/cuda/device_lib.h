@@ -32,6 +32,8 @@ struct chrDevLib {
   ncclResult_t (*rankDestroy)(struct chrDevRank* rk);
   void (*rankCeStats)(struct chrDevRank* rk, struct chrDevCeStats* out);
   uint64_t (*rankDeviceBytes)(const struct chrDevRank* rk);
+  int (*rankNetEndsMax)(const struct chrDevRank* rk);
+  ncclResult_t (*rankNetConnect)(struct chrDevRank* rk, int peer, struct chrDevNetEnd* ends, int maxEnds, int* nEnds);
   ncclResult_t (*rankPutSignal)(struct chrDevRank* rk, int peer, void* dst, const void* src, size_t bytes,
                                 uint64_t count, cudaStream_t stream);
   ncclResult_t (*rankWaitSignal)(struct chrDevRank* rk, int peer, uint64_t count, cudaStream_t stream);

@@ -218,6 +218,13 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
   if (!ll && !simple)
     return chrFail(ncclInvalidUsage, "NCCL_PROTO=\"%s\" leaves no protocol for GPU buffers (they run LL or SIMPLE)",
                    chrParamStr(CHR_P_PROTO));
+  /* Steps to ranks on other hosts go through the net proxy, which carries SIMPLE slots only. */
+  if (t->comm->devNet) {
+    if (!simple && n > 1)
+      return chrFail(ncclInvalidUsage, "NCCL_PROTO=\"%s\" leaves only LL, which GPU buffers of a communicator that spans "
+                     "hosts do not run (SIMPLE only)", chrParamStr(CHR_P_PROTO));
+    ll = 0;
+  }
   /* An all-reduce's LL bound grows with the rank count: its ring makes 2(n-1) steps of 1/n of the
    * data, each of which costs SIMPLE a pair of barriers and a fence, so LL stays the faster
    * protocol to larger calls (4 GPUs: 1 MB 23.4 us LL vs 32.0 SIMPLE). Not the other collectives:

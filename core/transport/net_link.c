@@ -1,6 +1,7 @@
 /*
- * net_link.c: links through the net plugin. Each link owns CHR_STEPS staging slots in one
- * allocation, registered once with the plugin (regMr) when the link connects.
+ * net_link.c: links through the net plugin. Each link has CHR_STEPS staging slots in one
+ * allocation (its own, or the caller's: the GPU path's host-mapped ends), registered once with the
+ * plugin (regMr) when the link connects.
  * The plugin may refuse a request for now (NULL request): the post is then retried from test().
  */
 #include <stdlib.h>
@@ -59,7 +60,7 @@ static void netClose(struct chrLink* link) {
       if (link->isSend) chrNetCloseSend(nl->net, nl->comm);
       else chrNetCloseRecv(nl->net, nl->comm);
     }
-    free(nl->buffer);
+    if (nl->ownsBuffer) free(nl->buffer);
     free(nl);
   }
   free(link);
@@ -68,18 +69,20 @@ static void netClose(struct chrLink* link) {
 const struct chrTransportOps chrNetTransportOps = {.name = "net", .post = netPost, .test = netTest, .close = netClose};
 
 ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, void* netComm,
-                              size_t stepSize, struct chrLink** out) {
+                              size_t stepSize, char* slots, struct chrLink** out) {
   struct chrLink* link = calloc(1, sizeof(*link));
   struct chrNetLink* nl = calloc(1, sizeof(*nl));
-  char* buffer = NULL;
+  char* buffer = slots;
   ncclResult_t res = ncclSuccess;
-  if (link == NULL || nl == NULL || posix_memalign((void**)&buffer, 4096, stepSize * CHR_STEPS) != 0) {
+  if (link == NULL || nl == NULL ||
+      (slots == NULL && posix_memalign((void**)&buffer, 4096, stepSize * CHR_STEPS) != 0)) {
     res = chrFail(ncclSystemError, "out of memory for a net link (%zu bytes of slots)", stepSize * CHR_STEPS);
     goto fail_free;
   }
   nl->net = comm->net;
   nl->comm = netComm;
   nl->buffer = buffer;
+  nl->ownsBuffer = slots == NULL;
   /* The net ABI's tag is the sender's rank on both sides: isend passes its own rank, irecv the rank it
    * expects data from (plugins such as NCCL's IB match on it). */
   nl->tag = isSend ? comm->rank : peer;
@@ -98,7 +101,7 @@ fail_close:
   netClose(link); /* closes netComm too */
   return res;
 fail_free:
-  free(buffer);
+  if (slots == NULL) free(buffer);
   free(nl);
   free(link);
   if (isSend) chrNetCloseSend(comm->net, netComm);

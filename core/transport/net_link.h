@@ -11,14 +11,17 @@ struct chrNetLink {
   void* comm;    /* plugin send or recv comm */
   void* mhandle; /* registration of `buffer` */
   char* buffer;  /* CHR_STEPS slots */
+  int ownsBuffer; /* 0: the caller's memory (not freed here) */
   int tag;       /* our rank: NCCL passes the sender's rank as the tag */
   void* req[CHR_STEPS];
   size_t bytes[CHR_STEPS];
   int pending[CHR_STEPS]; /* the plugin returned a NULL request: post again from test */
 };
 
-/* Wrap a connected plugin comm into a link with registered slots. On failure netComm is closed. */
+/* Wrap a connected plugin comm into a link with registered slots: `slots` (CHR_STEPS * stepSize
+ * bytes, page-aligned, kept by the caller until the link is closed) or, when NULL, its own. On
+ * failure netComm is closed. */
 ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, void* netComm,
-                              size_t stepSize, struct chrLink** out);
+                              size_t stepSize, char* slots, struct chrLink** out);
 
 #endif

@@ -1,0 +1,310 @@
+/*
+ * dev_net.c: the proxy that carries a rank's GPU connections to other hosts (dev_net.h).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "bootstrap/bootstrap.h"
+#include "comm/comm.h"
+#include "config/param.h"
+#include "cuda/dev_net.h"
+#include "log/check.h"
+#include "log/log.h"
+#include "plugin/net_plugin.h"
+#include "transport/net_link.h"
+#include "util/idle.h"
+
+/* Idle longer than this (no step moved, no launch), the proxy naps a millisecond at a time instead
+ * of chrIdleWait's 100 µs: a comm that sits unused costs next to nothing, and a launch wakes it. */
+#define PROXY_DROWSY_NS (100ull * 1000000ull)
+
+struct proxyEnd {
+  struct chrDevNetEnd end; /* host addresses of the slots and words */
+  int peer;
+  struct chrLink* link;
+  uint64_t posted, done;   /* steps handed to the plugin, steps it finished */
+};
+
+struct chrDevNet {
+  struct ncclComm* comm;
+  void (*onFail)(void* arg);
+  void* failArg;
+  pthread_mutex_t lock; /* ends, nEnds, cap */
+  struct proxyEnd* ends;
+  int nEnds, cap;
+  pthread_t thread;
+  int running;
+  _Atomic int stop;
+  _Atomic int failed;
+  _Atomic uint64_t kicks;
+};
+
+ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), void* arg, struct chrDevNet** out) {
+  struct chrDevNet* net = calloc(1, sizeof(*net));
+  if (net == NULL) return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its net proxy", (void*)comm, comm->rank);
+  net->comm = comm;
+  net->onFail = onFail;
+  net->failArg = arg;
+  pthread_mutex_init(&net->lock, NULL);
+  *out = net;
+  return ncclSuccess;
+}
+
+int chrDevNetFailed(const struct chrDevNet* net) { return net != NULL && atomic_load(&net->failed); }
+
+void chrDevNetKick(struct chrDevNet* net) {
+  if (net) atomic_fetch_add_explicit(&net->kicks, 1, memory_order_relaxed);
+}
+
+/* Send end: post what the kernel published, give back what the plugin finished. */
+static ncclResult_t progressSend(struct proxyEnd* e, int* moved) {
+  const uint64_t tail = __atomic_load_n(e->end.tail, __ATOMIC_ACQUIRE);
+  if (tail > e->done + CHR_STEPS)
+    return chrFail(ncclInternalError, "GPU net end to rank %d: the kernel published step %llu with only %llu returned",
+                   e->peer, (unsigned long long)tail, (unsigned long long)e->done);
+  while (e->posted < tail) {
+    const int slot = (int)(e->posted % CHR_STEPS);
+    const uint64_t bytes = e->end.sizes[slot];
+    if (bytes > e->end.slotBytes)
+      return chrFail(ncclInternalError, "GPU net end to rank %d: step %llu of %llu bytes in a slot of %llu", e->peer,
+                     (unsigned long long)e->posted, (unsigned long long)bytes, (unsigned long long)e->end.slotBytes);
+    CHECK(e->link->ops->post(e->link, slot, (size_t)bytes));
+    e->posted++;
+    *moved = 1;
+  }
+  while (e->done < e->posted) {
+    int done = 0;
+    CHECK(e->link->ops->test(e->link, (int)(e->done % CHR_STEPS), &done, NULL));
+    if (!done) break;
+    __atomic_store_n(e->end.head, ++e->done, __ATOMIC_RELEASE);
+    *moved = 1;
+  }
+  return ncclSuccess;
+}
+
+/* Receive end: a finished receive gets its size, then tail; then a receive in every slot the kernel
+ * freed, for steps its works will take (need): never ahead of them, so a peer that closes its comm
+ * after its last step leaves no receive of ours waiting. */
+static ncclResult_t progressRecv(struct proxyEnd* e, int* moved) {
+  const uint64_t head = __atomic_load_n(e->end.head, __ATOMIC_ACQUIRE);
+  const uint64_t need = __atomic_load_n(e->end.need, __ATOMIC_ACQUIRE);
+  if (head > e->done)
+    return chrFail(ncclInternalError, "GPU net end from rank %d: the kernel freed step %llu, only %llu arrived", e->peer,
+                   (unsigned long long)head, (unsigned long long)e->done);
+  while (e->done < e->posted) {
+    const int slot = (int)(e->done % CHR_STEPS);
+    int done = 0;
+    size_t bytes = 0;
+    CHECK(e->link->ops->test(e->link, slot, &done, &bytes));
+    if (!done) break;
+    if (bytes > e->end.slotBytes) /* the plugin let more in than the slot holds: nothing to trust */
+      return chrFail(ncclRemoteError, "GPU net end from rank %d: %zu bytes received into a slot of %llu", e->peer, bytes,
+                     (unsigned long long)e->end.slotBytes);
+    e->end.sizes[slot] = bytes;
+    __atomic_store_n(e->end.tail, ++e->done, __ATOMIC_RELEASE);
+    *moved = 1;
+  }
+  while (e->posted < head + CHR_STEPS && e->posted < need) {
+    CHECK(e->link->ops->post(e->link, (int)(e->posted % CHR_STEPS), 0));
+    e->posted++;
+    *moved = 1;
+  }
+  return ncclSuccess;
+}
+
+static void failProxy(struct chrDevNet* net, int peer) {
+  WARN("comm %p rank %d: the net proxy of its GPU connections failed (rank %d: %s): its kernels are aborted",
+       (void*)net->comm, net->comm->rank, peer, chrThreadLastError());
+  atomic_store(&net->failed, 1);
+  if (net->onFail) net->onFail(net->failArg);
+}
+
+static void* proxyMain(void* arg) {
+  struct chrDevNet* net = arg;
+  uint64_t idleSince = chrNowNs(), kicks = atomic_load(&net->kicks);
+  while (!atomic_load(&net->stop)) {
+    int moved = 0;
+    if (!atomic_load(&net->failed)) {
+      pthread_mutex_lock(&net->lock);
+      for (int i = 0; i < net->nEnds; i++) {
+        struct proxyEnd* e = &net->ends[i];
+        if ((e->end.isSend ? progressSend(e, &moved) : progressRecv(e, &moved)) != ncclSuccess) {
+          failProxy(net, e->peer);
+          break;
+        }
+      }
+      pthread_mutex_unlock(&net->lock);
+    }
+    const uint64_t now = chrNowNs(), k = atomic_load_explicit(&net->kicks, memory_order_relaxed);
+    if (moved || k != kicks) {
+      idleSince = now;
+      kicks = k;
+      continue;
+    }
+    if (now - idleSince < PROXY_DROWSY_NS && !atomic_load(&net->failed)) {
+      chrIdleWait(now - idleSince);
+    } else {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return NULL;
+}
+
+/* Every new end's plugin comm: listen and send handles, receive handles, then connect and accept
+ * together (dev_net.h). comms[i] gets end i's send or recv comm; on failure every comm made is closed. */
+struct pending {
+  struct proxyEnd* e;
+  void* listen;
+  void* comm;
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+};
+
+static int endTag(const struct ncclComm* comm, const struct proxyEnd* e) {
+  return CHR_DEV_NET_TAG + (int)((comm->devGeneration & 0xffu) << 8) + e->end.key;
+}
+
+static ncclResult_t connectAll(struct ncclComm* comm, struct pending* p, int n) {
+  ncclResult_t res = ncclSuccess;
+  for (int i = 0; i < n; i++) {
+    if (p[i].e->end.isSend) continue;
+    memset(p[i].handle, 0, sizeof(p[i].handle));
+    CHECK_GOTO(chrNetListen(comm->net, comm->netDev, p[i].handle, &p[i].listen), res, fail);
+    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, p[i].e->peer, endTag(comm, p[i].e), p[i].handle, sizeof(p[i].handle)),
+               res, fail);
+  }
+  for (int i = 0; i < n; i++)
+    if (p[i].e->end.isSend)
+      CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, p[i].e->peer, endTag(comm, p[i].e), p[i].handle, sizeof(p[i].handle)),
+                 res, fail);
+  const int64_t timeoutSec = chrParamInt(CHR_P_TIMEOUT);
+  const uint64_t start = chrNowNs();
+  uint64_t lastPeerCheck = start;
+  for (;;) {
+    int left = 0, waitPeer = -1;
+    for (int i = 0; i < n; i++) {
+      if (p[i].comm) continue;
+      if (p[i].e->end.isSend) CHECK_GOTO(chrNetConnect(comm->net, comm->netDev, p[i].handle, &p[i].comm, NULL), res, fail);
+      else CHECK_GOTO(chrNetAccept(comm->net, p[i].listen, &p[i].comm, NULL), res, fail);
+      if (p[i].comm == NULL) {
+        left++;
+        waitPeer = p[i].e->peer;
+      }
+    }
+    if (left == 0) break;
+    if (comm->abortFlag) {
+      res = chrFail(ncclRemoteError, "comm %p rank %d: connecting its GPU ends to other hosts: communicator aborted",
+                    (void*)comm, comm->rank);
+      goto fail;
+    }
+    const uint64_t now = chrNowNs();
+    if (timeoutSec > 0 && now - start > (uint64_t)timeoutSec * 1000000000ull) {
+      res = chrFail(ncclTimeout, "comm %p rank %d: rank %d did not connect its GPU ends within %lld s (CHORUS_TIMEOUT)",
+                    (void*)comm, comm->rank, waitPeer, (long long)timeoutSec);
+      goto fail;
+    }
+    if (now - lastPeerCheck > 100000000ull) { /* a peer that died after sending its handle never connects */
+      lastPeerCheck = now;
+      CHECK_GOTO(chrBootstrapCheckPeer(comm->bootstrap, waitPeer), res, fail);
+    }
+    chrIdleWait(now - start);
+  }
+fail:
+  for (int i = 0; i < n; i++) {
+    if (p[i].listen) chrNetCloseListen(comm->net, p[i].listen);
+    p[i].listen = NULL;
+    if (res != ncclSuccess && p[i].comm) {
+      if (p[i].e->end.isSend) chrNetCloseSend(comm->net, p[i].comm);
+      else chrNetCloseRecv(comm->net, p[i].comm);
+      p[i].comm = NULL;
+    }
+  }
+  return res;
+}
+
+ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, struct chrDevNetEnd* const* ends,
+                          const int* nEnds) {
+  struct ncclComm* comm = net->comm;
+  if (comm->net == NULL) return chrFail(ncclInternalError, "comm %p rank %d: no net plugin open", (void*)comm, comm->rank);
+  int n = 0;
+  for (int i = 0; i < nPeers; i++) n += nEnds[i];
+  if (n == 0) return ncclSuccess;
+  struct proxyEnd* fresh = calloc((size_t)n, sizeof(*fresh));
+  struct pending* p = calloc((size_t)n, sizeof(*p));
+  ncclResult_t res = ncclSuccess;
+  if (fresh == NULL || p == NULL) {
+    res = chrFail(ncclSystemError, "comm %p rank %d: out of memory for %d GPU net ends", (void*)comm, comm->rank, n);
+    goto out;
+  }
+  for (int i = 0, k = 0; i < nPeers; i++)
+    for (int j = 0; j < nEnds[i]; j++, k++) {
+      fresh[k].end = ends[i][j];
+      fresh[k].peer = peers[i];
+      p[k].e = &fresh[k];
+    }
+  CHECK_GOTO(connectAll(comm, p, n), res, out);
+  int made = 0;
+  for (; made < n; made++) {
+    struct proxyEnd* e = &fresh[made];
+    res = chrNetLinkCreate(comm, e->end.key, e->peer, e->end.isSend, p[made].comm, (size_t)e->end.slotBytes,
+                           e->end.slots, &e->link);
+    p[made].comm = NULL; /* the link owns it now, or closed it */
+    if (res != ncclSuccess) break;
+  }
+  if (res != ncclSuccess) {
+    for (int i = 0; i < n; i++) {
+      if (fresh[i].link) fresh[i].link->ops->close(fresh[i].link);
+      if (p[i].comm) {
+        if (fresh[i].end.isSend) chrNetCloseSend(comm->net, p[i].comm);
+        else chrNetCloseRecv(comm->net, p[i].comm);
+      }
+    }
+    goto out;
+  }
+  pthread_mutex_lock(&net->lock);
+  if (net->nEnds + n > net->cap) {
+    int cap = net->cap ? net->cap : 16;
+    while (cap < net->nEnds + n) cap *= 2;
+    struct proxyEnd* grown = realloc(net->ends, sizeof(*grown) * (size_t)cap);
+    if (grown == NULL) {
+      pthread_mutex_unlock(&net->lock);
+      for (int i = 0; i < n; i++) fresh[i].link->ops->close(fresh[i].link);
+      res = chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", (void*)comm, comm->rank);
+      goto out;
+    }
+    net->ends = grown;
+    net->cap = cap;
+  }
+  memcpy(net->ends + net->nEnds, fresh, sizeof(*fresh) * (size_t)n);
+  net->nEnds += n;
+  pthread_mutex_unlock(&net->lock);
+  if (!net->running) {
+    if (pthread_create(&net->thread, NULL, proxyMain, net) != 0) {
+      res = chrFail(ncclSystemError, "comm %p rank %d: cannot start the net proxy thread of its GPU connections",
+                    (void*)comm, comm->rank);
+      goto out; /* the links stay listed: chrDevNetDestroy closes them */
+    }
+    net->running = 1;
+  }
+  for (int i = 0; i < nPeers; i++)
+    INFO(NCCL_INIT | NCCL_NET, "comm %p rank %d: GPU connections with rank %d (another host) through the net plugin: %d "
+         "ends carried by the proxy", (void*)comm, comm->rank, peers[i], nEnds[i]);
+out:
+  free(fresh);
+  free(p);
+  return res;
+}
+
+void chrDevNetDestroy(struct chrDevNet* net) {
+  if (net == NULL) return;
+  if (net->running) {
+    atomic_store(&net->stop, 1);
+    pthread_join(net->thread, NULL);
+  }
+  for (int i = 0; i < net->nEnds; i++) net->ends[i].link->ops->close(net->ends[i].link);
+  free(net->ends);
+  pthread_mutex_destroy(&net->lock);
+  free(net);
+}

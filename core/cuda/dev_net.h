@@ -1,0 +1,59 @@
+/*
+ * dev_net.h: the GPU path's connections to ranks on other hosts. Internal to core/cuda.
+ *
+ * A kernel cannot reach a GPU on another host, so each such connection end lives in host-mapped
+ * memory of its own rank (device/net_ends.cu) and a proxy thread per rank stands in for the far
+ * end, through links of the net plugin (transport/net_link.c) whose slots are those same ends:
+ *   send end:    the kernel fills slot s, writes its size, then tail = s + 1; the proxy posts the
+ *                slot to the plugin (isend) and, once the plugin is done with it, sets head = s + 1,
+ *                which gives the kernel the slot back;
+ *   receive end: the proxy keeps a receive posted in every slot the kernel has freed (up to head +
+ *                8) for the steps the kernel's current work will take (need, which the kernel
+ *                writes at the start of each work: never receives posted ahead for steps that may
+ *                not come, so a peer that destroys its comm after its last step is no error);
+ *                when one completes it writes the size received, then tail = s + 1; the kernel
+ *                checks the size against its own step and reads the slot.
+ * The proxy knows nothing of plans: it follows the words, so CUDA graph replays need nothing from
+ * the host. It runs while the rank's state exists; idle, it backs off to sleeping (a launch wakes
+ * it sooner, chrDevNetKick). A plugin error (the peer is gone, the link cut, while a step is under
+ * way) marks the state failed and calls the owner's onFail, which aborts the rank's kernels.
+ *
+ * Connecting is lazy and per peer (the first plan that names one) and cannot deadlock however the
+ * ranks' plans name their peers: first every new receive end listens and sends its handle to its
+ * peer over the bootstrap (which never waits), then every send end receives its peer's handle,
+ * then all connects and accepts are driven together.
+ */
+#ifndef CHORUS_CUDA_DEV_NET_H_
+#define CHORUS_CUDA_DEV_NET_H_
+
+#include "nccl.h"
+#include "device/launch.h" /* struct chrDevNetEnd */
+
+struct ncclComm;
+struct chrDevNet;
+
+/* Bootstrap tags of the handles: + (generation & 0xff) << 8 + the end's key. */
+#define CHR_DEV_NET_TAG 0x70000
+
+/* Makes the (idle) proxy state of a rank. onFail(arg) runs once, on the proxy thread, when the rank's
+ * connections fail. */
+ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), void* arg, struct chrDevNet** out);
+
+/* Connects ends[i][0 .. nEnds[i]) to peers[i] (each peer's ends as chrDevRankNetConnect listed them,
+ * the peer doing the same for this rank) and hands them to the proxy, which starts with the first.
+ * Blocks until every link is up (abort-aware; a dead peer fails at once, CHORUS_TIMEOUT bounds a
+ * slow one). On failure no link of the call is left. */
+ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, struct chrDevNetEnd* const* ends,
+                          const int* nEnds);
+
+/* A launch that may use the ends was queued: the proxy polls at once rather than after its nap. */
+void chrDevNetKick(struct chrDevNet* net);
+
+/* 1 once a link failed. */
+int chrDevNetFailed(const struct chrDevNet* net);
+
+/* Stops the proxy and closes every link (the ends' memory stays with the device library). No kernel
+ * may still use the ends. NULL is fine. */
+void chrDevNetDestroy(struct chrDevNet* net);
+
+#endif /* CHORUS_CUDA_DEV_NET_H_ */
