@@ -107,13 +107,16 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
     return;
   }
   /* NCCL_BUFFSIZE set by the user sizes the rings' slots as it does NCCL's; otherwise the GPU's own
-   * default. Point-to-point lanes keep half of NCCL_BUFFSIZE's step either way (256 KiB by default:
+   * default (across hosts its own too: on one H200 with two acted-out hosts, 256 KiB slots ran
+   * all-reduces at 1/8 of NCCL's rate and 2 MiB ones at NCCL's, docs/perf/gpu-net.md). Point-to-point lanes keep half of NCCL_BUFFSIZE's step either way (256 KiB by default:
    * each step ends in a system-scope fence that waits for the step's stores to land over NVLink, and
    * against 128 KiB slots 256 KiB moved 0.5-4 GB sends 4-6% faster on 2 H100s, docs/perf/gpu-2gpu.md,
    * run e2; 512 KiB made 32 MB ones slower). */
   const int64_t ncclBuff = chrParamInt(CHR_P_BUFFSIZE);
   const int userSet = strcmp(chrParamSource(CHR_P_BUFFSIZE), "default") != 0;
-  const size_t ringStep = slotBytes(userSet ? ncclBuff : chrParamInt(CHR_P_GPU_BUFFSIZE));
+  const size_t ringStep = slotBytes(userSet          ? ncclBuff
+                                    : comm->devNet ? chrParamInt(CHR_P_GPU_NET_BUFFSIZE)
+                                                   : chrParamInt(CHR_P_GPU_BUFFSIZE));
   shape->stepBytes = ringStep;
   shape->llLines = DEV_LL_LINES;
   shape->nChannels = defaultChannels(comm);

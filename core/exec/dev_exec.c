@@ -595,8 +595,24 @@ ncclResult_t chrDevExecTasks(struct chrCollTask* list) {
       if (first == ncclSuccess) first = res;
     }
   }
+  /* Comms in the order of their hashes (call order among equal ones), the same in every process: a
+   * comm whose ranks span hosts connects new GPU ends in its launch and waits there for its peers
+   * (dev_net.h), and two processes that put the same comms of a group in other orders would each wait
+   * for the other's second; so would kernels of several comms queued on one stream in other orders. */
+  int nComms = 0;
+  for (struct chrCollTask* t = list; t; t = t->next) nComms += firstOfComm(list, t);
+  struct chrCollTask* few[16]; /* the usual group: no allocation on the launch path */
+  struct chrCollTask** firsts = nComms <= 16 ? few : malloc(sizeof(*firsts) * (size_t)nComms);
+  if (firsts == NULL) return chrFail(ncclSystemError, "out of memory for a group of %d communicators", nComms);
+  nComms = 0;
   for (struct chrCollTask* t = list; t; t = t->next) {
     if (!firstOfComm(list, t)) continue;
+    int i = nComms++;
+    for (; i > 0 && firsts[i - 1]->comm->commHash > t->comm->commHash; i--) firsts[i] = firsts[i - 1];
+    firsts[i] = t;
+  }
+  for (int i = 0; i < nComms; i++) {
+    struct chrCollTask* t = firsts[i];
     if (commHasWork(list, t->comm) && t->comm->dev == NULL) continue; /* its attach failed above */
     void* kernelEvents = chrProfOn(ncclProfileKernelCh) ? chrProfKernelBegin(t->comm, list) : NULL;
     ncclResult_t res = launchComm(t->comm, list);
@@ -606,5 +622,6 @@ ncclResult_t chrDevExecTasks(struct chrCollTask* list) {
       if (first == ncclSuccess) first = res;
     }
   }
+  if (firsts != few) free(firsts);
   return first;
 }

@@ -41,7 +41,9 @@
  * state, not the one it sent before. CHORUS_TEST_LATE_RANK=R: rank R sleeps 50 ms before each call, so its peers'
  * calls (and their streams' waits) come first: a copy-engine sender then issues from its agent thread
  * after its stream already waits (with CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting, every
- * stream shares one hardware queue). Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
+ * stream shares one hardware queue). CHORUS_TEST_HOSTS=H (default 1): rank r acts out host r % H
+ * (NCCL_HOSTID), so ranks of different hosts connect through the net plugin and the GPU path's
+ * proxy (core/cuda/dev_net.h) instead of CUDA IPC. Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
  * initialises CUDA before forking). Every wait has a deadline: a hang fails, naming the case.
  */
 #include <cuda.h>
@@ -538,7 +540,7 @@ static int killRank(int rank, int n) {
 
 /* Forks the ranks before this process makes the unique id (no CUDA here at all), hands the id to each
  * through its stdin, and checks: the victim died of SIGKILL, every other rank exited 0. */
-static int runKill(int n) {
+static int runKill(int n, int hosts) {
   pid_t pids[MAX_RANKS];
   int fds[MAX_RANKS];
   for (int r = 0; r < n; r++) {
@@ -551,6 +553,11 @@ static int runKill(int n) {
       dup2(p[0], STDIN_FILENO);
       close(p[0]);
       for (int q = 0; q < r; q++) close(fds[q]);
+      if (hosts > 1) {
+        char host[32];
+        snprintf(host, sizeof host, "host%d", r % hosts);
+        setenv("NCCL_HOSTID", host, 1);
+      }
       alarm(120); /* never outlive a broken parent */
       _exit(killRank(r, n));
     }
@@ -629,7 +636,13 @@ int main(int argc, char** argv) {
     printf("%s: SKIP: fewer than %d CUDA device(s)\n", argv[0], want);
     return SKIP;
   }
-  if (!strcmp(mode, "kill")) return runKill(n);
-  if (!strcmp(mode, "onesided")) return chrLaunchRanks(n, 1, 100, oneSidedRank, NULL) ? 1 : 0;
-  return chrLaunchRanks(n, 1, 100, collsRank, NULL) ? 1 : 0;
+  const char* h = getenv("CHORUS_TEST_HOSTS");
+  const int hosts = h && *h ? atoi(h) : 1;
+  if (hosts < 1 || hosts > n) {
+    fprintf(stderr, "%s: CHORUS_TEST_HOSTS=%s (1..%d)\n", argv[0], h, n);
+    return 2;
+  }
+  if (!strcmp(mode, "kill")) return runKill(n, hosts);
+  if (!strcmp(mode, "onesided")) return chrLaunchRanks(n, hosts, 100, oneSidedRank, NULL) ? 1 : 0;
+  return chrLaunchRanks(n, hosts, 100, collsRank, NULL) ? 1 : 0;
 }
