@@ -27,15 +27,22 @@ struct proxyEnd {
   uint64_t posted, done;   /* steps handed to the plugin, steps it finished */
 };
 
-struct chrDevNet {
-  struct ncclComm* comm;
-  void (*onFail)(void* arg);
-  void* failArg;
-  pthread_mutex_t lock; /* ends, nEnds, cap */
+/* One proxy thread and the ends it drives. */
+struct proxyThread {
+  struct chrDevNet* net;
+  pthread_mutex_t lock; /* ends, nEnds, cap: chrDevNetAdd appends while the thread runs */
   struct proxyEnd* ends;
   int nEnds, cap;
   pthread_t thread;
   int running;
+};
+
+struct chrDevNet {
+  struct ncclComm* comm;
+  void (*onFail)(void* arg);
+  void* failArg;
+  int nThreads;
+  struct proxyThread threads[CHR_DEV_NET_MAX_THREADS];
   _Atomic int stop;
   _Atomic int failed;
   _Atomic uint64_t kicks;
@@ -47,7 +54,13 @@ ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), v
   net->comm = comm;
   net->onFail = onFail;
   net->failArg = arg;
-  pthread_mutex_init(&net->lock, NULL);
+  net->nThreads = (int)chrParamInt(CHR_P_GPU_NET_PROXY_THREADS);
+  if (net->nThreads < 1) net->nThreads = 1;
+  if (net->nThreads > CHR_DEV_NET_MAX_THREADS) net->nThreads = CHR_DEV_NET_MAX_THREADS;
+  for (int t = 0; t < net->nThreads; t++) {
+    net->threads[t].net = net;
+    pthread_mutex_init(&net->threads[t].lock, NULL);
+  }
   *out = net;
   return ncclSuccess;
 }
@@ -122,20 +135,21 @@ static void failProxy(struct chrDevNet* net, int peer) {
 }
 
 static void* proxyMain(void* arg) {
-  struct chrDevNet* net = arg;
+  struct proxyThread* pt = arg;
+  struct chrDevNet* net = pt->net;
   uint64_t idleSince = chrNowNs(), kicks = atomic_load(&net->kicks);
   while (!atomic_load(&net->stop)) {
     int moved = 0;
     if (!atomic_load(&net->failed)) {
-      pthread_mutex_lock(&net->lock);
-      for (int i = 0; i < net->nEnds; i++) {
-        struct proxyEnd* e = &net->ends[i];
+      pthread_mutex_lock(&pt->lock);
+      for (int i = 0; i < pt->nEnds; i++) {
+        struct proxyEnd* e = &pt->ends[i];
         if ((e->end.isSend ? progressSend(e, &moved) : progressRecv(e, &moved)) != ncclSuccess) {
-          failProxy(net, e->peer);
+          if (!atomic_exchange(&net->failed, 1)) failProxy(net, e->peer);
           break;
         }
       }
-      pthread_mutex_unlock(&net->lock);
+      pthread_mutex_unlock(&pt->lock);
     }
     const uint64_t now = chrNowNs(), k = atomic_load_explicit(&net->kicks, memory_order_relaxed);
     if (moved || k != kicks) {
@@ -151,6 +165,35 @@ static void* proxyMain(void* arg) {
     }
   }
   return NULL;
+}
+
+/* Appends n ends to a thread's list and starts it if it is not running. The ends are the thread's
+ * after this, failure or not: closed here when they could not be listed, else by chrDevNetDestroy. */
+static ncclResult_t giveEnds(struct proxyThread* pt, const struct proxyEnd* ends, int n) {
+  struct ncclComm* comm = pt->net->comm;
+  pthread_mutex_lock(&pt->lock);
+  if (pt->nEnds + n > pt->cap) {
+    int cap = pt->cap ? pt->cap : 16;
+    while (cap < pt->nEnds + n) cap *= 2;
+    struct proxyEnd* grown = realloc(pt->ends, sizeof(*grown) * (size_t)cap);
+    if (grown == NULL) {
+      pthread_mutex_unlock(&pt->lock);
+      for (int i = 0; i < n; i++) ends[i].link->ops->close(ends[i].link);
+      return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", (void*)comm, comm->rank);
+    }
+    pt->ends = grown;
+    pt->cap = cap;
+  }
+  memcpy(pt->ends + pt->nEnds, ends, sizeof(*ends) * (size_t)n);
+  pt->nEnds += n;
+  pthread_mutex_unlock(&pt->lock);
+  if (!pt->running) {
+    if (pthread_create(&pt->thread, NULL, proxyMain, pt) != 0)
+      return chrFail(ncclSystemError, "comm %p rank %d: cannot start a net proxy thread of its GPU connections",
+                     (void*)comm, comm->rank);
+    pt->running = 1;
+  }
+  return ncclSuccess;
 }
 
 /* Every new end's plugin comm: listen and send handles, receive handles, then connect and accept
@@ -263,30 +306,29 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
     }
     goto out;
   }
-  pthread_mutex_lock(&net->lock);
-  if (net->nEnds + n > net->cap) {
-    int cap = net->cap ? net->cap : 16;
-    while (cap < net->nEnds + n) cap *= 2;
-    struct proxyEnd* grown = realloc(net->ends, sizeof(*grown) * (size_t)cap);
-    if (grown == NULL) {
-      pthread_mutex_unlock(&net->lock);
-      for (int i = 0; i < n; i++) fresh[i].link->ops->close(fresh[i].link);
+  /* Ends of one key (one channel or lane) share a thread; the keys are spread over the threads, so
+   * the channels' transfers, and the plugin's work on them, run side by side. Each end goes to one
+   * thread's list (an end the list took is closed by chrDevNetDestroy, even on a failure here). */
+  for (int t = 0; t < net->nThreads && res == ncclSuccess; t++) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+      if (fresh[i].end.key % net->nThreads == t) p[k++].e = &fresh[i]; /* p[] is free now: reuse it as a list */
+    struct proxyEnd* mine = calloc((size_t)(k > 0 ? k : 1), sizeof(*mine));
+    if (mine == NULL) {
       res = chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", (void*)comm, comm->rank);
-      goto out;
+      break;
     }
-    net->ends = grown;
-    net->cap = cap;
+    for (int i = 0; i < k; i++) {
+      mine[i] = *p[i].e;
+      p[i].e->link = NULL; /* moved */
+    }
+    if (k > 0) res = giveEnds(&net->threads[t], mine, k);
+    free(mine);
   }
-  memcpy(net->ends + net->nEnds, fresh, sizeof(*fresh) * (size_t)n);
-  net->nEnds += n;
-  pthread_mutex_unlock(&net->lock);
-  if (!net->running) {
-    if (pthread_create(&net->thread, NULL, proxyMain, net) != 0) {
-      res = chrFail(ncclSystemError, "comm %p rank %d: cannot start the net proxy thread of its GPU connections",
-                    (void*)comm, comm->rank);
-      goto out; /* the links stay listed: chrDevNetDestroy closes them */
-    }
-    net->running = 1;
+  if (res != ncclSuccess) {
+    for (int i = 0; i < n; i++)
+      if (fresh[i].link) fresh[i].link->ops->close(fresh[i].link);
+    goto out;
   }
   for (int i = 0; i < nPeers; i++)
     INFO(NCCL_INIT | NCCL_NET, "comm %p rank %d: GPU connections with rank %d (another host) through the net plugin: %d "
@@ -299,12 +341,13 @@ out:
 
 void chrDevNetDestroy(struct chrDevNet* net) {
   if (net == NULL) return;
-  if (net->running) {
-    atomic_store(&net->stop, 1);
-    pthread_join(net->thread, NULL);
+  atomic_store(&net->stop, 1);
+  for (int t = 0; t < net->nThreads; t++) {
+    struct proxyThread* pt = &net->threads[t];
+    if (pt->running) pthread_join(pt->thread, NULL);
+    for (int i = 0; i < pt->nEnds; i++) pt->ends[i].link->ops->close(pt->ends[i].link);
+    free(pt->ends);
+    pthread_mutex_destroy(&pt->lock);
   }
-  for (int i = 0; i < net->nEnds; i++) net->ends[i].link->ops->close(net->ends[i].link);
-  free(net->ends);
-  pthread_mutex_destroy(&net->lock);
   free(net);
 }

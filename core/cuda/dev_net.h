@@ -2,8 +2,10 @@
  * dev_net.h: the GPU path's connections to ranks on other hosts. Internal to core/cuda.
  *
  * A kernel cannot reach a GPU on another host, so each such connection end lives in host-mapped
- * memory of its own rank (device/net_ends.cu) and a proxy thread per rank stands in for the far
- * end, through links of the net plugin (transport/net_link.c) whose slots are those same ends:
+ * memory of its own rank (device/net_ends.cu) and the rank's proxy threads stand in for the far
+ * end (CHORUS_GPU_NET_PROXY_THREADS, 2: the ends of ring channel or lane k go to thread k mod 2, so
+ * the channels' transfers, and the net plugin's work on them, run side by side), through links of
+ * the net plugin (transport/net_link.c) whose slots are those same ends:
  *   send end:    the kernel fills slot s, writes its size, then tail = s + 1; the proxy posts the
  *                slot to the plugin (isend) and, once the plugin is done with it, sets head = s + 1,
  *                which gives the kernel the slot back;
@@ -31,6 +33,9 @@
 
 struct ncclComm;
 struct chrDevNet;
+
+/* Proxy threads per rank at most (CHORUS_GPU_NET_PROXY_THREADS). */
+#define CHR_DEV_NET_MAX_THREADS 16
 
 /* Bootstrap tags of the handles: + (generation & 0xff) << 8 + the end's key. */
 #define CHR_DEV_NET_TAG 0x70000
