@@ -5,7 +5,8 @@ than float rounding.
 
   LD_PRELOAD=<build>/lib/libchorus.so python3 tests/gpu/torch_ddp.py
 
-CHORUS_TEST_GPUS=2: rank r on GPU r % 2 (the 2-GPU machine). CHORUS_TEST_TORCH_LABEL names the "nccl"
+CHORUS_TEST_GPUS=2: rank r on GPU r % 2 (the 2-GPU machine). CHORUS_TEST_HOSTS=2: rank r acts out host
+r % 2 (NCCL_HOSTID), so the ranks' GPU traffic crosses the net plugin. CHORUS_TEST_TORCH_LABEL names the "nccl"
 library in the table (default "chorus"; "nvidia" when run without the preload), and
 CHORUS_TEST_TORCH_JSON=<file> also writes the trajectories as JSON, so runs on Chorus and on NVIDIA's
 library can be put side by side.
@@ -27,6 +28,9 @@ def train(rank, world, backend, nonblocking, port, out):
     os.environ["MASTER_PORT"] = str(port)
     os.environ["TORCH_NCCL_USE_COMM_NONBLOCKING"] = "1" if nonblocking else "0"
     gpu = rank % int(os.environ.get("CHORUS_TEST_GPUS", "1"))
+    hosts = int(os.environ.get("CHORUS_TEST_HOSTS", "1"))  # act out hosts: the GPU path's net proxy
+    if hosts > 1:
+        os.environ["NCCL_HOSTID"] = "host%d" % (rank % hosts)
     torch.cuda.set_device(gpu)
     dev = torch.device("cuda", gpu)
     if backend == "nccl":

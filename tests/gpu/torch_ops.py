@@ -15,7 +15,8 @@ Each operation's result is printed to stderr as it completes (a hang shows where
 CHORUS_TEST_TORCH_TIMEOUT (seconds, default 300): how long each rank's process may take before it is killed.
 CHORUS_TEST_EXPECT_FD=1 (0): after the 80 MiB operations each process must (must not) serve
 descriptors of its GPU memory (Chorus's copy-engine receives into expandable segments shared by file
-descriptor: an abstract Unix socket named chorus-fd-*).
+descriptor: an abstract Unix socket named chorus-fd-*). CHORUS_TEST_HOSTS=2: rank r acts out host r % 2
+(NCCL_HOSTID), so the GPU traffic crosses the net plugin through Chorus's proxy (no copy engine then).
 """
 import os
 import sys
@@ -205,6 +206,9 @@ def run(rank, world, port, nonblocking, results):
     os.environ["MASTER_PORT"] = str(port)
     os.environ["TORCH_NCCL_USE_COMM_NONBLOCKING"] = "1" if nonblocking else "0"
     gpu = rank % int(os.environ.get("CHORUS_TEST_GPUS", "1"))  # 2 on the 2-GPU machine
+    hosts = int(os.environ.get("CHORUS_TEST_HOSTS", "1"))  # act out hosts: the GPU path's net proxy
+    if hosts > 1:
+        os.environ["NCCL_HOSTID"] = "host%d" % (rank % hosts)
     torch.cuda.set_device(gpu)
     dev = torch.device("cuda", gpu)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
