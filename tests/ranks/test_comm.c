@@ -34,14 +34,7 @@
 #include <unistd.h>
 #include "launch.h"
 #include "nccl.h"
-
-#define EXPECT(cond)                                                                           \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, ncclGetLastError(NULL)); \
-      return 1;                                                                                \
-    }                                                                                          \
-  } while (0)
+#include "rank_data.h" /* EXPECT */
 
 /* Sum all-reduce of rank-dependent data, checked exactly. */
 static int checkAllReduce(ncclComm_t comm, int rank, int nranks, size_t count) {

@@ -24,14 +24,8 @@
 #include <sys/socket.h>
 #include "launch.h"
 #include "nccl.h"
+#include "rank_data.h" /* EXPECT */
 
-#define EXPECT(cond)                                                                                            \
-  do {                                                                                                          \
-    if (!(cond)) {                                                                                              \
-      fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, ncclGetLastError(NULL)); \
-      return 1;                                                                                                 \
-    }                                                                                                           \
-  } while (0)
 #define CHECK_OK(call) EXPECT((call) == ncclSuccess)
 
 #define MAX_RANKS 64
