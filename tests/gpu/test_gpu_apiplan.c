@@ -6,7 +6,10 @@
  * sends on channel 2k and receives on 2k + 1, in round order), and the plans of all ranks run through the reference simulation
  * (gpu_sim.c: 8-slot connections, channels strictly in order, deadlocks detected) on host memory;
  * the outputs must match the test's reference. Also: the partition of a group's tasks into host and
- * device tasks. The copy-engine checks (gpu.apiplan.cesend.*, gpu.apiplan.ceallreduce.*) are in
+ * device tasks. CHORUS_TEST_NET=1 (gpu.apiplan.net.*): the comms are marked as spanning hosts
+ * (comm->devNet), so the plans take the shape of ranks connected through the net proxy (2 channels,
+ * one lane, 2 MiB ring slots) and must be SIMPLE everywhere, sends and receives included, with no
+ * copy-engine work; the simulation checks their outputs as for any plan. The copy-engine checks (gpu.apiplan.cesend.*, gpu.apiplan.ceallreduce.*) are in
  * apiplan_engine.c.
  */
 #include <stdio.h>
@@ -33,6 +36,7 @@ static long treeWorks, lanedWorks; /* works of the double binary tree; of sends/
 static long splitPlans;            /* rank plans the launcher cuts into several launches */
 static long selfCopyWorks;         /* a rank's send to itself and receive from itself as local copies */
 static long engineWorks;           /* of those, the ones for the copy engine (CHR_WORK_ENGINE) */
+static long transferEngineWorks;   /* sends and receives between ranks on the copy engine */
 static long pairWorks;             /* 2-rank all-reduces in one exchange (CHR_PAT_PAIR_ALLREDUCE) */
 static long simplePairWorks;       /* ... of them SIMPLE (CHORUS_GPU_PAIR_MAX_BYTES) */
 static const char* pairMaxEnv;     /* CHORUS_GPU_PAIR_MAX_BYTES as the test runs with it, or NULL */
@@ -92,9 +96,24 @@ static int checkTuned(const char* name, int rank, const struct chrCollTask* t) {
  * ranks, else the ring; LL up to 512 KiB, and for an all-reduce on n > 2 ranks up to 512 KiB x n/2. */
 static long ruleTasks;
 
+/* CHORUS_TEST_NET: every task SIMPLE (the proxy carries no LL). */
+static int netMode;
+static long netTasks;
+
+static int checkNet(const char* name, int rank, const struct chrCollTask* t) {
+  if (!netMode || t->comm->nRanks == 1) return 0;
+  if (t->proto != CHR_PROTO_SIMPLE) {
+    fprintf(stderr, "FAIL %s: rank %d: func %d planned %s on a comm that spans hosts (SIMPLE only)\n", name, rank,
+            (int)t->func, chrProtoName(t->proto));
+    return 1;
+  }
+  netTasks++;
+  return 0;
+}
+
 static int checkDefaultRule(const char* name, int rank, const struct chrCollTask* t) {
   static const char* const overrides[] = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_TUNER_PLUGIN", "CHORUS_GPU_LL_MAX_BYTES",
-                                          "CHORUS_GPU_TREE_MAX_BYTES"};
+                                          "CHORUS_GPU_TREE_MAX_BYTES", "CHORUS_TEST_NET"};
   for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++)
     if (getenv(overrides[i])) return 0;
   const int n = t->comm->nRanks;
@@ -228,7 +247,7 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
       if (chrPlanTask(t) != ncclSuccess) {
         fprintf(stderr, "FAIL %s: rank %d: planning: %s\n", c->name, r, ncclGetLastError(NULL));
         return 1;
-      } else if (checkTuned(c->name, r, t) || checkDefaultRule(c->name, r, t)) {
+      } else if (checkTuned(c->name, r, t) || checkDefaultRule(c->name, r, t) || checkNet(c->name, r, t)) {
         return 1;
       }
     if (chrDevBuildLaunch(comms[r], head, 0, &plans[r]) != ncclSuccess) {
@@ -256,6 +275,9 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
     if (checkLaunchCuts(c->name, r, &plans[r], &launches, collLaunch[r])) return 1;
     if (launches > 1) splitPlans++;
     for (int ch = 0, at = 0; ch < CHR_DEV_MAX_CHANNELS; at += plans[r].nP2p[ch], ch++)
+      for (int i = at; i < at + plans[r].nP2p[ch]; i++)
+        transferEngineWorks += plans[r].p2p[i].pattern != CHR_PAT_LOCAL && (plans[r].p2p[i].flags & CHR_WORK_ENGINE);
+    for (int ch = 0, at = 0; ch < CHR_DEV_MAX_CHANNELS; at += plans[r].nP2p[ch], ch++)
       for (int i = ch == 0 ? lead : at; i < at + plans[r].nP2p[ch]; i++) { /* the broadcasts' engine copies left out */
         const struct chrWork* wk = &plans[r].p2p[i];
         selfCopyWorks += wk->pattern == CHR_PAT_LOCAL;
@@ -282,7 +304,7 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
           fprintf(stderr, "FAIL %s: rank %d: pattern %d only copies but carries op %d\n", c->name, r, wk->pattern, wk->op);
           return 1;
         }
-        size_t cap = wk->proto == 0 ? 4096 * 8 : 512 * 1024;
+        size_t cap = wk->proto == 0 ? 4096 * 8 : netMode ? 2048 * 1024 : 512 * 1024; /* across hosts: 2 MiB slots */
         if (wk->len > 0 && wk->nLinks > 0 && (wk->chunkElems == 0 || wk->chunkElems * wk->typeSize > cap)) {
           fprintf(stderr, "FAIL %s: rank %d: steps of %llu elements do not fit the slot\n", c->name, r,
                   (unsigned long long)wk->chunkElems);
@@ -385,6 +407,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: ncclCommInitAll: %s\n", ncclGetLastError(NULL));
     return 1;
   }
+  netMode = getenv("CHORUS_TEST_NET") != NULL;
+  for (int r = 0; r < n; r++) comms[r]->devNet = netMode;
   char* sendA[MAX_RANKS];
   char* recvA[MAX_RANKS];
   static uint64_t scalars[MAX_RANKS * NC_MAX_OPS];
@@ -411,7 +435,12 @@ int main(int argc, char** argv) {
   /* The paths this test is run for must have been taken: sends over several lanes (the cases hold
    * sends of MBs), and the tree when NCCL_ALGO leaves the all-reduce only the tree. */
   const char* algo = getenv("NCCL_ALGO");
-  if (lanedWorks == 0) {
+  if (netMode && (netTasks == 0 || transferEngineWorks > 0)) {
+    fprintf(stderr, "FAIL: CHORUS_TEST_NET: %ld tasks checked SIMPLE, %ld copy-engine transfers (none expected)\n",
+            netTasks, transferEngineWorks);
+    failures++;
+  }
+  if (lanedWorks == 0 && !netMode) { /* across hosts a comm has one lane */
     fprintf(stderr, "FAIL: no send or receive was planned over more than one lane\n");
     failures++;
   }
@@ -427,13 +456,14 @@ int main(int argc, char** argv) {
   }
   /* Default settings on 3+ ranks: the small all-reduces take the tree (CHORUS_GPU_TREE_MAX_BYTES). */
   const char* treeMax = getenv("CHORUS_GPU_TREE_MAX_BYTES");
-  if (n >= 3 && !algo && !getenv("NCCL_TUNER_PLUGIN") && !(treeMax && atoi(treeMax) == 0) && treeWorks == 0) {
+  if (n >= 3 && !algo && !netMode && !getenv("NCCL_TUNER_PLUGIN") && !(treeMax && atoi(treeMax) == 0) &&
+      treeWorks == 0) {
     fprintf(stderr, "FAIL: no small all-reduce on %d ranks was planned on the tree\n", n);
     failures++;
   }
   /* Default settings on 2 ranks: the small all-reduces exchange once (LL). */
   const char* proto = getenv("NCCL_PROTO");
-  if (n == 2 && !algo && !proto && !getenv("NCCL_TUNER_PLUGIN") && pairWorks == 0) {
+  if (n == 2 && !algo && !proto && !netMode && !getenv("NCCL_TUNER_PLUGIN") && pairWorks == 0) {
     fprintf(stderr, "FAIL: no small all-reduce on 2 ranks was planned as one exchange\n");
     failures++;
   }
