@@ -167,26 +167,34 @@ static void* proxyMain(void* arg) {
   return NULL;
 }
 
-/* Appends n ends to a thread's list and starts it if it is not running. The ends are the thread's
- * after this, failure or not: closed here when they could not be listed, else by chrDevNetDestroy. */
-static ncclResult_t giveEnds(struct proxyThread* pt, const struct proxyEnd* ends, int n) {
-  struct ncclComm* comm = pt->net->comm;
+/* Appends thread t's share of ends[0 .. n) (the ends whose key % nThreads is t) to its list and
+ * starts it if it is not running. The ends given are the thread's after this, failure or not (their
+ * link is cleared in ends[]): closed here when they could not be listed, else by chrDevNetDestroy. */
+static ncclResult_t giveEnds(struct chrDevNet* net, int t, struct proxyEnd* ends, int n) {
+  struct proxyThread* pt = &net->threads[t];
+  struct ncclComm* comm = net->comm;
+  int k = 0;
+  for (int i = 0; i < n; i++) k += ends[i].end.key % net->nThreads == t;
+  if (k == 0) return ncclSuccess;
   pthread_mutex_lock(&pt->lock);
-  if (pt->nEnds + n > pt->cap) {
+  struct proxyEnd* list = pt->ends;
+  if (pt->nEnds + k > pt->cap) {
     int cap = pt->cap ? pt->cap : 16;
-    while (cap < pt->nEnds + n) cap *= 2;
-    struct proxyEnd* grown = realloc(pt->ends, sizeof(*grown) * (size_t)cap);
-    if (grown == NULL) {
-      pthread_mutex_unlock(&pt->lock);
-      for (int i = 0; i < n; i++) ends[i].link->ops->close(ends[i].link);
-      return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", (void*)comm, comm->rank);
+    while (cap < pt->nEnds + k) cap *= 2;
+    list = realloc(pt->ends, sizeof(*list) * (size_t)cap);
+    if (list != NULL) {
+      pt->ends = list;
+      pt->cap = cap;
     }
-    pt->ends = grown;
-    pt->cap = cap;
   }
-  memcpy(pt->ends + pt->nEnds, ends, sizeof(*ends) * (size_t)n);
-  pt->nEnds += n;
+  for (int i = 0; i < n; i++) {
+    if (ends[i].end.key % net->nThreads != t) continue;
+    if (list == NULL) ends[i].link->ops->close(ends[i].link);
+    else pt->ends[pt->nEnds++] = ends[i];
+    ends[i].link = NULL;
+  }
   pthread_mutex_unlock(&pt->lock);
+  if (list == NULL) return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", (void*)comm, comm->rank);
   if (!pt->running) {
     if (pthread_create(&pt->thread, NULL, proxyMain, pt) != 0)
       return chrFail(ncclSystemError, "comm %p rank %d: cannot start a net proxy thread of its GPU connections",
@@ -307,24 +315,8 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
     goto out;
   }
   /* Ends of one key (one channel or lane) share a thread; the keys are spread over the threads, so
-   * the channels' transfers, and the plugin's work on them, run side by side. Each end goes to one
-   * thread's list (an end the list took is closed by chrDevNetDestroy, even on a failure here). */
-  for (int t = 0; t < net->nThreads && res == ncclSuccess; t++) {
-    int k = 0;
-    for (int i = 0; i < n; i++)
-      if (fresh[i].end.key % net->nThreads == t) p[k++].e = &fresh[i]; /* p[] is free now: reuse it as a list */
-    struct proxyEnd* mine = calloc((size_t)(k > 0 ? k : 1), sizeof(*mine));
-    if (mine == NULL) {
-      res = chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", (void*)comm, comm->rank);
-      break;
-    }
-    for (int i = 0; i < k; i++) {
-      mine[i] = *p[i].e;
-      p[i].e->link = NULL; /* moved */
-    }
-    if (k > 0) res = giveEnds(&net->threads[t], mine, k);
-    free(mine);
-  }
+   * the channels' transfers, and the plugin's work on them, run side by side. */
+  for (int t = 0; t < net->nThreads && res == ncclSuccess; t++) res = giveEnds(net, t, fresh, n);
   if (res != ncclSuccess) {
     for (int i = 0; i < n; i++)
       if (fresh[i].link) fresh[i].link->ops->close(fresh[i].link);

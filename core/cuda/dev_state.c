@@ -120,12 +120,10 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   shape->stepBytes = ringStep;
   shape->llLines = DEV_LL_LINES;
   shape->nChannels = defaultChannels(comm);
+  /* Every channel and lane to another host is a net connection and proxy work. */
+  if (comm->devNet && shape->nChannels > (int)chrParamInt(CHR_P_GPU_NET_CHANNELS))
+    shape->nChannels = (int)chrParamInt(CHR_P_GPU_NET_CHANNELS);
   shape->p2pLanes = p2pLanes(comm->nRanks, shape->nChannels);
-  if (comm->devNet) { /* every channel and lane to another host is a net connection and proxy work */
-    const int cap = (int)chrParamInt(CHR_P_GPU_NET_CHANNELS);
-    if (shape->nChannels > cap) shape->nChannels = cap;
-    if (shape->p2pLanes > shape->nChannels / 2) shape->p2pLanes = shape->nChannels / 2 > 0 ? shape->nChannels / 2 : 1;
-  }
   const size_t p2pStep = slotBytes(ncclBuff) / 2;
   shape->p2pStepBytes = p2pStep < 4096 ? 4096 : p2pStep & ~(size_t)4095;
   shape->copyEngine = !comm->devNet && (chrParamInt(CHR_P_GPU_CE_MIN_BYTES) > 0 || chrParamInt(CHR_P_GPU_CE_BCAST_MIN_BYTES) > 0 ||

@@ -582,34 +582,54 @@ static int commHasWork(struct chrCollTask* list, const struct ncclComm* comm) {
   return 0;
 }
 
+/* The first task of each comm in the list into *firsts (few, or an allocation when the group has
+ * more comms), in the order of the comms' hashes (call order among equal ones), the same in every
+ * process: a comm whose ranks span hosts connects new GPU ends in its launch and waits there for its
+ * peers (dev_net.h), and two processes that put the same comms of a group in other orders would each
+ * wait for the other's second; so would kernels of several comms queued on one stream in other orders. */
+static ncclResult_t commsInOrder(struct chrCollTask* list, struct chrCollTask** few, int nFew,
+                                 struct chrCollTask*** firsts, int* nComms) {
+  struct chrCollTask** arr = few;
+  int n = 0, cap = nFew;
+  for (struct chrCollTask* t = list; t; t = t->next) {
+    if (!firstOfComm(list, t)) continue;
+    if (n == cap) { /* the usual group fits in few: no allocation on the launch path */
+      struct chrCollTask** grown = malloc(sizeof(*grown) * (size_t)cap * 2);
+      if (grown == NULL) {
+        if (arr != few) free(arr);
+        return chrFail(ncclSystemError, "out of memory for a group of more than %d communicators", n);
+      }
+      memcpy(grown, arr, sizeof(*grown) * (size_t)n);
+      if (arr != few) free(arr);
+      arr = grown;
+      cap *= 2;
+    }
+    int i = n++;
+    for (; i > 0 && arr[i - 1]->comm->commHash > t->comm->commHash; i--) arr[i] = arr[i - 1];
+    arr[i] = t;
+  }
+  *firsts = arr;
+  *nComms = n;
+  return ncclSuccess;
+}
+
 ncclResult_t chrDevExecTasks(struct chrCollTask* list) {
   ncclResult_t first = ncclSuccess;
+  struct chrCollTask* few[16];
+  struct chrCollTask** firsts = NULL;
+  int nComms = 0;
+  CHECK(commsInOrder(list, few, 16, &firsts, &nComms));
   /* Every comm attaches before any connects: in IPC mode an attach sends the rank's blob to its peers,
    * and a thread that drives several ranks of one comm must send all of theirs before it waits for
    * one. A comm that fails here launches nothing. */
-  for (struct chrCollTask* t = list; t; t = t->next) {
-    if (!firstOfComm(list, t) || !commHasWork(list, t->comm) || t->comm->dev) continue;
+  for (int i = 0; i < nComms; i++) {
+    struct chrCollTask* t = firsts[i];
+    if (!commHasWork(list, t->comm) || t->comm->dev) continue;
     ncclResult_t res = chrDevCommAttach(t->comm);
     if (res != ncclSuccess) {
       noteFailure(t->comm, res);
       if (first == ncclSuccess) first = res;
     }
-  }
-  /* Comms in the order of their hashes (call order among equal ones), the same in every process: a
-   * comm whose ranks span hosts connects new GPU ends in its launch and waits there for its peers
-   * (dev_net.h), and two processes that put the same comms of a group in other orders would each wait
-   * for the other's second; so would kernels of several comms queued on one stream in other orders. */
-  int nComms = 0;
-  for (struct chrCollTask* t = list; t; t = t->next) nComms += firstOfComm(list, t);
-  struct chrCollTask* few[16]; /* the usual group: no allocation on the launch path */
-  struct chrCollTask** firsts = nComms <= 16 ? few : malloc(sizeof(*firsts) * (size_t)nComms);
-  if (firsts == NULL) return chrFail(ncclSystemError, "out of memory for a group of %d communicators", nComms);
-  nComms = 0;
-  for (struct chrCollTask* t = list; t; t = t->next) {
-    if (!firstOfComm(list, t)) continue;
-    int i = nComms++;
-    for (; i > 0 && firsts[i - 1]->comm->commHash > t->comm->commHash; i--) firsts[i] = firsts[i - 1];
-    firsts[i] = t;
   }
   for (int i = 0; i < nComms; i++) {
     struct chrCollTask* t = firsts[i];
