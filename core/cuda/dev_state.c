@@ -126,12 +126,14 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
   shape->p2pLanes = p2pLanes(comm->nRanks, shape->nChannels);
   const size_t p2pStep = slotBytes(ncclBuff) / 2;
   shape->p2pStepBytes = p2pStep < 4096 ? 4096 : p2pStep & ~(size_t)4095;
-  shape->copyEngine = !comm->devNet && (chrParamInt(CHR_P_GPU_CE_MIN_BYTES) > 0 || chrParamInt(CHR_P_GPU_CE_BCAST_MIN_BYTES) > 0 ||
+  shape->copyEngine = chrDevCommEngineAllowed(comm) && (chrParamInt(CHR_P_GPU_CE_MIN_BYTES) > 0 || chrParamInt(CHR_P_GPU_CE_BCAST_MIN_BYTES) > 0 ||
                                         chrParamInt(CHR_P_GPU_CE_ALLREDUCE_MIN_BYTES) > 0);
   shape->ceWaitUs = (int)chrParamInt(CHR_P_GPU_CE_WAIT_US);
   shape->ceShareFd = (int)chrParamInt(CHR_P_GPU_CE_SHARE_FD);
   shape->cePull = (int)chrParamInt(CHR_P_GPU_CE_PULL);
 }
+
+int chrDevCommEngineAllowed(const struct ncclComm* comm) { return !comm->devNet; }
 
 static ncclResult_t createShared(struct ncclComm* comm, const struct chrDevLib* lib, struct chrDevShared** out) {
   struct chrDevShared* s = calloc(1, sizeof(*s));

@@ -63,6 +63,10 @@ struct chrDevRankState {
 /* The message for device buffers of a comm the GPU path cannot serve. */
 #define CHR_DEV_NOT_LOCAL_MSG "device buffers need a GPU at every rank (some rank of this communicator has none)"
 
+/* Whether a comm may send on the copy engines at all: not when it spans hosts (the engines' transfers
+ * meet in mailboxes of one host's memory). The planner and the shape both ask this. */
+int chrDevCommEngineAllowed(const struct ncclComm* comm);
+
 /* The shape a comm's device state has (or will have). */
 void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape);
 

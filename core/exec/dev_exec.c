@@ -324,8 +324,7 @@ ncclResult_t chrDevBuildLaunch(struct ncclComm* comm, struct chrCollTask* list, 
   memset(p, 0, sizeof(*p));
   pairSelfTasks(comm, list);
   const uint64_t engineMin = (uint64_t)chrParamInt(CHR_P_GPU_SELF_COPY_ENGINE);
-  /* No copy-engine transfers on a comm that spans hosts (its mailboxes live in one host's memory). */
-  const uint64_t ceOn = comm->devNet ? 0 : 1;
+  const uint64_t ceOn = chrDevCommEngineAllowed(comm) ? 1 : 0;
   const uint64_t ceMin = ceOn * (uint64_t)chrParamInt(CHR_P_GPU_CE_MIN_BYTES);
   const uint64_t ceBcastOwn = ceOn * (uint64_t)chrParamInt(CHR_P_GPU_CE_BCAST_MIN_BYTES);
   const uint64_t ceBcastMin = ceBcastOwn > 0 ? ceBcastOwn : ceMin;

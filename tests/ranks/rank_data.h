@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "nccl.h"
+#include "../test_mix.h"
 
 #define EXPECT(cond)                                                                                        \
   do {                                                                                                      \
@@ -21,12 +22,7 @@
 
 /* Small enough that sums over up to 16 ranks are exact in int32. */
 static inline int32_t rankValue(unsigned round, int r, size_t i) {
-  uint64_t x = ((uint64_t)round << 40) ^ ((uint64_t)(r + 1) << 32) ^ (uint64_t)i;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
+  const uint64_t x = chrTestFinalMix(((uint64_t)round << 40) ^ ((uint64_t)(r + 1) << 32) ^ (uint64_t)i);
   return (int32_t)(x & 0xffff) - 0x8000;
 }
 

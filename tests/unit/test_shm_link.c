@@ -34,6 +34,7 @@
 #include "util/idle.h"
 #include "log/log.h"
 #include "transport/shm_link.h"
+#include "../test_mix.h"
 
 #define S CHR_STEPS
 #define STEP 4096
@@ -54,28 +55,21 @@ static int gScale = 1;
 
 /* ---- data pattern: every byte depends on (source rank, task, step, position) ---- */
 
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
 
 static size_t stepBytes(int src, uint64_t task, uint64_t step) {
-  uint64_t h = mix((uint64_t)src * 1000003u + task * 7919u + step);
+  uint64_t h = chrTestFinalMix((uint64_t)src * 1000003u + task * 7919u + step);
   if (h % 17 == 0) return 0;
   if (h % 5 == 0) return STEP;
   return (size_t)(h >> 8) % STEP + 1;
 }
 
 static void fillStep(unsigned char* p, size_t n, int src, uint64_t task, uint64_t step) {
-  uint64_t h = mix(((uint64_t)src << 48) ^ (task << 20) ^ step);
+  uint64_t h = chrTestFinalMix(((uint64_t)src << 48) ^ (task << 20) ^ step);
   for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(h + i * 131 + (i >> 8));
 }
 
 static int checkStep(const unsigned char* p, size_t n, int src, uint64_t task, uint64_t step) {
-  uint64_t h = mix(((uint64_t)src << 48) ^ (task << 20) ^ step);
+  uint64_t h = chrTestFinalMix(((uint64_t)src << 48) ^ (task << 20) ^ step);
   for (size_t i = 0; i < n; i++)
     if (p[i] != (unsigned char)(h + i * 131 + (i >> 8))) return 0;
   return 1;
@@ -243,7 +237,7 @@ static void rankData(int rank) {
   connectLinks(&comm, 1, 1, &d);
   d.slowConsumer = 1;
   for (uint64_t task = 0; task < 600; task++) {
-    uint64_t n = mix(task) % (3 * S + 4); /* 0 .. 3S+3 steps: wraps, restarts at slot 0 each task */
+    uint64_t n = chrTestFinalMix(task) % (3 * S + 4); /* 0 .. 3S+3 steps: wraps, restarts at slot 0 each task */
     startTask(&d, task, n, n);
     runTask(&d);
   }
