@@ -162,8 +162,9 @@ __device__ bool chrDevPrepareStep(const struct chrDevComm* comm, struct chrDevSh
       while (chrLdAcquireSys(s.tail) <= s.pos)
         if (ab.poll()) return false;
       /* A net end's bytes came from another host: a step of another size means the ranks disagree
-       * on the call (or the bytes are not ours), and reading the slot would take stale data. */
-      if (s.sizes && s.sizes[slot] != st.count * w.typeSize) {
+       * on the call (or the bytes are not ours), and reading the slot would take stale data. The word
+       * is rewritten every CHR_DEV_STEPS steps, so it is read as the slot is, never from L1. */
+      if (s.sizes && chrLdRelaxedSys(s.sizes + slot) != st.count * w.typeSize) {
         chrDevFail(comm, sh, CHR_DEV_ERR_NET_SIZE);
         return false;
       }

@@ -150,7 +150,7 @@ NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
     return res;
   }
   /* Host-buffer work completes before each call returns; GPU work is waited for here. */
-  ncclResult_t res = chrDevCommWait(comm, "ncclCommFinalize");
+  ncclResult_t res = chrDevCommFlush(comm, "ncclCommFinalize");
   if (res != ncclSuccess) chrCommNoteError(comm);
   return res;
 }

@@ -52,6 +52,10 @@ void chrDevIpcKick(struct chrDevIpc* ipc) {
   if (ipc) chrDevNetKick(ipc->net);
 }
 
+ncclResult_t chrDevIpcDrain(struct ncclComm* comm, const char* func) {
+  return comm->dev && comm->dev->ipc ? chrDevNetDrain(comm->dev->ipc->net, func) : ncclSuccess;
+}
+
 ncclResult_t chrDevIpcAttach(struct ncclComm* comm, struct chrDevRankState* st, const struct chrDevLib* lib) {
   const int n = comm->nRanks, me = comm->rank;
   struct chrDevIpc* x = calloc(1, sizeof(*x));

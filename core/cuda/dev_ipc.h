@@ -49,6 +49,10 @@ void chrDevIpcKick(struct chrDevIpc* ipc);
  * marks them failed. */
 void chrDevIpcAbort(struct ncclComm* comm, const struct chrDevLib* lib);
 
+/* Waits until the net proxy, if any, has delivered every step the rank's kernels sent to other hosts
+ * (chrDevNetDrain). */
+ncclResult_t chrDevIpcDrain(struct ncclComm* comm, const char* func);
+
 /* Stops watching the comm and frees st->ipc (not the library's rank). */
 void chrDevIpcDetach(struct ncclComm* comm);
 

@@ -167,34 +167,34 @@ static void* proxyMain(void* arg) {
   return NULL;
 }
 
-/* Appends thread t's share of ends[0 .. n) (the ends whose key % nThreads is t) to its list and
- * starts it if it is not running. The ends given are the thread's after this, failure or not (their
- * link is cleared in ends[]): closed here when they could not be listed, else by chrDevNetDestroy. */
-static ncclResult_t giveEnds(struct chrDevNet* net, int t, struct proxyEnd* ends, int n) {
-  struct proxyThread* pt = &net->threads[t];
-  struct ncclComm* comm = net->comm;
+/* Thread t's share of ends[0 .. n): the ends whose key % nThreads is t. Ends of one key (one channel
+ * or lane) share a thread; the keys are spread over the threads, so the channels' transfers, and the
+ * plugin's work on them, run side by side. */
+static int shareOf(const struct chrDevNet* net, int t, const struct proxyEnd* ends, int n) {
   int k = 0;
   for (int i = 0; i < n; i++) k += ends[i].end.key % net->nThreads == t;
-  if (k == 0) return ncclSuccess;
+  return k;
+}
+
+/* Room for `more` ends in thread t's list, and the thread running: everything that can fail, done
+ * before any end is listed, so a failure leaves no end of the call with the proxy. */
+static ncclResult_t readyThread(struct chrDevNet* net, int t, int more) {
+  struct proxyThread* pt = &net->threads[t];
+  struct ncclComm* comm = net->comm;
   pthread_mutex_lock(&pt->lock);
-  struct proxyEnd* list = pt->ends;
-  if (pt->nEnds + k > pt->cap) {
+  int ok = 1;
+  if (pt->nEnds + more > pt->cap) {
     int cap = pt->cap ? pt->cap : 16;
-    while (cap < pt->nEnds + k) cap *= 2;
-    list = realloc(pt->ends, sizeof(*list) * (size_t)cap);
-    if (list != NULL) {
+    while (cap < pt->nEnds + more) cap *= 2;
+    struct proxyEnd* list = realloc(pt->ends, sizeof(*list) * (size_t)cap);
+    ok = list != NULL;
+    if (ok) {
       pt->ends = list;
       pt->cap = cap;
     }
   }
-  for (int i = 0; i < n; i++) {
-    if (ends[i].end.key % net->nThreads != t) continue;
-    if (list == NULL) ends[i].link->ops->close(ends[i].link);
-    else pt->ends[pt->nEnds++] = ends[i];
-    ends[i].link = NULL;
-  }
   pthread_mutex_unlock(&pt->lock);
-  if (list == NULL) return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", (void*)comm, comm->rank);
+  if (!ok) return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", (void*)comm, comm->rank);
   if (!pt->running) {
     if (pthread_create(&pt->thread, NULL, proxyMain, pt) != 0)
       return chrFail(ncclSystemError, "comm %p rank %d: cannot start a net proxy thread of its GPU connections",
@@ -202,6 +202,19 @@ static ncclResult_t giveEnds(struct chrDevNet* net, int t, struct proxyEnd* ends
     pt->running = 1;
   }
   return ncclSuccess;
+}
+
+/* Lists thread t's share of ends[0 .. n) (room was made by readyThread); their links are the
+ * thread's now (closed by chrDevNetDestroy) and cleared in ends[]. */
+static void listEnds(struct chrDevNet* net, int t, struct proxyEnd* ends, int n) {
+  struct proxyThread* pt = &net->threads[t];
+  pthread_mutex_lock(&pt->lock);
+  for (int i = 0; i < n; i++) {
+    if (ends[i].end.key % net->nThreads != t) continue;
+    pt->ends[pt->nEnds++] = ends[i];
+    ends[i].link = NULL;
+  }
+  pthread_mutex_unlock(&pt->lock);
 }
 
 /* Every new end's plugin comm: listen and send handles, receive handles, then connect and accept
@@ -258,7 +271,12 @@ static ncclResult_t connectAll(struct ncclComm* comm, struct pending* p, int n) 
     }
     if (now - lastPeerCheck > 100000000ull) { /* a peer that died after sending its handle never connects */
       lastPeerCheck = now;
-      CHECK_GOTO(chrBootstrapCheckPeer(comm->bootstrap, waitPeer), res, fail);
+      int checked = -1; /* every peer still pending (its ends are adjacent): a dead one must not wait behind a slow one */
+      for (int i = 0; i < n; i++)
+        if (p[i].comm == NULL && p[i].e->peer != checked) {
+          checked = p[i].e->peer;
+          CHECK_GOTO(chrBootstrapCheckPeer(comm->bootstrap, checked), res, fail);
+        }
     }
     chrIdleWait(now - start);
   }
@@ -314,14 +332,16 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
     }
     goto out;
   }
-  /* Ends of one key (one channel or lane) share a thread; the keys are spread over the threads, so
-   * the channels' transfers, and the plugin's work on them, run side by side. */
-  for (int t = 0; t < net->nThreads && res == ncclSuccess; t++) res = giveEnds(net, t, fresh, n);
+  for (int t = 0; t < net->nThreads && res == ncclSuccess; t++) {
+    const int k = shareOf(net, t, fresh, n);
+    if (k > 0) res = readyThread(net, t, k);
+  }
   if (res != ncclSuccess) {
     for (int i = 0; i < n; i++)
       if (fresh[i].link) fresh[i].link->ops->close(fresh[i].link);
     goto out;
   }
+  for (int t = 0; t < net->nThreads; t++) listEnds(net, t, fresh, n);
   for (int i = 0; i < nPeers; i++)
     INFO(NCCL_INIT | NCCL_NET, "comm %p rank %d: GPU connections with rank %d (another host) through the net plugin: %d "
          "ends carried by the proxy", (void*)comm, comm->rank, peers[i], nEnds[i]);
@@ -329,6 +349,50 @@ out:
   free(fresh);
   free(p);
   return res;
+}
+
+/* The peer of a send end whose published steps the plugin has not all finished, or -1. */
+static int sendsLeft(struct chrDevNet* net) {
+  int peer = -1;
+  for (int t = 0; t < net->nThreads && peer < 0; t++) {
+    struct proxyThread* pt = &net->threads[t];
+    pthread_mutex_lock(&pt->lock);
+    for (int i = 0; i < pt->nEnds && peer < 0; i++) {
+      const struct proxyEnd* e = &pt->ends[i];
+      if (e->end.isSend && e->done < __atomic_load_n(e->end.tail, __ATOMIC_ACQUIRE)) peer = e->peer;
+    }
+    pthread_mutex_unlock(&pt->lock);
+  }
+  return peer;
+}
+
+ncclResult_t chrDevNetDrain(struct chrDevNet* net, const char* func) {
+  if (net == NULL) return ncclSuccess;
+  struct ncclComm* comm = net->comm;
+  const uint64_t timeoutNs = (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull, start = chrNowNs();
+  int warned = 0;
+  for (;;) {
+    if (atomic_load(&net->failed))
+      return chrFail(ncclRemoteError, "%s: comm %p rank %d: its net proxy failed before its last GPU sends to other "
+                     "hosts were delivered", func, (void*)comm, comm->rank);
+    const int peer = sendsLeft(net);
+    if (peer < 0) return ncclSuccess;
+    if (comm->abortFlag)
+      return chrFail(ncclRemoteError, "%s: comm %p rank %d: aborted with GPU sends to rank %d not delivered", func,
+                     (void*)comm, comm->rank, peer);
+    const uint64_t now = chrNowNs();
+    if (timeoutNs && now - start > timeoutNs)
+      return chrFail(ncclTimeout, "%s: comm %p rank %d: rank %d did not take its last GPU steps within %llu s "
+                     "(CHORUS_TIMEOUT)", func, (void*)comm, comm->rank, peer,
+                     (unsigned long long)(timeoutNs / 1000000000ull));
+    if (!warned && now - start > 10000000000ull) {
+      warned = 1;
+      WARN("%s: comm %p rank %d: still waiting after 10 s for rank %d (another host) to take the last GPU steps sent "
+           "to it", func, (void*)comm, comm->rank, peer);
+    }
+    chrDevNetKick(net); /* keeps the proxy from napping while it has steps to send */
+    chrIdleWait(now - start);
+  }
 }
 
 void chrDevNetDestroy(struct chrDevNet* net) {

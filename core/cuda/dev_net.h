@@ -57,6 +57,12 @@ void chrDevNetKick(struct chrDevNet* net);
 /* 1 once a link failed. */
 int chrDevNetFailed(const struct chrDevNet* net);
 
+/* Waits until the proxy has carried every step the kernels published on the send ends: a kernel ends
+ * with up to 8 steps per end still in this host's memory, which only the proxy can deliver, so a
+ * finalize or destroy that stopped it then would lose the peer's data (NCCL's finalize flushes its
+ * proxy too). Fails when a link fails, the comm is aborted, or CHORUS_TIMEOUT passes. NULL is fine. */
+ncclResult_t chrDevNetDrain(struct chrDevNet* net, const char* func);
+
 /* Stops the proxy and closes every link (the ends' memory stays with the device library). No kernel
  * may still use the ends. NULL is fine. */
 void chrDevNetDestroy(struct chrDevNet* net);

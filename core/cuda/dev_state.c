@@ -233,6 +233,22 @@ static int rankBroken(const struct chrDevRankState* st) {
   return st->shared ? atomic_load(&st->shared->broken) : chrDevIpcFailed(st->ipc);
 }
 
+static void abortRank(struct ncclComm* comm, const struct chrDevLib* lib);
+
+static const char* kernelErrorText(uint32_t kerr) {
+  switch (kerr) {
+    case CHR_DEV_ERR_BAD_LINK: return "a work named a link the rank has no connection for";
+    case CHR_DEV_ERR_ENGINE:
+      return "a copy-engine send could not run: a receive buffer the sender could neither open by CUDA IPC nor map by "
+             "file descriptor (CHORUS_GPU_CE_SHARE_FD=0 stages such buffers), sizes that differ between the ends, or a "
+             "failed CUDA call";
+    case CHR_DEV_ERR_NET_SIZE:
+      return "a step received from another host had another size than this rank's step: the ranks disagree on the "
+             "call (count, datatype or order of calls)";
+    default: return "unknown";
+  }
+}
+
 ncclResult_t chrDevCommPoll(struct ncclComm* comm) {
   struct chrDevRankState* st = comm->dev;
   if (st == NULL) return ncclSuccess;
@@ -241,15 +257,13 @@ ncclResult_t chrDevCommPoll(struct ncclComm* comm) {
   const struct chrDevLib* lib = chrDevLibGet();
   uint32_t kerr = lib->rankKernelError(st->rank);
   if (kerr != 0) {
-    chrFail(ncclInternalError, "comm %p rank %d: a kernel reported error %u (%s)", (void*)comm, comm->rank, kerr,
-            kerr == CHR_DEV_ERR_BAD_LINK ? "a work named a link the rank has no connection for"
-            : kerr == CHR_DEV_ERR_ENGINE ? "a copy-engine send could not run: a receive buffer the sender could "
-                                           "neither open by CUDA IPC nor map by file descriptor (CHORUS_GPU_CE_SHARE_FD=0 "
-                                           "stages such buffers), sizes that "
-                                           "differ between the ends, or a failed CUDA call"
-                                         : "unknown");
-    chrCommSetAsyncError(comm, ncclInternalError);
-    return ncclInternalError;
+    /* Only the failing CTA stopped: the rank's other CTAs and the kernels queued behind it would wait
+     * on connections now out of step, so they are aborted too. */
+    abortRank(comm, lib);
+    const ncclResult_t res = kerr == CHR_DEV_ERR_NET_SIZE ? ncclRemoteError : ncclInternalError;
+    chrFail(res, "comm %p rank %d: a kernel reported error %u (%s)", (void*)comm, comm->rank, kerr, kernelErrorText(kerr));
+    chrCommSetAsyncError(comm, res);
+    return res;
   }
   if (rankBroken(st) && !comm->abortFlag && !atomic_load(&comm->revoked)) { /* a revoke breaks it on purpose */
     chrFail(ncclRemoteError, "comm %p rank %d: another rank of this communicator was aborted (or timed out) while "
@@ -291,12 +305,24 @@ ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func) {
            "kernels", func, (void*)comm, comm->rank, (unsigned long long)(timeoutNs / 1000000000ull));
       abortRank(comm, lib);
     }
+    if (abortSeen == 0 && lib->rankKernelError(st->rank) != 0) { /* a CTA failed: see chrDevCommPoll */
+      abortRank(comm, lib);
+      abortSeen = now;
+    }
     if (abortSeen == 0 && (comm->abortFlag || rankBroken(st))) abortSeen = now;
     if (abortSeen && now - abortSeen > DEV_ABORT_GRACE_NS)
       return chrFail(ncclInternalError, "%s: comm %p rank %d: aborted GPU work did not finish within %llu s", func,
                      (void*)comm, comm->rank, (unsigned long long)(DEV_ABORT_GRACE_NS / 1000000000ull));
     chrIdleWait(now - start);
   }
+}
+
+ncclResult_t chrDevCommFlush(struct ncclComm* comm, const char* func) {
+  CHECK(chrDevCommWait(comm, func));
+  if (comm->dev == NULL || comm->abortFlag || atomic_load(&comm->revoked) || atomic_load(&comm->asyncError) != ncclSuccess)
+    return ncclSuccess; /* nothing that can be delivered: the peers give up on this rank as on a dead one */
+  CHECK(chrDevCommPoll(comm)); /* a kernel that failed leaves its connections out of step: no drain */
+  return chrDevIpcDrain(comm, func);
 }
 
 void chrDevCommAbort(struct ncclComm* comm) {
@@ -361,6 +387,8 @@ void chrDevCommDetach(struct ncclComm* comm) {
   const struct chrDevLib* lib = chrDevLibGet();
   ncclResult_t res = chrDevCommWait(comm, "ncclCommDestroy");
   if (res == ncclSuccess) logEngineCounts(comm, lib);
+  if (res == ncclSuccess && chrDevCommFlush(comm, "ncclCommDestroy") != ncclSuccess) /* kernels done: frees anyway */
+    WARN("comm %p rank %d: destroyed without flushing its GPU work: %s", (void*)comm, comm->rank, chrThreadLastError());
   if (res != ncclSuccess) /* kernels of this rank may still run: freeing their memory could fault the GPU */
     WARN("comm %p rank %d: leaving its GPU state allocated (its kernels did not finish)", (void*)comm, comm->rank);
   if (st->shared) {

@@ -95,6 +95,10 @@ ncclResult_t chrDevCommPoll(struct ncclComm* comm);
  * when set, then the rank's kernels are aborted; IPC mode: a dead peer aborts them too). */
 ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func);
 
+/* ncclCommFinalize and ncclCommDestroy: chrDevCommWait, then, unless the comm was aborted, revoked or
+ * has failed, until the net proxy has delivered what the kernels sent to other hosts. */
+ncclResult_t chrDevCommFlush(struct ncclComm* comm, const char* func);
+
 /* ncclCommAbort: raise the device abort word of this rank and of every rank of the comm in this
  * process (their kernels return within milliseconds) and mark them failed. Ranks in other processes
  * see this rank's bootstrap close when the comm is freed and abort through their watchdog. */

@@ -16,6 +16,11 @@
  *                            wait for it inside an all-reduce kernel: each survivor's comm must report
  *                            an error (ncclCommGetAsyncError) within a deadline, its stream must drain,
  *                            its next call must fail, and ncclCommAbort must return promptly
+ *   test_gpu_procs drain N   (with CHORUS_TEST_HOSTS) rank 0 sends 64 MiB to every other rank, waits for
+ *                            its stream and destroys its comm at once (finalizing first when N is 3);
+ *                            the receivers post their receives 300 ms late, so rank 0's kernel ends
+ *                            with up to 16 MiB per peer still in its pinned slots, which only its net
+ *                            proxy can deliver: every receiver must get every element, and no error
  * Processes on one GPU are time-sliced by the driver (milliseconds per flag round trip), so the case
  * list is short. CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (exits 77 when fewer are
  * present); with ranks spread so, each process must end holding a context on its own GPU only (the
@@ -604,6 +609,60 @@ static int runKill(int n, int hosts) {
   return bad;
 }
 
+static float drainValue(size_t i) { return (float)(i % 1000003u) - 500000.0f; }
+
+static int drainRank(int rank, int n, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  myRank = rank;
+  const size_t count = 16u << 20; /* 64 MiB of floats */
+  float* host = malloc(count * sizeof(float));
+  float* buf = NULL;
+  cudaStream_t s;
+  ncclComm_t comm;
+  if (host == NULL) return 1;
+  CUDA_OK(cudaSetDevice(gpuOf(rank)));
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CUDA_OK(cudaMalloc((void**)&buf, count * sizeof(float)));
+  NCCL_OK(ncclCommInitRank(&comm, n, *id, rank));
+  if (rank == 0) {
+    for (size_t i = 0; i < count; i++) host[i] = drainValue(i);
+    CUDA_OK(cudaMemcpy(buf, host, count * sizeof(float), cudaMemcpyHostToDevice));
+    NCCL_OK(ncclGroupStart());
+    for (int p = 1; p < n; p++) NCCL_OK(ncclSend(buf, count, ncclFloat32, p, comm, s));
+    NCCL_OK(ncclGroupEnd());
+    if (waitStream(s, WAIT_S) != 0) return 1;
+    const double t0 = chrLaunchNowSec();
+    if (n == 3) NCCL_OK(ncclCommFinalize(comm));
+    NCCL_OK(ncclCommDestroy(comm));
+    printf("gpu.procs drain n=%d: rank 0's %s returned after %.3f s\n", n, n == 3 ? "finalize and destroy" : "destroy",
+           chrLaunchNowSec() - t0);
+  } else {
+    usleep(300 * 1000);
+    CUDA_OK(cudaMemset(buf, 0, count * sizeof(float)));
+    NCCL_OK(ncclRecv(buf, count, ncclFloat32, 0, comm, s));
+    if (waitStream(s, WAIT_S) != 0) return 1;
+    ncclResult_t async = ncclSuccess;
+    NCCL_OK(ncclCommGetAsyncError(comm, &async));
+    if (async != ncclSuccess) {
+      fprintf(stderr, "FAIL rank %d: the receive from rank 0 failed: %s: %s\n", rank, ncclGetErrorString(async),
+              ncclGetLastError(comm));
+      return 1;
+    }
+    CUDA_OK(cudaMemcpy(host, buf, count * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; i++)
+      if (host[i] != drainValue(i)) {
+        fprintf(stderr, "FAIL rank %d: element %zu of rank 0's send is %g, expected %g\n", rank, i, (double)host[i],
+                (double)drainValue(i));
+        return 1;
+      }
+    NCCL_OK(ncclCommDestroy(comm));
+  }
+  cudaFree(buf);
+  cudaStreamDestroy(s);
+  free(host);
+  return 0;
+}
+
 /* Are there the GPUs CHORUS_TEST_GPUS asks for (default 1)? Asked in a child: this process must not
  * initialise CUDA before it forks the ranks. */
 static int haveGpus(int want) {
@@ -622,8 +681,9 @@ static int haveGpus(int want) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   const int n = argc > 2 ? atoi(argv[2]) : 2;
-  if (n < 2 || n > MAX_RANKS || (strcmp(mode, "colls") && strcmp(mode, "kill") && strcmp(mode, "onesided"))) {
-    fprintf(stderr, "usage: %s colls|kill|onesided N (2..%d)\n", argv[0], MAX_RANKS);
+  if (n < 2 || n > MAX_RANKS ||
+      (strcmp(mode, "colls") && strcmp(mode, "kill") && strcmp(mode, "onesided") && strcmp(mode, "drain"))) {
+    fprintf(stderr, "usage: %s colls|kill|onesided|drain N (2..%d)\n", argv[0], MAX_RANKS);
     return 2;
   }
   const char* g = getenv("CHORUS_TEST_GPUS");
@@ -644,5 +704,6 @@ int main(int argc, char** argv) {
   }
   if (!strcmp(mode, "kill")) return runKill(n, hosts);
   if (!strcmp(mode, "onesided")) return chrLaunchRanks(n, hosts, 100, oneSidedRank, NULL) ? 1 : 0;
+  if (!strcmp(mode, "drain")) return chrLaunchRanks(n, hosts, 100, drainRank, NULL) ? 1 : 0;
   return chrLaunchRanks(n, hosts, 100, collsRank, NULL) ? 1 : 0;
 }

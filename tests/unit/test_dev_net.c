@@ -11,6 +11,10 @@
  *          doze, and a kick wakes it. Every byte is checked against (source, destination, key, step).
  *   kill   the same, but the last rank exits abruptly after 40 steps: every other rank's proxy must
  *          report the failure (onFail) within 10 s, and its waiting "kernels" then give up.
+ *   drain  rank 0 only sends (8 steps of up to 4 MiB per end, more than the sockets buffer), the others
+ *          only receive, starting 300 ms late; rank 0's "kernels" end with every step still in its
+ *          slots, as a kernel does, and rank 0 then drains and destroys its proxy at once: every byte
+ *          must still arrive (a destroy that stopped the proxy first lost them).
  * The receiving threads announce their steps in works of 37 (need), as the kernel does per work; in
  * "data" the ranks that finish first close their comms, which must be no error for the others.
  */
@@ -25,11 +29,15 @@
 #include "launch.h"
 #include "log/log.h"
 #include "util/idle.h"
+#include "../test_mix.h"
 
 #define KEYS 2
-#define STEPS 400
-#define SLOT 16384
 #define KILL_AFTER 40
+#define DRAIN_LATE_US 300000
+
+enum { MODE_DATA, MODE_KILL, MODE_DRAIN };
+static int gMode;
+static uint64_t gSteps = 400, gSlot = 16384; /* drain: 8 steps of 4 MiB slots */
 
 #define FAIL(...)                                                              \
   do {                                                                         \
@@ -39,30 +47,22 @@
     return 1;                                                                  \
   } while (0)
 
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
 
 /* The size of step s from src to dst on key: both ends compute it (as both kernels walk one program). */
 static uint64_t stepBytes(int src, int dst, int key, uint64_t s) {
-  uint64_t h = mix(((uint64_t)src << 48) ^ ((uint64_t)dst << 32) ^ ((uint64_t)key << 24) ^ s);
+  uint64_t h = chrTestFinalMix(((uint64_t)src << 48) ^ ((uint64_t)dst << 32) ^ ((uint64_t)key << 24) ^ s);
   switch (h % 8) {
   case 0: return 0;
-  case 1: return SLOT;
-  default: return (h >> 8) % (SLOT + 1);
+  case 1: return gSlot;
+  default: return (h >> 8) % (gSlot + 1);
   }
 }
 static unsigned char byteAt(int src, int dst, int key, uint64_t s, uint64_t i) {
-  return (unsigned char)mix(((uint64_t)src << 56) ^ ((uint64_t)dst << 48) ^ ((uint64_t)key << 40) ^ (s << 20) ^ i);
+  return (unsigned char)chrTestFinalMix(((uint64_t)src << 56) ^ ((uint64_t)dst << 48) ^ ((uint64_t)key << 40) ^ (s << 20) ^ i);
 }
 
 struct rankState {
-  int rank, nranks, kill;
+  int rank, nranks;
   _Atomic int failed; /* onFail ran */
   struct chrDevNet* net;
 };
@@ -99,14 +99,15 @@ static void* kernelMain(void* arg) {
 static void kernelBody(struct kernel* k) {
   const int me = k->rs->rank, key = k->end.key;
   unsigned seed = (unsigned)(me * 131 + k->peer * 7 + key + (k->end.isSend ? 1000 : 0));
-  for (uint64_t s = 0; s < STEPS; s++) {
-    if (k->rs->kill && me == k->rs->nranks - 1 && s == KILL_AFTER) _exit(0); /* sockets close, no goodbye */
-    if (s == STEPS / 2) { /* everyone pauses: the proxy dozes off, then is kicked awake */
+  for (uint64_t s = 0; s < gSteps; s++) {
+    if (gMode == MODE_KILL && me == k->rs->nranks - 1 && s == KILL_AFTER) _exit(0); /* sockets close, no goodbye */
+    if (gMode != MODE_DRAIN && s == gSteps / 2) { /* everyone pauses: the proxy dozes off, then is kicked awake */
       usleep(150000);
       chrDevNetKick(k->rs->net);
     }
+    if (gMode == MODE_DRAIN && !k->end.isSend && s == 0) usleep(DRAIN_LATE_US); /* the receiver starts late */
     if (!k->end.isSend && s % WORK == 0)
-      __atomic_store_n(k->end.need, s + WORK < STEPS ? s + WORK : STEPS, __ATOMIC_RELEASE);
+      __atomic_store_n(k->end.need, s + WORK < gSteps ? s + WORK : gSteps, __ATOMIC_RELEASE);
     const int slot = (int)(s % 8);
     char* data = k->end.slots + (size_t)slot * k->end.slotBytes;
     if (k->end.isSend) {
@@ -140,37 +141,54 @@ static void kernelBody(struct kernel* k) {
 /* One end as device/net_ends.cu lays it out: a control page, then 8 slots. */
 static char* makeEnd(struct chrDevNetEnd* e, int isSend, int key) {
   char* block = NULL;
-  if (posix_memalign((void**)&block, 4096, 4096 + 8 * SLOT) != 0) return NULL;
-  memset(block, 0, 4096 + 8 * SLOT);
-  *e = (struct chrDevNetEnd){isSend, key, block + 4096, SLOT, (uint64_t*)block, (uint64_t*)(block + 64),
+  if (posix_memalign((void**)&block, 4096, 4096 + 8 * gSlot) != 0) return NULL;
+  memset(block, 0, 4096 + 8 * gSlot);
+  *e = (struct chrDevNetEnd){isSend, key, block + 4096, gSlot, (uint64_t*)block, (uint64_t*)(block + 64),
                              (uint64_t*)(block + 128), (uint64_t*)(block + 192)};
   return block;
 }
 
+/* The ends of this rank with peer p, as `per` entries (0: none): in data and kill a send and a
+ * receive end per key; in drain rank 0 sends to everyone and the others receive from rank 0. */
+static int endsWith(int rank, int p, int j, int* isSend) {
+  if (gMode != MODE_DRAIN) {
+    *isSend = j % 2 == 0;
+    return 1;
+  }
+  if (rank != 0 && p != 0) return 0;
+  *isSend = rank == 0;
+  return 1;
+}
+
 static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
-  struct rankState rs = {rank, nranks, *(int*)arg, 0, NULL};
+  (void)arg;
+  struct rankState rs = {rank, nranks, 0, NULL};
   ncclComm_t comm = NULL;
   if (ncclCommInitRank(&comm, nranks, *id, rank) != ncclSuccess) FAIL("init");
   if (comm->net == NULL) FAIL("no net plugin opened for a comm of %d hosts", nranks);
   if (chrDevNetCreate(comm, onFail, &rs, &rs.net) != ncclSuccess) FAIL("create");
-  const int per = 2 * KEYS, nPeers = nranks - 1;
-  struct chrDevNetEnd* ends = calloc((size_t)nPeers * per, sizeof(*ends));
-  struct chrDevNetEnd** lists = calloc((size_t)nPeers, sizeof(*lists));
-  char** blocks = calloc((size_t)nPeers * per, sizeof(*blocks));
-  struct kernel* ks = calloc((size_t)nPeers * per, sizeof(*ks));
-  int* peers = calloc((size_t)nPeers, sizeof(int));
-  int* nEnds = calloc((size_t)nPeers, sizeof(int));
+  const int per = gMode == MODE_DRAIN ? KEYS : 2 * KEYS, maxPeers = nranks - 1;
+  struct chrDevNetEnd* ends = calloc((size_t)maxPeers * per, sizeof(*ends));
+  struct chrDevNetEnd** lists = calloc((size_t)maxPeers, sizeof(*lists));
+  char** blocks = calloc((size_t)maxPeers * per, sizeof(*blocks));
+  struct kernel* ks = calloc((size_t)maxPeers * per, sizeof(*ks));
+  int* peers = calloc((size_t)maxPeers, sizeof(int));
+  int* nEnds = calloc((size_t)maxPeers, sizeof(int));
   if (!ends || !lists || !blocks || !ks || !peers || !nEnds) FAIL("out of memory");
-  for (int i = 0, p = 0; p < nranks; p++) {
-    if (p == rank) continue;
-    peers[i] = p;
-    nEnds[i] = per;
-    lists[i] = ends + (size_t)i * per;
+  int nPeers = 0;
+  for (int p = 0; p < nranks; p++) {
+    int isSend = 0;
+    if (p == rank || !endsWith(rank, p, 0, &isSend)) continue;
+    peers[nPeers] = p;
+    nEnds[nPeers] = per;
+    lists[nPeers] = ends + (size_t)nPeers * per;
     for (int j = 0; j < per; j++) {
-      blocks[i * per + j] = makeEnd(&lists[i][j], j % 2 == 0, j / 2);
-      if (blocks[i * per + j] == NULL) FAIL("out of memory");
+      endsWith(rank, p, j, &isSend);
+      const int key = gMode == MODE_DRAIN ? j : j / 2;
+      blocks[nPeers * per + j] = makeEnd(&lists[nPeers][j], isSend, key);
+      if (blocks[nPeers * per + j] == NULL) FAIL("out of memory");
     }
-    i++;
+    nPeers++;
   }
   if (chrDevNetAdd(rs.net, nPeers, peers, lists, nEnds) != ncclSuccess) FAIL("connecting %d peers", nPeers);
   pthread_t* th = calloc((size_t)nPeers * per, sizeof(pthread_t));
@@ -187,7 +205,7 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   }
   const double took = chrLaunchNowSec() - t0;
   if (bad) FAIL("%d ends saw wrong data", bad);
-  if (rs.kill) {
+  if (gMode == MODE_KILL) {
     /* The dead rank's peers must all have failed (its links are gone) and none may hang. */
     if (!atomic_load(&rs.failed) || !chrDevNetFailed(rs.net)) FAIL("the proxy never reported the dead rank");
     if (took > 10.0) FAIL("the failure took %.1f s to reach the kernels", took);
@@ -195,7 +213,14 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
            nPeers * per, took);
   } else {
     if (gaveUp || atomic_load(&rs.failed)) FAIL("the proxy failed: %d ends gave up", gaveUp);
-    printf("rank %d: %d ends x %d steps through the proxy, every byte right (%.2f s)\n", rank, nPeers * per, STEPS, took);
+    if (gMode == MODE_DRAIN && rank == 0) { /* the "kernels" are done, their last steps still in the slots */
+      const double d0 = chrLaunchNowSec();
+      if (chrDevNetDrain(rs.net, "test") != ncclSuccess) FAIL("drain");
+      printf("rank 0: the drain took %.2f s (the receivers start %.2f s late)\n", chrLaunchNowSec() - d0,
+             DRAIN_LATE_US / 1e6);
+    }
+    printf("rank %d: %d ends x %llu steps through the proxy, every byte right (%.2f s)\n", rank, nPeers * per,
+           (unsigned long long)gSteps, took);
   }
   chrDevNetDestroy(rs.net);
   ncclCommAbort(comm); /* a killed peer leaves nothing to finalize with */
@@ -205,11 +230,18 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3 || (strcmp(argv[1], "data") != 0 && strcmp(argv[1], "kill") != 0)) {
-    fprintf(stderr, "usage: %s data|kill <nranks>\n", argv[0]);
+  const char* modes[] = {"data", "kill", "drain"};
+  gMode = -1;
+  for (int m = 0; argc == 3 && m < 3; m++)
+    if (strcmp(argv[1], modes[m]) == 0) gMode = m;
+  const int n = argc == 3 ? atoi(argv[2]) : 0;
+  if (gMode < 0 || n < 2 || n > 8) {
+    fprintf(stderr, "usage: %s data|kill|drain <nranks 2..8>\n", argv[0]);
     return 2;
   }
-  int kill = strcmp(argv[1], "kill") == 0, n = atoi(argv[2]);
-  if (n < 2 || n > 8) return 2;
-  return chrLaunchRanks(n, n, 90, rankMain, &kill);
+  if (gMode == MODE_DRAIN) {
+    gSteps = 8;
+    gSlot = 4u << 20;
+  }
+  return chrLaunchRanks(n, n, 90, rankMain, NULL);
 }
