@@ -80,6 +80,8 @@ struct ncclComm {
    * send/recv; trees use one index per tree, so two trees can use the same peer at once. */
   struct chrLink** p2pSend[CHR_P2P_CONNS];
   struct chrLink** p2pRecv[CHR_P2P_CONNS];
+  uint64_t directSteps;        /* steps the executor moved straight from or into user buffers (exec/direct.h),
+                                  logged at destroy */
 
   struct chrUserRedOp userOps[CHR_MAX_USER_REDOPS];
 

@@ -16,6 +16,9 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm->initThreadStarted) comm->abortFlag = 1; /* makes a bootstrap still waiting give up quickly */
   chrCommReapInitThread(comm, 1);
   chrDevCommDetach(comm); /* waits for this rank's GPU work first */
+  if (comm->directSteps)
+    INFO(NCCL_NET, "comm %p rank %d: %llu steps moved straight from or into user buffers over the net", (void*)comm,
+         comm->rank, (unsigned long long)comm->directSteps);
   chrTransportCloseAll(comm);
   chrProfDetach(comm);      /* finalize; before the net plugin, whose library may carry it */
   chrPlanTunerDetach(comm); /* before the net plugin: the tuner may live in its library */

@@ -31,6 +31,7 @@
 #include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
+#include "exec/direct.h"
 #include "exec/links.h"
 #include "profile/profile.h"
 
@@ -41,6 +42,7 @@ struct linkState {
   uint64_t nRecvs, recvPosted, recvDone, recvConsumed; /* recv links */
   uint64_t sendPosted, sendDone;                       /* send links */
   size_t recvBytes[CHR_STEPS];
+  struct chrDirectLink direct; /* steps that move user memory without the slots (direct.h) */
   struct chrProfLinkOp prof; /* profiler events of this link (prof.prof NULL: none) */
 };
 
@@ -91,14 +93,16 @@ static ncclResult_t resolveOp(struct chrCollTask* t) {
   return ncclSuccess;
 }
 
-/* v = recv[0] OP .. OP recv[k-1] OP pre(local), written to out and every send slot. */
-static void runStep(const struct chrCollTask* t, const struct chrStep* st, void** sendSlots, const void** recvSlots) {
+/* v = recv[0] OP .. OP recv[k-1] OP pre(local), written to out and to the nSlots send slots (the
+ * step's sends that go through a slot). */
+static void runStep(const struct chrCollTask* t, const struct chrStep* st, int nSlots, void** sendSlots,
+                    const void** recvSlots) {
   size_t bytes = st->count * t->typeSize;
   const void* local = st->localOff >= 0 ? (const char*)t->sendbuff + (size_t)st->localOff * t->typeSize : NULL;
   void* outs[CHR_STEP_MAX_LINKS + 1];
   int nOuts = 0;
   if (st->outOff >= 0) outs[nOuts++] = (char*)t->recvbuff + (size_t)st->outOff * t->typeSize;
-  for (int i = 0; i < st->nSend; i++) outs[nOuts++] = sendSlots[i];
+  for (int i = 0; i < nSlots; i++) outs[nOuts++] = sendSlots[i];
   if (nOuts == 0 || st->count == 0) return;
   int nTerms = st->nRecv + (local != NULL);
   int needPost = st->final && t->op.kind == chrRedSumPostDiv;
@@ -128,7 +132,9 @@ static void runStep(const struct chrCollTask* t, const struct chrStep* st, void*
 
 static int slotOf(const struct linkState* ls, uint64_t k) { return (int)((ls->base + k) % CHR_STEPS); }
 
-static ncclResult_t linkProgress(struct linkState* ls, int* progressed) {
+/* Link i of channel c of task t. */
+static ncclResult_t linkProgress(const struct chrCollTask* t, int c, struct chanState* cs, int i, int* progressed) {
+  struct linkState* ls = &cs->links[i];
   struct chrLink* l = ls->link;
   if (ls->isSend) {
     while (ls->sendDone < ls->sendPosted) {
@@ -146,7 +152,16 @@ static ncclResult_t linkProgress(struct linkState* ls, int* progressed) {
   while (ls->recvPosted < ls->nRecvs && ls->recvPosted < ls->recvConsumed + CHR_STEPS) {
     int slot = slotOf(ls, ls->recvPosted);
     if (ls->prof.prof) chrProfStepStart(&ls->prof, l, slot, ls->recvPosted, 0);
-    CHECK(l->ops->post(l, slot, l->stepSize));
+    size_t bytes = 0;
+    void* mh = NULL;
+    char* into = chrDirectRecvInto(&ls->direct, t, c, i, cs->nSteps, &bytes, &mh);
+    ls->direct.into[slot] = into;
+    if (into) {
+      CHECK(l->ops->postUser(l, slot, into, bytes, mh));
+      t->comm->directSteps++;
+    } else {
+      CHECK(l->ops->post(l, slot, l->stepSize));
+    }
     ls->recvPosted++;
     *progressed = 1;
   }
@@ -169,14 +184,16 @@ static ncclResult_t linkProgress(struct linkState* ls, int* progressed) {
 
 /* One pass over one channel of a task. */
 static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanState* cs, int* progressed) {
-  for (int i = 0; i < cs->nLinks; i++) CHECK(linkProgress(&cs->links[i], progressed));
+  for (int i = 0; i < cs->nLinks; i++) CHECK(linkProgress(t, c, cs, i, progressed));
   while (cs->step < cs->nSteps) {
     struct chrStep st;
     chrWorkStep(&t->works[c], t->comm->ringOrder, cs->step, &st);
     const void* recvSlots[CHR_STEP_MAX_LINKS];
-    void* sendSlots[CHR_STEP_MAX_LINKS];
+    void* sendSlots[CHR_STEP_MAX_LINKS]; /* the sends through a slot */
+    const char* sendFrom[CHR_STEP_MAX_LINKS]; /* per send: user memory it goes from directly, or NULL */
+    void* sendMh[CHR_STEP_MAX_LINKS];
     size_t expect = st.count * t->typeSize;
-    int ready = 1;
+    int ready = 1, nSlots = 0, recvDirect = 0;
     for (int i = 0; i < st.nRecv && ready; i++) {
       struct linkState* ls = &cs->links[st.recv[i]];
       if (ls->recvConsumed >= ls->recvDone) { ready = 0; break; }
@@ -184,19 +201,24 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
       if (ls->recvBytes[slot] != expect)
         return chrFail(ncclRemoteError, "pattern %d: rank %d sent %zu bytes on channel %d step %llu, expected %zu (ranks disagree on the call?)",
                        (int)t->works[c].pattern, ls->link->peer, ls->recvBytes[slot], c, (unsigned long long)cs->step, expect);
-      recvSlots[i] = ls->link->slots[slot];
+      recvDirect = ls->direct.into[slot] != NULL; /* the data is in the output already (one receive) */
+      recvSlots[i] = recvDirect ? ls->direct.into[slot] : ls->link->slots[slot];
     }
     for (int i = 0; i < st.nSend && ready; i++) {
       struct linkState* ls = &cs->links[st.send[i]];
       if (ls->sendPosted - ls->sendDone >= CHR_STEPS) { ready = 0; break; }
-      sendSlots[i] = ls->link->slots[slotOf(ls, ls->sendPosted)];
+      sendFrom[i] = chrDirectSendFrom(&ls->direct, t, &st, &sendMh[i]);
+      if (sendFrom[i] == NULL) sendSlots[nSlots++] = ls->link->slots[slotOf(ls, ls->sendPosted)];
     }
     if (!ready) break;
     for (int i = 0; i < st.nSend; i++) { /* a send step waits for its data while the step computes it */
       struct linkState* ls = &cs->links[st.send[i]];
       if (ls->prof.prof) chrProfStepStart(&ls->prof, ls->link, slotOf(ls, ls->sendPosted), ls->sendPosted, 1);
     }
-    runStep(t, &st, sendSlots, recvSlots);
+    if (recvDirect) /* received straight into the output: only the sends through a slot need the bytes */
+      for (int i = 0; i < nSlots; i++) memcpy(sendSlots[i], recvSlots[0], expect);
+    else
+      runStep(t, &st, nSlots, sendSlots, recvSlots);
     for (int i = 0; i < st.nSend; i++) {
       struct linkState* ls = &cs->links[st.send[i]];
       int slot = slotOf(ls, ls->sendPosted);
@@ -204,7 +226,12 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
         chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendPeerWait_v4, expect); /* the slot was free */
         chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendWait, expect);
       }
-      CHECK(ls->link->ops->post(ls->link, slot, expect));
+      if (sendFrom[i]) {
+        CHECK(ls->link->ops->postUser(ls->link, slot, (void*)sendFrom[i], expect, sendMh[i]));
+        t->comm->directSteps++;
+      } else {
+        CHECK(ls->link->ops->post(ls->link, slot, expect));
+      }
       ls->sendPosted++;
     }
     for (int i = 0; i < st.nRecv; i++) {
@@ -329,6 +356,7 @@ static ncclResult_t taskProgress(struct taskRun* tr, int* progressed) {
       for (int i = 0; i < tr->ch[c].nLinks; i++) {
         struct linkState* ls = &tr->ch[c].links[i];
         ls->link->seq = ls->base + (ls->isSend ? ls->sendPosted : ls->nRecvs);
+        chrDirectStop(&ls->direct, ls->link);
       }
     tr->finished = 1;
     *progressed = 1;
@@ -346,6 +374,8 @@ static ncclResult_t commProgress(struct commRun* run, int* progressed) {
       CHECK(tryStart(run, k, &started));
       if (!started) continue;
       *progressed = 1;
+      for (int c = 0; c < tr->task->nChannels; c++)
+        for (int i = 0; i < tr->ch[c].nLinks; i++) chrDirectStart(&tr->ch[c].links[i].direct, tr->ch[c].links[i].link, tr->task);
       if (chrProfOn(CHR_PROF_NEED_OP) && tr->task->comm->profiler) {
         profOpsStart(tr);
         tr->profiled = 1;
@@ -357,9 +387,25 @@ static ncclResult_t commProgress(struct commRun* run, int* progressed) {
   return ncclSuccess;
 }
 
+/* A failed task's links: registrations released, and a link with a direct request still out is
+ * retired (closed, and gone from the comm), so the plugin cannot touch the user's memory after the
+ * call has returned. The comm has failed, so nothing uses the link again. */
+static void failLinks(struct taskRun* tr) {
+  for (int c = 0; c < tr->task->nChannels; c++)
+    for (int i = 0; i < tr->ch[c].nLinks; i++) {
+      struct linkState* ls = &tr->ch[c].links[i];
+      const int out = ls->isSend ? ls->sendPosted > ls->sendDone : ls->recvPosted > ls->recvDone;
+      const int direct = ls->direct.on;
+      chrDirectStop(&ls->direct, ls->link);
+      if (direct && out) chrTransportRetire(tr->task->comm, ls->link);
+    }
+}
+
 static ncclResult_t failRun(struct commRun* run, ncclResult_t res) {
-  for (int k = 0; k < run->nTasks; k++) /* every profiler event started is stopped, failed or not */
+  for (int k = 0; k < run->nTasks; k++) { /* every profiler event started is stopped, failed or not */
     if (run->tasks[k].profiled) profOpsStop(&run->tasks[k], -1);
+    if (run->tasks[k].started && !run->tasks[k].finished) failLinks(&run->tasks[k]);
+  }
   chrCommSetAsyncError(run->comm, res);
   run->failed = 1;
   return res;

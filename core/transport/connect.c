@@ -188,6 +188,22 @@ ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels) {
   return ncclSuccess;
 }
 
+void chrTransportRetire(struct ncclComm* comm, struct chrLink* link) {
+  struct chrLink** slot = NULL;
+  for (int k = 0; k < CHR_P2P_CONNS && slot == NULL; k++)
+    for (int r = 0; r < comm->nRanks && slot == NULL; r++) {
+      if (comm->p2pSend[k] && comm->p2pSend[k][r] == link) slot = &comm->p2pSend[k][r];
+      if (comm->p2pRecv[k] && comm->p2pRecv[k][r] == link) slot = &comm->p2pRecv[k][r];
+    }
+  for (int c = 0; c < CHR_MAX_CHANNELS && slot == NULL; c++) {
+    if (comm->channels[c].ringSend == link) slot = &comm->channels[c].ringSend;
+    if (comm->channels[c].ringRecv == link) slot = &comm->channels[c].ringRecv;
+  }
+  if (slot == NULL) return; /* not the comm's (already retired) */
+  *slot = NULL;
+  link->ops->close(link);
+}
+
 void chrTransportCloseAll(struct ncclComm* comm) {
   for (int k = 0; k < CHR_P2P_CONNS; k++) {
     for (int r = 0; comm->p2pSend[k] && r < comm->nRanks; r++) {

@@ -14,13 +14,13 @@
 
 static ncclResult_t tryPost(struct chrLink* link, struct chrNetLink* nl, int slot) {
   void* req = NULL;
+  void* data = nl->user[slot] ? nl->user[slot] : link->slots[slot];
+  void* mh = nl->user[slot] ? nl->userMh[slot] : nl->mhandle;
   if (link->isSend) {
-    CHECK(chrNetIsend(nl->net, nl->comm, link->slots[slot], nl->bytes[slot], nl->tag, nl->mhandle, link->phandle[slot], &req));
+    CHECK(chrNetIsend(nl->net, nl->comm, data, nl->bytes[slot], nl->tag, mh, link->phandle[slot], &req));
   } else {
-    void* data = link->slots[slot];
-    size_t size = link->stepSize;
+    size_t size = nl->user[slot] ? nl->bytes[slot] : link->stepSize;
     int tag = nl->tag;
-    void* mh = nl->mhandle;
     void* ph = link->phandle[slot];
     CHECK(chrNetIrecv(nl->net, nl->comm, 1, &data, &size, &tag, &mh, &ph, &req));
   }
@@ -32,7 +32,26 @@ static ncclResult_t tryPost(struct chrLink* link, struct chrNetLink* nl, int slo
 static ncclResult_t netPost(struct chrLink* link, int slot, size_t bytes) {
   struct chrNetLink* nl = link->priv;
   nl->bytes[slot] = bytes;
+  nl->user[slot] = NULL;
   return tryPost(link, nl, slot);
+}
+
+static ncclResult_t netPostUser(struct chrLink* link, int slot, void* data, size_t bytes, void* handle) {
+  struct chrNetLink* nl = link->priv;
+  nl->bytes[slot] = bytes;
+  nl->user[slot] = data;
+  nl->userMh[slot] = handle;
+  return tryPost(link, nl, slot);
+}
+
+static ncclResult_t netRegUser(struct chrLink* link, void* data, size_t bytes, void** handle) {
+  struct chrNetLink* nl = link->priv;
+  return chrNetRegMr(nl->net, nl->comm, data, bytes, NCCL_PTR_HOST, handle);
+}
+
+static void netDeregUser(struct chrLink* link, void* handle) {
+  struct chrNetLink* nl = link->priv;
+  chrNetDeregMr(nl->net, nl->comm, handle);
 }
 
 static ncclResult_t netTest(struct chrLink* link, int slot, int* done, size_t* bytes) {
@@ -66,7 +85,9 @@ static void netClose(struct chrLink* link) {
   free(link);
 }
 
-const struct chrTransportOps chrNetTransportOps = {.name = "net", .post = netPost, .test = netTest, .close = netClose};
+const struct chrTransportOps chrNetTransportOps = {.name = "net", .post = netPost, .test = netTest, .close = netClose,
+                                                   .regUser = netRegUser, .deregUser = netDeregUser,
+                                                   .postUser = netPostUser};
 
 ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, void* netComm,
                               size_t stepSize, char* slots, struct chrLink** out) {

@@ -15,6 +15,8 @@ struct chrNetLink {
   int tag;       /* our rank: NCCL passes the sender's rank as the tag */
   void* req[CHR_STEPS];
   size_t bytes[CHR_STEPS];
+  void* user[CHR_STEPS];   /* a direct step's user memory in place of the slot (NULL: the slot) */
+  void* userMh[CHR_STEPS]; /* and its registration */
   int pending[CHR_STEPS]; /* the plugin returned a NULL request: post again from test */
 };
 

@@ -39,6 +39,13 @@ struct chrTransportOps {
   ncclResult_t (*release)(struct chrLink* link, int slot);
   /* Release everything the link holds. Must work on a half-connected link and after an error. */
   void (*close)(struct chrLink* link);
+  /* Optional, all three or none (NULL: the link moves its slots only). Direct steps: user memory
+   * registered with the link (regUser; deregUser releases it) is sent from, or received into, in
+   * place of a slot's buffer (postUser: a receive takes exactly `bytes`). The step keeps its slot
+   * number, for test() and the credit count, but not its buffer. */
+  ncclResult_t (*regUser)(struct chrLink* link, void* data, size_t bytes, void** handle);
+  void (*deregUser)(struct chrLink* link, void* handle);
+  ncclResult_t (*postUser)(struct chrLink* link, int slot, void* data, size_t bytes, void* handle);
 };
 
 struct chrLink {
@@ -58,6 +65,8 @@ struct chrLink {
 ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels);
 /* Close every link of the comm. */
 void chrTransportCloseAll(struct ncclComm* comm);
+/* Close one link of the comm and forget it (a later plan would connect it afresh). */
+void chrTransportRetire(struct ncclComm* comm, struct chrLink* link);
 
 /* The net transport (through the net plugin). */
 extern const struct chrTransportOps chrNetTransportOps;

@@ -131,3 +131,10 @@ foreach(thr 0 1)
   set_tests_properties(ranks.ofi.kill.n4.hosts.thr${thr} PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
                        ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60;CHORUS_OFI_PROGRESS_THREADS=${thr}")
 endforeach()
+
+# A receive that timed out (CHORUS_TIMEOUT) while posted straight into the user's buffer
+# (core/exec/direct.h): with progress threads the provider completes a posted receive without being
+# asked, so only closing the link (which cancels it) keeps the late data out of the buffer.
+add_test(NAME ranks.ofi.comm.latesend.n2.hosts.thr1 COMMAND ${OFI_IF} $<TARGET_FILE:test_comm> latesend 2 2)
+set_tests_properties(ranks.ofi.comm.latesend.n2.hosts.thr1 PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=2;CHORUS_OFI_PROGRESS_THREADS=1")

@@ -18,6 +18,10 @@
  *                             config.netName in a buffer the caller overwrites right after the call
  *   test_comm eager 2 H       once links exist, ncclSend then ncclRecv outside any group on both ranks
  *                             (sends that fit in the connection's buffer complete before the receive)
+ *   test_comm latesend 2 H    (run with CHORUS_TIMEOUT=2) rank 0's 1 MiB receive times out while rank 1
+ *                             sleeps, then rank 1 sends: rank 0's buffer must stay as it was after the
+ *                             call returned (a receive posted straight into it, exec/direct.h, must
+ *                             not land after the call gave up on it)
  *   test_comm shrink N H      ncclCommShrink without the last rank (and rank 1 from 4 ranks): the others
  *                             make a child in parent order and all-reduce on it; the refusals first
  *   test_comm shrinkgone N H  the same, the excluded ranks gone right after init (NCCL_SHRINK_ABORT)
@@ -311,6 +315,40 @@ static int eagerRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+static int lateSendRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  enum { N = 1 << 18 }; /* 1 MiB: above CHORUS_NET_DIRECT_MIN_BYTES */
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  int* buf = malloc(N * sizeof(int));
+  EXPECT(buf != NULL);
+  for (int i = 0; i < N; i++) buf[i] = 7 * i + 1;
+  /* The link first, and one receive straight into the user's buffer that works. */
+  EXPECT((rank == 1 ? ncclSend(buf, N, ncclInt32, 0, comm, NULL) : ncclRecv(buf, N, ncclInt32, 1, comm, NULL)) ==
+         ncclSuccess);
+  for (int i = 0; i < N; i++) EXPECT(buf[i] == 7 * i + 1);
+  if (rank == 1) {
+    sleep(4);
+    ncclResult_t r = ncclSend(buf, N, ncclInt32, 0, comm, NULL); /* may fail: rank 0 gave up on the link */
+    printf("rank 1: the late send returned %s\n", ncclGetErrorString(r));
+  } else {
+    memset(buf, 0x5a, N * sizeof(int));
+    ncclResult_t r = ncclRecv(buf, N, ncclInt32, 1, comm, NULL);
+    EXPECT(r != ncclSuccess); /* CHORUS_TIMEOUT */
+    sleep(5); /* rank 1 has sent meanwhile */
+    for (int i = 0; i < N; i++)
+      if (buf[i] != 0x5a5a5a5a) {
+        fprintf(stderr, "FAIL rank 0: element %d of the buffer changed after the receive failed (%s)\n", i,
+                ncclGetErrorString(r));
+        return 1;
+      }
+    printf("rank 0: the receive failed (%s); the buffer was left alone\n", ncclGetErrorString(r));
+  }
+  free(buf);
+  EXPECT(ncclCommAbort(comm) == ncclSuccess);
+  return 0;
+}
+
 static int slowRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   int slowInit = arg != NULL;
   if (slowInit && rank == nranks - 1) sleep(LATE_SEC);
@@ -460,7 +498,7 @@ static int shrinkRun(int n, int hosts, int* gone) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: test_comm nonblocking|initall|errors|peerdeath|deadafterinit|slowinit|slowcoll|scalable|shrink|shrinkgone|shrinkinitall [N [H]]\n");
+    fprintf(stderr, "usage: test_comm nonblocking|initall|errors|peerdeath|deadafterinit|slowinit|slowcoll|scalable|shrink|shrinkgone|shrinkinitall|eager|latesend [N [H]]\n");
     return 2;
   }
   int n = argc > 2 ? atoi(argv[2]) : 2;
@@ -475,6 +513,7 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "abortqueued") == 0) return chrLaunchRanks(n, 1, 60, abortQueuedRank, NULL);
   if (strcmp(argv[1], "pollers") == 0) return chrLaunchRanks(n, hosts, 60, pollersRank, NULL);
   if (strcmp(argv[1], "eager") == 0) return chrLaunchRanks(2, hosts, 60, eagerRank, NULL);
+  if (strcmp(argv[1], "latesend") == 0) return chrLaunchRanks(2, hosts, 60, lateSendRank, NULL);
   if (strcmp(argv[1], "onehost") == 0) return chrLaunchRanks(n, 1, 60, oneHostRank, NULL);
   if (strcmp(argv[1], "nonet") == 0) return chrLaunchRanks(n, n, 60, noNetRank, NULL);
   if (strcmp(argv[1], "shrink") == 0) return shrinkRun(n, hosts, NULL);

@@ -1,0 +1,118 @@
+/* direct.c: see direct.h. */
+#include <string.h>
+#include "comm/comm.h"
+#include "config/param.h"
+#include "exec/direct.h"
+#include "log/log.h"
+
+/* Bytes of the task's send and receive buffers that its steps may touch. */
+static void extents(const struct chrCollTask* t, size_t* sendBytes, size_t* recvBytes) {
+  const size_t b = t->count * t->typeSize;
+  *sendBytes = *recvBytes = 0;
+  switch (t->func) {
+    case ncclFuncAllReduce: *sendBytes = *recvBytes = b; break;
+    case ncclFuncBroadcast:
+      *sendBytes = t->comm->rank == t->root ? b : 0;
+      *recvBytes = b;
+      break;
+    case ncclFuncAllGather:
+      *sendBytes = b;
+      *recvBytes = b * (size_t)t->comm->nRanks;
+      break;
+    case ncclFuncSend: *sendBytes = b; break;
+    case ncclFuncRecv: *recvBytes = b; break;
+    default: break;
+  }
+}
+
+static int patternQualifies(int pattern) {
+  switch (pattern) {
+    case CHR_PAT_P2P_SEND:
+    case CHR_PAT_P2P_RECV:
+    case CHR_PAT_RING_BROADCAST:
+    case CHR_PAT_RING_ALLGATHER:
+    case CHR_PAT_RING_ALLREDUCE: return 1;
+    default: return 0;
+  }
+}
+
+void chrDirectStart(struct chrDirectLink* d, struct chrLink* link, const struct chrCollTask* t) {
+  const int64_t minBytes = chrParamInt(CHR_P_NET_DIRECT_MIN_BYTES);
+  if (link->ops->postUser == NULL || minBytes <= 0 || t->nChannels < 1 || !patternQualifies(t->works[0].pattern) ||
+      t->count * t->typeSize < (uint64_t)minBytes)
+    return;
+  size_t len[2];
+  extents(t, &len[0], &len[1]);
+  const char* base[2] = {(const char*)t->sendbuff, (const char*)t->recvbuff};
+  for (int i = 0; i < 2; i++) {
+    if (len[i] == 0 || base[i] == NULL) continue;
+    if (link->ops->regUser(link, (void*)base[i], len[i], &d->mh[i]) != ncclSuccess || d->mh[i] == NULL) {
+      INFO(NCCL_NET, "comm %p rank %d: registering a user buffer of %zu bytes with its link to rank %d failed (%s): "
+           "this call's steps on that link go through the staging slots", (void*)t->comm, t->comm->rank, len[i],
+           link->peer, chrThreadLastError());
+      d->mh[i] = NULL;
+      chrDirectStop(d, link);
+      return;
+    }
+    d->base[i] = base[i];
+    d->len[i] = len[i];
+  }
+  d->on = d->mh[0] != NULL || d->mh[1] != NULL;
+}
+
+void chrDirectStop(struct chrDirectLink* d, struct chrLink* link) {
+  for (int i = 0; i < 2; i++)
+    if (d->mh[i]) {
+      link->ops->deregUser(link, d->mh[i]);
+      d->mh[i] = NULL;
+    }
+  d->on = 0;
+}
+
+/* The registration that holds [p, p + bytes), or NULL. */
+static void* handleFor(const struct chrDirectLink* d, const char* p, size_t bytes) {
+  for (int i = 0; i < 2; i++)
+    if (d->mh[i] && p >= d->base[i] && bytes <= d->len[i] && (size_t)(p - d->base[i]) <= d->len[i] - bytes)
+      return d->mh[i];
+  return NULL;
+}
+
+static int receivesOn(const struct chrStep* st, int linkIndex) {
+  for (int i = 0; i < st->nRecv; i++)
+    if (st->recv[i] == linkIndex) return 1;
+  return 0;
+}
+
+char* chrDirectRecvInto(struct chrDirectLink* d, const struct chrCollTask* t, int c, int linkIndex, uint64_t nSteps,
+                        size_t* bytes, void** mh) {
+  if (!d->on) return NULL;
+  struct chrStep st;
+  while (d->scan < nSteps) { /* the step of this receive: the link's next receiving step */
+    chrWorkStep(&t->works[c], t->comm->ringOrder, d->scan, &st);
+    if (receivesOn(&st, linkIndex)) break;
+    d->scan++;
+  }
+  if (d->scan >= nSteps) return NULL;
+  d->scan++;
+  if (st.nRecv != 1 || st.localOff >= 0 || st.outOff < 0 || st.count == 0 ||
+      (st.final && t->op.kind == chrRedSumPostDiv))
+    return NULL;
+  char* out = (char*)t->recvbuff + (size_t)st.outOff * t->typeSize;
+  *bytes = st.count * t->typeSize;
+  *mh = handleFor(d, out, *bytes);
+  return *mh ? out : NULL;
+}
+
+const char* chrDirectSendFrom(const struct chrDirectLink* d, const struct chrCollTask* t, const struct chrStep* st,
+                              void** mh) {
+  if (!d->on || st->count == 0) return NULL;
+  const size_t bytes = st->count * t->typeSize;
+  const char* from = NULL;
+  if (st->outOff >= 0)
+    from = (const char*)t->recvbuff + (size_t)st->outOff * t->typeSize;
+  else if (st->nRecv == 0 && st->localOff >= 0 && t->op.kind != chrRedPreMulSum)
+    from = (const char*)t->sendbuff + (size_t)st->localOff * t->typeSize;
+  if (from == NULL) return NULL;
+  *mh = handleFor(d, from, bytes);
+  return *mh ? from : NULL;
+}
