@@ -174,6 +174,9 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
     if (t->nChannels > comm->nChannels) t->nChannels = comm->nChannels;
   }
   if (comm->tunerChunkHook) CHECK(chrPlanTunerChunk(t, bytes, slot));
+  /* Two ranks: a small all-reduce costs its hops, and one exchange is one hop (plan/work.h). */
+  t->pairExchange = t->func == ncclFuncAllReduce && n == 2 && bestA == CHR_ALGO_RING &&
+                    bytes <= (size_t)chrParamInt(CHR_P_PAIR_MAX_BYTES);
   t->estimatedUs = model[bestA][bestP];
   comm->lastAlgo = chrAlgoName(bestA);
   comm->lastProto = chrProtoName(bestP);
