@@ -21,6 +21,11 @@
  *                            the receivers post their receives 300 ms late, so rank 0's kernel ends
  *                            with up to 16 MiB per peer still in its pinned slots, which only its net
  *                            proxy can deliver: every receiver must get every element, and no error
+ *   test_gpu_procs mismatch N  (with CHORUS_TEST_HOSTS) after a good all-reduce, every rank all-reduces
+ *                            a different count (a user error): the steps that cross hosts have sizes
+ *                            the receivers do not expect, so each rank's comm must fail within 30 s
+ *                            (ncclCommGetAsyncError, naming the cause), its stream must drain (the
+ *                            rank's other CTAs and its queued kernel aborted too) and abort return
  * Processes on one GPU are time-sliced by the driver (milliseconds per flag round trip), so the case
  * list is short. CHORUS_TEST_GPUS=G (default 1): rank r uses GPU r % G (exits 77 when fewer are
  * present); with ranks spread so, each process must end holding a context on its own GPU only (the
@@ -609,6 +614,53 @@ static int runKill(int n, int hosts) {
   return bad;
 }
 
+static int mismatchRank(int rank, int n, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  myRank = rank;
+  const size_t count = 1u << 20;
+  float* buf = NULL;
+  cudaStream_t s;
+  ncclComm_t comm;
+  CUDA_OK(cudaSetDevice(gpuOf(rank)));
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CUDA_OK(cudaMalloc((void**)&buf, 2 * count * sizeof(float)));
+  CUDA_OK(cudaMemset(buf, 0, 2 * count * sizeof(float)));
+  NCCL_OK(ncclCommInitRank(&comm, n, *id, rank));
+  NCCL_OK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, s));
+  if (waitStream(s, WAIT_S) != 0) return 1;
+  /* Counts that differ by rank, then a second call queued behind the first. */
+  NCCL_OK(ncclAllReduce(buf, buf, count + 4096 * (size_t)rank, ncclFloat32, ncclSum, comm, s));
+  NCCL_OK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, s));
+  const double t0 = chrLaunchNowSec();
+  ncclResult_t async = ncclSuccess;
+  while (async == ncclSuccess && chrLaunchNowSec() - t0 < 30.0) {
+    NCCL_OK(ncclCommGetAsyncError(comm, &async));
+    usleep(10 * 1000);
+  }
+  const double took = chrLaunchNowSec() - t0;
+  if (async == ncclSuccess) {
+    fprintf(stderr, "FAIL rank %d: no error 30 s after all-reduces of different counts (hang)\n", rank);
+    return 1;
+  }
+  const int drained = waitStream(s, 15.0);
+  if (drained != 0) {
+    fprintf(stderr, "FAIL rank %d: the stream did not drain after the error (%s)\n", rank,
+            drained == 2 ? "still running after 15 s" : "CUDA error");
+    return 1;
+  }
+  printf("gpu.procs mismatch n=%d: rank %d saw %s after %.2f s: %s\n", n, rank, ncclGetErrorString(async), took,
+         ncclGetLastError(comm));
+  const double t1 = chrLaunchNowSec();
+  NCCL_OK(ncclCommAbort(comm));
+  if (chrLaunchNowSec() - t1 > 10.0) {
+    fprintf(stderr, "FAIL rank %d: ncclCommAbort took %.1f s\n", rank, chrLaunchNowSec() - t1);
+    return 1;
+  }
+  cudaFree(buf);
+  cudaStreamDestroy(s);
+  return 0;
+}
+
 static float drainValue(size_t i) { return (float)(i % 1000003u) - 500000.0f; }
 
 static int drainRank(int rank, int n, const ncclUniqueId* id, void* arg) {
@@ -682,8 +734,9 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   const int n = argc > 2 ? atoi(argv[2]) : 2;
   if (n < 2 || n > MAX_RANKS ||
-      (strcmp(mode, "colls") && strcmp(mode, "kill") && strcmp(mode, "onesided") && strcmp(mode, "drain"))) {
-    fprintf(stderr, "usage: %s colls|kill|onesided|drain N (2..%d)\n", argv[0], MAX_RANKS);
+      (strcmp(mode, "colls") && strcmp(mode, "kill") && strcmp(mode, "onesided") && strcmp(mode, "drain") &&
+       strcmp(mode, "mismatch"))) {
+    fprintf(stderr, "usage: %s colls|kill|onesided|drain|mismatch N (2..%d)\n", argv[0], MAX_RANKS);
     return 2;
   }
   const char* g = getenv("CHORUS_TEST_GPUS");
@@ -705,5 +758,6 @@ int main(int argc, char** argv) {
   if (!strcmp(mode, "kill")) return runKill(n, hosts);
   if (!strcmp(mode, "onesided")) return chrLaunchRanks(n, hosts, 100, oneSidedRank, NULL) ? 1 : 0;
   if (!strcmp(mode, "drain")) return chrLaunchRanks(n, hosts, 100, drainRank, NULL) ? 1 : 0;
+  if (!strcmp(mode, "mismatch")) return chrLaunchRanks(n, hosts, 100, mismatchRank, NULL) ? 1 : 0;
   return chrLaunchRanks(n, hosts, 100, collsRank, NULL) ? 1 : 0;
 }
