@@ -261,12 +261,14 @@ static int channelDone(const struct chanState* cs) {
 static ncclResult_t startTask(struct taskRun* tr) {
   struct chrCollTask* t = tr->task;
   CHECK(resolveOp(t));
-  memset(tr->ch, 0, (size_t)t->nChannels * sizeof(tr->ch[0]));
   for (int c = 0; c < t->nChannels; c++) {
     struct chanState* cs = &tr->ch[c];
     const struct chrWork* w = &t->works[c];
     uint64_t nRecvs[CHR_WORK_MAX_LINKS];
+    cs->step = 0;
     cs->nLinks = w->nLinks;
+    /* Only the links the work uses: a state is a few hundred bytes, and small calls are many. */
+    memset(cs->links, 0, (size_t)cs->nLinks * sizeof(cs->links[0]));
     chrWorkCounts(w, &cs->nSteps, nRecvs);
     for (int i = 0; i < cs->nLinks; i++) {
       struct linkState* ls = &cs->links[i];
@@ -420,7 +422,8 @@ static pthread_once_t scratchKeyOnce = PTHREAD_ONCE_INIT;
 
 static void scratchKeyCreate(void) { pthread_key_create(&scratchKey, free); }
 
-static void* scratchZeroed(size_t bytes) {
+/* `bytes` of the thread's scratch, the first `zeroed` of them zeroed. */
+static void* scratchGet(size_t bytes, size_t zeroed) {
   if (bytes > scratchSize) {
     size_t size = bytes < 4096 ? 4096 : bytes * 2;
     char* p = realloc(scratch, size);
@@ -430,7 +433,7 @@ static void* scratchZeroed(size_t bytes) {
     pthread_once(&scratchKeyOnce, scratchKeyCreate);
     pthread_setspecific(scratchKey, scratch);
   }
-  memset(scratch, 0, bytes);
+  memset(scratch, 0, zeroed);
   return scratch;
 }
 
@@ -445,7 +448,8 @@ static ncclResult_t buildRuns(struct chrCollTask* list, struct commRun** out, in
   }
   size_t runsBytes = ALIGN_UP((size_t)nTasks * sizeof(struct commRun));
   size_t tasksBytes = ALIGN_UP((size_t)nTasks * sizeof(struct taskRun));
-  char* mem = scratchZeroed(runsBytes + tasksBytes + (size_t)nChannels * sizeof(struct chanState));
+  /* The channel states are not zeroed here: a task's are set up when it is tried (startTask). */
+  char* mem = scratchGet(runsBytes + tasksBytes + (size_t)nChannels * sizeof(struct chanState), runsBytes + tasksBytes);
   if (mem == NULL) return chrFail(ncclSystemError, "out of memory starting %d operations", nTasks);
   struct commRun* runs = (struct commRun*)mem;
   struct taskRun* taskRuns = (struct taskRun*)(mem + runsBytes);
@@ -485,8 +489,10 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
   ncclResult_t first = chrLinksConnectForTasks(list);
   if (first != ncclSuccess) return first;
   uint64_t timeoutNs = (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull;
-  uint64_t now = chrNowNs(), idleSince = now;
-  for (int i = 0; i < nComms; i++) runs[i].lastProgressNs = now;
+  /* The clock is read only in passes without progress (a busy call makes millions of passes): a run
+   * that progressed notes 0, and its first idle pass after that counts as its last progress. */
+  uint64_t idleSince = 0;
+  for (int i = 0; i < nComms; i++) runs[i].lastProgressNs = 0;
   int active = nComms;
   while (active > 0) {
     int anyProgress = 0;
@@ -499,23 +505,31 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
         res = chrFail(ncclRemoteError, "operation interrupted: communicator %p was aborted", (void*)run->comm);
       int progressed = 0;
       if (res == ncclSuccess) res = commProgress(run, &progressed);
-      uint64_t t = chrNowNs();
-      if (res == ncclSuccess && !progressed && timeoutNs && t - run->lastProgressNs > timeoutNs)
-        res = chrFail(ncclTimeout, "comm %p rank %d: no progress for %lld s (peer dead or stuck? CHORUS_TIMEOUT)",
-                      (void*)run->comm, run->comm->rank, (long long)(timeoutNs / 1000000000ull));
+      if (res == ncclSuccess && !progressed && timeoutNs) {
+        const uint64_t t = chrNowNs();
+        if (run->lastProgressNs == 0) run->lastProgressNs = t;
+        if (t - run->lastProgressNs > timeoutNs)
+          res = chrFail(ncclTimeout, "comm %p rank %d: no progress for %lld s (peer dead or stuck? CHORUS_TIMEOUT)",
+                        (void*)run->comm, run->comm->rank, (long long)(timeoutNs / 1000000000ull));
+      }
       if (res != ncclSuccess) {
         if (first == ncclSuccess) first = res;
         failRun(run, res);
         continue;
       }
       if (progressed) {
-        run->lastProgressNs = t;
+        run->lastProgressNs = 0;
         anyProgress = 1;
       }
       if (run->nFinished < run->nTasks) active++;
     }
-    if (anyProgress) idleSince = chrNowNs();
-    else if (active > 0) chrIdleWait(chrNowNs() - idleSince);
+    if (anyProgress) {
+      idleSince = 0;
+    } else if (active > 0) {
+      const uint64_t now = chrNowNs();
+      if (idleSince == 0) idleSince = now;
+      chrIdleWait(now - idleSince);
+    }
   }
   return first;
 }
