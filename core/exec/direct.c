@@ -37,10 +37,9 @@ static int patternQualifies(int pattern) {
 }
 
 void chrDirectStart(struct chrDirectLink* d, struct chrLink* link, const struct chrCollTask* t) {
+  if (link->ops->postUser == NULL || t->nChannels < 1 || !patternQualifies(t->works[0].pattern)) return;
   const int64_t minBytes = chrParamInt(CHR_P_NET_DIRECT_MIN_BYTES);
-  if (link->ops->postUser == NULL || minBytes <= 0 || t->nChannels < 1 || !patternQualifies(t->works[0].pattern) ||
-      t->count * t->typeSize < (uint64_t)minBytes)
-    return;
+  if (minBytes <= 0 || t->count * t->typeSize < (uint64_t)minBytes) return;
   size_t len[2];
   extents(t, &len[0], &len[1]);
   const char* base[2] = {(const char*)t->sendbuff, (const char*)t->recvbuff};
