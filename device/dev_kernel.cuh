@@ -87,8 +87,12 @@ struct chrDevShared {
   volatile int aborted;
 };
 
+/* The CTA stops, and so do the rank's other CTAs and the kernels queued behind this one (through the
+ * rank's abort word): their connections are out of step now, and a stream that never drained would
+ * leave a program that only synchronises it waiting for ever. */
 __device__ __forceinline__ void chrDevFail(const struct chrDevComm* comm, struct chrDevShared& sh, uint32_t err) {
   if (*comm->error == CHR_DEV_ERR_NONE) *comm->error = err;
+  *comm->abortFlag = 1;
   sh.aborted = 1;
 }
 
