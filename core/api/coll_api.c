@@ -103,6 +103,8 @@ static ncclResult_t enqueueColl(const struct collArgs* a) {
   t->sendbuff = a->sendbuff;
   t->recvbuff = a->recvbuff;
   t->count = a->count;
+  t->sendElems = a->sendElems;
+  t->recvElems = a->recvElems;
   t->type = a->type;
   t->typeSize = typeSize;
   t->userOp = a->hasOp ? a->op : ncclSum;

@@ -317,12 +317,18 @@ ncclResult_t chrDevCommWait(struct ncclComm* comm, const char* func) {
   }
 }
 
-ncclResult_t chrDevCommFlush(struct ncclComm* comm, const char* func) {
-  CHECK(chrDevCommWait(comm, func));
+/* After the rank's GPU work: the net proxy's last sends, unless nothing can be delivered (the peers
+ * then give up on this rank as on a dead one). */
+static ncclResult_t drainSends(struct ncclComm* comm, const char* func) {
   if (comm->dev == NULL || comm->abortFlag || atomic_load(&comm->revoked) || atomic_load(&comm->asyncError) != ncclSuccess)
-    return ncclSuccess; /* nothing that can be delivered: the peers give up on this rank as on a dead one */
+    return ncclSuccess;
   CHECK(chrDevCommPoll(comm)); /* a kernel that failed leaves its connections out of step: no drain */
   return chrDevIpcDrain(comm, func);
+}
+
+ncclResult_t chrDevCommFlush(struct ncclComm* comm, const char* func) {
+  CHECK(chrDevCommWait(comm, func));
+  return drainSends(comm, func);
 }
 
 void chrDevCommAbort(struct ncclComm* comm) {
@@ -387,7 +393,7 @@ void chrDevCommDetach(struct ncclComm* comm) {
   const struct chrDevLib* lib = chrDevLibGet();
   ncclResult_t res = chrDevCommWait(comm, "ncclCommDestroy");
   if (res == ncclSuccess) logEngineCounts(comm, lib);
-  if (res == ncclSuccess && chrDevCommFlush(comm, "ncclCommDestroy") != ncclSuccess) /* kernels done: frees anyway */
+  if (res == ncclSuccess && drainSends(comm, "ncclCommDestroy") != ncclSuccess) /* kernels done: frees anyway */
     WARN("comm %p rank %d: destroyed without flushing its GPU work: %s", (void*)comm, comm->rank, chrThreadLastError());
   if (res != ncclSuccess) /* kernels of this rank may still run: freeing their memory could fault the GPU */
     WARN("comm %p rank %d: leaving its GPU state allocated (its kernels did not finish)", (void*)comm, comm->rank);

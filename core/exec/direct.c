@@ -5,26 +5,6 @@
 #include "exec/direct.h"
 #include "log/log.h"
 
-/* Bytes of the task's send and receive buffers that its steps may touch. */
-static void extents(const struct chrCollTask* t, size_t* sendBytes, size_t* recvBytes) {
-  const size_t b = t->count * t->typeSize;
-  *sendBytes = *recvBytes = 0;
-  switch (t->func) {
-    case ncclFuncAllReduce: *sendBytes = *recvBytes = b; break;
-    case ncclFuncBroadcast:
-      *sendBytes = t->comm->rank == t->root ? b : 0;
-      *recvBytes = b;
-      break;
-    case ncclFuncAllGather:
-      *sendBytes = b;
-      *recvBytes = b * (size_t)t->comm->nRanks;
-      break;
-    case ncclFuncSend: *sendBytes = b; break;
-    case ncclFuncRecv: *recvBytes = b; break;
-    default: break;
-  }
-}
-
 static int patternQualifies(int pattern) {
   switch (pattern) {
     case CHR_PAT_P2P_SEND:
@@ -40,8 +20,7 @@ void chrDirectStart(struct chrDirectLink* d, struct chrLink* link, const struct 
   if (link->ops->postUser == NULL || t->nChannels < 1 || !patternQualifies(t->works[0].pattern)) return;
   const int64_t minBytes = chrParamInt(CHR_P_NET_DIRECT_MIN_BYTES);
   if (minBytes <= 0 || t->count * t->typeSize < (uint64_t)minBytes) return;
-  size_t len[2];
-  extents(t, &len[0], &len[1]);
+  const size_t len[2] = {t->sendElems * t->typeSize, t->recvElems * t->typeSize};
   const char* base[2] = {(const char*)t->sendbuff, (const char*)t->recvbuff};
   for (int i = 0; i < 2; i++) {
     if (len[i] == 0 || base[i] == NULL) continue;

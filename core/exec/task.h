@@ -22,6 +22,8 @@ struct chrCollTask {
   const void* sendbuff;
   void* recvbuff;
   size_t count;          /* elements, as the API defines them for func */
+  size_t sendElems, recvElems; /* elements of sendbuff this rank reads and of recvbuff it writes (the API's
+                                  check of the call; exec/direct.c registers that much) */
   ncclDataType_t type;
   size_t typeSize;
   ncclRedOp_t userOp;

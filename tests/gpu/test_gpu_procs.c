@@ -617,16 +617,13 @@ static int runKill(int n, int hosts) {
 
 static int mismatchRank(int rank, int n, const ncclUniqueId* id, void* arg) {
   (void)arg;
-  myRank = rank;
+  struct rankBufs B;
+  if (setup(&B, rank, n, id)) return 1;
   const size_t count = 1u << 20;
-  float* buf = NULL;
-  cudaStream_t s;
-  ncclComm_t comm;
-  CUDA_OK(cudaSetDevice(gpuOf(rank)));
-  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  CUDA_OK(cudaMalloc((void**)&buf, 2 * count * sizeof(float)));
+  float* buf = (float*)B.send;
+  cudaStream_t s = B.s;
+  ncclComm_t comm = B.comm;
   CUDA_OK(cudaMemset(buf, 0, 2 * count * sizeof(float)));
-  NCCL_OK(ncclCommInitRank(&comm, n, *id, rank));
   NCCL_OK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, s));
   if (waitStream(s, WAIT_S) != 0) return 1;
   /* Counts that differ by rank, then a second call queued behind the first. */
@@ -654,8 +651,7 @@ static int mismatchRank(int rank, int n, const ncclUniqueId* id, void* arg) {
     fprintf(stderr, "FAIL rank %d: ncclCommAbort took %.1f s\n", rank, chrLaunchNowSec() - t1);
     return 1;
   }
-  cudaFree(buf);
-  cudaStreamDestroy(s);
+  release(&B);
   return 0;
 }
 
