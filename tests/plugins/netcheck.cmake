@@ -10,7 +10,7 @@ set(NC_BIN $<TARGET_FILE:chorus-netcheck>)
 set(NC_SOCKET $<TARGET_FILE:nccl-net-socket>)
 
 # The broken plugins wrap the real one (testnet_faulty.c says how each one breaks).
-foreach(fault REORDER DROPBYTE WRONGSIZE)
+foreach(fault REORDER DROPBYTE WRONGSIZE SLEEPLISTEN SPINLISTEN)
   string(TOLOWER ${fault} lower)
   add_library(testnet_faulty_${lower} MODULE ${CMAKE_CURRENT_SOURCE_DIR}/testnet_faulty.c)
   target_include_directories(testnet_faulty_${lower} PRIVATE ${CHORUS_PUBLIC_INCLUDE})
@@ -60,3 +60,9 @@ nc_test(faulty_dropbyte $<TARGET_FILE:testnet_faulty_dropbyte> ARGS --no-perf --
 nc_test(faulty_wrongsize $<TARGET_FILE:testnet_faulty_wrongsize> ARGS --no-perf --scale 0.3 --time-limit 50
         EXPECT --has "^  FAIL  test\\.size .*not the posted size" --has "test\\(\\) reported [0-9]+ bytes, the sender sent"
                --has "^result: FAIL")
+# A listen that sleeps breaks the non-blocking rule; one that computes as long does not (a busy
+# machine stretches calls the same way), and the report shows it as the slowest call.
+nc_test(faulty_sleeplisten $<TARGET_FILE:testnet_faulty_sleeplisten> ARGS --no-perf --scale 0.1 --time-limit 50
+        EXPECT --has "^  FAIL  nonblocking " --has "rank [01]: listen slept 1\\.[0-9]+ s" --has "^result: FAIL")
+nc_test(faulty_spinlisten $<TARGET_FILE:testnet_faulty_spinlisten> ARGS --no-perf --scale 0.1 --time-limit 50
+        HAS "^  PASS  nonblocking " "^slowest call: rank [01]: listen, [1-9][0-9.]* s, of which 0\\.[0-9]+ s asleep")

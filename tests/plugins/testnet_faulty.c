@@ -6,17 +6,22 @@
  *   FAULT_DROPBYTE   every 5th completed receive of 2+ bytes loses its middle byte: the bytes after
  *                    it move down by one, the last one is stale (data.bytes)
  *   FAULT_WRONGSIZE  test() on a receive reports the posted size, not the bytes sent (test.size)
+ *   FAULT_SLEEPLISTEN  listen() sleeps 1.5 s, as one that waits for something would (nonblocking)
+ *   FAULT_SPINLISTEN   listen() computes for 1.5 s of CPU time: slow, yet never asleep, so it breaks
+ *                      no rule; the report names it as the slowest call
  * Everything else is passed through. Exports ncclNetPlugin_v12 only.
  */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugin/net.h"
 
-#if !defined(FAULT_REORDER) && !defined(FAULT_DROPBYTE) && !defined(FAULT_WRONGSIZE)
-#error "build with one of -DFAULT_REORDER, -DFAULT_DROPBYTE, -DFAULT_WRONGSIZE"
+#if !defined(FAULT_REORDER) && !defined(FAULT_DROPBYTE) && !defined(FAULT_WRONGSIZE) && \
+    !defined(FAULT_SLEEPLISTEN) && !defined(FAULT_SPINLISTEN)
+#error "build with one of -DFAULT_REORDER, -DFAULT_DROPBYTE, -DFAULT_WRONGSIZE, -DFAULT_SLEEPLISTEN, -DFAULT_SPINLISTEN"
 #endif
 #ifndef TESTNET_INNER
 #error "build with -DTESTNET_INNER=\"/path/to/libnccl-net-socket.so\""
@@ -70,7 +75,19 @@ static ncclResult_t fInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* 
 }
 static ncclResult_t fDevices(int* n) { return inner->devices(n); }
 static ncclResult_t fGetProperties(int dev, ncclNetProperties_v12_t* p) { return inner->getProperties(dev, p); }
-static ncclResult_t fListen(void* ctx, int dev, void* handle, void** lc) { return inner->listen(ctx, dev, handle, lc); }
+static ncclResult_t fListen(void* ctx, int dev, void* handle, void** lc) {
+#ifdef FAULT_SLEEPLISTEN
+  struct timespec nap = {1, 500000000};
+  nanosleep(&nap, NULL);
+#endif
+#ifdef FAULT_SPINLISTEN
+  struct timespec t0, t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < 1.5);
+#endif
+  return inner->listen(ctx, dev, handle, lc);
+}
 static ncclResult_t fCloseListen(void* lc) { return inner->closeListen(lc); }
 static ncclResult_t fFinalize(void* ctx) { return inner->finalize(ctx); }
 

@@ -150,6 +150,22 @@ void ncTraffic(ncRank* r);
 void ncPerf(ncRank* r, FILE* out);
 
 double ncNow(void);
+
+/* ---- how long a plugin call blocked (callclock.c) ---- */
+/* A call's wall-clock seconds and the part of them the thread slept: neither on a CPU nor waiting
+ * for one, so a busy machine does not make a call look blocking. */
+typedef struct {
+  double wall, blocked;    /* results, set by ncCallClockStop */
+  double onCpu, waiting;   /* the thread's clocks at the start */
+  int schedstat;           /* 1: the kernel's per-thread run and wait times are readable */
+} ncCallClock;
+void ncCallClockStart(ncCallClock* c);
+void ncCallClockStop(ncCallClock* c);
+/* The nonblocking rule for one call: it fails when the call slept NC_SLOW_CALL_SEC or more; the
+ * slowest call of the run, asleep or not, is kept for the report (rules.c). */
+#define NC_SLOW_CALL_SEC 1.0
+void ncCheckCall(const char* who, const char* what, const ncCallClock* c);
+
 /* Exchange listen handles: each side listens n times and gets the other's n handles. */
 int ncExchangeHandles(ncRank* r, int n, void** listenComms, char (*myHandles)[NCCL_NET_HANDLE_MAXSIZE],
                       char (*peerHandles)[NCCL_NET_HANDLE_MAXSIZE]);
