@@ -136,5 +136,5 @@ endforeach()
 # (core/exec/direct.h): with progress threads the provider completes a posted receive without being
 # asked, so only closing the link (which cancels it) keeps the late data out of the buffer.
 add_test(NAME ranks.ofi.comm.latesend.n2.hosts.thr1 COMMAND ${OFI_IF} $<TARGET_FILE:test_comm> latesend 2 2)
-set_tests_properties(ranks.ofi.comm.latesend.n2.hosts.thr1 PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
-                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=2;CHORUS_OFI_PROGRESS_THREADS=1")
+set_tests_properties(ranks.ofi.comm.latesend.n2.hosts.thr1 PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=5;CHORUS_OFI_PROGRESS_THREADS=1")

@@ -18,8 +18,8 @@
  *                             config.netName in a buffer the caller overwrites right after the call
  *   test_comm eager 2 H       once links exist, ncclSend then ncclRecv outside any group on both ranks
  *                             (sends that fit in the connection's buffer complete before the receive)
- *   test_comm latesend 2 H    (run with CHORUS_TIMEOUT=2) rank 0's 1 MiB receive times out while rank 1
- *                             sleeps, then rank 1 sends: rank 0's buffer must stay as it was after the
+ *   test_comm latesend 2 H    (run with CHORUS_TIMEOUT) rank 0's 1 MiB receive times out while rank 1
+ *                             waits for it, then rank 1 sends: rank 0's buffer must stay as it was after the
  *                             call returned (a receive posted straight into it, exec/direct.h, must
  *                             not land after the call gave up on it)
  *   test_comm shrink N H      ncclCommShrink without the last rank (and rank 1 from 4 ranks): the others
@@ -315,6 +315,15 @@ static int eagerRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+/* Pipes made before the ranks are forked: rank 0 says its receive failed, rank 1 says it has sent.
+ * The order comes from them, not from sleeps, so a busy machine cannot reorder the two. */
+static int lateFailed[2], lateSent[2];
+
+static int lateWait(int fd) {
+  char c;
+  return chrLaunchReadFull(fd, &c, 1);
+}
+
 static int lateSendRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   (void)arg;
   enum { N = 1 << 18 }; /* 1 MiB: above CHORUS_NET_DIRECT_MIN_BYTES */
@@ -328,14 +337,17 @@ static int lateSendRank(int rank, int nranks, const ncclUniqueId* id, void* arg)
          ncclSuccess);
   for (int i = 0; i < N; i++) EXPECT(buf[i] == 7 * i + 1);
   if (rank == 1) {
-    sleep(4);
+    EXPECT(lateWait(lateFailed[0]) == 0);
     ncclResult_t r = ncclSend(buf, N, ncclInt32, 0, comm, NULL); /* may fail: rank 0 gave up on the link */
     printf("rank 1: the late send returned %s\n", ncclGetErrorString(r));
+    EXPECT(write(lateSent[1], "s", 1) == 1);
   } else {
     memset(buf, 0x5a, N * sizeof(int));
     ncclResult_t r = ncclRecv(buf, N, ncclInt32, 1, comm, NULL);
     EXPECT(r != ncclSuccess); /* CHORUS_TIMEOUT */
-    sleep(5); /* rank 1 has sent meanwhile */
+    EXPECT(write(lateFailed[1], "f", 1) == 1);
+    EXPECT(lateWait(lateSent[0]) == 0);
+    sleep(1); /* room for bytes the plugin's threads might still deliver */
     for (int i = 0; i < N; i++)
       if (buf[i] != 0x5a5a5a5a) {
         fprintf(stderr, "FAIL rank 0: element %d of the buffer changed after the receive failed (%s)\n", i,
@@ -513,7 +525,10 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "abortqueued") == 0) return chrLaunchRanks(n, 1, 60, abortQueuedRank, NULL);
   if (strcmp(argv[1], "pollers") == 0) return chrLaunchRanks(n, hosts, 60, pollersRank, NULL);
   if (strcmp(argv[1], "eager") == 0) return chrLaunchRanks(2, hosts, 60, eagerRank, NULL);
-  if (strcmp(argv[1], "latesend") == 0) return chrLaunchRanks(2, hosts, 60, lateSendRank, NULL);
+  if (strcmp(argv[1], "latesend") == 0) {
+    if (pipe(lateFailed) != 0 || pipe(lateSent) != 0) return 1;
+    return chrLaunchRanks(2, hosts, 90, lateSendRank, NULL);
+  }
   if (strcmp(argv[1], "onehost") == 0) return chrLaunchRanks(n, 1, 60, oneHostRank, NULL);
   if (strcmp(argv[1], "nonet") == 0) return chrLaunchRanks(n, n, 60, noNetRank, NULL);
   if (strcmp(argv[1], "shrink") == 0) return shrinkRun(n, hosts, NULL);
