@@ -228,7 +228,9 @@ ncclResult_t chrProfilerOpen(const struct chrProfCommInfo* info, struct chrProfi
 
 ncclResult_t chrProfilerClose(struct chrProfiler* prof) {
   if (prof == NULL) return ncclSuccess;
-  ncclResult_t res = prof->lib->finalize(prof->lib, prof->ctx);
+  /* A plugin whose init left its context NULL has declined this communicator (NVIDIA's Inspector
+   * does so without a CUDA driver); NCCL never finalizes such a context, and plugins rely on it. */
+  ncclResult_t res = prof->ctx != NULL ? prof->lib->finalize(prof->lib, prof->ctx) : ncclSuccess;
   if (res != ncclSuccess)
     res = chrFail(res, "profiler plugin %s (ABI v%d): finalize returned %d for comm 0x%llx", prof->name, prof->version,
                   (int)res, (unsigned long long)prof->commHash);

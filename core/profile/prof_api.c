@@ -50,7 +50,7 @@ static int isP2p(const struct chrCollTask* t) { return t->func == ncclFuncSend |
 static void* groupApiOf(struct ncclComm* comm) {
   for (int i = 0; i < chrProfGroupApiOpen; i++)
     if (groupApi[i].comm == comm) return groupApi[i].handle;
-  if (!chrProfOn(ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi)) return NULL;
+  if (!chrProfOn(CHR_PROF_NEED_API)) return NULL;
   if (chrProfGroupApiOpen == MAX_GROUP_API) return NULL;
   struct chrProfDescr d;
   memset(&d, 0, sizeof(d));
@@ -73,7 +73,7 @@ void chrProfApiStart(struct chrCollTask* t) {
   if (prof == NULL) return;
   void* parent = groupApiOf(t->comm);
   int p2p = isP2p(t);
-  if (!chrProfOn(p2p ? ncclProfileP2pApi : ncclProfileCollApi)) return;
+  if (!chrProfOn(p2p ? CHR_PROF_NEED_P2P_API : CHR_PROF_NEED_COLL_API)) return;
   struct chrProfDescr d;
   memset(&d, 0, sizeof(d));
   if (p2p) {
@@ -172,13 +172,10 @@ void chrProfTasksPlanned(struct chrCollTask* list) {
     memset(&d, 0, sizeof(d));
     void* group = NULL;
     if (chrProfOn(CHR_PROF_NEED_GROUP)) chrProfilerStart(prof, ncclProfileGroup, NULL, &d, &group);
-    int mask = chrProfOn(CHR_PROF_NEED_TASK);
     for (struct chrCollTask* u = t; u; u = u->next) {
       if (u->comm != t->comm) continue;
       u->profColl = NULL;
-      if (!(mask & (isP2p(u) ? ncclProfileP2p : ncclProfileColl)) &&
-          !(mask & (CHR_PROF_NEED_OP | ncclProfileKernelCh)))
-        continue;
+      if (!chrProfOn(isP2p(u) ? CHR_PROF_NEED_P2P : CHR_PROF_NEED_COLL)) continue;
       startTask(u, group);
       chrProfilerStop(prof, u->profColl); /* enqueued; the handle stays its children's parent */
     }

@@ -34,12 +34,20 @@ struct ncclComm;
 struct chrCollTask;
 struct chrLink;
 
-/* The mask bits that make each event exist (a child's bit creates its ancestors). */
+/* The mask bits that make each event exist. As in NCCL, a child's bit creates its ancestors, the
+ * API events included: with only Coll asked for, each Coll event still gets its CollApi parent,
+ * which gets its GroupApi parent, so a plugin can nest what it records. */
 #define CHR_PROF_NEED_STEP (ncclProfileProxyStep | ncclProfileNetPlugin)
 #define CHR_PROF_NEED_OP (ncclProfileProxyOp | CHR_PROF_NEED_STEP)
-#define CHR_PROF_NEED_TASK (ncclProfileColl | ncclProfileP2p | CHR_PROF_NEED_OP | ncclProfileKernelCh)
+#define CHR_PROF_NEED_BELOW_TASK (CHR_PROF_NEED_OP | ncclProfileKernelCh)
+#define CHR_PROF_NEED_COLL (ncclProfileColl | CHR_PROF_NEED_BELOW_TASK)
+#define CHR_PROF_NEED_P2P (ncclProfileP2p | CHR_PROF_NEED_BELOW_TASK)
+#define CHR_PROF_NEED_TASK (ncclProfileColl | ncclProfileP2p | CHR_PROF_NEED_BELOW_TASK)
 #define CHR_PROF_NEED_GROUP (ncclProfileGroup | CHR_PROF_NEED_TASK)
-#define CHR_PROF_NEED_API (ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi)
+#define CHR_PROF_NEED_COLL_API (ncclProfileCollApi | CHR_PROF_NEED_COLL)
+#define CHR_PROF_NEED_P2P_API (ncclProfileP2pApi | CHR_PROF_NEED_P2P)
+#define CHR_PROF_NEED_API \
+  (ncclProfileGroupApi | ncclProfileKernelLaunch | CHR_PROF_NEED_COLL_API | CHR_PROF_NEED_P2P_API | CHR_PROF_NEED_GROUP)
 
 /* The one test every event point makes first. */
 static inline int chrProfOn(int bits) { return __atomic_load_n(&chrProfMask, __ATOMIC_RELAXED) & bits; }

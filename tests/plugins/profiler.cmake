@@ -23,6 +23,7 @@ foreach(v 1 2 3 4 5 6)
   chorus_test_profiler(testprof_v${v} testv${v} ${v})
 endforeach()
 chorus_test_profiler(testprof_initfail initfail 6 TESTPROF_INIT_FAIL)
+chorus_test_profiler(testprof_nullctx nullctx 6 TESTPROF_NULL_CONTEXT)
 chorus_test_profiler(testprof_default default 5)
 set_target_properties(testprof_default PROPERTIES OUTPUT_NAME nccl-profiler LIBRARY_OUTPUT_DIRECTORY ${TESTPROF_DEFAULT_DIR})
 # A net plugin library that also carries a profiler (v4), as NCCL allows.
@@ -43,7 +44,7 @@ add_executable(test_profiler ${CMAKE_CURRENT_SOURCE_DIR}/test_profiler.c ${CMAKE
 target_include_directories(test_profiler BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE} ${CMAKE_SOURCE_DIR}/tools)
 target_link_libraries(test_profiler PRIVATE chorus ${CMAKE_DL_LIBS} Threads::Threads)
 set_target_properties(test_profiler PROPERTIES BUILD_RPATH "${CMAKE_BINARY_DIR}/lib")
-add_dependencies(test_profiler testprof_v1 testprof_v2 testprof_v3 testprof_v4 testprof_v5 testprof_v6)
+add_dependencies(test_profiler testprof_v1 testprof_v2 testprof_v3 testprof_v4 testprof_v5 testprof_v6 testprof_nullctx)
 
 foreach(v 1 2 3 4 5 6)
   set(PV${v} $<TARGET_FILE:testprof_v${v}>)
@@ -128,3 +129,16 @@ set_tests_properties(plugins.profiler.ranks.v6.masked PROPERTIES ENVIRONMENT
 chorus_prof_run(ranks.v6.deadpeer ${PV6} 2 2 die=1 events=5)
 set_tests_properties(plugins.profiler.ranks.v6.deadpeer PROPERTIES ENVIRONMENT
   "NCCL_PROFILER_PLUGIN=${PV6};TESTPROF_PARTIAL_OK=1;HOME=${CMAKE_CURRENT_BINARY_DIR};NCCL_NET_PLUGIN=;NCCL_NET=;CHORUS_TIMEOUT=20")
+# Masks that leave out the parents (NVIDIA's example profiler suggests 8, ProxyOp): each event still
+# comes with its parent, up to GroupApi, as NCCL creates the ancestors of every event it creates.
+foreach(case "6 2" "6 8" "6 16" "6 0x204" "5 2" "4 2" "3 8")
+  string(REPLACE " " ";" case "${case}")
+  list(GET case 0 v)
+  list(GET case 1 m)
+  chorus_prof_run(ranks.v${v}.mask${m} ${PV${v}} 2 2 events=10)
+  set_tests_properties(plugins.profiler.ranks.v${v}.mask${m} PROPERTIES ENVIRONMENT
+    "NCCL_PROFILER_PLUGIN=${PV${v}};TESTPROF_MASK=${m};TESTPROF_EXPECT=;HOME=${CMAKE_CURRENT_BINARY_DIR};NCCL_NET_PLUGIN=;NCCL_NET=;CHORUS_PLUGIN_STRICT=1")
+endforeach()
+# A profiler whose init leaves its context NULL (NVIDIA's Inspector without a CUDA driver) gets no
+# finalize: the stand-in aborts on finalize(NULL).
+chorus_prof_run(ranks.nullctx $<TARGET_FILE:testprof_nullctx> 2 2 declined=1)

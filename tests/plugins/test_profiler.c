@@ -1,13 +1,14 @@
 /*
  * test_profiler.c: collectives under a test profiler (testprof_plugin.c), N ranks as N processes.
  *
- *   test_profiler <nranks> <nhosts> [events=<min>] [none=1] [die=1]
+ *   test_profiler <nranks> <nhosts> [events=<min>] [none=1] [die=1] [declined=1]
  *
  * Each rank runs, on host buffers: a bare AllReduce; a group of AllReduce + AllGather; a Broadcast;
  * a group of a Send to the next rank and a Recv from the previous one; a ReduceScatter. Results are
  * checked against the exact integer sums. After ncclCommDestroy (which finalizes the profiler) the
  * plugin (NCCL_PROFILER_PLUGIN, a path) is asked for its report: every failure it recorded fails
- * the rank. events=<min>: at least that many events arrived; none=1: none did (mask 0).
+ * the rank. events=<min>: at least that many events arrived; none=1: none did (mask 0);
+ * declined=1: the plugin's init left its context NULL, so no event and no finalize (as NCCL).
  * With nhosts > 1 every rank is its own host, so transfers go through the net plugin and its
  * profiler events (NetPlugin) are exercised too.
  */
@@ -29,7 +30,7 @@
     }                                                                                     \
   } while (0)
 
-static int minEvents = 0, expectNone = 0, peerDies = 0;
+static int minEvents = 0, expectNone = 0, peerDies = 0, declined = 0;
 
 static int report(int rank);
 
@@ -126,11 +127,11 @@ static int report(int rank) {
   int failures = report();
   int total = 0;
   for (int i = 0; i < 16; i++) total += count(i);
-  if (finalizes() != 1) {
-    fprintf(stderr, "rank %d: finalize called %d times\n", rank, finalizes());
+  if (finalizes() != (declined ? 0 : 1)) {
+    fprintf(stderr, "rank %d: finalize called %d times, expected %d\n", rank, finalizes(), declined ? 0 : 1);
     failures++;
   }
-  if (expectNone && total != 0) {
+  if ((expectNone || declined) && total != 0) {
     fprintf(stderr, "rank %d: %d events with the mask off\n", rank, total);
     failures++;
   }
@@ -144,13 +145,14 @@ static int report(int rank) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s <nranks> <nhosts> [events=<min>] [none=1] [die=1]\n", argv[0]);
+    fprintf(stderr, "usage: %s <nranks> <nhosts> [events=<min>] [none=1] [die=1] [declined=1]\n", argv[0]);
     return 2;
   }
   for (int i = 3; i < argc; i++) {
     if (strncmp(argv[i], "events=", 7) == 0) minEvents = atoi(argv[i] + 7);
     if (strcmp(argv[i], "none=1") == 0) expectNone = 1;
     if (strcmp(argv[i], "die=1") == 0) peerDies = 1;
+    if (strcmp(argv[i], "declined=1") == 0) declined = 1;
   }
   return chrLaunchRanks(atoi(argv[1]), atoi(argv[2]), 50, rankMain, NULL);
 }
