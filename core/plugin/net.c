@@ -1,9 +1,11 @@
 /*
  * net.c: loading net plugins and opening one per communicator (the loader half of net_plugin.h).
  *
- * NCCL_NET_PLUGIN gives the candidates in order. A candidate is loaded the first time a search
- * reaches it (so a working first candidate never makes the later ones WARN), at most once per
- * process; the result, usable or not and why, is kept in its struct chrNetLib. The one registry of
+ * NCCL_NET_PLUGIN gives the candidates in order. When it does not name Chorus's socket plugin, that
+ * one follows the list as the fallback, as NCCL falls back to its built-in transports when no plugin
+ * it was given can run (none found, no symbol, init failed, no device). A candidate is loaded the
+ * first time a search reaches it (so a working first candidate never makes the later ones WARN), at
+ * most once per process; the result, usable or not and why, is kept in its struct chrNetLib. The one registry of
  * candidates is process-wide and guarded by netLock; everything a loaded library needs (adapter
  * state, init count) lives in its own chrNetLib.
  */
@@ -25,13 +27,14 @@
 
 #define NET_PREFIX "libnccl-net"
 #define NET_MAX_CANDIDATES 14 /* as NCCL: the list has at most 14 names */
+#define NET_FALLBACK "socket"  /* Chorus's own plugin, after the list */
 
 static pthread_mutex_t netLock = PTHREAD_MUTEX_INITIALIZER;
 static int netParsed;     /* candidates parsed from NCCL_NET_PLUGIN */
 static int netDisabled;   /* NCCL_NET_PLUGIN=none */
 static int netDisabledLogged;
 static int netCount;
-static struct chrNetLib* netLibs[NET_MAX_CANDIDATES];
+static struct chrNetLib* netLibs[NET_MAX_CANDIDATES + 1]; /* the list, then the fallback */
 
 /* ---- v12 native binding ------------------------------------------------------------------------ */
 
@@ -65,6 +68,16 @@ ncclResult_t chrNetBindV12(struct chrNetLib* lib, const ncclNet_v12_t* t) {
 
 /* ---- loading ------------------------------------------------------------------------------------ */
 
+static ncclResult_t addCandidate(const char* name, int fallback) {
+  struct chrNetLib* lib = calloc(1, sizeof(*lib));
+  if (lib == NULL) return chrFail(ncclSystemError, "NET/Plugin: out of memory for the plugin list");
+  snprintf(lib->candidate, sizeof(lib->candidate), "%s", name);
+  lib->fallback = fallback;
+  pthread_mutex_init(&lib->initLock, NULL);
+  netLibs[netCount++] = lib;
+  return ncclSuccess;
+}
+
 /* Split NCCL_NET_PLUGIN into candidates, once per process. "none" (alone) disables net plugins. */
 static ncclResult_t parseCandidates(void) {
   if (netParsed) return ncclSuccess;
@@ -90,12 +103,11 @@ static ncclResult_t parseCandidates(void) {
            one);
       break;
     }
-    struct chrNetLib* lib = calloc(1, sizeof(*lib));
-    if (lib == NULL) return chrFail(ncclSystemError, "NET/Plugin: out of memory for the plugin list");
-    snprintf(lib->candidate, sizeof(lib->candidate), "%s", one);
-    pthread_mutex_init(&lib->initLock, NULL);
-    netLibs[netCount++] = lib;
+    CHECK(addCandidate(one, 0));
   } while (p != NULL);
+  int listed = 0;
+  for (int i = 0; i < netCount; i++) listed |= strcasecmp(netLibs[i]->candidate, NET_FALLBACK) == 0;
+  if (!listed) CHECK(addCandidate(NET_FALLBACK, 1));
   netParsed = 1;
   return ncclSuccess;
 }
@@ -154,8 +166,9 @@ static const char* candidateLabel(const struct chrNetLib* lib) {
   return lib->candidate[0] ? lib->candidate : NET_PREFIX ".so";
 }
 
-/* One candidate failed: WARN once per distinct reason and fall back, or (strict) fail. */
-static ncclResult_t candidateFailed(struct chrNetLib* lib, const char* reason, int strict, int last) {
+/* One candidate failed: WARN once per distinct reason and fall back, or (strict) fail. next is the
+ * candidate tried after it (NULL: none). */
+static ncclResult_t candidateFailed(struct chrNetLib* lib, const char* reason, int strict, const struct chrNetLib* next) {
   /* Name the file when it differs from what the user wrote (when it could not be opened, the reason
    * names every try), and the plugin's name and version once known. */
   char where[CHR_PLUGIN_PATH_MAX + 128] = "";
@@ -169,7 +182,9 @@ static ncclResult_t candidateFailed(struct chrNetLib* lib, const char* reason, i
   if (strcmp(lib->lastWarn, reason) != 0) {
     snprintf(lib->lastWarn, sizeof(lib->lastWarn), "%s", reason);
     WARN("NET/Plugin: cannot use net plugin '%s'%s: %s; %s", candidateLabel(lib), where, reason,
-         last ? "no more candidates" : "trying the next one");
+         next == NULL ? "no more candidates"
+         : next->fallback ? "falling back to Chorus's socket plugin (CHORUS_PLUGIN_STRICT=1 makes this an error)"
+                          : "trying the next one");
   }
   return ncclSuccess;
 }
@@ -265,7 +280,7 @@ static ncclResult_t openLocked(uint64_t commHash, const char* netName, int traff
 
   for (int i = 0; i < netCount; i++) {
     struct chrNetLib* lib = netLibs[i];
-    int last = (i == netCount - 1);
+    const struct chrNetLib* next = i + 1 < netCount ? netLibs[i + 1] : NULL;
     int justLoaded;
     ensureLoaded(lib, &justLoaded);
     if (justLoaded)
@@ -273,7 +288,7 @@ static ncclResult_t openLocked(uint64_t commHash, const char* netName, int traff
            lib->version);
     if (!lib->usable) {
       appendTried(tried, sizeof(tried), "'%s': %s", candidateLabel(lib), lib->failReason);
-      CHECK(candidateFailed(lib, lib->failReason, strict, last));
+      CHECK(candidateFailed(lib, lib->failReason, strict, next));
       continue;
     }
     if (wanted[0] != '\0' && strcasecmp(lib->name, wanted) != 0) {
@@ -287,7 +302,7 @@ static ncclResult_t openLocked(uint64_t commHash, const char* netName, int traff
       return ncclSuccess;
     }
     appendTried(tried, sizeof(tried), "'%s' (%s): %s", candidateLabel(lib), lib->name, reason);
-    CHECK(candidateFailed(lib, reason, strict, last));
+    CHECK(candidateFailed(lib, reason, strict, next));
   }
   if (wanted[0] != '\0' && !nameMatched)
     return chrFail(ncclInvalidUsage, "NET/Plugin: no net plugin named '%s' (NCCL_NET / config.netName); tried: %s",
@@ -333,11 +348,12 @@ void chrNetDescribe(FILE* out) {
     struct chrNetLib* lib = netLibs[i];
     int justLoaded;
     ensureLoaded(lib, &justLoaded);
+    const char* role = lib->fallback ? " (the fallback)" : "";
     if (lib->usable)
-      fprintf(out, "  %s: %s: name %s, ABI v%d\n", candidateLabel(lib), lib->dl.path, lib->name, lib->version);
+      fprintf(out, "  %s%s: %s: name %s, ABI v%d\n", candidateLabel(lib), role, lib->dl.path, lib->name, lib->version);
     else
-      fprintf(out, "  %s: not usable%s%s%s: %s\n", candidateLabel(lib), lib->dl.path[0] ? " (" : "", lib->dl.path,
-              lib->dl.path[0] ? ")" : "", lib->failReason);
+      fprintf(out, "  %s%s: not usable%s%s%s: %s\n", candidateLabel(lib), role, lib->dl.path[0] ? " (" : "",
+              lib->dl.path, lib->dl.path[0] ? ")" : "", lib->failReason);
   }
   pthread_mutex_unlock(&netLock);
 }

@@ -84,6 +84,7 @@ struct chrNetAdaptOps {
 
 struct chrNetLib {
   char candidate[CHR_PLUGIN_PATH_MAX]; /* the NCCL_NET_PLUGIN entry this came from, as given */
+  int fallback;                 /* 1: not listed; Chorus's socket plugin, tried after the list */
   chrPluginLib dl;              /* handle, path opened, names tried, dlerror texts */
   int usable;                   /* 1: a table was found and bound */
   char failReason[CHR_PLUGIN_REASON_MAX + 64]; /* why not usable (load or probe), for WARN and describe */

@@ -1,6 +1,7 @@
 # The core with the IB plugin first in NCCL_NET_PLUGIN (owner: net_ib). Without RDMA devices the plugin
-# reports 0 devices and the core falls back to the socket plugin (one WARN naming the reason), or, with
-# ib alone, fails with a clear error: never a crash or a hang. Included by tests/plugins/CMakeLists.txt.
+# reports 0 devices and the core falls back to the socket plugin (one WARN naming the reason), listed
+# or not, or, strict, fails with a clear error: never a crash or a hang. Included by
+# tests/plugins/CMakeLists.txt.
 if(NOT TARGET nccl-net-ib OR NOT TARGET nccl-net-socket OR NOT TARGET test_net_loader)
   return()
 endif()
@@ -15,21 +16,26 @@ endfunction()
 set(IB_LOADER_ENV "NCCL_IB_HCA==chorus_no_such_hca")
 net_ib_loader_test(fallback_socket "$<TARGET_FILE:nccl-net-ib>,$<TARGET_FILE:nccl-net-socket>"
   open pick=Socket warns=1 "log=(IB, ABI v12): devices() returned 0 devices" "log=trying the next one")
-net_ib_loader_test(alone_fails "$<TARGET_FILE:nccl-net-ib>"
-  open rc=2 warns=2 "err=no usable net plugin" "err=devices() returned 0 devices")
+net_ib_loader_test(alone_falls_back "$<TARGET_FILE:nccl-net-ib>"
+  open pick=Socket warns=1 "log=(IB, ABI v12): devices() returned 0 devices; falling back to Chorus's socket plugin")
 add_dependencies(test_net_loader nccl-net-ib nccl-net-socket)
 
 # The same through the public API: two ranks on two (acted-out) hosts run all-reduces over the net
-# plugin the core falls back to; with ib alone, init fails with the reason, at once (the launcher stops the
-# other rank as soon as one fails, so only the first rank's line is certain).
+# plugin the core falls back to, listed or not; strict, init fails with the reason, at once (the
+# launcher stops the other rank as soon as one fails, so only the first rank's line is certain).
 add_test(NAME plugins.net_ib.ranks_fallback COMMAND test_allreduce 2 --hosts 2 --medium 64K --big 1M --timeout 60)
 set_tests_properties(plugins.net_ib.ranks_fallback PROPERTIES TIMEOUT 120 PROCESSORS 2 ENVIRONMENT
   "NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-ib>,$<TARGET_FILE:nccl-net-socket>;NCCL_SOCKET_IFNAME=lo;${IB_LOADER_ENV}")
-add_test(NAME plugins.net_ib.ranks_alone_fails COMMAND ${CHORUS_EXPECT_OUTPUT} --status fail
-  --has "rank [01]/2: .*ncclCommInitRank failed.*no usable net plugin.*devices\\(\\) returned 0 devices"
+add_test(NAME plugins.net_ib.ranks_alone_falls_back COMMAND ${CHORUS_EXPECT_OUTPUT}
+  --has "devices\\(\\) returned 0 devices; falling back to Chorus's socket plugin"
   -- $<TARGET_FILE:test_allreduce> 2 --hosts 2 --medium 64K --big 1M --timeout 60)
-set_tests_properties(plugins.net_ib.ranks_alone_fails PROPERTIES TIMEOUT 60 ENVIRONMENT
-  "NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-ib>;NCCL_SOCKET_IFNAME=lo;${IB_LOADER_ENV}")
+set_tests_properties(plugins.net_ib.ranks_alone_falls_back PROPERTIES TIMEOUT 120 PROCESSORS 2 ENVIRONMENT
+  "NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-ib>;NCCL_SOCKET_IFNAME=lo;NCCL_DEBUG=WARN;${IB_LOADER_ENV}")
+add_test(NAME plugins.net_ib.ranks_alone_strict_fails COMMAND ${CHORUS_EXPECT_OUTPUT} --status fail
+  --has "rank [01]/2: .*ncclCommInitRank failed.*devices\\(\\) returned 0 devices.*CHORUS_PLUGIN_STRICT=1"
+  -- $<TARGET_FILE:test_allreduce> 2 --hosts 2 --medium 64K --big 1M --timeout 60)
+set_tests_properties(plugins.net_ib.ranks_alone_strict_fails PROPERTIES TIMEOUT 60 ENVIRONMENT
+  "NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-ib>;NCCL_SOCKET_IFNAME=lo;CHORUS_PLUGIN_STRICT=1;${IB_LOADER_ENV}")
 
 # The whole core over the IB plugin's verbs code: three ranks of one process (ncclCommInitAll), every
 # link through the net plugin (CHORUS_TRANSPORT=net), the plugin linked with the verbs mock.
