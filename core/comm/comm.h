@@ -113,6 +113,7 @@ struct ncclComm {
   _Atomic int asyncError;
   volatile uint32_t abortFlag;
   _Atomic int busy;            /* calls running on this comm (abort waits for them) */
+  _Atomic uintptr_t runner;    /* the thread running calls on this comm, 0: none (group/group.c) */
   _Atomic int refs;            /* 1 for the user's handle + 1 per task or split queued in an open group */
   int finalized;               /* ncclCommFinalize was called (set with an atomic exchange) */
   _Atomic int revoked;         /* ncclCommRevoke was called: no new operation, a parent still */
@@ -134,6 +135,7 @@ struct ncclComm {
   uint32_t devGeneration;      /* device states made and released so far: suspends that freed GPU memory */
   _Atomic int suspended;       /* between ncclCommSuspend and ncclCommResume: no operation */
   struct ncclWindow_vidmem* windows; /* its registered windows, under lock; freed with the comm */
+  struct chrRegHandle* regs;   /* its ncclCommRegister handles, under lock; freed with the comm */
   uint64_t* sigSent;           /* nRanks: one-sided signals this rank sent to each (api/onesided_api.c) */
   uint64_t* sigAwaited;        /* nRanks: signals from each that this rank's waits have counted */
 };

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
+#include "comm/register.h"
 #include "comm/window.h"
 #include "cuda/dev_state.h"
 #include "log/log.h"
@@ -25,6 +26,7 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm->net) chrNetClose(comm->net);
   if (comm->bootstrap) chrBootstrapClose(comm->bootstrap);
   chrWindowFreeAll(comm); /* the windows the program left registered */
+  chrRegFreeAll(comm);    /* and the buffers */
   free(comm->sigSent);
   free(comm->sigAwaited);
   free(comm->peers);

@@ -62,11 +62,40 @@ static ncclResult_t planTasks(struct chrCollTask* list) {
   return ncclSuccess;
 }
 
+/* One thread at a time runs calls on a comm (NCCL's rule too; two at once would interleave their
+ * steps on the same links). A comm's runner is the thread running its calls: the address of that
+ * thread's runnerToken, 0 when none. */
+static __thread char runnerToken;
+
+static void releaseComms(struct chrCollTask* list, const struct chrCollTask* end) {
+  const uintptr_t me = (uintptr_t)&runnerToken;
+  for (struct chrCollTask* t = list; t != end; t = t->next) {
+    uintptr_t mine = me;
+    atomic_compare_exchange_strong(&t->comm->runner, &mine, 0);
+  }
+}
+
+static ncclResult_t claimComms(struct chrCollTask* list) {
+  const uintptr_t me = (uintptr_t)&runnerToken;
+  for (struct chrCollTask* t = list; t; t = t->next) {
+    uintptr_t none = 0;
+    if (atomic_compare_exchange_strong(&t->comm->runner, &none, me) || none == me) continue;
+    releaseComms(list, t);
+    ncclResult_t res = chrFail(ncclInvalidUsage,
+                               "%s on comm %p rank %d: another thread is running a call on this communicator; a "
+                               "communicator takes calls from one thread at a time (as in NCCL)",
+                               chrProfFuncName((int)t->func), (void*)t->comm, t->comm->rank);
+    chrCommNoteError(t->comm);
+    return res;
+  }
+  return ncclSuccess;
+}
+
 /* Plan, then run a list of tasks: running calls are counted on their comms (abort waits for them).
  * Tasks on GPU buffers are launched first (they return at once, kernels run on their streams), then
  * the host executor runs the host tasks to completion. The list is reordered (host tasks first, then
  * device tasks); it still holds every task, for freeTasks. */
-static ncclResult_t runTasks(struct chrCollTask** list) {
+static ncclResult_t runClaimed(struct chrCollTask** list) {
   struct chrCollTask* devTasks = NULL;
   ncclResult_t res = chrDevPartition(list, &devTasks);
   if (res != ncclSuccess) {
@@ -86,6 +115,13 @@ static ncclResult_t runTasks(struct chrCollTask** list) {
     if (res == ncclSuccess) res = hostRes;
   }
   for (struct chrCollTask* t = *list; t; t = t->next) atomic_fetch_sub(&t->comm->busy, 1);
+  return res;
+}
+
+static ncclResult_t runTasks(struct chrCollTask** list) {
+  CHECK(claimComms(*list));
+  ncclResult_t res = runClaimed(list);
+  releaseComms(*list, NULL);
   return res;
 }
 

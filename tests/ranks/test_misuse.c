@@ -1,0 +1,140 @@
+/*
+ * test_misuse.c: a program's mistakes with a communicator are errors with a message, never a crash,
+ * a hang or a wrong result. One rank per process.
+ *
+ *   test_misuse register N H    ncclCommRegister/Deregister: handles given back in any order; a handle
+ *                               deregistered twice, a pointer never handed out (small, on the stack,
+ *                               shaped like a handle), NULL, and another communicator's handle are
+ *                               ncclInvalidArgument; handles left at destroy are freed with the comm
+ *   test_misuse twothreads N H  two threads of rank 0 call ncclAllReduce on one comm at once: one runs,
+ *                               the other gets ncclInvalidUsage naming the cause; the others' ranks
+ *                               join only after the refusal, and the result and the comm stay right
+ * H: hosts acted out (1: shm; N: every rank its own host, net).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "launch.h"
+#include "nccl.h"
+#include "rank_data.h"
+
+static int registerRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  ncclComm_t comm = NULL, other = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  EXPECT(ncclCommSplit(comm, 0, rank, &other, NULL) == ncclSuccess);
+  static char bufs[4][4096];
+  void* h[4];
+  for (int i = 0; i < 4; i++) EXPECT(ncclCommRegister(comm, bufs[i], sizeof(bufs[i]), &h[i]) == ncclSuccess);
+  EXPECT(ncclCommDeregister(comm, h[2]) == ncclSuccess);
+  EXPECT(ncclCommDeregister(comm, h[0]) == ncclSuccess);
+  /* Twice: the handle is gone. */
+  EXPECT(ncclCommDeregister(comm, h[2]) == ncclInvalidArgument);
+  EXPECT(strstr(ncclGetLastError(comm), "not a registration of this communicator") != NULL);
+  /* Never handed out: a small number, a stack address holding what a handle might hold, NULL. */
+  EXPECT(ncclCommDeregister(comm, (void*)16) == ncclInvalidArgument);
+  uint64_t fake[8];
+  memcpy(fake, h[1], sizeof(void*));
+  for (int i = 1; i < 8; i++) fake[i] = 0x52454721u;
+  EXPECT(ncclCommDeregister(comm, fake) == ncclInvalidArgument);
+  EXPECT(ncclCommDeregister(comm, NULL) == ncclInvalidArgument);
+  /* Another communicator's handle, then on its own communicator. */
+  void* ho = NULL;
+  EXPECT(ncclCommRegister(other, bufs[0], sizeof(bufs[0]), &ho) == ncclSuccess);
+  EXPECT(ncclCommDeregister(comm, ho) == ncclInvalidArgument);
+  EXPECT(ncclCommDeregister(other, ho) == ncclSuccess);
+  /* The comm works as before; h[1] and h[3] are left for the destroy to free. */
+  EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 1, 1000) == 0);
+  EXPECT(ncclCommDestroy(other) == ncclSuccess);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  printf("rank %d: bad deregistrations refused, the comm intact\n", rank);
+  return 0;
+}
+
+/* twothreads: pipes made before the ranks are forked; rank 0 writes one byte per other rank once one
+ * of its two calls was refused. */
+static int joinPipe[2];
+
+enum { COUNT = 1 << 16 };
+
+struct caller {
+  ncclComm_t comm;
+  int rank, nranks;
+  int32_t* buf;
+  ncclResult_t res;
+  char error[512];
+  int done;
+  pthread_mutex_t* lock;
+  pthread_cond_t* cond;
+};
+
+static void* callAllReduce(void* p) {
+  struct caller* c = p;
+  rankFill(c->buf, COUNT, 2, c->rank);
+  c->res = ncclAllReduce(c->buf, c->buf, COUNT, ncclInt32, ncclSum, c->comm, NULL);
+  snprintf(c->error, sizeof(c->error), "%s", c->res == ncclSuccess ? "" : ncclGetLastError(NULL));
+  pthread_mutex_lock(c->lock);
+  c->done = 1;
+  pthread_cond_broadcast(c->cond);
+  pthread_mutex_unlock(c->lock);
+  return NULL;
+}
+
+static int twoThreadsRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 1, 1000) == 0); /* links up */
+  if (rank != 0) {
+    char c;
+    EXPECT(chrLaunchReadFull(joinPipe[0], &c, 1) == 0);
+    EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 2, COUNT) == 0);
+  } else {
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+    struct caller c[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+      memset(&c[i], 0, sizeof(c[i]));
+      c[i].comm = comm, c[i].rank = rank, c[i].nranks = nranks, c[i].lock = &lock, c[i].cond = &cond;
+      c[i].buf = malloc(COUNT * sizeof(int32_t));
+      EXPECT(c[i].buf != NULL);
+    }
+    for (int i = 0; i < 2; i++) EXPECT(pthread_create(&th[i], NULL, callAllReduce, &c[i]) == 0);
+    /* The call that won cannot finish before the other ranks join, so the first to return is the
+     * refused one. */
+    pthread_mutex_lock(&lock);
+    while (!c[0].done && !c[1].done) pthread_cond_wait(&cond, &lock);
+    pthread_mutex_unlock(&lock);
+    int refused = c[0].done ? 0 : 1;
+    EXPECT(c[refused].res == ncclInvalidUsage);
+    EXPECT(strstr(c[refused].error, "another thread is running a call on this communicator") != NULL);
+    printf("rank 0: thread %d refused: %s\n", refused, c[refused].error);
+    for (int r = 1; r < nranks; r++) EXPECT(write(joinPipe[1], "j", 1) == 1);
+    for (int i = 0; i < 2; i++) EXPECT(pthread_join(th[i], NULL) == 0);
+    EXPECT(c[1 - refused].res == ncclSuccess);
+    EXPECT(rankCheckSum(c[1 - refused].buf, COUNT, 2, NULL, nranks) == 0);
+    for (int i = 0; i < 2; i++) free(c[i].buf);
+  }
+  EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 3, 5000) == 0); /* still usable */
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: test_misuse register|twothreads N [H]\n");
+    return 2;
+  }
+  int n = atoi(argv[2]);
+  int hosts = argc > 3 ? atoi(argv[3]) : 1;
+  if (strcmp(argv[1], "register") == 0) return chrLaunchRanks(n, hosts, 60, registerRank, NULL);
+  if (strcmp(argv[1], "twothreads") == 0) {
+    if (pipe(joinPipe) != 0) return 1;
+    return chrLaunchRanks(n, hosts, 60, twoThreadsRank, NULL);
+  }
+  fprintf(stderr, "unknown scenario %s\n", argv[1]);
+  return 2;
+}
