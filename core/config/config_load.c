@@ -13,6 +13,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #ifdef CHORUS_INI_MIN
 #include "config/ini_min.h"
 #else
@@ -25,8 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config_store.h"
+
+#define CHR_STR2(x) #x
+#define CHR_STR(x) CHR_STR2(x)
 
 static char* systemDir; /* tests only; NULL means /etc */
 
@@ -212,6 +218,8 @@ typedef struct {
   char* line;
   size_t lineCap;
   char* longValue;
+  size_t bytes;      /* read so far */
+  int readError;     /* errno of a failed read, 0 if none */
   int badLine;       /* first malformed line, 0 if none */
   char badWhat[160]; /* what is wrong with it */
   chrFileKey* keys;
@@ -244,8 +252,17 @@ static void markBad(chrFileParse* fp, const char* what) {
 static char* fileReader(char* out, int num, void* stream) {
   chrFileParse* fp = stream;
   if (fp->badLine) return NULL; /* the file will not be applied: stop at its first bad line */
+  errno = 0;
   ssize_t n = getline(&fp->line, &fp->lineCap, fp->file);
-  if (n < 0) return NULL;
+  if (n < 0) {
+    if (ferror(fp->file)) fp->readError = errno ? errno : EIO;
+    return NULL;
+  }
+  fp->bytes += (size_t)n;
+  if (fp->bytes > CHR_CONFIG_MAX_FILE) { /* it grew past its size as read (a /proc file, one being written) */
+    markBad(fp, "the file is larger than " CHR_STR(CHR_CONFIG_MAX_FILE) " bytes");
+    return NULL;
+  }
   fp->lineno++;
   char* s = fp->line;
   if (fp->lineno == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3; /* a UTF-8 byte order mark */
@@ -316,6 +333,16 @@ static int iniHandler(void* user, const char* section, const char* key, const ch
   return 1;
 }
 
+/* Keys that are not parameters are exported to the environment for plugins, but only those named like
+ * the settings of NCCL, Chorus and the network libraries: a file cannot set LD_PRELOAD. */
+static int exportable(chrConfigStore* store, const char* source, const chrFileKey* k) {
+  if (chrConfigExportable(k->key)) return 1;
+  chrConfigAddNote(store, k->key, "%s: key %s%s%s%s is not exported to the environment: a file exports only names "
+                   "starting with %s", source, k->key, k->section[0] ? " of [" : "", k->section,
+                   k->section[0] ? "]" : "", chrConfigExportablePrefixes());
+  return 0;
+}
+
 static void applyKey(chrConfigStore* store, const char* path, int level, const chrFileKey* k) {
   char source[PATH_MAX + 32], name[300], hint[200];
   snprintf(source, sizeof(source), "%s:%d", path, k->lineno);
@@ -328,6 +355,7 @@ static void applyKey(chrConfigStore* store, const char* path, int level, const c
       setParam(store, id, k->value, source, level, source);
       return;
     }
+    if (!exportable(store, source, k)) return;
     addRaw(store, "", k->key, k->value, source, level);
     if (strncasecmp(k->key, "CHORUS_", 7) == 0 && !chrConfigKnownName(k->key, 0)) {
       chrConfigClosestName(k->key, NULL, hint, sizeof(hint));
@@ -346,20 +374,56 @@ static void applyKey(chrConfigStore* store, const char* path, int level, const c
     chrConfigClosestName(k->key, k->section, hint, sizeof(hint));
     chrConfigAddNote(store, name, "%s: unknown key '%s' in section [%s]; ignored (closest known name: %s)", source,
                      k->key, k->section, hint);
-  } else {
+  } else if (exportable(store, source, k)) {
     addRaw(store, k->section, k->key, k->value, source, level); /* a plugin's section, exported before its init */
   }
 }
 
+static const char* fileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+/* Opens path for reading when it is a regular file of at most CHR_CONFIG_MAX_FILE bytes. O_NONBLOCK:
+ * opening a FIFO must not wait for a writer. NULL with errno ENOENT when it does not exist; NULL after
+ * an error naming the reason otherwise. */
+static FILE* openConfigFile(chrConfigStore* store, const char* path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno != ENOENT) chrConfigAddError(store, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  const char* why = NULL;
+  if (fstat(fd, &st) != 0) why = strerror(errno);
+  else if (!S_ISREG(st.st_mode)) why = fileKind(st.st_mode);
+  else if (st.st_size > CHR_CONFIG_MAX_FILE) why = "larger than " CHR_STR(CHR_CONFIG_MAX_FILE) " bytes";
+  FILE* f = why ? NULL : fdopen(fd, "r");
+  if (f == NULL) {
+    if (why == NULL) why = strerror(errno);
+    chrConfigAddError(store, "%s: not read (%s): a configuration file must be a regular file of at most %d bytes",
+                      path, why, CHR_CONFIG_MAX_FILE);
+    close(fd);
+    errno = 0;
+  }
+  return f;
+}
+
 static void readFile(chrConfigStore* store, const char* path, int level, int mustExist) {
-  FILE* f = fopen(path, "r");
+  FILE* f = openConfigFile(store, path);
   if (!f) {
-    if (mustExist || errno != ENOENT) chrConfigAddError(store, "%s: cannot open: %s", path, strerror(errno));
+    if (mustExist && errno == ENOENT) chrConfigAddError(store, "%s: cannot open: %s", path, strerror(ENOENT));
     return;
   }
   chrFileParse fp = {.file = f};
   int err = ini_parse_stream(fileReader, &fp, iniHandler, &fp);
-  if (fp.badLine)
+  if (!fp.badLine && fp.readError != 0) /* /proc/self/mem and the like: regular, yet unreadable */
+    chrConfigAddError(store, "%s: cannot read: %s; nothing from this file is applied", path, strerror(fp.readError));
+  else if (fp.badLine)
     chrConfigAddError(store, "%s:%d: %s; nothing from this file is applied", path, fp.badLine, fp.badWhat);
   else if (err > 0) /* inih's grammar has a corner ours let through */
     chrConfigAddError(store, "%s:%d: syntax error; nothing from this file is applied", path, err);

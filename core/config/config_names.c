@@ -40,6 +40,21 @@ int chrConfigKnownName(const char* name, int exactCase) {
   return strncmp(name, TEST_PREFIX, strlen(TEST_PREFIX)) == 0;
 }
 
+/* The prefixes of names a file may export, as one line (it is also what messages quote). */
+static const char exportPrefixes[] = "NCCL_, CHORUS_, OFI_NCCL_, FI_, UCX_, IBV_, MLX5_, RDMAV_, SHARP_, HCOLL_";
+
+int chrConfigExportable(const char* name) {
+  for (const char* p = exportPrefixes; *p;) {
+    size_t n = strcspn(p, ",");
+    if (strncmp(name, p, n) == 0 && name[n] != '\0') return 1;
+    p += n;
+    p += strspn(p, ", ");
+  }
+  return 0;
+}
+
+const char* chrConfigExportablePrefixes(void) { return exportPrefixes; }
+
 #define MAX_COMPARED 64 /* names are short; a longer one is compared by its first 64 bytes */
 
 /* Levenshtein distance, case-insensitive, two rows. */

@@ -26,6 +26,7 @@ enum {
 };
 
 #define CHR_CONFIG_MAX_VALUE 4096 /* longest value accepted, in bytes, without the NUL */
+#define CHR_CONFIG_MAX_FILE 1048576 /* largest configuration file read, in bytes */
 
 typedef struct {
   char* value;      /* never NULL once the store is built */
@@ -107,6 +108,12 @@ int chrConfigCheckValue(int id, const char* value, int64_t* intValue, char* why,
  * CHORUS_RANK, the socket plugin's CHORUS_SOCKET_*): 1 if `name` is one of them or a parameter.
  * exactCase: 1 for the environment (getenv is exact), 0 for keys in files (read case-insensitively). */
 int chrConfigKnownName(const char* name, int exactCase);
+/* 1 if a key of a file may be exported to the environment for plugins: names of NCCL, Chorus and the
+ * libraries net plugins are built on (libfabric, UCX, verbs, SHARP, ...); never LD_PRELOAD, PATH and
+ * the like, which a config file must not be able to set for the whole process. */
+int chrConfigExportable(const char* name);
+/* The prefixes chrConfigExportable accepts, as one line for messages. */
+const char* chrConfigExportablePrefixes(void);
 /* The known name closest to `key` (edit distance, case-insensitive), for a message. section NULL or "":
  * among full names; else also among the short keys, written "<key> in [<section>]" when the key
  * belongs to another section. */

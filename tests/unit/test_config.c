@@ -216,8 +216,8 @@ static void casePluginSections(void) {
   char path[512], user[512], expect[2048];
   testPath(path, sizeof(path), "plug.ini");
   testPath(user, sizeof(user), ".config/chorus.ini");
-  writeTestFile(".config/chorus.ini", "[net.socket]\nNCCL_SOCKET_NTHREADS=1\nEXTRA_ONLY_HERE=yes\n");
-  writeTestFile(".nccl.conf", "NCCL_NSOCKS_PERTHREAD=99\nFLAT_ONLY=flat\n");
+  writeTestFile(".config/chorus.ini", "[net.socket]\nNCCL_SOCKET_NTHREADS=1\nFI_EXTRA_ONLY_HERE=yes\n");
+  writeTestFile(".nccl.conf", "NCCL_NSOCKS_PERTHREAD=99\nNCCL_FLAT_ONLY=flat\n");
   writeTestFile("plug.ini",
                 "[net.socket]\n"
                 "NCCL_NSOCKS_PERTHREAD = 4\n"
@@ -229,7 +229,7 @@ static void casePluginSections(void) {
   Collected c = {{0}};
   chrConfigForEachInSection("net.socket", collect, &c);
   snprintf(expect, sizeof(expect),
-           "NCCL_NSOCKS_PERTHREAD=4@%s:2\nNCCL_SOCKET_NTHREADS=2@%s:3\nEXTRA_ONLY_HERE=yes@%s:3\n", path, path, user);
+           "NCCL_NSOCKS_PERTHREAD=4@%s:2\nNCCL_SOCKET_NTHREADS=2@%s:3\nFI_EXTRA_ONLY_HERE=yes@%s:3\n", path, path, user);
   EXPECT_STR(c.text, expect);
   Collected s = {{0}};
   chrConfigForEachSection(collectSection, &s);
@@ -243,7 +243,61 @@ static void casePluginSections(void) {
   EXPECT_STR(getenv("NCCL_SOCKET_NTHREADS"), "7"); /* already set: not overwritten */
   EXPECT(getenv("CHORUS_TUNER_TABLE") == NULL, "another section was exported");
   /* Top-level keys of flat files go along, after the section's own (which win). */
-  EXPECT_STR(getenv("FLAT_ONLY"), "flat");
+  EXPECT_STR(getenv("NCCL_FLAT_ONLY"), "flat");
+}
+
+/* Keys exported for plugins are named like the settings of NCCL, Chorus and the network libraries:
+ * a file cannot set LD_PRELOAD or PATH for the process; each refused key is a note naming it. */
+static void caseExportNames(void) {
+  char path[512];
+  testPath(path, sizeof(path), "export.ini");
+  writeTestFile(".nccl.conf", "LD_PRELOAD=/tmp/evil.so\nNCCL_FLAT_OK=1\n");
+  writeTestFile("export.ini", "[net.ofi]\nFI_PROVIDER=tcp\nOFI_NCCL_X=2\nPATH=/evil\nLD_LIBRARY_PATH=/evil\n");
+  setenv("CHORUS_CONF", path, 1);
+  unsetenv("LD_PRELOAD");
+  char* oldPath = strdup(getenv("PATH") ? getenv("PATH") : "");
+  chrConfigReload();
+  chrConfigExportSection("net.ofi");
+  EXPECT_STR(getenv("FI_PROVIDER"), "tcp");
+  EXPECT_STR(getenv("OFI_NCCL_X"), "2");
+  EXPECT_STR(getenv("NCCL_FLAT_OK"), "1");
+  EXPECT(getenv("LD_PRELOAD") == NULL, "LD_PRELOAD exported: %s", getenv("LD_PRELOAD"));
+  EXPECT_STR(getenv("PATH"), oldPath);
+  const char* p = chrConfigProblems();
+  EXPECT(strstr(p, "key LD_PRELOAD is not exported") && strstr(p, "key PATH of [net.ofi] is not exported") &&
+             strstr(p, "key LD_LIBRARY_PATH of [net.ofi] is not exported"),
+         "problems: %s", p);
+  EXPECT(chrConfigValidate() == ncclSuccess, "a refused export is a note, not an error");
+  free(oldPath);
+}
+
+/* Only regular files of at most 1 MiB are read: a device, a directory, a FIFO (whose open must not
+ * wait for a writer), an unreadable /proc file and a large file each fail with the reason. */
+static void caseSpecialFiles(void) {
+  char dir[512], fifo[512], big[512];
+  testPath(dir, sizeof(dir), "adir");
+  testPath(fifo, sizeof(fifo), "afifo");
+  testPath(big, sizeof(big), "big.ini");
+  mkdir(dir, 0755);
+  EXPECT(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+  char* content = malloc(CHR_CONFIG_MAX_FILE + 64);
+  memset(content, ';', CHR_CONFIG_MAX_FILE + 62);
+  content[CHR_CONFIG_MAX_FILE + 62] = '\n';
+  content[CHR_CONFIG_MAX_FILE + 63] = '\0';
+  writeTestFile("big.ini", content);
+  free(content);
+  const struct {
+    const char* path;
+    const char* why;
+  } cases[] = {{"/dev/zero", "not read (a character device)"}, {dir, "not read (a directory)"},
+               {fifo, "not read (a FIFO)"}, {"/proc/self/mem", "cannot read: "},
+               {big, "not read (larger than 1048576 bytes)"}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    setenv("CHORUS_CONF", cases[i].path, 1);
+    chrConfigReload();
+    EXPECT(strstr(chrConfigProblems(), cases[i].why) != NULL, "%s: problems: %s", cases[i].path, chrConfigProblems());
+    EXPECT(chrConfigValidate() != ncclSuccess, "%s: the configuration was accepted", cases[i].path);
+  }
 }
 
 /* Values longer than inih's line buffer work up to 4 KiB; longer ones are a problem. */
@@ -275,7 +329,7 @@ int main(int argc, char** argv) {
     void (*run)(void);
   } cases[] = {{"order", caseOrder},       {"named_file", caseNamedFile},       {"flat", caseFlat},
                {"sections", caseSections}, {"problems", caseProblems},          {"plugin_sections", casePluginSections},
-               {"long_value", caseLongValue}};
+               {"long_value", caseLongValue},  {"export_names", caseExportNames},   {"special_files", caseSpecialFiles}};
   if (argc != 2) {
     fprintf(stderr, "usage: %s <case>\n", argv[0]);
     return 2;

@@ -193,7 +193,7 @@ static void expectRejected(const char* name, const char* content, const char* wh
   testPath(path, sizeof(path), name);
   writeTestFile(name, content);
   setenv("CHORUS_CONF", path, 1);
-  unsetenv("MALFORMED_KEY");
+  unsetenv("NCCL_MALFORMED_KEY");
   chrConfigReload();
   chrClearLastError();
   EXPECT(chrConfigValidate() == ncclInvalidUsage, "%s accepted", name);
@@ -203,26 +203,26 @@ static void expectRejected(const char* name, const char* content, const char* wh
   EXPECT_STR(chrParamSource(CHR_P_HOSTID), "default");
   chrConfigExportSection("net.socket");
   chrConfigExportSection("");
-  EXPECT(getenv("MALFORMED_KEY") == NULL, "%s: a key of a rejected file was exported", name);
+  EXPECT(getenv("NCCL_MALFORMED_KEY") == NULL, "%s: a key of a rejected file was exported", name);
 }
 
 static void caseMalformed(void) {
-  expectRejected("section.ini", "[core]\nhostid = h\n[net.socket\nMALFORMED_KEY = 1\n",
+  expectRejected("section.ini", "[core]\nhostid = h\n[net.socket\nNCCL_MALFORMED_KEY = 1\n",
                  "3: '[' without a closing ']'");
-  expectRejected("noequals.ini", "[net.socket]\nMALFORMED_KEY = 1\n[core]\nhostid = h\njust some words\n",
+  expectRejected("noequals.ini", "[net.socket]\nNCCL_MALFORMED_KEY = 1\n[core]\nhostid = h\njust some words\n",
                  "5: expected key = value");
-  expectRejected("colon.ini", "; comment\nNCCL_HOSTID=h\nMALFORMED_KEY=1\nNCCL_NET: x\n", "4: expected key = value");
-  expectRejected("nokey.ini", "NCCL_HOSTID=h\nMALFORMED_KEY=1\n = x\n", "3: no key before '='");
+  expectRejected("colon.ini", "; comment\nNCCL_HOSTID=h\nNCCL_MALFORMED_KEY=1\nNCCL_NET: x\n", "4: expected key = value");
+  expectRejected("nokey.ini", "NCCL_HOSTID=h\nNCCL_MALFORMED_KEY=1\n = x\n", "3: no key before '='");
   /* The same content, well formed, applies (the test above is not vacuous); a byte order mark is fine. */
   char path[512];
   testPath(path, sizeof(path), "good.ini");
-  writeTestFile("good.ini", "\xEF\xBB\xBF[core]\nhostid = h\n[net.socket]\nMALFORMED_KEY = 1\n");
+  writeTestFile("good.ini", "\xEF\xBB\xBF[core]\nhostid = h\n[net.socket]\nNCCL_MALFORMED_KEY = 1\n");
   setenv("CHORUS_CONF", path, 1);
   chrConfigReload();
   EXPECT(chrConfigValidate() == ncclSuccess, "good file: %s", chrThreadLastError());
   EXPECT_STR(chrParamStr(CHR_P_HOSTID), "h");
   chrConfigExportSection("net.socket");
-  EXPECT_STR(getenv("MALFORMED_KEY"), "1");
+  EXPECT_STR(getenv("NCCL_MALFORMED_KEY"), "1");
 }
 
 int main(int argc, char** argv) {
