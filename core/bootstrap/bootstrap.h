@@ -11,6 +11,9 @@
  * 2. chrBootstrapInit: each rank opens its own listening socket, sends the root a hello (rank, nranks,
  *    listen address, info blob); the root checks it (secret, rank range and uniqueness, nranks and
  *    infoSize consistency) and, once all nranks are in, sends everyone all addresses and info blobs.
+ *    A root made with the id was listening before the id existed, so a refused connection to it means
+ *    it is gone (its process exited, or the id was used up by an earlier communicator: the root ends
+ *    once every rank has joined): an error at once. Only an NCCL_COMM_ID root is waited for.
  *    A bad hello is answered with a reject that carries the reason; garbage is dropped. Ranks that are
  *    slow to come are waited for, as NCCL does (CHORUS_BOOTSTRAP_TIMEOUT > 0 bounds the wait, and the
  *    root then tells every waiting rank which ranks never came); a rank that closes its connection

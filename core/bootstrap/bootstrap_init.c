@@ -93,7 +93,16 @@ static ncclResult_t rendezvous(struct chrBootstrap* bs, const struct chrBsId* bi
 
   int fd = -1;
   chrSockErr err;
-  ncclResult_t r = chrSockConnect(&bid->root, connectDeadline, bs->abortFlag, &fd, &err);
+  /* A root made with the id (ncclGetUniqueId) listened before the id existed, so a refusal means it is
+   * gone: its process exited, or the id served a communicator already and its root ended. Only an
+   * NCCL_COMM_ID root may not have started yet, and is waited for. */
+  const int rootMayComeLater = (bid->flags & CHR_BS_ID_FLAG_COMM_ID) != 0;
+  ncclResult_t r = rootMayComeLater ? chrSockConnect(&bid->root, connectDeadline, bs->abortFlag, &fd, &err)
+                                    : chrSockConnectListening(&bid->root, connectDeadline, bs->abortFlag, &fd, &err);
+  if (r == ncclRemoteError && !rootMayComeLater)
+    return chrFail(r, "bootstrap: rank %d: the root of this unique id at %s is gone (%s): the process that made "
+                   "the id with ncclGetUniqueId has exited or aborted, or the id was used up by an earlier "
+                   "communicator (an id serves one communicator)", bs->rank, rootStr, err.msg);
   if (r == ncclTimeout || r == ncclRemoteError)
     return chrFail(r, "bootstrap: rank %d cannot reach the root at %s within %lld s: %s", bs->rank, rootStr,
                    (long long)timeoutSec, err.msg);

@@ -9,9 +9,14 @@
  *   test_misuse twothreads N H  two threads of rank 0 call ncclAllReduce on one comm at once: one runs,
  *                               the other gets ncclInvalidUsage naming the cause; the others' ranks
  *                               join only after the refusal, and the result and the comm stay right
+ *   test_misuse rootgone        a process makes an id with ncclGetUniqueId, hands it on and exits: the
+ *                               rank that inits with it fails at once, naming the cause (not a wait)
+ *   test_misuse idreuse N       N ranks init, all-reduce and destroy a comm, then init again with the
+ *                               same id, whose root ended with the first comm: each fails at once
  * H: hosts acted out (1: shm; N: every rank its own host, net).
  */
 #include <pthread.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,9 +128,47 @@ static int twoThreadsRank(int rank, int nranks, const ncclUniqueId* id, void* ar
   return 0;
 }
 
+static int rootGone(void) {
+  int fds[2];
+  if (pipe(fds) != 0) return 1;
+  pid_t maker = fork();
+  if (maker < 0) return 1;
+  if (maker == 0) { /* makes the id, hands it on, exits */
+    ncclUniqueId id;
+    if (ncclGetUniqueId(&id) != ncclSuccess || write(fds[1], &id, sizeof(id)) != (ssize_t)sizeof(id)) _exit(1);
+    _exit(0);
+  }
+  ncclUniqueId id;
+  EXPECT(chrLaunchReadFull(fds[0], &id, sizeof(id)) == 0);
+  int status = 0;
+  EXPECT(waitpid(maker, &status, 0) == maker && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ncclComm_t comm = NULL;
+  double t0 = chrLaunchNowSec();
+  ncclResult_t res = ncclCommInitRank(&comm, 2, id, 1);
+  EXPECT(res == ncclRemoteError);
+  EXPECT(strstr(ncclGetLastError(NULL), "the root of this unique id") != NULL &&
+         strstr(ncclGetLastError(NULL), "is gone") != NULL);
+  printf("init failed after %.2f s: %s\n", chrLaunchNowSec() - t0, ncclGetLastError(NULL));
+  return 0;
+}
+
+static int idReuseRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 1, 1000) == 0);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclRemoteError);
+  EXPECT(strstr(ncclGetLastError(NULL), "used up by an earlier communicator") != NULL);
+  printf("rank %d: the second init with the id failed: %s\n", rank, ncclGetLastError(NULL));
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "rootgone") == 0) return rootGone();
   if (argc < 3) {
-    fprintf(stderr, "usage: test_misuse register|twothreads N [H]\n");
+    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse N [H] | rootgone\n");
     return 2;
   }
   int n = atoi(argv[2]);
@@ -135,6 +178,7 @@ int main(int argc, char** argv) {
     if (pipe(joinPipe) != 0) return 1;
     return chrLaunchRanks(n, hosts, 60, twoThreadsRank, NULL);
   }
+  if (strcmp(argv[1], "idreuse") == 0) return chrLaunchRanks(n, hosts, 60, idReuseRank, NULL);
   fprintf(stderr, "unknown scenario %s\n", argv[1]);
   return 2;
 }
