@@ -40,7 +40,7 @@ static ncclResult_t exchangePeerInfo(struct ncclComm* comm, const ncclUniqueId* 
   me.pid = getpid();
   me.cudaDev = comm->cudaDev;
   me.sms = comm->cudaDev >= 0 ? chrCudaDeviceSMs(comm->cudaDev) : 0;
-  me.busId = -1;
+  me.busId = comm->cudaDev >= 0 ? chrCudaDeviceBusId(comm->cudaDev) : -1;
   comm->peers = calloc((size_t)comm->nRanks, sizeof(struct chrPeerInfo));
   if (comm->peers == NULL) return chrFail(ncclSystemError, "out of memory for %d peer infos", comm->nRanks);
   CHECK(chrBootstrapInit(id, comm->rank, comm->nRanks, &me, sizeof(me), comm->peers, &comm->abortFlag,
@@ -51,6 +51,28 @@ static ncclResult_t exchangePeerInfo(struct ncclComm* comm, const ncclUniqueId* 
       return chrFail(ncclRemoteError, "bootstrap: peer info of rank %d is malformed (magic 0x%x, rank %d)", r,
                      p->magic, p->rank);
     p->hostId[CHR_HOSTID_LEN - 1] = '\0';
+  }
+  return ncclSuccess;
+}
+
+/* Two ranks on one GPU: a choice (CHORUS_SHARED_GPU=1), refused by default as NCCL refuses it, since
+ * a program that forgot to pick a device per rank would otherwise run many times slower, silently.
+ * Every rank checks every pair, so all of them fail alike. */
+static ncclResult_t checkSharedGpu(const struct ncclComm* comm) {
+  if (chrParamInt(CHR_P_SHARED_GPU) != 0) return ncclSuccess;
+  for (int a = 0; a < comm->nRanks; a++) {
+    const struct chrPeerInfo* p = &comm->peers[a];
+    if (p->busId < 0) continue;
+    for (int b = a + 1; b < comm->nRanks; b++) {
+      const struct chrPeerInfo* q = &comm->peers[b];
+      if (q->busId != p->busId || q->hostHash != p->hostHash) continue;
+      return chrFail(ncclInvalidUsage,
+                     "ranks %d and %d are both on GPU %04llx:%02llx:%02llx.0 of host %s (duplicate GPU, as NCCL "
+                     "calls it: give each rank its own device, e.g. torch.cuda.set_device(local_rank)); set "
+                     "CHORUS_SHARED_GPU=1 to let ranks share a GPU",
+                     a, b, (unsigned long long)(p->busId >> 20), (unsigned long long)((p->busId >> 12) & 0xff),
+                     (unsigned long long)((p->busId >> 4) & 0x1f), p->hostId);
+    }
   }
   return ncclSuccess;
 }
@@ -83,6 +105,7 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   showVersionOnce();
   CHECK(chrCostModelRead(&comm->costModel));
   CHECK(exchangePeerInfo(comm, id));
+  CHECK(checkSharedGpu(comm));
   CHECK(chrTopoCompute(comm));
   CHECK(chooseChannels(comm));
   /* Device buffers: one group when every rank lives in this process on this comm's GPU. */

@@ -124,3 +124,16 @@ int chrCudaDeviceSMs(int ordinal) {
   if (cu->cuDeviceGetAttribute(&sms, CHR_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CHR_CUDA_SUCCESS) return 0;
   return sms;
 }
+
+int64_t chrCudaDeviceBusId(int ordinal) {
+  const struct chrCudaDriver* cu = chrCudaDriverGet();
+  if (cu == NULL || cu->cuDeviceGet == NULL || cu->cuDeviceGetAttribute == NULL || ordinal < 0) return -1;
+  chrCuDevice dev = 0;
+  int domain = 0, bus = 0, device = 0;
+  if (cu->cuDeviceGet(&dev, ordinal) != CHR_CUDA_SUCCESS ||
+      cu->cuDeviceGetAttribute(&domain, CHR_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) != CHR_CUDA_SUCCESS ||
+      cu->cuDeviceGetAttribute(&bus, CHR_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) != CHR_CUDA_SUCCESS ||
+      cu->cuDeviceGetAttribute(&device, CHR_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) != CHR_CUDA_SUCCESS)
+    return -1;
+  return (((int64_t)domain << 16) | ((int64_t)(bus & 0xff) << 8) | (int64_t)(device & 0x1f)) << 4;
+}

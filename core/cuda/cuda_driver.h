@@ -13,6 +13,8 @@
 #ifndef CHORUS_CUDA_DRIVER_H_
 #define CHORUS_CUDA_DRIVER_H_
 
+#include <stdint.h>
+
 typedef int chrCuResult;                  /* CUresult */
 typedef unsigned long long chrCuDevicePtr; /* CUdeviceptr */
 
@@ -31,6 +33,9 @@ typedef unsigned long long chrCuDevicePtr; /* CUdeviceptr */
 
 /* CUdevice_attribute values used by the core. */
 #define CHR_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CHR_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID 33
+#define CHR_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID 34
+#define CHR_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
 
 typedef void* chrCuContext; /* CUcontext */
 typedef int chrCuDevice;    /* CUdevice */
@@ -66,5 +71,10 @@ int chrCudaCurrentDevice(void);
 
 /* Streaming multiprocessors of device `dev`; 0 when unknown. */
 int chrCudaDeviceSMs(int dev);
+
+/* The PCI address of device `dev` (domain, bus, device), the same in every process of the host
+ * whatever CUDA_VISIBLE_DEVICES says: (domain << 16 | bus << 8 | device) << 4, so a function number
+ * fits below as in "0000:19:00.0"; -1 when unknown. */
+int64_t chrCudaDeviceBusId(int dev);
 
 #endif /* CHORUS_CUDA_DRIVER_H_ */

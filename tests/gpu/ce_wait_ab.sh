@@ -15,6 +15,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$PWD/ce-wait-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
+# Several ranks share a GPU here on purpose; without this, init refuses it as NCCL does.
+export CHORUS_SHARED_GPU=${CHORUS_SHARED_GPU:-1}
 VARIANTS=${VARIANTS:-"base:"}
 ROUNDS=${ROUNDS:-2}
 declare -A PERF

@@ -63,6 +63,8 @@
 set -uo pipefail
 source "$(dirname "$0")/device_build.sh"
 export NCCL_NVLS_ENABLE=0
+# Several ranks share a GPU here on purpose; without this, init refuses it as NCCL does.
+export CHORUS_SHARED_GPU=${CHORUS_SHARED_GPU:-1}
 
 STEPS=${STEPS:-tests torch side plugins}
 want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }

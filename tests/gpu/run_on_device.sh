@@ -20,7 +20,8 @@
 #   6. compute-sanitizer memcheck and racecheck on the 1-rank collectives (one kernel at a time is
 #      enough there; the multi-rank tests need their kernels to run concurrently, which the sanitizer
 #      may not allow)
-#   7. PyTorch (when python3 imports torch): tests/gpu/torch_ops.py and torch_ddp.py, Chorus preloaded
+#   7. PyTorch (when python3 imports torch): tests/gpu/torch_ops.py, torch_ddp.py and torch_dup_gpu.py
+#      (two ranks left on GPU 0 must fail, as with NCCL), Chorus preloaded
 #   8. the docs/perf/gpu.md table: chorus-gpu-ceiling (copy rate, launch floor), then chorus-perf
 #      -t 2 -M cuda for every collective, 8 B .. PERF_MAX (default 8G; checked up to 1 GB), table.md via
 #      tools/bench/gpu_table.py (about 3 minutes per collective: two or three per device call)
@@ -31,6 +32,8 @@ set -uo pipefail
 # One GPU: the tables measure one GPU's memory system, and chorus-perf -t 2 would put rank 1 on a
 # second GPU where there is one. On a machine with several, GPU 0 unless CUDA_VISIBLE_DEVICES says.
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+# Several ranks share a GPU here on purpose; without this, init refuses it as NCCL does.
+export CHORUS_SHARED_GPU=${CHORUS_SHARED_GPU:-1}
 source "$(dirname "$0")/device_build.sh"
 
 STEPS=${STEPS:-tests bw sanitizer torch perf}
@@ -82,7 +85,7 @@ fi
 
 section "PyTorch"
 if want torch && python3 -c "import torch" 2>/dev/null; then
-  for script in torch_ops torch_ddp; do
+  for script in torch_ops torch_ddp torch_dup_gpu; do
     LD_PRELOAD=$BUILD/lib/libchorus.so timeout 600 python3 "$ROOT/tests/gpu/$script.py" >"$OUT/$script.txt" 2>&1
     rc=$?
     tail -3 "$OUT/$script.txt"

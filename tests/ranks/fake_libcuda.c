@@ -8,6 +8,8 @@
  *   CHORUS_TEST_FAKE_CUINIT_FAIL=1            cuInit fails as with no GPU (CUDA_ERROR_NO_DEVICE)
  *   CHORUS_TEST_FAKE_NO_MULTI=1               cuPointerGetAttributes fails (CUDA_ERROR_NOT_SUPPORTED), so
  *                                             the library must ask one attribute at a time
+ *   CHORUS_TEST_FAKE_GPU=n                    the process's GPUs sit at PCI bus 0x10 + n + ordinal (default
+ *                                             n = 0: every process sees the same GPU 0)
  * Any other pointer is unknown to the driver (CUDA_ERROR_INVALID_VALUE), as plain malloc memory is.
  * Numbers are C literals (0x... or decimal). Values are those of CUDA's cuda.h.
  */
@@ -93,6 +95,31 @@ int cuPointerGetAttributes(unsigned int n, int* attributes, void** data, unsigne
     if (rc != FAKE_CUDA_SUCCESS) return rc;
   }
   return FAKE_CUDA_SUCCESS;
+}
+
+#define FAKE_ATTR_MULTIPROCESSOR_COUNT 16
+#define FAKE_ATTR_PCI_BUS_ID 33
+#define FAKE_ATTR_PCI_DEVICE_ID 34
+#define FAKE_ATTR_PCI_DOMAIN_ID 50
+
+int cuDeviceGet(int* device, int ordinal) {
+  if (!atomic_load(&initialized)) return FAKE_CUDA_ERROR_NOT_INITIALIZED;
+  if (device == NULL || ordinal < 0 || ordinal > 7) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  *device = ordinal;
+  return FAKE_CUDA_SUCCESS;
+}
+
+int cuDeviceGetAttribute(int* value, int attribute, int device) {
+  if (!atomic_load(&initialized)) return FAKE_CUDA_ERROR_NOT_INITIALIZED;
+  if (value == NULL || device < 0 || device > 7) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  const char* gpu = getenv("CHORUS_TEST_FAKE_GPU");
+  switch (attribute) {
+    case FAKE_ATTR_MULTIPROCESSOR_COUNT: *value = 8; return FAKE_CUDA_SUCCESS;
+    case FAKE_ATTR_PCI_BUS_ID: *value = 0x10 + (gpu ? atoi(gpu) : 0) + device; return FAKE_CUDA_SUCCESS;
+    case FAKE_ATTR_PCI_DEVICE_ID:
+    case FAKE_ATTR_PCI_DOMAIN_ID: *value = 0; return FAKE_CUDA_SUCCESS;
+    default: return FAKE_CUDA_ERROR_INVALID_VALUE;
+  }
 }
 
 /* For the tests: how often cuInit was called (proves the library was loaded, and cuInit ran once). */

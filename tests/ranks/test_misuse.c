@@ -13,6 +13,12 @@
  *                               rank that inits with it fails at once, naming the cause (not a wait)
  *   test_misuse idreuse N       N ranks init, all-reduce and destroy a comm, then init again with the
  *                               same id, whose root ended with the first comm: each fails at once
+ *   test_misuse sharedgpu N H MODE [BUS]   ranks on one GPU of one host (the stand-in CUDA driver's GPU
+ *                               0 unless MODE is distinct, or the real one), BUS: the GPU to be named:
+ *                               MODE refused: init fails with ncclInvalidUsage naming two ranks, the GPU
+ *                               and CHORUS_SHARED_GPU; allowed (CHORUS_SHARED_GPU=1 set) and distinct
+ *                               (each rank on a GPU of its own): init and an all-reduce succeed
+ *   test_misuse initall DEVS    ncclCommInitAll over the devices listed ("0,0": refused; "0,1": runs)
  * H: hosts acted out (1: shm; N: every rank its own host, net).
  */
 #include <pthread.h>
@@ -165,10 +171,59 @@ static int idReuseRank(int rank, int nranks, const ncclUniqueId* id, void* arg) 
   return 0;
 }
 
+static const char* sharedGpuBus; /* the GPU the refusal must name, when known (the stand-in driver's) */
+
+static int sharedGpuRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  const char* mode = arg;
+  char gpu[16];
+  snprintf(gpu, sizeof(gpu), "%d", strcmp(mode, "distinct") == 0 ? rank : 0);
+  setenv("CHORUS_TEST_FAKE_GPU", gpu, 1); /* read by the stand-in driver */
+  ncclComm_t comm = NULL;
+  ncclResult_t res = ncclCommInitRank(&comm, nranks, *id, rank);
+  if (strcmp(mode, "refused") == 0) {
+    EXPECT(res == ncclInvalidUsage);
+    const char* err = ncclGetLastError(NULL);
+    EXPECT(strstr(err, "are both on GPU ") != NULL && strstr(err, "CHORUS_SHARED_GPU=1") != NULL);
+    EXPECT(sharedGpuBus == NULL || strstr(err, sharedGpuBus) != NULL);
+    printf("rank %d: init refused: %s\n", rank, err);
+    if (comm != NULL) EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+    return 0;
+  }
+  EXPECT(res == ncclSuccess);
+  EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 1, 1000) == 0);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
+static int initAllDevs(const char* list) {
+  int devs[8], n = 0;
+  for (const char* p = list; *p && n < 8; p += strspn(p, ","), n++) {
+    devs[n] = atoi(p);
+    p += strcspn(p, ",");
+  }
+  ncclComm_t comms[8] = {0};
+  ncclResult_t res = ncclCommInitAll(comms, n, devs);
+  int shared = 0;
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++) shared |= devs[i] == devs[j];
+  const char* allow = getenv("CHORUS_SHARED_GPU");
+  if (shared && (allow == NULL || strcmp(allow, "1") != 0)) {
+    EXPECT(res == ncclInvalidUsage);
+    EXPECT(strstr(ncclGetLastError(NULL), "are both on GPU") != NULL);
+    printf("ncclCommInitAll(%s) refused: %s\n", list, ncclGetLastError(NULL));
+  } else {
+    EXPECT(res == ncclSuccess);
+  }
+  for (int i = 0; i < n; i++)
+    if (comms[i] != NULL) EXPECT(ncclCommDestroy(comms[i]) == ncclSuccess);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "rootgone") == 0) return rootGone();
+  if (argc >= 3 && strcmp(argv[1], "initall") == 0) return initAllDevs(argv[2]);
   if (argc < 3) {
-    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse N [H] | rootgone\n");
+    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse N [H] | sharedgpu N H MODE [BUS] | rootgone | initall DEVS\n");
     return 2;
   }
   int n = atoi(argv[2]);
@@ -179,6 +234,10 @@ int main(int argc, char** argv) {
     return chrLaunchRanks(n, hosts, 60, twoThreadsRank, NULL);
   }
   if (strcmp(argv[1], "idreuse") == 0) return chrLaunchRanks(n, hosts, 60, idReuseRank, NULL);
+  if (strcmp(argv[1], "sharedgpu") == 0 && argc > 4) {
+    sharedGpuBus = argc > 5 ? argv[5] : NULL;
+    return chrLaunchRanks(n, hosts, 60, sharedGpuRank, argv[4]);
+  }
   fprintf(stderr, "unknown scenario %s\n", argv[1]);
   return 2;
 }
