@@ -40,8 +40,10 @@ int chrConfigKnownName(const char* name, int exactCase) {
   return strncmp(name, TEST_PREFIX, strlen(TEST_PREFIX)) == 0;
 }
 
-/* The prefixes of names a file may export, as one line (it is also what messages quote). */
-static const char exportPrefixes[] = "NCCL_, CHORUS_, OFI_NCCL_, FI_, UCX_, IBV_, MLX5_, RDMAV_, SHARP_, HCOLL_";
+/* The prefixes of names a file may export, as one line (it is also what messages quote): NCCL's, Chorus's
+ * (its reference tuner's rules included) and the network libraries' that net plugins read. */
+static const char exportPrefixes[] =
+    "NCCL_, CHORUS_, TUNER_RULE_, OFI_NCCL_, FI_, UCX_, IBV_, MLX5_, RDMAV_, SHARP_, HCOLL_";
 
 int chrConfigExportable(const char* name) {
   for (const char* p = exportPrefixes; *p;) {

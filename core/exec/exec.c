@@ -208,7 +208,10 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
       struct linkState* ls = &cs->links[st.send[i]];
       if (ls->sendPosted - ls->sendDone >= CHR_STEPS) { ready = 0; break; }
       sendFrom[i] = chrDirectSendFrom(&ls->direct, t, &st, &sendMh[i]);
-      if (sendFrom[i] == NULL) sendSlots[nSlots++] = ls->link->slots[slotOf(ls, ls->sendPosted)];
+      if (sendFrom[i] != NULL) continue;
+      const int slot = slotOf(ls, ls->sendPosted);
+      if (ls->link->ops->prepare) CHECK(ls->link->ops->prepare(ls->link, slot, expect));
+      sendSlots[nSlots++] = ls->link->slots[slot];
     }
     if (!ready) break;
     for (int i = 0; i < st.nSend; i++) { /* a send step waits for its data while the step computes it */

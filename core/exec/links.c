@@ -75,7 +75,7 @@ static ncclResult_t connectP2p(struct commNeeds* need) {
       int wantRecv = wantR[recvPeer] && comm->p2pRecv[k][recvPeer] == NULL;
       if (!wantSend && !wantRecv) continue;
       CHECK(chrTransportConnectPeers(comm, CHR_P2P_CHANNEL + k, wantSend ? sendPeer : -1, wantRecv ? recvPeer : -1,
-                                     wantSend ? &comm->p2pSend[k][sendPeer] : NULL,
+                                     chrTransportStepSize(1), wantSend ? &comm->p2pSend[k][sendPeer] : NULL,
                                      wantRecv ? &comm->p2pRecv[k][recvPeer] : NULL));
     }
   }

@@ -21,6 +21,7 @@
 #include "config/algo_select.h"
 #include "plan/cost_model.h"
 #include "plan/plan.h"
+#include "transport/connect.h"
 #include "plugin/tuner.h"
 
 
@@ -28,12 +29,6 @@ static const char* funcName(ncclFunc_t f) {
   static const char* names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",
                                 "Send", "Recv", "AlltoAll", "Scatter", "Gather"};
   return (int)f >= 0 && (int)f <= ncclFuncGather ? names[f] : "?";
-}
-
-static size_t slotBytes(void) {
-  int64_t buff = chrParamInt(CHR_P_BUFFSIZE);
-  if (buff < CHR_STEPS * 4096) buff = CHR_STEPS * 4096;
-  return ((size_t)buff / CHR_STEPS) & ~(size_t)4095;
 }
 
 /* The slowest link decides: a comm spread over hosts pays net costs on its ring. */
@@ -108,7 +103,8 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   if (t->onDevice) return chrPlanDevTask(t);
   struct ncclComm* comm = t->comm;
   int n = comm->nRanks;
-  size_t slot = slotBytes();
+  const int p2p = t->func == ncclFuncSend || t->func == ncclFuncRecv;
+  size_t slot = chrTransportStepSize(p2p);
   t->chunkElems = slot / t->typeSize;
   size_t bytes = t->count * t->typeSize;
   if (t->func == ncclFuncAllGather || t->func == ncclFuncReduceScatter) bytes *= (size_t)n;
@@ -163,8 +159,11 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   t->algo = bestA;
   t->proto = bestP;
   if (bestA == CHR_ALGO_TREE) {
-    /* The double binary tree always has its four lanes (plan/works.c); a tuner's count does not apply. */
+    /* The double binary tree always has its four lanes (plan/works.c); a tuner's count does not apply.
+     * Its lanes are point-to-point connections, whose steps are smaller. */
     t->nChannels = CHR_TREE_LANES;
+    slot = chrTransportStepSize(1);
+    t->chunkElems = slot / t->typeSize;
     if (nChannels > 0) TRACE(NCCL_TUNING, "tree: the tuner's %d channels do not apply (4 lanes)", nChannels);
   } else {
     /* Host buffers: one thread drives every channel, so more channels add connections, not

@@ -27,8 +27,8 @@
 
 #define TAG_RING_CONNECT 0x10000
 
-size_t chrTransportStepSize(void) {
-  int64_t buff = chrParamInt(CHR_P_BUFFSIZE);
+size_t chrTransportStepSize(int p2p) {
+  int64_t buff = chrParamInt(p2p ? CHR_P_P2P_BUFFSIZE : CHR_P_BUFFSIZE);
   if (buff < CHR_STEPS * 4096) buff = CHR_STEPS * 4096;
   size_t step = (size_t)buff / CHR_STEPS;
   return step & ~(size_t)4095; /* whole pages */
@@ -140,14 +140,13 @@ fail_listen:
   return res;
 }
 
-ncclResult_t chrTransportConnectPeers(struct ncclComm* comm, int channel, int sendPeer, int recvPeer,
+ncclResult_t chrTransportConnectPeers(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t step,
                                       struct chrLink** sendOut, struct chrLink** recvOut) {
   const struct chrTransportOps* sendOps = NULL;
   const struct chrTransportOps* recvOps = NULL;
   struct chrLink* send = NULL;
   struct chrLink* recv = NULL;
   ncclResult_t res = ncclSuccess;
-  size_t step = chrTransportStepSize();
   if (sendPeer >= 0) CHECK(chrTransportPick(comm, sendPeer, &sendOps));
   if (recvPeer >= 0) CHECK(chrTransportPick(comm, recvPeer, &recvOps));
   int sendShm = sendOps == &chrShmTransportOps, recvShm = recvOps == &chrShmTransportOps;
@@ -175,7 +174,8 @@ fail_close_shm:
 }
 
 static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch) {
-  return chrTransportConnectPeers(comm, ch->id, ch->ringNext, ch->ringPrev, &ch->ringSend, &ch->ringRecv);
+  return chrTransportConnectPeers(comm, ch->id, ch->ringNext, ch->ringPrev, chrTransportStepSize(0), &ch->ringSend,
+                                  &ch->ringRecv);
 }
 
 ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels) {

@@ -25,10 +25,12 @@ ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer,
 
 /* Connect a send link to sendPeer and a recv link from recvPeer (either may be -1) on `channel`,
  * each through the transport chrTransportPick chooses. Collective with those two peers. */
-ncclResult_t chrTransportConnectPeers(struct ncclComm* comm, int channel, int sendPeer, int recvPeer,
+ncclResult_t chrTransportConnectPeers(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
                                       struct chrLink** send, struct chrLink** recv);
 
-/* Bytes per slot, from NCCL_BUFFSIZE (whole pages, at least one page per slot). */
-size_t chrTransportStepSize(void);
+/* Bytes per slot (whole pages, at least one page per slot): of a ring link, from NCCL_BUFFSIZE; of a
+ * point-to-point link (p2p = 1), from CHORUS_P2P_BUFFSIZE. A rank may hold a point-to-point link to
+ * every peer, so those are smaller, as NCCL's p2p chunks are. */
+size_t chrTransportStepSize(int p2p);
 
 #endif

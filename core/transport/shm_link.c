@@ -37,6 +37,23 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
                "shared-memory counters need lock-free atomics (they are shared between processes)");
 _Static_assert(sizeof(struct chrShmHeader) <= CHR_SHM_DATA_OFFSET, "the header must fit before the slots");
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+#define PAGE 4096u
+
+/* Whether this kernel populates on request (MADV_POPULATE_WRITE): 1 yes, 0 no (commit everything at
+ * setup), -1 not known yet. Probed on the first segment's header page, which setup writes anyway. */
+static _Atomic int lazyCommit = -1;
+
+static int probeLazyCommit(void* page) {
+  int known = atomic_load(&lazyCommit);
+  if (known >= 0) return known;
+  int ok = madvise(page, PAGE, MADV_POPULATE_WRITE) == 0 || errno != EINVAL;
+  atomic_store(&lazyCommit, ok);
+  return ok;
+}
+
 static char* slotData(const struct chrShmLink* sl, size_t stepSize, int slot, uint64_t half) {
   return sl->base + CHR_SHM_DATA_OFFSET + ((size_t)half * CHR_STEPS + (size_t)slot) * stepSize;
 }
@@ -138,6 +155,28 @@ static ncclResult_t shmPost(struct chrLink* link, int slot, size_t bytes) {
   return ncclSuccess;
 }
 
+/* Commit the first `bytes` of the half of `slot` that the next write goes to (see shm_link.h). */
+static ncclResult_t shmPrepare(struct chrLink* link, int slot, size_t bytes) {
+  struct chrShmLink* sl = link->priv;
+  const uint64_t half = sl->uses[slot] % CHR_SHM_HALVES;
+  if (bytes <= sl->committed[slot][half]) return ncclSuccess;
+  size_t len = (bytes + PAGE - 1) / PAGE * PAGE;
+  if (len > link->stepSize) len = link->stepSize;
+  char* at = slotData(sl, link->stepSize, slot, half);
+  while (madvise(at, len, MADV_POPULATE_WRITE) != 0) {
+    if (errno == EINTR) continue;
+    const int e = errno;
+    return chrFail(ncclSystemError,
+                   "shm link to rank %d on channel %d: no shared memory for a %zu-byte step (%s): /dev/shm is full "
+                   "or a memory limit is reached (a link holds up to %zu bytes, 2 x NCCL_BUFFSIZE)",
+                   link->peer, link->channel, bytes,
+                   e == EFAULT ? "the shared-memory mount is full" : e == ENOMEM ? "out of memory" : strerror(e),
+                   sl->segmentSize);
+  }
+  sl->committed[slot][half] = len;
+  return ncclSuccess;
+}
+
 static int slotReady(const struct chrLink* link, const struct chrShmLink* sl, int slot) {
   const struct chrShmHeader* hdr = sl->hdr;
   if (link->isSend) return atomic_load_explicit(&hdr->consumed[slot], memory_order_acquire) + 1 >= sl->uses[slot];
@@ -217,7 +256,7 @@ static void shmClose(struct chrLink* link) {
 }
 
 const struct chrTransportOps chrShmTransportOps = {
-    .name = "shm", .post = shmPost, .test = shmTest, .release = shmRelease, .close = shmClose};
+    .name = "shm", .post = shmPost, .prepare = shmPrepare, .test = shmTest, .release = shmRelease, .close = shmClose};
 
 /* ---- setup ---- */
 
@@ -282,17 +321,26 @@ ncclResult_t chrShmRecvCreate(int myRank, int peer, int channel, size_t stepSize
     res = chrFail(ncclSystemError, "shm link from rank %d: ftruncate of a %zu-byte segment: %s", peer, size, strerror(errno));
     goto fail_close_link;
   }
-  /* Reserve the pages now: a full /dev/shm must fail here, not as SIGBUS in the middle of a copy. */
-  int err = posix_fallocate(sl->fd, 0, (off_t)size);
-  if (err != 0 && err != EOPNOTSUPP && err != EINVAL && err != ENOSYS) {
-    res = chrFail(ncclSystemError, "shm link from rank %d: cannot reserve %zu bytes in /dev/shm: %s", peer, size,
-                  strerror(err));
-    goto fail_close_link;
-  }
-  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, sl->fd, 0);
+  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, sl->fd, 0);
   if (base == MAP_FAILED) {
     res = chrFail(ncclSystemError, "shm link from rank %d: mmap of a %zu-byte segment: %s", peer, size, strerror(errno));
     goto fail_close_link;
+  }
+  if (madvise(base, PAGE, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) { /* the header, written next */
+    res = chrFail(ncclSystemError, "shm link from rank %d: no memory for the segment's header in /dev/shm: %s", peer,
+                  strerror(errno));
+    munmap(base, size);
+    goto fail_close_link;
+  }
+  if (!probeLazyCommit(base)) {
+    /* No populate on request: reserve every page now, so a full /dev/shm fails here, not as SIGBUS. */
+    int err = posix_fallocate(sl->fd, 0, (off_t)size);
+    if (err != 0 && err != EOPNOTSUPP && err != EINVAL && err != ENOSYS) {
+      res = chrFail(ncclSystemError, "shm link from rank %d: cannot reserve %zu bytes in /dev/shm: %s", peer, size,
+                    strerror(err));
+      munmap(base, size);
+      goto fail_close_link;
+    }
   }
   sl->base = base;
   sl->segmentSize = size;
@@ -424,7 +472,7 @@ ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize
                   channel, (long long)st.st_size, size);
     goto fail_close_fd;
   }
-  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     res = chrFail(ncclSystemError, "shm link to rank %d: mmap of %zu bytes of its segment: %s", peer, size, strerror(errno));
     goto fail_close_fd;
@@ -454,6 +502,9 @@ ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize
     INFO(NCCL_SHM, "shm link to rank %d: its pid %lld is not visible here (other pid namespace?); relying on CHORUS_TIMEOUT",
          peer, (long long)sl->peerPid);
   for (int i = 0; i < CHR_STEPS; i++) link->slots[i] = slotData(sl, stepSize, i, 0);
+  if (!probeLazyCommit(base)) /* the receiver reserved every page: nothing to commit later */
+    for (int i = 0; i < CHR_STEPS; i++)
+      for (int h = 0; h < CHR_SHM_HALVES; h++) sl->committed[i][h] = stepSize;
   *send = link;
   return ncclSuccess;
 

@@ -31,6 +31,13 @@
  *
  * A dead peer is an error: when a test has seen nothing new for ~100 ms, the peer's "closed" flag
  * and its process (pid and start time, kill(pid, 0) and /proc) are checked, every ~100 ms.
+ *
+ * Memory. A segment is sized for full steps (2 halves x CHR_STEPS x stepSize) but its pages are
+ * committed only when a step first needs them: the sender populates a half's first bytes
+ * (madvise MADV_POPULATE_WRITE) before writing more of it than ever before. A link that carries
+ * small messages holds a few pages; a full /dev/shm or a memory limit fails that step with the
+ * reason, never a SIGBUS. Kernels without MADV_POPULATE_WRITE (before 5.14) commit the whole
+ * segment at setup instead.
  */
 #ifndef CHORUS_SHM_LINK_H_
 #define CHORUS_SHM_LINK_H_
@@ -111,6 +118,10 @@ struct chrShmLink {
   uint64_t peerStartTime;  /* 0: unknown */
   int checkPid;            /* the peer's pid is visible from here (same pid namespace) */
   uint64_t lastDoneNs, lastCheckNs;
+  /* Send side: bytes at the start of each slot's halves backed by memory so far. The segment's pages
+   * are committed as steps first need them (shmPrepare), so a link holds what it has carried, not
+   * what it could carry, and running out is an error of the step that needed more. */
+  size_t committed[CHR_STEPS][CHR_SHM_HALVES];
 };
 
 extern const struct chrTransportOps chrShmTransportOps;

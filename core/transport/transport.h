@@ -29,6 +29,9 @@ struct chrTransportOps {
   /* Send side: slot `slot` holds `bytes` bytes: start sending them.
    * Recv side: start receiving into slot `slot` (up to link->stepSize bytes). */
   ncclResult_t (*post)(struct chrLink* link, int slot, size_t bytes);
+  /* Send side, may be NULL: the executor is about to write `bytes` bytes into slots[slot]; the
+   * transport makes sure memory backs them, or fails naming why. */
+  ncclResult_t (*prepare)(struct chrLink* link, int slot, size_t bytes);
   /* Non-blocking. Recv side: *done = 1 once the slot holds the peer's data; *bytes = bytes received.
    * Send side: *done = 1 once the slot may be written again (its data is on its way and the buffer it
    * goes to next is free), which must not wait for the receiver to post while the connection's

@@ -19,6 +19,11 @@
  *                               and CHORUS_SHARED_GPU; allowed (CHORUS_SHARED_GPU=1 set) and distinct
  *                               (each rank on a GPU of its own): init and an all-reduce succeed
  *   test_misuse initall DEVS    ncclCommInitAll over the devices listed ("0,0": refused; "0,1": runs)
+ *   test_misuse shmsmall N      N ranks of one host: a small all-to-all and a 4-byte all-reduce; each
+ *                               rank's shared memory (RssShmem) stays under 2 MiB + 128 KiB per peer:
+ *                               links hold what they carried, not 8 MiB each
+ *   test_misuse shmfull N       (with /dev/shm a 4 MiB tmpfs) an all-reduce of 32 MiB needs more
+ *                               shared memory than there is: every rank gets an error naming the cause
  * H: hosts acted out (1: shm; N: every rank its own host, net).
  */
 #include <pthread.h>
@@ -219,11 +224,67 @@ static int initAllDevs(const char* list) {
   return 0;
 }
 
+/* kB of shared memory this process has mapped and touched (its own segments and its peers'). */
+static long rssShmemKb(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  long kb = -1;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "RssShmem: %ld kB", &kb) == 1) break;
+  fclose(f);
+  return kb;
+}
+
+static int shmSmallRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  enum { PER_PEER = 64 };
+  int32_t* send = malloc(sizeof(int32_t) * PER_PEER * nranks);
+  int32_t* recv = malloc(sizeof(int32_t) * PER_PEER * nranks);
+  EXPECT(send && recv);
+  for (int p = 0; p < nranks; p++)
+    for (int i = 0; i < PER_PEER; i++) send[p * PER_PEER + i] = rank * 100000 + p * 1000 + i;
+  EXPECT(ncclAlltoAll(send, recv, PER_PEER, ncclInt32, comm, NULL) == ncclSuccess);
+  for (int p = 0; p < nranks; p++)
+    for (int i = 0; i < PER_PEER; i++) EXPECT(recv[p * PER_PEER + i] == p * 100000 + rank * 1000 + i);
+  EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 1, 1) == 0);
+  long kb = rssShmemKb(), limit = 2048 + 128L * (nranks - 1);
+  printf("rank %d: %ld kB of shared memory after a small all-to-all on %d ranks (limit %ld kB)\n", rank, kb, nranks,
+         limit);
+  EXPECT(kb >= 0 && kb <= limit);
+  free(send);
+  free(recv);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
+static int shmFullRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  (void)arg;
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 1, 1000) == 0); /* small: fits */
+  size_t count = (size_t)8 << 20; /* 32 MiB: full 512 KiB steps on every slot */
+  int32_t* buf = calloc(count, sizeof(int32_t));
+  EXPECT(buf != NULL);
+  ncclResult_t res = ncclAllReduce(buf, buf, count, ncclInt32, ncclSum, comm, NULL);
+  const char* err = ncclGetLastError(comm);
+  printf("rank %d: the large all-reduce returned %s: %s\n", rank, ncclGetErrorString(res), err);
+  EXPECT(res != ncclSuccess);
+  /* A rank that ran out names the cause; the others see it fail. */
+  EXPECT(strstr(err, "/dev/shm is full or a memory limit is reached") != NULL ||
+         strstr(err, "the peer closed its end") != NULL || strstr(err, "exited") != NULL);
+  free(buf);
+  EXPECT(ncclCommAbort(comm) == ncclSuccess);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "rootgone") == 0) return rootGone();
   if (argc >= 3 && strcmp(argv[1], "initall") == 0) return initAllDevs(argv[2]);
   if (argc < 3) {
-    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse N [H] | sharedgpu N H MODE [BUS] | rootgone | initall DEVS\n");
+    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse|shmsmall|shmfull N [H] | sharedgpu N H MODE [BUS] | rootgone | initall DEVS\n");
     return 2;
   }
   int n = atoi(argv[2]);
@@ -234,6 +295,8 @@ int main(int argc, char** argv) {
     return chrLaunchRanks(n, hosts, 60, twoThreadsRank, NULL);
   }
   if (strcmp(argv[1], "idreuse") == 0) return chrLaunchRanks(n, hosts, 60, idReuseRank, NULL);
+  if (strcmp(argv[1], "shmsmall") == 0) return chrLaunchRanks(n, 1, 120, shmSmallRank, NULL);
+  if (strcmp(argv[1], "shmfull") == 0) return chrLaunchRanks(n, 1, 120, shmFullRank, NULL);
   if (strcmp(argv[1], "sharedgpu") == 0 && argc > 4) {
     sharedGpuBus = argc > 5 ? argv[5] : NULL;
     return chrLaunchRanks(n, hosts, 60, sharedGpuRank, argv[4]);
