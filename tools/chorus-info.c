@@ -39,7 +39,7 @@ static void printParams(FILE* out) {
   int nameW = 4, valueW = 5, sourceW = 6;
   for (int i = 0; i < CHR_P_COUNT; i++) {
     chrParamId id = (chrParamId)i;
-    int n = (int)strlen(chrParamName(id)), v = (int)strlen(shown(chrParamStr(id))),
+    int n = (int)strlen(chrParamName(id)), v = (int)strlen(shown(chrParamShown(id))),
         s = (int)strlen(chrParamSource(id));
     if (n > nameW) nameW = n;
     if (v > valueW && v <= 40) valueW = v; /* a very long value breaks the alignment, not the columns */
@@ -48,7 +48,7 @@ static void printParams(FILE* out) {
   fprintf(out, "%-*s  %-*s  %-*s  %s\n", nameW, "NAME", valueW, "VALUE", sourceW, "SOURCE", "HELP");
   for (int i = 0; i < CHR_P_COUNT; i++) {
     chrParamId id = (chrParamId)i;
-    fprintf(out, "%-*s  %-*s  %-*s  %s\n", nameW, chrParamName(id), valueW, shown(chrParamStr(id)), sourceW,
+    fprintf(out, "%-*s  %-*s  %-*s  %s\n", nameW, chrParamName(id), valueW, shown(chrParamShown(id)), sourceW,
             chrParamSource(id), chrParamHelp(id));
   }
 }

@@ -4,13 +4,16 @@
  */
 #include "launch.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,6 +41,18 @@ int chrLaunchReadFull(int fd, void* buf, size_t len) {
     len -= (size_t)n;
   }
   return 0;
+}
+
+int chrLaunchFreeLoopbackPort(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t l = sizeof(a);
+  int ok = fd >= 0 && bind(fd, (struct sockaddr*)&a, sizeof(a)) == 0 && getsockname(fd, (struct sockaddr*)&a, &l) == 0;
+  if (fd >= 0) close(fd);
+  return ok ? ntohs(a.sin_port) : -1;
 }
 
 static int writeFull(int fd, const void* buf, size_t len) {

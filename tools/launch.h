@@ -58,6 +58,7 @@ int chrLaunchRanksOrEnv(int nranks, int nhosts, int timeoutSec, chrRankMain_t ra
 double chrLaunchNowSec(void);                               /* CLOCK_MONOTONIC seconds */
 void chrLaunchSleepMs(int ms);                              /* resumes after signals */
 int chrLaunchReadFull(int fd, void* buf, size_t len);       /* 0, or -1 on error / EOF */
+int chrLaunchFreeLoopbackPort(void);                         /* a loopback port nobody listens on now, or -1 */
 
 /* Runs nranks ranks as threads of this process (one thread each, rank r in thread r), sharing one
  * unique id: how ranks that share one GPU run at full speed (their kernels run side by side; ranks

@@ -8,6 +8,7 @@
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
+#include "util/siphash.h"
 
 _Static_assert(sizeof(struct chrBsId) <= NCCL_UNIQUE_ID_BYTES, "bootstrap id must fit in ncclUniqueId");
 
@@ -28,6 +29,17 @@ static uint64_t hashString(const char* s) {
   h *= 0x94d049bb133111ebULL;
   h ^= h >> 31;
   return h;
+}
+
+uint64_t chrBsJoinSecret(uint64_t idSecret) {
+  const char* op = chrParamStr(CHR_P_COMM_SECRET);
+  if (op[0] == '\0') return idSecret;
+  /* A 128-bit key from the operator's string, then the id's secret under that key: the value that
+   * travels (in hellos and message headers) tells nothing of the operator's secret. */
+  const size_t n = strlen(op);
+  const uint64_t k0 = chrSipHash24(0x63686f7275732d6bull, 0x65792d6669727374ull, op, n);
+  const uint64_t k1 = chrSipHash24(0x63686f7275732d6bull, 0x65792d7365636f6eull, op, n);
+  return chrSipHash24(k0, k1, &idSecret, sizeof(idSecret));
 }
 
 static ncclResult_t randomSecret(uint64_t* out) {
@@ -132,7 +144,7 @@ static ncclResult_t makeUniqueId(ncclUniqueId* id, int honourCommId) {
     chrSockAddr local;
     CHECK(firstInterface(family, &local));
     CHECK(randomSecret(&bid.secret));
-    CHECK(chrBsRootStart(&local, bid.secret, chrParamInt(CHR_P_BOOTSTRAP_TIMEOUT), 0, &bid.root));
+    CHECK(chrBsRootStart(&local, chrBsJoinSecret(bid.secret), chrParamInt(CHR_P_BOOTSTRAP_TIMEOUT), 0, &bid.root));
     INFO(NCCL_BOOTSTRAP, "bootstrap: unique id made, root listening at %s",
          chrSockAddrToString(&bid.root, buf, sizeof(buf)));
   }

@@ -149,6 +149,7 @@ ncclResult_t chrBootstrapInit(const ncclUniqueId* id, int rank, int nranks, cons
     return chrFail(ncclInvalidArgument, "bootstrap: info buffers are NULL with info size %zu", infoSize);
   struct chrBsId bid;
   CHECK(chrBsIdDecode(id, &bid));
+  bid.secret = chrBsJoinSecret(bid.secret); /* what this rank presents, and an NCCL_COMM_ID root expects */
 
   struct chrBootstrap* bs = calloc(1, sizeof(*bs));
   if (bs == NULL) return chrFail(ncclSystemError, "bootstrap: out of memory");

@@ -95,6 +95,10 @@ ncclResult_t chrBsIdDecode(const ncclUniqueId* id, struct chrBsId* out);
 ncclResult_t chrBsPickListenAddr(const chrSockAddr* root, chrSockAddr* out);
 /* Hand chrLog to the socket utilities (idempotent). */
 void chrBsUseCoreLogger(void);
+/* The secret a rank presents and a root expects for an id's secret: the id's own, keyed by
+ * CHORUS_COMM_SECRET when that is set (so the id alone, or an NCCL_COMM_ID address, no longer
+ * admits a process that does not know it). */
+uint64_t chrBsJoinSecret(uint64_t idSecret);
 /* Constant-time equality of two secrets. */
 int chrBsSecretEqual(uint64_t a, uint64_t b);
 

@@ -135,7 +135,7 @@ static int checkHeader(struct chrBootstrap* bs, int i, char* why, size_t whySize
     return 0;
   }
   if (!chrBsSecretEqual(h->secret, bs->secret)) {
-    snprintf(why, whySize, "wrong secret (a rank of another communicator?)");
+    snprintf(why, whySize, "wrong secret (a rank of another communicator, or another CHORUS_COMM_SECRET?)");
     return 0;
   }
   if (h->src < 0 || h->src >= bs->nranks || h->src == bs->rank) {

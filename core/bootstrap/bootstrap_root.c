@@ -178,7 +178,8 @@ static int checkHello(struct chrBsRoot* r, int i) {
     return 1;
   }
   if (!chrBsSecretEqual(h->secret, r->secret)) {
-    rejectConn(r, i, "wrong secret (unique id from another ncclGetUniqueId?)");
+    rejectConn(r, i, "wrong secret (a unique id from another ncclGetUniqueId, or this rank's CHORUS_COMM_SECRET differs "
+                     "from the root's)");
     return 1;
   }
   if (h->nranks <= 0 || h->nranks > CHR_BOOTSTRAP_MAX_RANKS) {

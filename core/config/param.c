@@ -67,6 +67,12 @@ const char* chrParamStr(chrParamId id) {
   return chrConfigCurrent()->params[id].value;
 }
 
+const char* chrParamShown(chrParamId id) {
+  const char* v = chrParamStr(id);
+  if (id == CHR_P_COMM_SECRET) return v[0] ? "(set)" : "";
+  return v;
+}
+
 double chrParamNumber(chrParamId id) {
   double v = 0;
   if (!validId(id) || chrConfigParseNumber(chrConfigCurrent()->params[id].value, &v) != 0) return 0;

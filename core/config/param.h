@@ -25,6 +25,8 @@ typedef enum {
 /* Values. Thread-safe; load the config on first call. Str never returns NULL ("" when empty). */
 int64_t chrParamInt(chrParamId id);
 const char* chrParamStr(chrParamId id);
+/* The value as logs and chorus-info show it: a secret (CHORUS_COMM_SECRET) only as "(set)" or "". */
+const char* chrParamShown(chrParamId id);
 /* A STR parameter that holds a decimal number (its check at load made sure): its value; 0 when it is
  * not a number (a parameter without such a check). */
 double chrParamNumber(chrParamId id);

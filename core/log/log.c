@@ -105,7 +105,7 @@ static void reportNonDefaults(void) {
     const char* source = chrParamSource((chrParamId)i);
     if (strcmp(source, "default") == 0) continue;
     INFO(NCCL_ENV, "%s set by %s to %s", chrParamName((chrParamId)i),
-         strcmp(source, "env") == 0 ? "environment" : source, chrParamStr((chrParamId)i));
+         strcmp(source, "env") == 0 ? "environment" : source, chrParamShown((chrParamId)i));
   }
 }
 

@@ -24,6 +24,9 @@
  *                               links hold what they carried, not 8 MiB each
  *   test_misuse shmfull N       (with /dev/shm a 4 MiB tmpfs) an all-reduce of 32 MiB needs more
  *                               shared memory than there is: every rank gets an error naming the cause
+ *   test_misuse secret MODE     (NCCL_COMM_ID, CHORUS_COMM_SECRET set) a stranger that knows the address
+ *                               but not the secret (MODE none: unset; wrong: another one) tries to take
+ *                               rank 1 of a 2-rank job first: refused, naming the secret; the job runs
  * H: hosts acted out (1: shm; N: every rank its own host, net).
  */
 #include <pthread.h>
@@ -280,11 +283,48 @@ static int shmFullRank(int rank, int nranks, const ncclUniqueId* id, void* arg) 
   return 0;
 }
 
+/* secret: process 2 is the stranger; rank 1 joins once it has been refused. */
+static int strangerDone[2];
+
+static int secretRank(int idx, int nprocs, const ncclUniqueId* id, void* arg) {
+  const char* mode = arg;
+  ncclComm_t comm = NULL;
+  if (idx == 2) {
+    if (strcmp(mode, "none") == 0) unsetenv("CHORUS_COMM_SECRET");
+    else setenv("CHORUS_COMM_SECRET", "not-the-job-secret", 1);
+    ncclResult_t res = ncclCommInitRank(&comm, 2, *id, 1);
+    printf("stranger: init returned %s: %s\n", ncclGetErrorString(res), ncclGetLastError(NULL));
+    EXPECT(res == ncclInvalidUsage);
+    EXPECT(strstr(ncclGetLastError(NULL), "wrong secret") != NULL);
+    EXPECT(write(strangerDone[1], "s", 1) == 1);
+    return 0;
+  }
+  if (idx == 1) {
+    char c;
+    EXPECT(chrLaunchReadFull(strangerDone[0], &c, 1) == 0);
+  }
+  EXPECT(ncclCommInitRank(&comm, 2, *id, idx) == ncclSuccess);
+  EXPECT(rankAllReduceChecked(comm, idx, NULL, 2, 1, 1000) == 0);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+  return 0;
+}
+
+static int secretJob(const char* mode) {
+  char commId[64];
+  int port = chrLaunchFreeLoopbackPort();
+  if (port < 0 || pipe(strangerDone) != 0) return 1;
+  snprintf(commId, sizeof(commId), "127.0.0.1:%d", port);
+  setenv("NCCL_COMM_ID", commId, 1); /* before the processes fork or the library reads its config */
+  setenv("CHORUS_COMM_SECRET", "job-secret-7d1f", 1);
+  return chrLaunchRanks(3, 1, 60, secretRank, (void*)mode);
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "rootgone") == 0) return rootGone();
   if (argc >= 3 && strcmp(argv[1], "initall") == 0) return initAllDevs(argv[2]);
+  if (argc >= 3 && strcmp(argv[1], "secret") == 0) return secretJob(argv[2]);
   if (argc < 3) {
-    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse|shmsmall|shmfull N [H] | sharedgpu N H MODE [BUS] | rootgone | initall DEVS\n");
+    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse|shmsmall|shmfull N [H] | sharedgpu N H MODE [BUS] | rootgone | initall DEVS | secret none|wrong\n");
     return 2;
   }
   int n = atoi(argv[2]);

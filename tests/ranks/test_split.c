@@ -335,22 +335,6 @@ static int oneThreadSplits(int n) {
   return 0;
 }
 
-/* A loopback port nobody listens on now, for NCCL_COMM_ID. */
-static int freePort(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t l = sizeof(a);
-  if (fd < 0 || bind(fd, (struct sockaddr*)&a, sizeof(a)) != 0 || getsockname(fd, (struct sockaddr*)&a, &l) != 0) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 static int errorsRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   ncclComm_t parent = NULL, child = NULL;
   CHECK_OK(ncclCommInitRank(&parent, nranks, *id, rank));
@@ -399,7 +383,7 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "errors") == 0) return chrLaunchRanks(n, hosts, 80, errorsRank, NULL);
   if (strcmp(argv[1], "onethread") == 0) return oneThreadSplits(n);
   if (strcmp(argv[1], "commid") == 0) {
-    int port = freePort();
+    int port = chrLaunchFreeLoopbackPort();
     EXPECT(port > 0);
     char commId[64];
     snprintf(commId, sizeof(commId), "127.0.0.1:%d", port);

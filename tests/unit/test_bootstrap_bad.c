@@ -191,7 +191,7 @@ static void scenarioWrongSecret(void) {
   for (int i = 0; i < 4; i++) {
     a.kind[i] = kinds[i];
     a.rankOf[i] = ranks[i];
-    a.expect[i] = "bootstrap: root rejected rank 1: wrong secret (unique id from another ncclGetUniqueId?)";
+    a.expect[i] = "bootstrap: root rejected rank 1: wrong secret (a unique id from another ncclGetUniqueId";
   }
   struct kids k = {.n = 0};
   spawnBad(&k, &a, 4);
