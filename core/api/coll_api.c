@@ -31,6 +31,10 @@ struct collArgs {
   size_t recvElems; /* elements written to recvbuff */
   ncclComm_t comm;
   cudaStream_t stream;
+  /* A send or receive of all-to-all, gather or scatter: that call's function, and whether this task
+   * is its first (0 for calls of their own). */
+  ncclFunc_t partOf;
+  int firstPart;
 };
 
 static ncclResult_t checkOp(const struct collArgs* a) {
@@ -111,6 +115,8 @@ static ncclResult_t enqueueColl(const struct collArgs* a) {
   t->root = a->hasRoot ? a->root : -1;
   t->onDevice = onDevice;
   t->stream = a->stream;
+  t->apiFunc = a->partOf ? a->partOf : a->func;
+  t->callStart = a->partOf ? a->firstPart : 1;
   if (chrProfOn(CHR_PROF_NEED_API)) chrProfApiStart(t);
   return chrGroupEnqueue(t); /* planned with the rest of its group, at the group's end */
 fail:
@@ -178,12 +184,19 @@ static ncclResult_t checkComposite(const struct collArgs* a) {
   return res;
 }
 
-static ncclResult_t p2pTask(const char* name, ncclFunc_t func, const void* buff, size_t count, ncclDataType_t type,
-                            int peer, ncclComm_t comm, cudaStream_t stream) {
+/* partOf: the all-to-all, gather or scatter this send or receive belongs to (0: a call of its own);
+ * first: it is that call's first task. */
+static ncclResult_t p2pPart(const char* name, ncclFunc_t func, const void* buff, size_t count, ncclDataType_t type,
+                            int peer, ncclComm_t comm, cudaStream_t stream, ncclFunc_t partOf, int first) {
   struct collArgs a = {name, func, func == ncclFuncSend ? buff : NULL, func == ncclFuncRecv ? (void*)buff : NULL,
                        count, type, ncclSum, 0, peer, 1, func == ncclFuncSend ? count : 0,
-                       func == ncclFuncRecv ? count : 0, comm, stream};
+                       func == ncclFuncRecv ? count : 0, comm, stream, partOf, first};
   return enqueueColl(&a);
+}
+
+static ncclResult_t p2pTask(const char* name, ncclFunc_t func, const void* buff, size_t count, ncclDataType_t type,
+                            int peer, ncclComm_t comm, cudaStream_t stream) {
+  return p2pPart(name, func, buff, count, type, peer, comm, stream, (ncclFunc_t)0, 0);
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -195,9 +208,11 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
   size_t bytes = count * chrTypeSize(datatype);
   ncclResult_t res = pncclGroupStart();
   for (int r = 0; r < comm->nRanks && res == ncclSuccess; r++) {
-    res = p2pTask("ncclAlltoAll", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm, stream);
+    res = p2pPart("ncclAlltoAll", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm,
+                  stream, ncclFuncAlltoAll, r == 0);
     if (res == ncclSuccess)
-      res = p2pTask("ncclAlltoAll", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm, stream);
+      res = p2pPart("ncclAlltoAll", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm,
+                    stream, ncclFuncAlltoAll, 0);
   }
   ncclResult_t endRes = pncclGroupEnd();
   return res != ncclSuccess ? res : endRes;
@@ -212,9 +227,11 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
   CHECK(checkComposite(&a));
   size_t bytes = count * chrTypeSize(datatype);
   ncclResult_t res = pncclGroupStart();
-  if (res == ncclSuccess) res = p2pTask("ncclGather", ncclFuncSend, sendbuff, count, datatype, root, comm, stream);
+  if (res == ncclSuccess)
+    res = p2pPart("ncclGather", ncclFuncSend, sendbuff, count, datatype, root, comm, stream, ncclFuncGather, 1);
   for (int r = 0; comm->rank == root && r < comm->nRanks && res == ncclSuccess; r++)
-    res = p2pTask("ncclGather", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm, stream);
+    res = p2pPart("ncclGather", ncclFuncRecv, (char*)recvbuff + (size_t)r * bytes, count, datatype, r, comm, stream,
+                  ncclFuncGather, 0);
   ncclResult_t endRes = pncclGroupEnd();
   return res != ncclSuccess ? res : endRes;
 }
@@ -229,8 +246,11 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
   size_t bytes = count * chrTypeSize(datatype);
   ncclResult_t res = pncclGroupStart();
   for (int r = 0; comm->rank == root && r < comm->nRanks && res == ncclSuccess; r++)
-    res = p2pTask("ncclScatter", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm, stream);
-  if (res == ncclSuccess) res = p2pTask("ncclScatter", ncclFuncRecv, recvbuff, count, datatype, root, comm, stream);
+    res = p2pPart("ncclScatter", ncclFuncSend, (const char*)sendbuff + (size_t)r * bytes, count, datatype, r, comm,
+                  stream, ncclFuncScatter, r == 0);
+  if (res == ncclSuccess)
+    res = p2pPart("ncclScatter", ncclFuncRecv, recvbuff, count, datatype, root, comm, stream, ncclFuncScatter,
+                  comm->rank != root);
   ncclResult_t endRes = pncclGroupEnd();
   return res != ncclSuccess ? res : endRes;
 }

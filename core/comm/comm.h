@@ -128,6 +128,7 @@ struct ncclComm {
   char lastError[1024];
   uint64_t lastErrorSeq;       /* chrThreadLastErrorSeq() of the text in lastError */
   uint64_t collCount;          /* collectives executed, for logs */
+  uint64_t checkedCalls;       /* collective calls compared so far (CHORUS_CHECK_CALLS, group/check_calls.c) */
   uint32_t splitCount;         /* ncclCommSplit calls on this comm, to match the ranks' exchanges (comm/split.c) */
   uint32_t shrinkCount;        /* ncclCommShrink calls on this comm (comm/shrink.c): the remaining ranks count alike */
   uint32_t windowCount;        /* ncclCommWindowRegister calls on this comm (comm/window.c) */

@@ -30,6 +30,9 @@ struct chrCollTask {
   chrRedOp op;           /* resolved at execution (device-resident scalars are read then) */
   chrRedOp opNoPre;      /* the same reduction without the pre-multiplication, for partial sums */
   int root;              /* root, or the peer of a send/recv */
+  ncclFunc_t apiFunc;    /* the call as the program made it: func, or the all-to-all, gather or scatter that
+                            this send or receive is part of (CHORUS_CHECK_CALLS compares calls) */
+  int callStart;         /* the call's first task: a call's signature is counted once */
   /* Where it runs. onDevice: its buffers are GPU memory; it launches kernels on `stream` (an opaque
    * cudaStream_t) and returns without waiting. noop: it moves no bytes and its comm runs device
    * tasks in this group, so it is dropped (the host executor never sees it). */

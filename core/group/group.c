@@ -16,6 +16,8 @@
 #include "comm/comm.h"
 #include "exec/dev_exec.h"
 #include "exec/exec.h"
+#include "config/param.h"
+#include "group/check_calls.h"
 #include "group/group.h"
 #include "plan/plan.h"
 #include "profile/profile.h"
@@ -120,7 +122,8 @@ static ncclResult_t runClaimed(struct chrCollTask** list) {
 
 static ncclResult_t runTasks(struct chrCollTask** list) {
   CHECK(claimComms(*list));
-  ncclResult_t res = runClaimed(list);
+  ncclResult_t res = chrParamInt(CHR_P_CHECK_CALLS) ? chrCheckCalls(*list) : ncclSuccess;
+  if (res == ncclSuccess) res = runClaimed(list);
   releaseComms(*list, NULL);
   return res;
 }

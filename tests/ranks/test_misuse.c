@@ -27,6 +27,11 @@
  *   test_misuse secret MODE     (NCCL_COMM_ID, CHORUS_COMM_SECRET set) a stranger that knows the address
  *                               but not the secret (MODE none: unset; wrong: another one) tries to take
  *                               rank 1 of a 2-rank job first: refused, naming the secret; the job runs
+ *   test_misuse mismatch N H MODE  (CHORUS_CHECK_CALLS=1) the last rank makes another call than the
+ *                               others: MODE type (float vs int32, same bytes), op (sum vs max), root,
+ *                               coll (all-reduce vs broadcast), extra (one call more), alltoall (vs
+ *                               all-gather of the same bytes); every rank fails naming its call and the
+ *                               other's. MODE same: identical calls run and are right
  * H: hosts acted out (1: shm; N: every rank its own host, net).
  */
 #include <pthread.h>
@@ -319,12 +324,60 @@ static int secretJob(const char* mode) {
   return chrLaunchRanks(3, 1, 60, secretRank, (void*)mode);
 }
 
+static int mismatchRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
+  const char* mode = arg;
+  ncclComm_t comm = NULL;
+  EXPECT(ncclCommInitRank(&comm, nranks, *id, rank) == ncclSuccess);
+  EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 1, 100) == 0); /* matched calls pass the check */
+  const int odd = rank == nranks - 1;
+  enum { N = 1024 };
+  float* a = calloc((size_t)N * nranks, sizeof(float));
+  float* b = calloc((size_t)N * nranks, sizeof(float));
+  EXPECT(a && b);
+  ncclResult_t res;
+  if (strcmp(mode, "type") == 0)
+    res = ncclAllReduce(a, b, N, odd ? ncclInt32 : ncclFloat32, ncclSum, comm, NULL);
+  else if (strcmp(mode, "op") == 0)
+    res = ncclAllReduce(a, b, N, ncclFloat32, odd ? ncclMax : ncclSum, comm, NULL);
+  else if (strcmp(mode, "root") == 0)
+    res = ncclBroadcast(a, b, N, ncclFloat32, odd ? 1 : 0, comm, NULL);
+  else if (strcmp(mode, "coll") == 0)
+    res = odd ? ncclBroadcast(a, b, N, ncclFloat32, 0, comm, NULL) : ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, NULL);
+  else if (strcmp(mode, "alltoall") == 0)
+    res = odd ? ncclAllGather(a, b, N, ncclFloat32, comm, NULL) : ncclAlltoAll(a, b, N, ncclFloat32, comm, NULL);
+  else if (strcmp(mode, "extra") == 0) {
+    EXPECT(ncclGroupStart() == ncclSuccess);
+    EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess);
+    if (odd) EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess);
+    res = ncclGroupEnd();
+  } else {
+    res = ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, NULL);
+  }
+  free(a);
+  free(b);
+  if (strcmp(mode, "same") == 0) {
+    EXPECT(res == ncclSuccess);
+    EXPECT(rankAllReduceChecked(comm, rank, NULL, nranks, 2, 1000) == 0);
+    EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+    return 0;
+  }
+  const char* err = ncclGetLastError(comm);
+  printf("rank %d: %s: %s\n", rank, ncclGetErrorString(res), err);
+  EXPECT(res == ncclInvalidUsage);
+  EXPECT(strstr(err, "CHORUS_CHECK_CALLS: the ranks of comm") != NULL && strstr(err, "disagree") != NULL);
+  /* Both calls named (or, for one call more, both counts). */
+  EXPECT(strstr(err, strcmp(mode, "extra") == 0 ? "collective calls in this group, rank" : "call #1 is ") != NULL);
+  EXPECT(strstr(err, strcmp(mode, "extra") == 0 ? " makes " : ", but rank ") != NULL);
+  EXPECT(ncclCommAbort(comm) == ncclSuccess);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "rootgone") == 0) return rootGone();
   if (argc >= 3 && strcmp(argv[1], "initall") == 0) return initAllDevs(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "secret") == 0) return secretJob(argv[2]);
   if (argc < 3) {
-    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse|shmsmall|shmfull N [H] | sharedgpu N H MODE [BUS] | rootgone | initall DEVS | secret none|wrong\n");
+    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse|shmsmall|shmfull N [H] | sharedgpu N H MODE [BUS] | mismatch N H MODE | rootgone | initall DEVS | secret none|wrong\n");
     return 2;
   }
   int n = atoi(argv[2]);
@@ -335,6 +388,7 @@ int main(int argc, char** argv) {
     return chrLaunchRanks(n, hosts, 60, twoThreadsRank, NULL);
   }
   if (strcmp(argv[1], "idreuse") == 0) return chrLaunchRanks(n, hosts, 60, idReuseRank, NULL);
+  if (strcmp(argv[1], "mismatch") == 0 && argc > 4) return chrLaunchRanks(n, hosts, 60, mismatchRank, argv[4]);
   if (strcmp(argv[1], "shmsmall") == 0) return chrLaunchRanks(n, 1, 120, shmSmallRank, NULL);
   if (strcmp(argv[1], "shmfull") == 0) return chrLaunchRanks(n, 1, 120, shmFullRank, NULL);
   if (strcmp(argv[1], "sharedgpu") == 0 && argc > 4) {
