@@ -25,9 +25,9 @@ static void usage(FILE* out, const char* prog) {
   fprintf(out,
           "usage: %s [--params] [--help]\n"
           "  Prints Chorus's version, every parameter with its value and where the value came from\n"
-          "  (env, <file>:<line> or default), the plugin sections of the config files, config problems\n"
-          "  and the plugins found. Exits with 1 when the configuration would make communicator init\n"
-          "  fail (a value that is not valid, a malformed config file).\n"
+          "  (env, env plugin, <file>:<line> or default), the plugin sections of the config files,\n"
+          "  config problems and the plugins found. Exits with 1 when the configuration would make\n"
+          "  communicator init fail (a value that is not valid, a malformed config file).\n"
           "  --params  print only the parameter table\n"
           "  --help    print this help\n",
           prog);

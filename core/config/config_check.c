@@ -15,6 +15,7 @@
 #include "config/config_store.h"
 #include "log/log.h"
 #include "config/algo_select.h"
+#include "plugin/env_plugin.h"
 #include "socket/socket.h"
 
 /* ---- one value --------------------------------------------------------------------------------- */
@@ -125,6 +126,7 @@ static void warnUnknownNames(const chrConfigStore* store) {
 
 ncclResult_t chrConfigValidate(void) {
   const chrConfigStore* store = chrConfigCurrent();
+  chrEnvPluginFlushLog(); /* what the env plugin logged while the store was built, when nothing could log */
   warnUnknownNames(store);
   if (store->errors.len == 0) return ncclSuccess;
   /* One message with every error, so the last error alone tells the whole story; '\n' -> "; ". */

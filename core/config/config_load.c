@@ -9,6 +9,12 @@
  * names are collected, never logged here: the logger reads its own settings through this code, so
  * logging from here would recurse. chrConfigValidate (config_check.c) reports them.
  *
+ * "The environment" is what chrEnvGet answers (plugin/env.c): an env plugin's getEnv when
+ * NCCL_ENV_PLUGIN gives one (the source of its values is then "env plugin"), else getenv. Every
+ * parameter is asked, and so are CHORUS_CONF and NCCL_CONF_FILE, which a plugin standing for the
+ * environment must be able to set; HOME is not a setting and is read with getenv. env.c is the one
+ * file of core/plugin that this layer calls: it needs nothing above config/ and log/.
+ *
  * inih is linked statically (see the top CMakeLists.txt), so the library needs nothing but libc.
  */
 #include <ctype.h>
@@ -30,6 +36,7 @@
 #include <unistd.h>
 
 #include "config/config_store.h"
+#include "plugin/env_plugin.h"
 
 #define CHR_STR2(x) #x
 #define CHR_STR(x) CHR_STR2(x)
@@ -355,6 +362,11 @@ static void applyKey(chrConfigStore* store, const char* path, int level, const c
       setParam(store, id, k->value, source, level, source);
       return;
     }
+    if (strcasecmp(k->key, "NCCL_ENV_PLUGIN") == 0) { /* chosen before any file is read (plugin/env.c) */
+      chrConfigAddNote(store, k->key, "%s: NCCL_ENV_PLUGIN has no effect in a file: the env plugin is chosen from "
+                       "the environment before any file is read", source);
+      return;
+    }
     if (!exportable(store, source, k)) return;
     addRaw(store, "", k->key, k->value, source, level);
     if (strncasecmp(k->key, "CHORUS_", 7) == 0 && !chrConfigKnownName(k->key, 0)) {
@@ -469,17 +481,22 @@ chrConfigStore* chrConfigBuildStore(void) {
   store->errors = (chrConfigText){xstrdup(""), 0, 1};
   for (int i = 0; i < CHR_P_COUNT; i++) store->params[i].level = CHR_LEVEL_NONE;
 
-  /* 1. Environment. An empty variable counts as unset, as in NCCL. */
+  /* 1. Environment (or the env plugin). An empty variable counts as unset, as in NCCL. */
+  const struct chrEnvSource* env = chrEnvSourceOpen();
   for (int i = 0; i < CHR_P_COUNT; i++) {
-    const char* v = getenv(chrParamTable[i].name);
-    if (!v || !v[0]) continue;
-    setParam(store, i, v, "env", CHR_LEVEL_ENV, "environment");
+    char* v = chrEnvGet(chrParamTable[i].name);
+    if (v && v[0]) setParam(store, i, v, env->label, CHR_LEVEL_ENV, env->plugin ? "env plugin" : "environment");
+    free(v);
   }
 
-  /* 2. Files, strongest first. These two variables locate the config, so they can only come from env. */
-  const char* named = getenv("CHORUS_CONF");
-  if (!named || !named[0]) named = getenv("NCCL_CONF_FILE");
-  const char* home = getenv("HOME");
+  /* 2. Files, strongest first. These two variables locate the config, so they can only come from the
+   * environment (or the env plugin, which stands for it). */
+  char* named = chrEnvGet("CHORUS_CONF");
+  if (!named || !named[0]) {
+    free(named);
+    named = chrEnvGet("NCCL_CONF_FILE");
+  }
+  const char* home = getenv("HOME"); /* where the user's files are, not a setting */
   const char* sys = systemDir ? systemDir : "/etc";
   char* paths[CHR_LEVEL_DEFAULT] = {0};
   if (named && named[0]) paths[CHR_LEVEL_CONF_FILE] = xstrdup(named);
@@ -497,6 +514,7 @@ chrConfigStore* chrConfigBuildStore(void) {
     if (!dup) readFile(store, paths[level], level, level == CHR_LEVEL_CONF_FILE);
   }
   for (int level = 0; level < CHR_LEVEL_DEFAULT; level++) free(paths[level]);
+  free(named);
   noteUnknownEnv(store);
 
   /* 3. Defaults for whatever is still unset. */
@@ -510,5 +528,12 @@ chrConfigStore* chrConfigBuildStore(void) {
     if (chrConfigCheckValue(i, slot->value, &slot->intValue, why, sizeof(why)) != 0) /* a bug in params.def */
       chrConfigAddError(store, "params.def: default of %s '%s' %s", chrParamTable[i].name, slot->value, why);
   }
+
+  /* 4. An env plugin that was asked for and is not used: a warning, or under CHORUS_PLUGIN_STRICT=1
+   * (as this store says, read with getenv since the plugin is not used) an error (plugin/env.c). */
+  if (env->failure[0] && env->strict && store->params[CHR_P_PLUGIN_STRICT].intValue != 0)
+    chrConfigAddError(store, "%s; failing because CHORUS_PLUGIN_STRICT=1", env->failure);
+  else if (env->failure[0])
+    chrConfigAddNote(store, "NCCL_ENV_PLUGIN", "%s; reading the environment with getenv instead", env->failure);
   return store;
 }

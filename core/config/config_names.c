@@ -9,9 +9,11 @@
 
 #include "config/config_store.h"
 
-/* CHORUS_ names read outside params.def, with who reads them. Keep in step with those readers. */
+/* Names read outside params.def, with who reads them. Keep in step with those readers. */
 static const char* const otherNames[] = {
     "CHORUS_CONF",                       /* config_load.c: locates the config file */
+    "NCCL_ENV_PLUGIN",                   /* plugin/env.c: read with getenv before the configuration exists */
+    "CHORUS_ENV_PLUGIN_FILE",            /* plugins/env_chorus: its settings file, read with getenv */
     "CHORUS_RANK", "CHORUS_NRANKS",      /* tools/launch.c: rank of a process started by any launcher */
     "CHORUS_SOCKET_EAGER_BYTES",         /* plugins/net_socket: read with getenv, as plugins do */
     "CHORUS_SOCKET_HELLO_TIMEOUT_MS",

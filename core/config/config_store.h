@@ -15,7 +15,7 @@
 
 /* Where a value came from, from the strongest to the weakest. Lower wins. */
 enum {
-  CHR_LEVEL_ENV = 0,
+  CHR_LEVEL_ENV = 0,         /* the environment, or the env plugin standing for it */
   CHR_LEVEL_CONF_FILE = 1,   /* CHORUS_CONF, else NCCL_CONF_FILE */
   CHR_LEVEL_USER_INI = 2,    /* $HOME/.config/chorus.ini */
   CHR_LEVEL_SYSTEM_INI = 3,  /* /etc/chorus.ini */
@@ -31,7 +31,7 @@ enum {
 typedef struct {
   char* value;      /* never NULL once the store is built */
   int64_t intValue; /* parsed value of an INT parameter */
-  char* source;     /* "env", "default" or "<path>:<line>" */
+  char* source;     /* "env", "env plugin", "default" or "<path>:<line>" */
   int level;
 } chrParamSlot;
 

@@ -1,7 +1,8 @@
 /*
  * param.h: reading configuration parameters.
  *
- * Order that decides a value: the environment, then NCCL_CONF_FILE / CHORUS_CONF, then
+ * Order that decides a value: the environment (the env plugin's getEnv, when NCCL_ENV_PLUGIN gives
+ * one: plugin/env_plugin.h), then NCCL_CONF_FILE / CHORUS_CONF, then
  * ~/.config/chorus.ini, then /etc/chorus.ini, then the flat NCCL files ~/.nccl.conf and /etc/nccl.conf,
  * then the default in params.def. Files are INI (inih); keys before any [section] are full names.
  * A value that is not valid is not applied (the next level decides) and makes chrConfigValidate fail.
@@ -31,7 +32,8 @@ const char* chrParamShown(chrParamId id);
  * not a number (a parameter without such a check). */
 double chrParamNumber(chrParamId id);
 
-/* Where the value came from: "env", "default", or "<file>:<line>". Valid for the life of the process. */
+/* Where the value came from: "env", "env plugin", "default", or "<file>:<line>". Valid for the life of
+ * the process. */
 const char* chrParamSource(chrParamId id);
 const char* chrParamName(chrParamId id);
 const char* chrParamHelp(chrParamId id);

@@ -3,11 +3,13 @@
  */
 #include "plugin/plugin_info.h"
 
+#include "plugin/env_plugin.h"
 #include "plugin/net_plugin.h"
 #include "plugin/profiler_plugin.h"
 #include "plugin/tuner_plugin.h"
 
 void chrPluginsDescribe(FILE* out) {
+  chrEnvPluginDescribe(out);
   chrNetDescribe(out);
   chrTunerDescribe(out);
   chrProfilerDescribe(out);

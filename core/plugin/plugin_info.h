@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-/* Writes to `out`, for each plugin kind (net, tuner, profiler): what was asked for (parameter value),
+/* Writes to `out`, for each plugin kind (env, net, tuner, profiler): what was asked for (parameter value),
  * the library found or the exact reason none could be used, its name and ABI version. Does not
  * require a communicator; may load and unload the plugins to find out. */
 void chrPluginsDescribe(FILE* out);

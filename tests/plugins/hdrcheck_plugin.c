@@ -4,12 +4,13 @@
  * and signal flags, NCCL_NET_MTU_SIZE, the net profiler descriptors, NCCL_TUNER_PLUGIN_SYMBOL ...).
  * Built as a C module (loaded by test_plugin_headers) and compiled again as C++20 (syntax only), since
  * many NCCL plugins are C++. The values are checked against numbers written out here, independently
- * of the headers.
+ * of the headers. The env plugin tables' sizes are checked too.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "plugin/env.h"
 #include "plugin/net.h"
 #include "plugin/profiler.h"
 #include "plugin/profiler_net_ib.h"
@@ -45,6 +46,7 @@ HC_ASSERT(sizeof(ncclNetDeviceHandle_t) == 32, "device handle");
 HC_ASSERT(sizeof(ncclNetProperties_v7_t) == 56 && sizeof(ncclNetProperties_v6_t) == 48, "old properties");
 HC_ASSERT(sizeof(ncclNet_v7_t) == 152 && sizeof(ncclNet_v6_t) == 136, "old net tables");
 HC_ASSERT(sizeof(ncclCollNet_v7_t) == 120 && sizeof(ncclCollNet_v6_t) == 120, "old collnet tables");
+HC_ASSERT(sizeof(ncclEnv_v2_t) == 32 && sizeof(ncclEnv_v1_t) == 32 && sizeof(ncclEnv_t) == 32, "env tables");
 HC_ASSERT(NCCL_NET_MAX_REQUESTS_V6 == 8, "v6 request limit");
 HC_ASSERT(ncclProfilerNetEventStart == 0 && ncclProfilerNetEventStop == 1 && ncclProfilerNetEventUpdate == 2 &&
               ncclProfilerNetEventUpdateAndStop == 3, "net event actions");
