@@ -84,7 +84,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     }
   }
   for (int i = 0; i < started; i++) {
-    if (res != ncclSuccess) comms[i]->abortFlag = 1;
+    if (res != ncclSuccess) chrCommRaiseAbort(comms[i]);
     ncclResult_t r = chrCommInitWait(comms[i]);
     if (r != ncclSuccess && res == ncclSuccess) res = r;
   }
@@ -192,7 +192,7 @@ NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   if (atomic_exchange(&comm->revoked, 1) != 0)
     return chrFail(ncclInvalidArgument, "ncclCommRevoke: communicator %p was already revoked", (void*)comm);
   chrGroupDiscardTasks(comm);
-  comm->abortFlag = 1;
+  chrCommRaiseAbort(comm);
   chrDevCommAbort(comm);
   ncclResult_t res = waitCallsStopped(comm, "ncclCommRevoke");
   if (res != ncclSuccess) return res; /* the flag stays up: the comm can only be aborted now */
@@ -208,7 +208,7 @@ NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   CHECK(chrCommCheck(comm, "ncclCommAbort"));
-  comm->abortFlag = 1;
+  chrCommRaiseAbort(comm);
   chrDevCommAbort(comm); /* its kernels, and its peers' in this process, return within milliseconds */
   chrSetLastError("ncclCommAbort: communicator %p was aborted", (void*)comm);
   chrCommSetAsyncError(comm, ncclRemoteError);

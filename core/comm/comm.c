@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "comm/comm.h"
+#include "util/futex.h"
 #include "log/log.h"
 
 ncclResult_t chrCommCheck(const struct ncclComm* comm, const char* func) {
@@ -94,4 +95,9 @@ void chrCommRetain(struct ncclComm* comm) { atomic_fetch_add(&comm->refs, 1); }
 
 void chrCommRelease(struct ncclComm* comm) {
   if (atomic_fetch_sub(&comm->refs, 1) == 1) chrCommFree(comm);
+}
+
+void chrCommRaiseAbort(struct ncclComm* comm) {
+  __atomic_store_n(&comm->abortFlag, 1, __ATOMIC_SEQ_CST);
+  chrFutexWakeAll(&comm->abortFlag, 0);
 }

@@ -156,6 +156,8 @@ void chrCommNoteError(struct ncclComm* comm);
 /* References (comm->refs): chrCommRelease frees the comm when the last one goes. */
 void chrCommRetain(struct ncclComm* comm);
 void chrCommRelease(struct ncclComm* comm);
+/* Raise the abort flag and wake a call of this comm that sleeps on its peers (exec.c). */
+void chrCommRaiseAbort(struct ncclComm* comm);
 /* Record an asynchronous failure. The first one wins: it sets asyncError and keeps the thread's
  * last-error text (the caller's chrFail) as the comm's failCause; later ones only update lastError. */
 void chrCommSetAsyncError(struct ncclComm* comm, ncclResult_t res);

@@ -28,6 +28,7 @@
 #include "comm/comm.h"
 #include "config/param.h"
 #include "exec/exec.h"
+#include "util/futex.h"
 #include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -484,6 +485,52 @@ static ncclResult_t buildRuns(struct chrCollTask* list, struct commRun** out, in
   return ncclSuccess;
 }
 
+/* Sleep until a peer moves one of the links the runs wait on, or a communicator is aborted (at most
+ * 100 ms, so that dead peers and CHORUS_TIMEOUT are still looked at). Returns 0 when it slept or
+ * there was nothing to wait for after all, -1 when a link cannot sleep (the caller naps instead). */
+#define SLEEP_MAX_NS 100000000ull
+
+static void disarm(struct chrLink** armed, int n) {
+  for (int i = 0; i < n; i++) armed[i]->ops->sleepDisarm(armed[i]);
+}
+
+static int sleepOnLinks(struct commRun* runs, int nComms) {
+  struct chrFutexWord words[CHR_FUTEX_MAX_WORDS];
+  struct chrLink* armed[CHR_FUTEX_MAX_WORDS];
+  int nWords = 0, nArmed = 0;
+  for (int i = 0; i < nComms; i++) {
+    struct commRun* run = &runs[i];
+    if (run->failed || run->nFinished == run->nTasks) continue;
+    if (nWords == CHR_FUTEX_MAX_WORDS) goto cannot;
+    words[nWords++] = (struct chrFutexWord){(const volatile uint32_t*)&run->comm->abortFlag, 0, 0};
+    for (int k = 0; k < run->nTasks; k++) {
+      struct taskRun* tr = &run->tasks[k];
+      if (!tr->started || tr->finished) continue;
+      for (int c = 0; c < tr->task->nChannels; c++)
+        for (int l = 0; l < tr->ch[c].nLinks; l++) {
+          struct linkState* ls = &tr->ch[c].links[l];
+          uint64_t pending = ls->isSend ? ls->sendDone : ls->recvDone;
+          if (pending >= (ls->isSend ? ls->sendPosted : ls->recvPosted)) continue;
+          if (ls->link->ops->sleepArm == NULL || nWords == CHR_FUTEX_MAX_WORDS) goto cannot;
+          int got = ls->link->ops->sleepArm(ls->link, slotOf(ls, pending), &words[nWords]);
+          if (got == 0) { /* it moved: no sleep */
+            disarm(armed, nArmed);
+            return 0;
+          }
+          armed[nArmed++] = ls->link;
+          nWords++;
+        }
+    }
+  }
+  if (nArmed == 0) goto cannot;
+  int slept = chrFutexWaitAny(words, nWords, SLEEP_MAX_NS);
+  disarm(armed, nArmed);
+  return slept < 0 ? -1 : 0;
+cannot:
+  disarm(armed, nArmed);
+  return -1;
+}
+
 ncclResult_t chrExecTasks(struct chrCollTask* list) {
   if (list == NULL) return ncclSuccess;
   struct commRun* runs = NULL;
@@ -531,7 +578,7 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
     } else if (active > 0) {
       const uint64_t now = chrNowNs();
       if (idleSince == 0) idleSince = now;
-      chrIdleWait(now - idleSince);
+      if (chrIdlePoll(now - idleSince) && sleepOnLinks(runs, nComms) < 0) chrIdleNap();
     }
   }
   return first;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
+#include "util/futex.h"
 #include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -145,6 +146,9 @@ static ncclResult_t shmPost(struct chrLink* link, int slot, size_t bytes) {
     uint64_t use = sl->uses[slot];
     atomic_store_explicit(&hdr->bytes[slot][use % CHR_SHM_HALVES], (uint64_t)bytes, memory_order_relaxed);
     atomic_store_explicit(&hdr->filled[slot], use + 1, memory_order_release); /* data and size before this */
+    atomic_thread_fence(memory_order_seq_cst); /* the fill before the look at the sleeper's flag */
+    if (atomic_load_explicit(&hdr->recvSleeping, memory_order_relaxed))
+      chrFutexWakeAll((const volatile uint32_t*)&hdr->filled[slot], 1);
     sl->uses[slot] = use + 1;
     link->slots[slot] = slotData(sl, link->stepSize, slot, (use + 1) % CHR_SHM_HALVES); /* the next write */
   } else {
@@ -236,7 +240,37 @@ static ncclResult_t shmRelease(struct chrLink* link, int slot) {
     return chrFail(ncclInternalError, "shm link: release of slot %d on a %s link", slot, link->isSend ? "send" : "recv");
   /* Our reads of the slot happen before this store, so before the sender writes its half again. */
   atomic_store_explicit(&sl->hdr->consumed[slot], sl->uses[slot], memory_order_release);
+  atomic_thread_fence(memory_order_seq_cst); /* the release before the look at the sleeper's flag */
+  if (atomic_load_explicit(&sl->hdr->sendSleeping, memory_order_relaxed))
+    chrFutexWakeAll((const volatile uint32_t*)&sl->hdr->consumed[slot], 1);
   return ncclSuccess;
+}
+
+/* The low half of a counter is its futex word (little-endian: the same address). */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "futex words are the low halves of 64-bit counters");
+
+static int shmSleepArm(struct chrLink* link, int slot, struct chrFutexWord* word) {
+  struct chrShmLink* sl = link->priv;
+  struct chrShmHeader* hdr = sl->hdr;
+  _Atomic uint32_t* flag = link->isSend ? &hdr->sendSleeping : &hdr->recvSleeping;
+  _Atomic uint64_t* counter = link->isSend ? &hdr->consumed[slot] : &hdr->filled[slot];
+  atomic_store_explicit(flag, 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_seq_cst); /* the flag before the last look at the counter */
+  const uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);
+  const int ready = link->isSend ? v + 1 >= sl->uses[slot] : v >= sl->uses[slot];
+  if (ready) {
+    atomic_store_explicit(flag, 0, memory_order_relaxed);
+    return 0;
+  }
+  word->addr = (const volatile uint32_t*)counter;
+  word->expected = (uint32_t)v;
+  word->shared = 1;
+  return 1;
+}
+
+static void shmSleepDisarm(struct chrLink* link) {
+  struct chrShmLink* sl = link->priv;
+  atomic_store_explicit(link->isSend ? &sl->hdr->sendSleeping : &sl->hdr->recvSleeping, 0, memory_order_relaxed);
 }
 
 static void shmClose(struct chrLink* link) {
@@ -246,6 +280,9 @@ static void shmClose(struct chrLink* link) {
     if (sl->hdr != NULL) {
       if (link->isSend) atomic_store_explicit(&sl->hdr->sendClosed, 1, memory_order_release);
       else atomic_store_explicit(&sl->hdr->recvClosed, 1, memory_order_release);
+      /* A peer asleep on one of our counters learns of the close now, not at its timeout. */
+      for (int i = 0; i < CHR_STEPS; i++)
+        chrFutexWakeAll((const volatile uint32_t*)(link->isSend ? &sl->hdr->filled[i] : &sl->hdr->consumed[i]), 1);
     }
     if (sl->base != NULL) munmap(sl->base, sl->segmentSize);
     if (sl->fd >= 0) close(sl->fd);
@@ -256,7 +293,15 @@ static void shmClose(struct chrLink* link) {
 }
 
 const struct chrTransportOps chrShmTransportOps = {
-    .name = "shm", .post = shmPost, .prepare = shmPrepare, .test = shmTest, .release = shmRelease, .close = shmClose};
+    .name = "shm",
+    .post = shmPost,
+    .prepare = shmPrepare,
+    .test = shmTest,
+    .release = shmRelease,
+    .close = shmClose,
+    .sleepArm = shmSleepArm,
+    .sleepDisarm = shmSleepDisarm,
+};
 
 /* ---- setup ---- */
 

@@ -32,6 +32,11 @@
  * A dead peer is an error: when a test has seen nothing new for ~100 ms, the peer's "closed" flag
  * and its process (pid and start time, kill(pid, 0) and /proc) are checked, every ~100 ms.
  *
+ * Sleeping. A side with nothing to do may sleep (futex) on the counter it waits for, after raising
+ * its sleeping flag; the other side, after each fill or release, looks at the flag (a full fence
+ * between its store and that load, as between the sleeper's flag and its last look at the counter,
+ * so that one of the two always sees the other) and wakes the counter's sleepers.
+ *
  * Memory. A segment is sized for full steps (2 halves x CHR_STEPS x stepSize) but its pages are
  * committed only when a step first needs them: the sender populates a half's first bytes
  * (madvise MADV_POPULATE_WRITE) before writing more of it than ever before. A link that carries
@@ -47,7 +52,7 @@
 #include "transport/transport.h"
 
 #define CHR_SHM_MAGIC 0x31304d4853524843ull /* "CHRSHM01" little-endian */
-#define CHR_SHM_VERSION 2
+#define CHR_SHM_VERSION 3
 #define CHR_SHM_NAME_PREFIX "/chorus-shm-"
 #define CHR_SHM_NAME_LEN 64
 #define CHR_SHM_DATA_OFFSET 4096 /* slots start on their own page */
@@ -72,6 +77,7 @@ struct chrShmHeader {
   _Alignas(128) _Atomic uint64_t posted[CHR_STEPS];
   _Atomic uint64_t consumed[CHR_STEPS];
   _Atomic uint32_t recvClosed;
+  _Atomic uint32_t recvSleeping; /* the receiver sleeps on filled[]: a fill wakes it */
 
   /* Sender-written. sendPid/sendStartTime are set before the sender acknowledges. */
   _Alignas(128) _Atomic uint64_t filled[CHR_STEPS];
@@ -79,6 +85,7 @@ struct chrShmHeader {
   int64_t sendPid;
   uint64_t sendStartTime;
   _Atomic uint32_t sendClosed;
+  _Atomic uint32_t sendSleeping; /* the sender sleeps on consumed[]: a release wakes it */
 };
 
 /* What the receiver sends its peer over the bootstrap (fixed size, validated by the sender). The

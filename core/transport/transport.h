@@ -23,6 +23,7 @@
 
 struct ncclComm;
 struct chrLink;
+struct chrFutexWord; /* util/futex.h */
 
 struct chrTransportOps {
   const char* name;
@@ -49,6 +50,12 @@ struct chrTransportOps {
   ncclResult_t (*regUser)(struct chrLink* link, void* data, size_t bytes, void** handle);
   void (*deregUser)(struct chrLink* link, void* handle);
   ncclResult_t (*postUser)(struct chrLink* link, int slot, void* data, size_t bytes, void* handle);
+  /* Optional, both or none (NULL: the link can only be polled). The executor, idle, waits on slot
+   * (recv: for its data; send: for its buffer to be free again): sleepArm tells the peer a sleeper
+   * is there (its next write of that slot then wakes it) and gives the word that write changes;
+   * 0 when the slot moved meanwhile (nothing to sleep for), 1 when *word is set. sleepDisarm ends it. */
+  int (*sleepArm)(struct chrLink* link, int slot, struct chrFutexWord* word);
+  void (*sleepDisarm)(struct chrLink* link);
 };
 
 struct chrLink {

@@ -1,8 +1,17 @@
 /* idle.c: see idle.h. The thresholds were chosen by measuring 2, 4 and 8 local ranks on 2 cores
- * (docs/perf/host.md, "8 ranks"). */
+ * (docs/perf/host.md, "8 ranks" and "a busy machine"). */
 #include <sched.h>
 #include <time.h>
 #include "util/idle.h"
+
+#define SPIN_NS 3000ull
+#define YIELD_NS 2000000ull
+#define LATE_YIELD_NS 50000ull  /* a yield this long ran someone else */
+#define BUSY_HOLD_NS 50000000ull /* two late yields in a row: block without yielding for this long */
+#define BUSY_SPIN_NS 20000ull    /* busy: spin this long before blocking */
+
+static __thread int lateYields;     /* late yields in a row (one alone may be the hypervisor's doing) */
+static __thread uint64_t busyUntil; /* the machine is busy: block at once until then */
 
 uint64_t chrNowNs(void) {
   struct timespec ts;
@@ -10,24 +19,42 @@ uint64_t chrNowNs(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void chrIdleWait(uint64_t idleNs) {
-  if (idleNs < 3000) {
+int chrIdlePoll(uint64_t idleNs) {
+  if (idleNs < SPIN_NS) {
     /* A peer usually answers within a few microseconds: spinning keeps the core (a yield is a
      * system call and may hand the core to another process for a whole time slice). */
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-    return;
+    return 0;
   }
-  if (idleNs < 2000000) {
-    /* Hand the core to whoever is runnable (with more ranks than cores, the peer we wait for) and
-     * come back at once. A sleep here, even of 10 us, costs ~60 us (the kernel's timer slack) per
-     * ring or tree hop: 8 ranks on 2 cores took 270-300 us for an 8-byte all-reduce, 43-56 us
-     * yielding. */
-    sched_yield();
-    return;
+  if (idleNs >= YIELD_NS) return 1; /* a slow peer, or an idle communicator */
+  const uint64_t before = chrNowNs();
+  if (before < busyUntil) {
+    /* Busy: no yields; a peer that runs still answers within microseconds, so spin a little. */
+    if (idleNs >= BUSY_SPIN_NS) return 1;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return 0;
   }
-  /* Nothing for 2 ms: a slow peer, or an idle communicator; stop burning the core. */
+  /* Hand the core to whoever is runnable (with more ranks than cores, the peer we wait for) and
+   * come back at once. A sleep here, even of 10 us, costs ~60 us (the kernel's timer slack) per
+   * ring or tree hop: 8 ranks on 2 cores took 270-300 us for an 8-byte all-reduce, 43-56 us
+   * yielding. */
+  sched_yield();
+  const uint64_t after = chrNowNs();
+  lateYields = after - before > LATE_YIELD_NS ? lateYields + 1 : 0;
+  if (lateYields < 2) return 0;
+  busyUntil = after + BUSY_HOLD_NS;
+  return 1;
+}
+
+void chrIdleNap(void) {
   struct timespec ts = {0, 100000};
   nanosleep(&ts, NULL);
+}
+
+void chrIdleWait(uint64_t idleNs) {
+  if (chrIdlePoll(idleNs)) chrIdleNap();
 }

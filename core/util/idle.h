@@ -4,8 +4,15 @@
  * The host executor polls its transports. When ranks outnumber cores (8 ranks on a 2-core machine),
  * spinning steals the core from exactly the rank we are waiting for, and every ring hop then costs a
  * scheduler time slice; sleeping costs the timer's slack (tens of microseconds) per hop. So: spin
- * for the first 3 microseconds of idleness (the common, fast case), yield until 2 milliseconds,
- * then sleep 100 microseconds at a time.
+ * for the first 3 microseconds of idleness (the common, fast case), then yield until 2 milliseconds,
+ * then block until a peer writes (the caller's sleep, util/futex.h) or, where the caller cannot,
+ * sleep 100 microseconds at a time.
+ *
+ * Yields that come back late, twice in a row, mean other processes want this core (a busy machine):
+ * then, for 50 ms, the caller skips the yields and blocks after 20 us of spinning (a peer that runs
+ * answers sooner), so the core goes to the peer and the peer's write wakes the waiter, instead of
+ * every hop costing a scheduler time slice. One late yield alone changes nothing: a quiet virtual
+ * machine sees those now and then.
  */
 #ifndef CHORUS_IDLE_H_
 #define CHORUS_IDLE_H_
@@ -13,7 +20,12 @@
 #include <stdint.h>
 
 uint64_t chrNowNs(void);
-/* idleNs: how long the caller has seen no progress. */
+/* idleNs: how long the caller has seen no progress. Spins or yields once and returns 0; returns 1
+ * when the caller should block now (it may, or call chrIdleNap). */
+int chrIdlePoll(uint64_t idleNs);
+/* For a caller that cannot block on its peers: 100 microseconds of sleep. */
+void chrIdleNap(void);
+/* chrIdlePoll, then chrIdleNap when it says so (callers that never block on their peers). */
 void chrIdleWait(uint64_t idleNs);
 
 #endif
