@@ -10,12 +10,7 @@ HOGS=${HOGS:-2}
 
 "$ROOT/build.sh"
 
-pids=()
-stop_hogs() { [ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null || true; }
-trap stop_hogs EXIT
-for _ in $(seq "$HOGS"); do
-  sh -c 'while :; do :; done' &
-  pids+=($!)
-done
-echo "under_load.sh: $HOGS CPU-bound processes running beside the suite (pids ${pids[*]})"
+source "$ROOT/tools/bench/hogs.sh"
+start_hogs "$HOGS"
+echo "under_load.sh: $HOGS CPU-bound processes running beside the suite (pids ${HOG_PIDS[*]})"
 ctest --test-dir "$ROOT/build/cmake" --output-on-failure -j "${CTEST_JOBS:-2}" "$@"
