@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the libfabric net plugin libnccl-net-ofi.so (plugins/net_ofi), over the tcp;ofi_rxm provider
 # on loopback. Each test skips (77) with the reason when that provider cannot be opened here.
 # Included by tests/plugins/CMakeLists.txt; the global property keeps a second include harmless.
@@ -137,4 +138,4 @@ endforeach()
 # asked, so only closing the link (which cancels it) keeps the late data out of the buffer.
 add_test(NAME ranks.ofi.comm.latesend.n2.hosts.thr1 COMMAND ${OFI_IF} $<TARGET_FILE:test_comm> latesend 2 2)
 set_tests_properties(ranks.ofi.comm.latesend.n2.hosts.thr1 PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
-                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=5;CHORUS_OFI_PROGRESS_THREADS=1")
+                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=20;CHORUS_OFI_PROGRESS_THREADS=1")
