@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # build.sh: the one entry point.
 #   ./build.sh          install missing Debian packages (as root), configure, build, install into build/
 #   ./build.sh test     the above, then the whole ctest suite

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_buffers.cu: the buffers of copy-engine sends (ce_buffers.h).
  */

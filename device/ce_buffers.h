@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_buffers.h: the buffers of copy-engine sends (ce_sends.cu). A receiver posts its buffer as the
  * sender's process will reach it: an address within one process, else its allocation's CUDA IPC

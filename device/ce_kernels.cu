@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_kernels.cu: the kernel of copy-engine sends (ce_kernels.h).
  */

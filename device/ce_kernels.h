@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_kernels.h: the kernel of copy-engine sends (ce_sends.cu), one per launch, queued on the user's
  * stream from the API call it belongs to, never later (ce_sends.h says why). It carries every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_segment.cu: the copy-engine mailboxes' shared-memory pages (ce_segment.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_segment.h: the shared-memory page of one copy-engine mailbox (a pair of ranks and a class,
  * device/ce_sends.cu), mapped and registered with CUDA once per process whatever ranks use it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_sends.cu: copy-engine sends between ranks (ce_sends.h says how they run).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_sends.h: copy-engine sends between ranks (point-to-point works flagged CHR_WORK_ENGINE, which the
  * planner makes of large sends and receives outside graph capture; core/exec/dev_exec.c). Internal to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_timing.cuh: where a kernel-copied transfer's time goes (ce_kernels.cu), for a build with
  * CHR_CE_TIMING=1 in CUDA_DEFINES; without it every hook is empty and nothing is kept.

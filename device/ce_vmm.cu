@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_vmm.cu: receive buffers shared by file descriptor (ce_vmm.h).
  */

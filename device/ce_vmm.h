@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_vmm.h: receive buffers of copy-engine sends that CUDA IPC cannot share, shared by file
  * descriptor instead of received through a staging buffer (ce_buffers.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_args.h: the argument block of one kernel launch, up to CHR_DEV_ARGS_BYTES (CUDA 12.1 and later
  * accept kernel parameters up to 32764 bytes on Volta and newer). A plan of up to

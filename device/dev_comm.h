@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_comm.h: what a kernel needs to know about a communicator, as plain structs that C (the host
  * launcher, the core later) and CUDA (the kernels) both read. Everything here lives in device memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dev_error.cu: the device library's per-thread last error (dev_error.h). */
 #include <stdarg.h>
 #include <stdio.h>

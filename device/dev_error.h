@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_error.h: error reporting inside the device library. The library is loaded by the core with
  * dlopen and cannot call the core's logger, so the first code that detects an error stores its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_float.h: the small floating types (half, bfloat16, float8 e4m3/e5m2) decoded to float and
  * encoded back, for the kernels, with the SAME integer bit operations as the host's

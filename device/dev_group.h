@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_group.h: the host-side state of one rank (launch.h: chrDevRank) and of a group of ranks of one
  * process, shared by rank.cu (create, export, connect, destroy), group.cu (groups over ranks),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_kernel.cuh: the kernel. One CTA per channel runs the channel's works in order; each work is
  * the step program of plan/work.h (chrWorkCounts / chrWorkStep), the same one the host executor

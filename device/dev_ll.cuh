@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_ll.cuh: one LL step. The step's bytes travel as 16-byte lines of 8 data bytes and two flags;
  * thread t of nThreads (the whole CTA) handles lines t, t + nThreads, ... : it polls each received

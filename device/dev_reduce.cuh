@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_reduce.cuh: the element arithmetic of the kernels, one struct per (type, op), written to give
  * the host's chrReduce/chrReducePost results bit for bit (core/exec/reduce.h is the spec):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_scope.h: makes a CUDA device current for a while and then puts back exactly what the calling
  * thread had, which may be no context at all. chrDevEnter / chrDevLeave do it in C-style code with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_simple.cuh: one SIMPLE step, computed by nThreads threads of the CTA (tid 0 .. nThreads - 1;
  * dev_kernel.cuh leaves out the publisher warp) once its slots are ready:

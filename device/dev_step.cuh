@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_step.cuh: what one step of a work touches, resolved by the CTA's first thread (slot addresses,
  * LL flags, user buffer addresses) and shared with the CTA, plus the element combine both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_sync.cuh: the memory operations the protocols are built from, as explicit PTX so that their
  * ordering does not depend on what the compiler chooses for volatile.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_table.h: the kernels by (type, op). Each data type's kernels are compiled in their own
  * translation unit (kernels_inst.cuh, instantiated per type by device/CMakeLists.txt), which fills

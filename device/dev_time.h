@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_time.h: the monotonic clock in nanoseconds, for the device library's bounded host waits, and
  * the wall clock, for logs set beside the GPU's %globaltimer (device/ce_timing.cuh).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_work.h: how the device side classifies a work (C and CUDA): its op numbering and whether the
  * work only moves bytes.

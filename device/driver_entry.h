@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * driver_entry.h: a CUDA driver function looked up through the runtime linked into this library
  * (cudaGetDriverEntryPointByVersion, CUDA 12.0's ABI), so the library never links libcuda. NULL when

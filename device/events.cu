@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * events.cu: events and stream queries for the core (launch.h). The core orders launches with them:
  * the streams of one group are joined before and after a communicator's kernels, and a communicator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fd_pass.c: file descriptors from one process to another over a Unix-domain socket (fd_pass.h).
  *

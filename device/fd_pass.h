@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fd_pass.h: file descriptors handed from one process to another of this host, for GPU memory that
  * CUDA IPC handles cannot share (cuMemCreate allocations export a POSIX file descriptor instead,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * graph_works.cu: graph-owned work storage (graph_works.h).
  *

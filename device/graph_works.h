@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * graph_works.h: storage for the works of a launch captured into a CUDA graph when they do not fit
  * in the kernel arguments. A graph keeps a launch's arguments, not what a rank's reusable work slots

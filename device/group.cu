@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * group.cu: N ranks of one process, made and connected at once (launch.h): a thin layer over the
  * rank API of rank.cu. Every rank is created, exported, and connected to every rank (itself

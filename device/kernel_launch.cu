@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kernel_launch.cu: chrDevLaunchArgs (kernel_launch.h).
  */

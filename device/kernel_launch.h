@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kernel_launch.h: launching a kernel with only the used bytes of its argument block.
  *

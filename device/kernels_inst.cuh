@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kernels_inst.cuh: the kernels of one data type, CHR_DEV_KTYPE (an ncclDataType_t value), which
  * device/CMakeLists.txt defines in a one-line wrapper per type (generated in the build directory),

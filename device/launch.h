@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * launch.h: the device library's host API (C linkage), what the core calls to run plans on GPUs.
  *

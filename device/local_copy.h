@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * local_copy.h: a copy within one GPU queued on a stream (a rank's copy of its own buffer beside a
  * launch: a 2-rank broadcast's root out of place, an all-to-all's own block).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * memory.cu: GPU memory for ncclMemAlloc / ncclMemFree (launch.h). Plain cudaMalloc on the device
  * the caller names: such memory works with every path of this library (peer access in one process,

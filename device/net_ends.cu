@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_ends.cu: a rank's connection ends to a peer on another host (launch.h: chrDevRankNetConnect).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rank.cu: one rank's device state (launch.h: chrDevRank): create, export, connect, destroy.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * signals.cu: one-sided transfers (launch.h): a copy into a peer's window, then a signal word written
  * into the peer's arena; a stream wait on this rank's word of a peer; and the CUDA IPC export and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stream_values.h: the driver's stream memory operations (cuStreamWaitValue64, cuStreamWriteValue64),
  * looked up once: a stream that waits for a 64-bit word to reach a value, and a stream that writes one

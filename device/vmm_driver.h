@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vmm_driver.h: the CUDA driver's virtual memory functions (cuMemCreate and its kin) in one table,
  * looked up through the runtime (driver_entry.h), so the library never links libcuda. Each function

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vmm_layout.h: GPU memory laid out as PyTorch's expandable segments lay it out: one reserved
  * address range with physical chunks (cuMemCreate) mapped side by side in it, read-write for the

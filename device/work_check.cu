@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * work_check.cu: a plan is checked on the host before any kernel sees it, so a kernel can trust its
  * works (the kernel still refuses a link it has no connection for, as a last guard). Checked: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* work_check.h: host-side checks of a plan against a rank, before launch (work_check.cu). */
 #ifndef CHORUS_DEVICE_WORK_CHECK_H_
 #define CHORUS_DEVICE_WORK_CHECK_H_

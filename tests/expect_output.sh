@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # expect_output.sh: runs a test program and checks both its exit status and its output, for tests that
 # must say something particular. (ctest's PASS_REGULAR_EXPRESSION and FAIL_REGULAR_EXPRESSION ignore
 # the exit status: a program that crashed after printing the right line would pass.)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_mix.h: the 64-bit finaliser the tests hash their data with (a bijection, so distinct keys give
  * distinct, independent-looking words). Each test derives its bytes from (rank, step, index) keys

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # under_load.sh: the whole test suite while other work keeps the CPUs busy. A test may not fail
 # because the machine is slow; run this before each stop.
 #   tests/under_load.sh              build (./build.sh), then ctest with two CPU-bound processes beside it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # chorus-ce-probe: a prototype of copy-engine sends between two processes, measured beside the copy
 # engine's own rate (docs/perf/gpu-2gpu.md, "Next" 0). Built only when nvcc is found; needs nothing
 # of Chorus, and 2 GPUs with peer access to run.

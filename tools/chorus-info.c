@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * chorus-info: the effective configuration, with the source of every value, and the plugins found.
  *

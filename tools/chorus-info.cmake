@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # chorus-info: effective configuration and plugins. It needs internal functions, so it links the
 # internal static library, as a whole archive: chorus-info.c carries a weak chrPluginsDescribe stub,
 # and a weak definition does not pull an archive member, so without WHOLE_ARCHIVE the plugin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * chorus-perf: collective benchmark with nccl-tests' sizes, formulas and columns.
  *

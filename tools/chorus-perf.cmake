@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # chorus-perf: nccl-tests-style benchmark. Uses nccl.h only and links the shared library by its
 # SONAME (libnccl.so.2), so the same binary also runs on NVIDIA's NCCL (switch with LD_LIBRARY_PATH).
 # Our include directory comes first: never NVIDIA's nccl.h from a CUDA include path.

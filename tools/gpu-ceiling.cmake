@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # chorus-gpu-ceiling: the GPU's copy rate and kernel launch floor, measured beside the collectives
 # (docs/perf/gpu.md). Built only when nvcc is found; needs nothing of Chorus.
 if(CMAKE_CUDA_COMPILER)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * launch.c: N ranks as N processes on one machine (see launch.h), and the environment-driven mode
  * for ranks that someone else started.

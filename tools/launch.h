@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * launch.h: run N ranks of a program, each in its own process, on one machine; or run this process
  * as one rank of a job started by someone else (a shell loop, mpirun).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # chorus-netcheck: conformance and stress checker for net plugins (tools/netcheck/README.md). It loads
 # a plugin exactly as Chorus does, so it links the core's loader and adapters from the internal static
 # library; the raw TCP baseline comes from tools/bench/tcp_stream.c.

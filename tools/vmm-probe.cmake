@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # chorus-vmm-probe: cuMemCreate memory shared between two processes by file descriptor, the driver's
 # answers and every byte checked (docs/perf/gpu-2gpu.md, "Next" 00y). Built only when nvcc is found;
 # needs nothing of Chorus but device/fd_pass.c.

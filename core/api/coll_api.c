@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_api.c: the collective entry points. Every argument is checked here, before anything is
  * queued; a bad one gets ncclInvalidArgument and a last-error text that names the call and the value.

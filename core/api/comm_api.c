@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm_api.c: unique ids and the communicator lifecycle.
  */

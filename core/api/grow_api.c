@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * grow_api.c: ncclCommGetUniqueId and ncclCommGrow: a larger communicator made of an existing one's
  * ranks and new ones.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mem_api.c: ncclMemAlloc / ncclMemFree. GPU memory on the calling thread's current device, through
  * the device library (cuda/device_lib.h); without a GPU path they fail with a clear error. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * onesided_api.c: ncclPutSignal, ncclSignal, ncclWaitSignal: one-sided transfers into the windows of
  * other ranks (comm/window.h), on GPU memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * param_api.c: the public ncclParam* functions, on top of the parameter table (config/param.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redop_api.c: user reduction ops (pre-multiplied sum), kept per communicator.
  */

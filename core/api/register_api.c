@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * register_api.c: buffer registration (comm/register.h keeps the handles).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * suspend_api.c: ncclCommSuspend, ncclCommResume and ncclCommMemStats.
  *

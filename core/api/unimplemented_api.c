@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * unimplemented_api.c: functions of the NCCL 2.30 API that Chorus does not implement yet.
  * Each is exported (so programs built against nccl.h link and load) and fails with

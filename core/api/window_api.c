@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * window_api.c: ncclCommWindowRegister, ncclCommWindowDeregister, ncclWinGetUserPtr.
  *

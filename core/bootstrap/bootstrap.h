@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bootstrap.h: how the ranks of a communicator find each other, over TCP.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bootstrap_coll.c: allgather and barrier over the bootstrap's point-to-point messages.
  * They use reserved (negative) tags only, so they never take a user's message.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bootstrap_id.c: the unique id (make, decode) and which interface/address the bootstrap uses.
  */

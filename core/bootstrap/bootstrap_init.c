@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bootstrap_init.c: a rank's side of the rendezvous (chrBootstrapInit) and chrBootstrapClose.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bootstrap_internal.h: wire formats and state shared by the bootstrap's files.
  *   bootstrap_id.c    the unique id, picking the bootstrap interface

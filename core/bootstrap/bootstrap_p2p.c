@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bootstrap_p2p.c: point-to-point messages between the ranks of a bootstrap.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bootstrap_root.c: the bootstrap root, one detached thread per unique id.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm.c: communicator handle checks and error bookkeeping shared by the API layer.
  */

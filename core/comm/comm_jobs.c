@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm_jobs.c: the calls over a communicator's bootstrap that a group defers to its outermost
  * ncclGroupEnd: splits, shrinks, window registrations, suspends and resumes (struct chrCommJob,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config.c: reading the caller's ncclConfig_t the way NCCL does, so programs built against older
  * headers (smaller struct, older version field) keep working:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * destroy.c: releasing a communicator. Never talks to peers, so it works when they are dead.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * register.c: the list of a communicator's registrations (comm/register.h).
  */

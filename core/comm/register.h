@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * register.h: the buffers a communicator's rank registered (ncclCommRegister). Host buffers need no
  * registration for the host executor, so a handle only records the range; the comm keeps its handles

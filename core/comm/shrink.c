@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shrink.c: the exchange of ncclCommShrink (comm.h), among the parent's ranks that stay. Unlike a
  * split it cannot gather from every parent rank: the excluded ones do not call (after a failure they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * split.c: the collective part of ncclCommSplit, over the parent's bootstrap.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * suspend.c: the collective part of ncclCommSuspend and ncclCommResume (comm/comm.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo.c: who shares a host with whom, and the ring order.
  *

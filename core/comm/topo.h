@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* topo.h: host identity, nodes and rings (comm/topo.c). */
 #ifndef CHORUS_TOPO_H_
 #define CHORUS_TOPO_H_

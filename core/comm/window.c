@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * window.c: the collective registration of windows and their lifetime (comm/window.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * window.h: windows (ncclCommWindowRegister), buffers that every rank of a communicator registers
  * together. Each window keeps every rank's range; the comm owns its windows (comm->windows) and frees

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * algo_select.c: parsing NCCL_ALGO / NCCL_PROTO (syntax in algo_select.h) into per-operation masks.
  *

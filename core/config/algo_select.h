@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * algo_select.h: the NCCL_ALGO / NCCL_PROTO settings parsed: which algorithms and protocols a collective may use.
  *

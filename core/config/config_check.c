@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_check.c: is the configuration usable? Checks of single values for the loader, and
  * chrConfigValidate, which reports the result of a load at communicator init.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_load.c: builds one configuration store from the environment, the INI files and the defaults.
  *

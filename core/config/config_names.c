@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_names.c: which names Chorus knows, and the closest one to a name it does not (for the
  * warning on an unknown CHORUS_ variable or an unknown key in a core section of a file).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_store.h: internal layout of one loaded configuration (env + files + defaults).
  *

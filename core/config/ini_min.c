@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ini_min.c: the minimal INI reader used without libinih (ini_min.h). Empty otherwise. */
 #ifdef CHORUS_INI_MIN
 #include <ctype.h>

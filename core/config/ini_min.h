@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ini_min.h: a minimal stand-in for inih's ini_parse_stream, used only where libinih is not
  * installed (CHORUS_INI_MIN, set by CMake): GPU machines without the package can still build the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * param.c: the parameter table (from params.def) and the read side of the configuration:
  * lazy, thread-safe loading of the current store, value and metadata getters, plugin sections.

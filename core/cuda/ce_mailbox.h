@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_mailbox.h: the rendezvous of a copy-engine transfer (docs/perf/gpu-2gpu.md, "Next" 0), in memory
  * both ends map (one process, or two sharing a segment). Header-only, C and C++ (GCC's __atomic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_driver.c: loading the CUDA driver at run time, and what the core asks it.
  */

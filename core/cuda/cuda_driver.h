@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_driver.h: the one place the core reaches the CUDA driver.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_ipc.c: the IPC mode of a rank's device state (dev_ipc.h).
  */

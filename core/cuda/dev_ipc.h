@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_ipc.h: the IPC mode of a rank's device state (dev_state.h), for ranks in several processes (or
  * on several GPUs) of one host. Internal to core/cuda.

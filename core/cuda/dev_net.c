@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_net.c: the proxy that carries a rank's GPU connections to other hosts (dev_net.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_net.h: the GPU path's connections to ranks on other hosts. Internal to core/cuda.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_state.c: each rank's device state (dev_state.h): the registry of device groups (group mode),
  * the calls both modes share; the IPC mode's own part is in dev_ipc.c.

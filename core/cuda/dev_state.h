@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_state.h: the device state of a communicator's rank (the GPU path).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * device_lib.c: finding and opening libchorus-device.so (device_lib.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * device_lib.h: the device library (libchorus-device.so, device/launch.h), loaded at run time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_exec.c: launching device tasks (dev_exec.h).
  *

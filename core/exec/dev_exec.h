@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_exec.h: running tasks on GPU buffers: their works become kernel launches on the user's stream
  * (the device library, cuda/device_lib.h), and the call returns without waiting, as NCCL's do.

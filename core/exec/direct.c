@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* direct.c: see direct.h. */
 #include <string.h>
 #include "comm/comm.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * direct.h: direct steps of the host executor. Over a link that can move user memory (the net
  * transport: transport.h regUser/postUser), a step that only moves bytes skips its staging slot:

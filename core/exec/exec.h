@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * exec.h: the host executor. Runs checked, planned tasks on host buffers to completion on the
  * calling thread. Tasks of one communicator run in call order; tasks of different communicators

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * float_convert.h: conversions between float and the small floating types (IEEE half, bfloat16,
  * float8 e4m3 and e5m2), written with integer bit operations and selects only, so that a loop

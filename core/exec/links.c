@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* links.c: see links.h. */
 #include <pthread.h>
 #include <stdio.h>

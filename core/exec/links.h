@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * links.h: finding and connecting the links that planned tasks' works name (exec/links.c). The
  * transports below know nothing of tasks: this is where works meet connections.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce.c: host element-wise reductions (see reduce.h for the arithmetic rules).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce.h: the host-side element-wise reduction used by the host executor for every collective.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_avx2.c: float16 and bfloat16 arithmetic (sum, product, max, min, PreMulSum: ncclAvg) on
  * x86-64 CPUs with AVX2 (and F16C for float16), eight elements at a time. reduce.c's portable loops convert each

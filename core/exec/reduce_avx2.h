@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_avx2.h: the float16 and bfloat16 arithmetic of chrReduce with AVX2 (and F16C) vectors
  * (reduce_avx2.c), where the compiler can build it; reduce.c calls it for every op when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * task.h: one collective or point-to-point call, as the API layer checked it, and the plan the
  * planner made for it: plain works, one per channel (plan/work.h), that the host executor runs on

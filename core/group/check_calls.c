@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_calls.c: CHORUS_CHECK_CALLS=1, every rank's collective calls compared before they run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_calls.h: CHORUS_CHECK_CALLS=1, the ranks' collective calls compared before they run
  * (group/check_calls.c says how).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * group.h: NCCL group semantics. Every call is a group of one; ncclGroupStart/End batch many calls
  * over many communicators, issued at the outermost ncclGroupEnd. Group state is per thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* chorus.h: Chorus extensions beyond NCCL's API. Include after nccl.h. */
 #ifndef CHORUS_H_
 #define CHORUS_H_

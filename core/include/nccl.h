@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl.h: Chorus's public API. Same names, types, values and layouts as NVIDIA NCCL 2.30
  * (see docs/api-level.md for which functions are implemented and the version we report).

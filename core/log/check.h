@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check.h: the one check macro and the one check-and-goto macro.
  * They pass an error on without logging again: the code that detected it already logged (chrFail).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cost_model.c: the planner's cost model (the formulas are in cost_model.h): reading its constants
  * from the CHORUS_COST_* parameters, and the estimate of one collective.

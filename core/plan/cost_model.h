@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cost_model.h: the planner's cost model of the host path, and its shape, which
  * `chorus-perf --calibrate` (tools/perf/calibrate.c) inverts to measure the constants.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan.c: the planner. For each task: which algorithm and protocol, how many channels (lanes), how
  * large a step, and an estimated time (what ncclGroupSimulateEnd reports).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan.h: choosing how a task runs: algorithm, channels, chunk size, and the time estimate that
  * ncclGroupSimulateEnd reports, and the tuner plugin's part in that (plan/tuner_hook.c).

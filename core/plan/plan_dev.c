@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan_dev.c: planning a task whose buffers are GPU memory (the device path, cuda/dev_state.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner_hook.c: the planner's side of the tuner plugin. Opens the tuner for a communicator (what its
  * init is told), and implements the two hooks the planner calls (comm->tunerHook, tunerChunkHook).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * work.h: a plan as plain data. A work is what one channel of one rank runs for one operation; the
  * planner writes them, and the host executor and the CUDA kernels read the same works with the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * works.c: a planned task becomes plain works, one per channel (plan/work.h).
  *

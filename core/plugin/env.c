@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * env.c: the env plugin loader (env_plugin.h), the only code that calls an env plugin's slots.
  *

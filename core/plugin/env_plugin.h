@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * env_plugin.h: the env plugin (NCCL_ENV_PLUGIN), the environment as the configuration reads it.
  *

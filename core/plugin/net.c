@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net.c: loading net plugins and opening one per communicator (the loader half of net_plugin.h).
  *

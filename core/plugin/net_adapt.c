@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_adapt.c: what the v8..v10 net adapters share: the once-per-process init with a user count and
  * a dummy per-comm ctx, comm wrapping, the forwarders of every slot whose signature did not change

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_adapter.h: private to core/plugin. One loaded net plugin library, and the adapters that make
  * an older ABI version look like v12.

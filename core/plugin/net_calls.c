@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_calls.c: the thin wrappers of net_plugin.h, the only place the core calls into a net plugin
  * after chrNetOpen. Each one checks its arguments, handles an optional slot that is NULL, calls the

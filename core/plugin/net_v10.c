@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_v10.c: presents a v10 net plugin as v12.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_v11.c: presents a v11 net plugin as v12.
  *

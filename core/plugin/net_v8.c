@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_v8.c: presents a v8 net plugin as v12.
  *

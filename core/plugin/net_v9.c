@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_v9.c: presents a v9 net plugin as v12.
  *

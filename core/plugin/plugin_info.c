@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin_info.c: chrPluginsDescribe for chorus-info, one section per plugin kind.
  */

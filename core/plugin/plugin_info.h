@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin_info.h: a human-readable description of the plugins, for chorus-info.
  * Implemented by the plugin loader (core/plugin/); until it is, chorus-info links a weak stub.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin_open.c: the generic plugin library search (see plugin_open.h for the rules).
  */

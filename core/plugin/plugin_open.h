@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin_open.h: finding and opening a plugin library the NCCL way (NCCL's plugin naming rules), shared by the
  * net, tuner and profiler loaders.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plugin_record.c: the steps the tuner and profiler loaders share (plugin_record.h). */
 #include "plugin/plugin_record.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin_record.h: what the tuner and profiler loaders keep about one plugin library, and the steps
  * they share: open it by the NCCL naming rules, or borrow the handle of a net plugin library to look

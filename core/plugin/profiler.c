@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler.c: loading the profiler plugin and initialising it per communicator (the loader half of
  * profiler_plugin.h).

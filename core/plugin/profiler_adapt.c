@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_adapt.c: what the profiler adapters share. v1..v3 have one init (context, mask) and
  * finalize: the forwarders here wrap the plugin's context in a struct chrProfAdaptCtx that also

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_adapter.h: private to core/plugin. One loaded profiler library, and the adapters that
  * make an older ABI version look like v6.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_calls.c: the event calls of profiler_plugin.h, the only place the core calls into a
  * profiler plugin after chrProfilerOpen. Each one goes through the library's v6 interface (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_plugin.h: the core's only door to profiler plugins.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_v1.c: presents a v1 profiler plugin as v6.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_v2.c: presents a v2 profiler plugin as v6.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_v3.c: presents a v3 profiler plugin as v6.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_v4.c: presents a v4 profiler plugin as v6.
  *

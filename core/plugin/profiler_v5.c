@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_v5.c: presents a v5 profiler plugin as v6.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner.c: loading the tuner plugin and initialising it per communicator (the loader half of
  * tuner_plugin.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner_adapt.c: what the v2..v4 tuner adapters share. Their init and destroy have one signature
  * (no commId, domain info or constants; the context is the last argument of init), so one pair of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner_calls.c: the thin wrappers of tuner_plugin.h, the only place the core calls into a tuner
  * plugin after chrTunerOpen. Each one checks its arguments, handles an optional slot that is NULL,

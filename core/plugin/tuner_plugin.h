@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner_plugin.h: the core's only door to tuner plugins.
  *

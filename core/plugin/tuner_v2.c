@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner_v2.c: presents a v2 tuner plugin as v6.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner_v3.c: presents a v3 tuner plugin as v6.
  *

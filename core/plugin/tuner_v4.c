@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner_v4.c: presents a v4 tuner plugin as v6.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner_v5.c: presents a v5 tuner plugin as v6.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * prof_api.c: the profiler's API-level and group-level events (profile.h), and the per-communicator
  * init/finalize of the profiler plugin.

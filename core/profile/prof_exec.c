@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * prof_exec.c: the profiler's events of the host executor (ProxyOp, ProxyStep) and of device
  * launches (KernelCh); see profile.h for when each starts and stops.

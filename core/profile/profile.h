@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profile.h: the core's profiler event points (the files of core/profile), on top of the plugin door
  * plugin/profiler_plugin.h.

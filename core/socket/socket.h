@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * socket.h: small TCP socket utilities shared by the core (bootstrap) and the TCP net plugin.
  *

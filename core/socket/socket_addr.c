@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * socket_addr.c: socket addresses: parse "host:port" / "[v6]:port", print, compare, family names.
  */

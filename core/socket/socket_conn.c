@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * socket_conn.c: TCP connections: listen, connect with retry, accept, send/recv all with deadline
  * and abort flag, and the non-blocking progress step for a polled data path.

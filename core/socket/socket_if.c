@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * socket_if.c: choosing network interfaces (NCCL_SOCKET_IFNAME syntax) and the local address that
  * reaches a given remote address.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * socket_internal.h: helpers shared by the socket .c files only (error text, optional logging).
  */

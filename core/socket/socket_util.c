@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * socket_util.c: error text, the optional logger, and monotonic deadlines for the socket utilities.
  */

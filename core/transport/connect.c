@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * connect.c: connecting the ring links of a communicator, lazily, the first time a plan needs them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * connect.h: connecting links, one send link and one recv link at a time (transport/connect.c).
  * chrTransportConnectRing (transport.h) uses these per channel; callers connecting other patterns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_link.c: links through the net plugin. Each link has CHR_STEPS staging slots in one
  * allocation (its own, or the caller's: the GPU path's host-mapped ends), registered once with the

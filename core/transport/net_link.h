@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* net_link.h: state of a link through the net plugin (transport/net_link.c). */
 #ifndef CHORUS_NET_LINK_H_
 #define CHORUS_NET_LINK_H_

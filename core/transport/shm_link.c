@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm_link.c: links through POSIX shared memory between processes of one host. The protocol and the
  * reason each slot has two halves are described in shm_link.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm_link.h: links between processes of one host through POSIX shared memory (transport/shm_link.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * transport.h: a link is one direction of one connection to one peer on one channel.
  *

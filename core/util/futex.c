@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * futex.c: futex_waitv and FUTEX_WAKE by system call (glibc wraps neither).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * futex.h: sleeping until another thread or process changes a 32-bit word (Linux futexes).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* idle.c: see idle.h. The thresholds were chosen by measuring 2, 4 and 8 local ranks on 2 cores
  * (docs/perf/host.md, "8 ranks" and "a busy machine"). */
 #include <sched.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * idle.h: what a polling loop does when nothing moved.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * siphash.c: SipHash-2-4, written from the paper's description (siphash.h): the state is four
  * 64-bit words; each 8-byte little-endian word of the message goes through 2 rounds, the last word

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * siphash.h: SipHash-2-4 (Aumasson and Bernstein, 2012), a keyed 64-bit pseudo-random function.
  * Where a value derived from a key travels the network (the bootstrap's join secret), it must not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * env.c: the reference env plugin, libnccl-env-chorus.so. It answers getEnv from a KEY=VALUE file
  * named by CHORUS_ENV_PLUGIN_FILE (say, a site-wide settings file), and with getenv for names the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * env_chorus.h: the reference env plugin's settings file (settings.c), used by env.c.
  * Internal to libnccl-env-chorus.so; nothing here is exported.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * settings.c: reading the KEY=VALUE file of the reference env plugin (env_chorus.h). The whole file
  * is checked before anything of it is kept: a half-read file would give settings nobody wrote.

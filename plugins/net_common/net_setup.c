@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* net_setup.c: the init() steps every net plugin shares (net_setup.h). */
 #include <stdlib.h>
 #include "net_setup.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_setup.h: what every net plugin's init() does alike. Once per process: take the host's logger
  * and find the devices (a failed discovery is tried again by the next init). Per init() call: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_versions.h: the one thing a net plugin built on plugins/net_common writes to export every net
  * ABI version from v12 down to v8 (README.md in this folder shows a whole example).

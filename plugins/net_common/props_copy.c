@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * props_copy.c: property and vNIC layouts of v8..v11 from / to v12 (see props_copy.h).
  * The older vProps arrays hold 4 children, v12's 8: a copy clips, never overruns.

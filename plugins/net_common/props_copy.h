@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * props_copy.h: ncclNetProperties_v12_t and vNIC descriptions converted to and from the older layouts.
  * Plain functions (no plugin state), used by versions.c and tested on their own.

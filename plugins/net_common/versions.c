@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * versions.c: ncclNetPlugin_v11 .. ncclNetPlugin_v8, built from the plugin's chrNetPluginV12
  * (net_versions.h says what each version changes). The tables are filled by a constructor, so slots

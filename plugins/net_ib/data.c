@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * data.c: isend, irecv, test, iflush: the receiver-posted flow control of ib_logic.h over verbs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fifo.c: the receiver-posted flow-control FIFO (ib_logic.h). The receiver makes one entry per
  * receive and RDMA-writes it into the sender's array; the sender reads its own array. The entry is

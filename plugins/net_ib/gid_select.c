@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gid_select.c: which GID a RoCE port uses (rules in ib_logic.h). IB ports route by LID and use GID
  * index 0 only as a source GID; the caller does not ask here for them.

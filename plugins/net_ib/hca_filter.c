@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hca_filter.c: NCCL_IB_HCA, in NCCL's syntax (ib_logic.h): "mlx5" takes every device whose name
  * starts with mlx5, "=mlx5_1" only mlx5_1, "mlx5_0:1,mlx5_1:2" given ports, "^mlx5_3" all but

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_logic.h: the parts of the IB net plugin that are plain C, with no verbs call in them, so they are
  * unit-tested on machines without RDMA hardware (tests/test_net_ib_logic.c):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_plugin.h: private state of the InfiniBand / RoCE net plugin (libnccl-net-ib.so), the part that
  * talks to libibverbs. The plain-C logic (filters, GIDs, wire formats, FIFO, request pool) is in

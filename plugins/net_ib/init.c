@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * init.c: settings, device and port discovery, properties.
  *

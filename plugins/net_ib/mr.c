@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mr.c: memory registration. Every comm of a device shares the device's protection domain, so a
  * registration is an ibv_mr of that domain, with local write and remote write access. Host memory and, where the device takes them, CUDA buffers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * qp.c: the verbs objects of one comm: its completion queue, its RC queue pairs (INIT at creation;
  * RTR and RTS once the peer's numbers are known), the FIFO (send side) or the staging entries the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reqpool.c: the per-comm request pool (ib_logic.h): a bit mask over a fixed array, no allocation on
  * the data path. */
 #include "ib_logic.h"

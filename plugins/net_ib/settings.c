@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* settings.c: integer settings from the environment (ib_logic.h). Plugins read their own settings with
  * getenv, as NCCL plugins do (the core exports its INI sections into the environment first). */
 #include <errno.h>

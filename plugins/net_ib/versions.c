@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * versions.c: the IB plugin's v12 table. plugins/net_common builds and exports ncclNetPlugin_v11 ..
  * _v8 from it (property copies, per-process init for v8..v10, int sizes for v8).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wire.c: the listen handle and the connection info, as bytes (ib_logic.h). The layouts are explicit
  * (little-endian fields at fixed offsets), so both ends agree whatever their compilers, and every

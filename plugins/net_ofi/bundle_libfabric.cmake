@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # bundle_libfabric.cmake: copy libfabric.so.1 and the libraries it needs (but not the C library's own)
 # into DEST, under their sonames, so a folder holding the plugin loads on a machine without libfabric.
 #   cmake -DLIBFABRIC=/path/libfabric.so.1 -DDEST=/path/lib -P bundle_libfabric.cmake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * connection.c: listen / connect / accept / close of the libfabric net plugin, and the probe that
  * turns a dead peer into an error.

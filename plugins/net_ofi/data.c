@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * data.c: isend / irecv / iflush / test of the libfabric net plugin.
  *

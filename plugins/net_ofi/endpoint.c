@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * endpoint.c: one device's endpoints (fabric, domain, address vector, then per endpoint the endpoint
  * and its completion queue), the completion loop that finishes posted operations, the progress

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mr.c: memory registration of the libfabric net plugin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ofi_plugin.h: private state of the libfabric net plugin (libnccl-net-ofi.so).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * versions.c: the exported tables. The plugin is implemented once, as the v12 table below;
  * plugins/net_common builds ncclNetPlugin_v11 .. _v8 from it (property layouts, per-process init of

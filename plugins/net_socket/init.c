@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * init.c: settings, device discovery, init/finalize/devices/getProperties of the TCP net plugin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * socket_plugin.h: private state of the TCP net plugin (libnccl-net-socket.so).
  *

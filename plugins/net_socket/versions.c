@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * versions.c: the socket plugin's v12 table. Everything is implemented once, with the v12 signatures;
  * plugins/net_common builds and exports ncclNetPlugin_v11 .. _v8 from this table (property copies,

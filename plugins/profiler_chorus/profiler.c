@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler.c: the reference profiler, once, for ABI v6 (versions.c adapts v1..v5 to it).
  *

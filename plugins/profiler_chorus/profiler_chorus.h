@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * profiler_chorus.h: the reference profiler's per-communicator context and records (profiler.c),
  * its Chrome-trace writer (trace.c) and its summary (summary.c). Internal to

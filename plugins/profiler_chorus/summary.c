@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * summary.c: at finalize, a table per communicator and rank of what its collectives and
  * point-to-point operations took: per function and size bucket (the bytes nccl-tests would print as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trace.c: the Chrome trace (JSON object format, loads in Perfetto and chrome://tracing) of one
  * communicator on one rank: <dir>/chorus-prof-<commId>-rank<r>.json. Opened at the first event;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * versions.c: the exported tables ncclProfiler_v6 .. ncclProfiler_v1, so Chorus and NVIDIA's NCCL
  * from 2.23 on load this library (each takes the newest version it knows). Everything is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rules.c: the reference tuner's rules, read from the environment (TUNER_RULE_1 .. TUNER_RULE_64,
  * tried in numeric order, gaps allowed; Chorus exports them from the [tuner.chorus] section of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner.c: the reference tuner's behaviour, written once; versions.c exports it as every ABI version.
  *

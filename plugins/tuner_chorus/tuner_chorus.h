@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tuner_chorus.h: the reference tuner's rules (rules.c) and its per-communicator context (tuner.c).
  * Internal to libnccl-tuner-chorus.so; nothing here is exported.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * versions.c: the exported tables ncclTunerPlugin_v6 .. ncclTunerPlugin_v2, so Chorus and NVIDIA's
  * NCCL from 2.21 on load this library (each takes the newest version it knows). Everything is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bs_fuzz_ranks.c: the rank processes of the bootstrap fuzz test (bs_fuzz_ranks.h). */
 #include "bs_fuzz_ranks.h"
 

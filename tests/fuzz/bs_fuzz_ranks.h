@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bs_fuzz_ranks.h: the rank side of test_fuzz_bootstrap.c: the settings both sides share, the data
  * both check, and the rank processes (forked before any library call, handed the unique id through

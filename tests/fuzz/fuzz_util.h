@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_util.h: what the fuzz tests share: a seeded PRNG, a raw TCP client that sends bytes and
  * watches how the listening side reacts, counters, fd counting, and the rank processes' plumbing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_fuzz_bootstrap.c: garbage on the bootstrap's ports never crashes or hangs a rank.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_fuzz_net_socket.c: garbage never crashes or hangs the TCP net plugin (libnccl-net-socket.so).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * apiplan_engine.c: test_gpu_apiplan's copy-engine checks (apiplan_engine.h).
  * With CHORUS_GPU_CE_MIN_BYTES set (gpu.apiplan.cesend.*), the sends to other ranks of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * apiplan_engine.h: the copy-engine part of test_gpu_apiplan (gpu.apiplan.cesend.*,
  * gpu.apiplan.ceallreduce.*): what the planner must make of sends, 2-rank broadcasts and 2-rank

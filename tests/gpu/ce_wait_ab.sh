@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ce_wait_ab.sh: the kernel copy's wait for its publish (docs/perf/gpu-2gpu.md, l3-l8 and m1), built
 # several ways and timed in one call on a machine with 2 GPUs. Each variant is a build with
 # -DCHR_CE_TIMING=1 plus its own CUDA flags (device/ce_timing.cuh prints the waits); each runs

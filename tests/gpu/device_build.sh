@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # device_build.sh: sourced by the GPU machine's scripts (run_on_device.sh: one GPU; run_gpus.sh: several
 # GPUs). Prints the environment, configures a fresh build directory ($BUILD, CUDA arch 90) and builds
 # it, timed; sets ROOT, OUT (default ./gpu-run-<date>), SUMMARY, BUILD, JOBS, MODE (full or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_bw.c (chorus-gpu-bw): a bandwidth probe, not a test. Ring all-reduce of floats between 2 ranks
  * sharing one GPU, sizes from --min to --max (x2), SIMPLE and LL side by side (LL up to --llmax).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpu_case.c: test cases (gpu_case.h). */
 #include "gpu_case.h"
 

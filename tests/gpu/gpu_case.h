@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_case.h: one test case = one or more calls (gpu_plan.h) run by N ranks. Holds each rank's
  * initial buffer contents (random input, random poison where outputs go), its plan, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpu_data.c: test data and comparison (gpu_data.h). */
 #include "gpu_data.h"
 

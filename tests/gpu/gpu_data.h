@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_data.h: test data. Random elements of every type, floating types salted with the values that
  * decide bit-exactness (NaN, infinities, signed zeros, subnormals, values that round or saturate),

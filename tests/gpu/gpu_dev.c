@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpu_dev.c: GPU test helpers (gpu_dev.h). */
 #include "gpu_dev.h"
 

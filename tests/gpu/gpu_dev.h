@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_dev.h: what the GPU tests share: the "no CUDA device" skip, CUDA error checks, and waiting
  * for every rank's stream with a deadline (a hang is reported, then the ranks are aborted, never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpu_plan.c: test plans (gpu_plan.h). */
 #include "gpu_plan.h"
 

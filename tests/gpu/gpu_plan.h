@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_plan.h: test plans. Builds, for one call of N ranks, every rank's works (plan/work.h) the way
  * the planner does: ring patterns split over channels with chrChannelRange, the double binary tree

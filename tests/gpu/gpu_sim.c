@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpu_sim.c: the reference simulation of step programs (gpu_sim.h). */
 #include "gpu_sim.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_sim.h: the reference. Runs the step programs of every rank's works (plan/work.h) on the CPU,
  * with the host executor's arithmetic (core/exec/reduce.c, chrReduce / chrReducePost, in the order

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nccl_cases.c: cases, data and reference of the public-API GPU test (nccl_cases.h). */
 #include "nccl_cases.h"
 

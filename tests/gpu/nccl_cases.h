@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl_cases.h: the cases of the public-API GPU test (test_gpu_nccl.c): what each rank calls, its
  * input data, and the host reference its output must match.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nvidia_plugins.sh: NVIDIA's own profiler and tuner plugins, built from NCCL's sources unchanged
 # (ext-profiler/example, ext-profiler/inspector, ext-tuner/example, ext-tuner/basic), loaded into
 # Chorus on a GPU machine. Not part of the repository: pass the folder that holds their built

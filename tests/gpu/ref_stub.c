@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ref_stub.c: the tests link the host reduction (core/exec/reduce.c) without the rest of the core,
  * so that they build where the core cannot (CHORUS_DEVICE_ONLY); reduce.c reports argument errors

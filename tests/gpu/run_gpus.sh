@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run_gpus.sh: the runs that need several GPUs of one host (nvidia-h200-x2 for the 2-GPU issue,
 # -x4 / -x8 for the scaling run), in as few device calls as will do. Build as run_on_device.sh does
 # (device_build.sh), then the steps STEPS names (default all four; each has its own time limit, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run_on_device.sh: everything the GPU side needs checked, in ONE invocation on a machine with an
 # NVIDIA GPU (written for Ubuntu 24.04, CUDA 13, cmake, gcc 13; the repository copied there).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_abort.c (gpu.abort): a kernel waiting on a peer that never comes leaves when the abort
  * flag is set. Two ranks on one GPU; rank 1 never launches. Rank 0 waits for data (SIMPLE tail, LL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_api.c (gpu.api): the launcher refuses what it cannot run, with a message, before anything
  * reaches the GPU. Group configurations are checked first (no GPU needed); plans need a group, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_apiplan.c (gpu.apiplan.n<N>, runs anywhere): the core's side of the GPU path without a GPU.
  * For every case of the public-API GPU test (nccl_cases.c), each rank's calls become tasks as the API

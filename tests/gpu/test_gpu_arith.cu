@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_arith.cu (gpu.arith): the kernels' element arithmetic (device/dev_reduce.cuh and
  * device/dev_float.h, the same source the kernels compile) run on the CPU against the host's

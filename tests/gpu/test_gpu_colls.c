@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_colls.c (gpu.colls.n<N>): N ranks sharing one GPU in one process (a device group, each
  * rank its own stream) run plans built like the planner's (gpu_plan.c) and every result must equal,

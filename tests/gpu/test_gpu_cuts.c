@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_cuts.c (gpu.cuts): how the launcher cuts a plan into kernels (chrDevLaunchNext,
  * device/dev_work.h, the walk device/launch.cu makes), on hand-made plans, without a GPU. Each launch must hold whole calls, in call

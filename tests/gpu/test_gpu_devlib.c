@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_devlib.c (gpu.devlib, runs anywhere the device library is built): the core opens
  * libchorus-device.so at run time and binds its functions by name; a missing export or a version

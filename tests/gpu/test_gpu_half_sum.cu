@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_half_sum.cu (gpu.halfsum): the kernels' packed float16 and bfloat16 sums (chrDevHalf2Sum,
  * device/dev_reduce.cuh) against the element arithmetic they stand in for (chrDevRed::red: decode,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_nccl.c (gpu.nccl.*): GPU buffers through the PUBLIC API only (nccl.h, plus the CUDA
  * runtime for memory and streams), with N ranks sharing GPU 0 in this process, as NCCL programs call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_procs.c (gpu.procs.*): GPU buffers through the PUBLIC API with one PROCESS per rank, all
  * on GPU 0, as PyTorch runs NCCL (the device state is per rank, connected through CUDA IPC).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_sim.c (gpu.sim): checks the GPU tests' own machinery without a GPU: the plans gpu_plan.c
  * builds, run through the reference simulation (gpu_sim.c, with the host executor's chrReduce), must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_waylog.c (gpu.waylog, runs anywhere): way_log.c's reading of the copy-engine counts lines,
  * against logs written here: every letter that must pass and some that must fail, a rank whose line

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """torch_ddp.py: a short DistributedDataParallel training run, 2 processes sharing GPU 0, on the
 "nccl" backend (Chorus, preloaded) in PyTorch's blocking and non-blocking communicator modes, and on
 "gloo" with the same seed; prints the loss trajectories side by side and fails if they differ by more

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """torch_dup_gpu.py: the mistake PyTorch's own tests check (test_nccl_dist_backend_error): two ranks
 that never call torch.cuda.set_device both land on GPU 0. As with NCCL, the first collective must
 fail with an error that names the cause, not run time-sliced. Run with Chorus preloaded and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """torch_ops.py: the torch.distributed operations PyTorch programs use, on the "nccl" backend with
 Chorus's library preloaded, 2 processes sharing GPU 0 (Chorus allows several ranks per GPU), once in
 PyTorch's blocking communicator mode and once in its non-blocking one

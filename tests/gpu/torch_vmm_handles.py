@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """torch_vmm_handles.py: what PyTorch's expandable segments look like to the driver, for the
 copy-engine receives that share such buffers by file descriptor (device/ce_vmm.cu).
 

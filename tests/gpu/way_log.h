@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * way_log.h: which way a test's copy-engine receives went. A communicator logs its counts when it
  * ends (NCCL_DEBUG=INFO, subsystem P2P: "rank R: copy-engine transfers: sends ... receives D direct,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # netns_run.sh: run one rank per network namespace, so every rank is a host of its own with its own
 # network stack, hostname and interface (a veth into a bridge), and always tear everything down.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_linkcut: one rank of a job whose network link is cut while it runs (tests/net/netns_run.sh
  * --cut). The rank all-reduces in a loop, checking every result, until the library reports an

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Check the reference profiler's output of one run (tests/plugins/profiler_chorus.cmake).
 
 usage: check_prof_trace.py <dir> <nranks> <function> [<min ops>]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the reference env plugin libnccl-env-chorus.so (plugins/env_chorus). Included by
 # tests/plugins/CMakeLists.txt, after env.cmake (alphabetical), whose test_env_loader it uses; the
 # global property keeps a second include harmless.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hdrcheck_plugin.c: a net + tuner plugin written the way a plugin written for NCCL is, using every
  * name NCCL's plugin headers give plugin authors (NCCL_NET_PLUGIN_SYMBOL, NCCL_NET_ATTR_INIT, the MR

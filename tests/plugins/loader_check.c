@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loader_check.c: checks shared by the plugin loader tests (loader_check.h). */
 #include "loader_check.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * loader_check.h: what the plugin loader tests (test_net_loader, test_tuner_loader,
  * test_profiler_loader) check with: EXPECT/OK, the library's log file (NCCL_DEBUG_FILE) and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The core with the IB plugin first in NCCL_NET_PLUGIN (owner: net_ib). Without RDMA devices the plugin
 # reports 0 devices and the core falls back to the socket plugin (one WARN naming the reason), listed
 # or not, or, strict, fails with a clear error: never a crash or a hang. Included by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the TCP net plugin libnccl-net-socket.so (owner: net_socket engineer).
 # Included by tests/plugins/CMakeLists.txt; the global property keeps a second include harmless.
 get_property(ns_tests_added GLOBAL PROPERTY CHORUS_NET_SOCKET_TESTS_ADDED)

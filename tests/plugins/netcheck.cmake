@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # chorus-netcheck against the TCP plugin (it must pass at NCCL-style thread/socket settings) and against
 # deliberately broken plugins (it must fail, naming the broken rule). Included by tests/plugins/CMakeLists.txt.
 get_property(nc_tests_added GLOBAL PROPERTY CHORUS_NETCHECK_TESTS_ADDED)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ABI conformance tests of the profiler plugin loader (core/plugin/profiler*.c) and of the core's
 # event points (core/profile): tiny test profilers, one per ABI version, that check every event as
 # it arrives (testprof_plugin.c), driven by test_profiler (collectives on N ranks) and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the reference profiler libnccl-profiler-chorus.so (plugins/profiler_chorus).
 # Included by tests/plugins/CMakeLists.txt; the global property keeps a second include harmless.
 get_property(pc_tests_added GLOBAL PROPERTY CHORUS_PROFILER_CHORUS_TESTS_ADDED)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_env_loader.c: conformance tests of the env plugin loader (core/plugin/env.c) and of the
  * configuration read through it (core/config/config_load.c), driven by the test env plugins

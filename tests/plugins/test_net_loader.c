@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_net_loader.c: conformance tests of the net plugin loader, the v8..v11 adapters and the call
  * wrappers, driven by the test plugins (testnet_plugin.c). One scenario per process; the ctest

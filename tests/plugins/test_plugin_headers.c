@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_plugin_headers.c: loads hdrcheck_plugin.c's module (a plugin written against Chorus's plugin
  * headers the way NCCL plugins are written) and checks that the names resolve and behave: the objects

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_profiler.c: collectives under a test profiler (testprof_plugin.c), N ranks as N processes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_profiler_loader.c: conformance tests of the profiler plugin loader (core/plugin/profiler*.c):
  * where the library comes from and what happens when it cannot be used. One scenario per process;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tuner_loader.c: conformance tests of the tuner plugin loader, the v2..v5 adapters, the call
  * wrappers and the planner's use of a tuner, driven by the test tuners (testtuner_plugin.c). One

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testenv_plugin.c: a tiny env plugin for the loader tests, built once per ABI version
  * (TESTENV_VERSION = 1 or 2) and in broken variants (TESTENV_INIT_FAIL, TESTENV_NULL_SLOT: no getEnv).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testenv_stats.h: what the test env plugin (testenv_plugin.c) records, read by test_env_loader
  * through the plugin's exported testEnvStats() and testEnvAsked().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testnet_faulty.c: deliberately broken net plugins, to prove that chorus-netcheck names the rule a
  * plugin breaks. Each build wraps the real TCP plugin (libnccl-net-socket.so, path TESTNET_INNER)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testnet_plugin.c: a tiny net plugin for the ABI conformance tests, built once per ABI version
  * (TESTNET_VERSION = 8..12) and in a few broken variants (TESTNET_INIT_FAIL, TESTNET_NO_DEVICES).

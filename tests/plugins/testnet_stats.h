@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testnet_stats.h: what the test net plugins record about the calls they get, so the conformance
  * tests can check what an adapter handed to an older ABI. Each test plugin exports one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testprof_plugin.c: a tiny profiler plugin for the ABI conformance tests, built once per ABI version
  * (TESTPROF_VERSION = 1..6). It exports exactly one ncclProfiler_vN object, plus testProfReport().

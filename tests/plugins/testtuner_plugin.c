@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testtuner_plugin.c: a tiny tuner plugin for the ABI conformance tests, built once per ABI version
  * (TESTTUNER_VERSION = 2..6) and in a few broken variants (TESTTUNER_INIT_FAIL, TESTTUNER_NULL_SLOT).

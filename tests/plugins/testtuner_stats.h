@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testtuner_stats.h: what the test tuner plugins record about the calls they get, and the knobs the
  * tests turn to make them answer one way or another. Each test tuner exports

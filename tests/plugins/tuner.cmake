@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ABI conformance tests of the tuner plugin loader (core/plugin/tuner*.c) and of the planner's use of
 # a tuner (core/plan/tuner_hook.c): tiny test tuners, one per ABI version and a few broken ones,
 # driven by test_tuner_loader. Each scenario is its own process; its environment is set here.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the reference tuner libnccl-tuner-chorus.so (plugins/tuner_chorus).
 # Included by tests/plugins/CMakeLists.txt; the global property keeps a second include harmless.
 get_property(tc_tests_added GLOBAL PROPERTY CHORUS_TUNER_CHORUS_TESTS_ADDED)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * colls_check.c: buffers with guards and the checks of test_colls (see colls_check.h).
  */

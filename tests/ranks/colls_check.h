@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * colls_check.h: what test_colls.c and colls_p2p.c share: the arguments, the per-rank state, buffers
  * with sentinel guards before and after them, and the checks that compare results with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * colls_data.c: data generation and references for test_allreduce and test_colls (see colls_data.h),
  * one copy shared by the tests of every reducing collective.

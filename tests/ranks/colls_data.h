@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * colls_data.h: data and independent references for the rank tests of the collectives
  * (test_allreduce.c, test_colls.c). The reducing data is chosen so that every partial result of the

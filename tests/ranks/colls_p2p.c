@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * colls_p2p.c: the send/recv scenarios of test_colls: a ring shift for every type and size, all pairs
  * in one group (with and without self), a send to self alone, two messages to one peer, a ping-pong

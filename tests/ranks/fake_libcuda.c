@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fake_libcuda.c: a stand-in for the CUDA driver (built as libcuda.so.1 in its own folder, found
  * only by the tests that put that folder in LD_LIBRARY_PATH), so the device-pointer checks can be

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # perf_calibrate.sh <chorus-perf> <chorus-info>: a short `chorus-perf --calibrate` (2 ranks, 3 sizes
 # up to 4 MB, best of 2 runs: with 1 MB and one run, 1 of 8 runs beside 4 busy loops on 2 cores failed
 # "net tree: the time does not grow with the size"; 0 of 8 so) writes a [cost_model] section with

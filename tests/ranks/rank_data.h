@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rank_data.h: what the communicator-lifecycle tests (test_window, test_grow, test_revoke,
  * test_suspend) share: EXPECT, each rank's data for a round (a hash of round, rank and index, so any

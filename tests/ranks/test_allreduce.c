@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_allreduce: ncclAllReduce on host buffers with N ranks as N processes (tools/launch.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_allreduce_args: argument checks of ncclAllReduce (and of the PreMulSum op calls it depends
  * on) on a 1-rank communicator. Each bad call must return ncclInvalidArgument and leave a non-empty

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_colls: correctness of the collectives (other than all-reduce, see test_allreduce.c) and of
  * send/recv on host buffers, N ranks as N processes (tools/launch.c), public API only.

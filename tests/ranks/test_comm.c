@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_comm.c: communicator lifecycle through the public API, N ranks as processes.
  *   test_comm nonblocking N   config.blocking = 0: init returns ncclInProgress, GetAsyncError polls

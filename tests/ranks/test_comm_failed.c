@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_comm_failed.c: what calls on a failed communicator return, and what they say.
  *   test_comm_failed peerdeath N [abort]  the last rank exits after one all-reduce; the others' next

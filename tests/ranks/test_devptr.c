@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_devptr.c: GPU device buffers are refused (ncclInvalidUsage) by a build that runs collectives on
  * host buffers only; host buffers keep working with and without a CUDA driver.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_grow.c: ncclCommGetUniqueId and ncclCommGrow through the public API.
  *   test_grow procs N M H  N ranks make a communicator; rank 0 asks it for a grow id and hands it to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_kill: a rank SIGKILLs itself in the middle of a large all-reduce; every other rank must get an
  * error (from the call, or from ncclCommGetAsyncError) within CHORUS_TIMEOUT plus a margin, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_leftovers: when every rank of a job is killed (SIGKILL, as the OOM killer does), nothing of it
  * stays in /dev/shm.

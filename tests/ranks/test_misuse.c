@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_misuse.c: a program's mistakes with a communicator are errors with a message, never a crash,
  * a hang or a wrong result. One rank per process.

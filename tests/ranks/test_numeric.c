@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_numeric: the conversions that the rank tests and chorus-perf use as their reference
  * (tools/perf/numeric.c), checked against independent ones: the compiler's _Float16 for fp16, RNE on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_revoke.c: ncclCommRevoke through the public API, N ranks as processes.
  *   test_revoke basic N H     revoke after some all-reduces: the refusals (flags, twice, every new

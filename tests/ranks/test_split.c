@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_split.c: ncclCommSplit through the public API, N ranks as processes.
  *   test_split basic N [H]   colors rank%2, rank%3, one color, keys reversed, NCCL_SPLIT_NOCOLOR, a split of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_suspend.c: ncclCommSuspend, ncclCommResume and ncclCommMemStats through the public API on host
  * buffers (the GPU memory a suspend frees is checked by gpu.nccl.suspend and gpu.procs.suspend).

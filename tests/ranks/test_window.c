@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_window.c: windows (ncclCommWindowRegister, ncclCommWindowDeregister, ncclWinGetUserPtr) through
  * the public API, N ranks as processes (or one process driving N comms).

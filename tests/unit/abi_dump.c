@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * abi_dump.c: prints the ABI facts of whichever nccl.h is first on the include path, one
  * "key value" line each. Built twice: against Chorus's header and, when present, against NVIDIA's;

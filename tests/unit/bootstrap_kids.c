@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bootstrap_kids.c: the bootstrap tests' shared harness (bootstrap_kids.h). */
 #include "bootstrap_kids.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bootstrap_kids.h: what the bootstrap tests (test_bootstrap.c: ranks that should succeed;
  * test_bootstrap_bad.c: bad clients) share: child processes started one by one and reaped against a

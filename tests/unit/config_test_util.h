@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_test_util.h: helpers shared by the config/log unit tests (header-only, static functions).
  * Each test isolates itself: a fresh temp HOME, a temp "system" dir instead of /etc, and no

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ABI tests of nccl.h and the exported symbols (test_abi_compare.sh):
 #   unit.abi_exports   every function of our header is exported as weak nccl* + strong pncclX, nothing else
 #   unit.abi_compare   our header against NVIDIA's, key by key (abi_dump built with each), and NVIDIA's

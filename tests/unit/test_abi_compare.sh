@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_abi_compare.sh: ABI checks of Chorus's nccl.h and libchorus.so.
 #
 #   test_abi_compare.sh exports <libchorus.so> <our nccl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_abi_layout.c: Chorus's nccl.h against the sizes and offsets of NCCL 2.30.7's (LP64).
  */

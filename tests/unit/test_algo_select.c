@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_algo_select.c: NCCL_ALGO / NCCL_PROTO parsing (core/config/algo_select.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_bootstrap.c: the bootstrap (core/bootstrap) with real processes on loopback: ranks that
  * should succeed (rendezvous at several sizes, concurrent roots, p2p, p2p failures). Bad clients:

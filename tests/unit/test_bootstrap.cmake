@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Bootstrap tests: one process per scenario, each forking its ranks on loopback. test_bootstrap runs
 # ranks that should succeed, test_bootstrap_bad bad clients; both share bootstrap_kids.c.
 # Short timeouts so that the failure scenarios (which wait for a timeout on purpose) stay fast; they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_bootstrap_bad.c: the bootstrap root and ranks against bad clients at init, with real
  * processes on loopback: a wrong secret, garbage, a client that exits during init, bad and

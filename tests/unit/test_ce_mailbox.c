@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_ce_mailbox.c: the copy-engine rendezvous (core/cuda/ce_mailbox.h) between processes, with each
  * process's CUDA streams played by threads that run queued operations in order (wait for a word,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The copy-engine rendezvous, one ctest per world (ranks, who issues, one queue, pulls, bounded wait),
 # so that a busy machine stretches each one alone: every world spins several threads per rank.
 foreach(world "2 0 0 0 0" "3 0 0 0 0" "2 1 0 0 0" "3 1 0 0 0" "2 1 1 0 0" "3 1 1 0 0" "2 1 0 1 0" "3 1 0 1 0"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # chorus-info shows each value with its source (env / file:line / default). Registered here, not in
 # tools/, because add_test needs enable_testing(), which comes after tools/ is configured.
 if(TARGET chorus-info)

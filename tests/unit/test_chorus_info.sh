@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_chorus_info.sh <chorus-info binary>: value and source columns for env, a named file, ~/.config
 # and defaults; plugin sections and problems in the full report; exit status 1 for a configuration
 # that init would refuse (a malformed file, a bad value), 0 when it only has unknown names.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_comm_config.c: ncclConfig_t is read the way NCCL reads it (comm/config.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_config.c: configuration loading (env > files > default), INI sections, problems, plugin sections.
  * Usage: test_config <case>; test_config.cmake registers one ctest per case.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_config_check.c: chrConfigValidate, the check a communicator init runs first: values that are
  * not valid, unknown names (one WARN each per process, with the closest name), malformed files (not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_config_ini_complete.c: config/chorus.ini documents every parameter of params.def.
  * Usage: test_config_ini_complete <path to config/chorus.ini>

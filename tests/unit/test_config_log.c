@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_config_log.c: NCCL_DEBUG / NCCL_DEBUG_SUBSYS / NCCL_DEBUG_FILE, line format, thread safety,
  * config problems printed as WARN, and the per-thread last error.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cost_model.c: the planner reads its cost model from the [cost_model] section (CHORUS_COST_*).
  * Usage: test_cost_model <case>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_dev_net.c: the GPU path's net proxy (core/cuda/dev_net.c) between real processes, each its own
  * acted-out host, with threads in place of the kernels: they drive the ends' words exactly as the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The GPU path's net proxy with threads in place of kernels (test_dev_net.c): every rank its own
 # acted-out host, so the ends cross the socket plugin.
 target_sources(test_dev_net PRIVATE ${CMAKE_SOURCE_DIR}/tools/launch.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_expect.h: EXPECT for the unit tests that count their failures and go on (the reduction tests):
  * a failed condition prints its place and message, the first 30 of them, and counts in `failures`,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_fd_pass: device/fd_pass.c between real processes. A server process offers memfd descriptors
  * with random contents; client processes fetch them and check every byte through their own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # device/fd_pass.c (file descriptors between processes, for GPU memory CUDA IPC cannot share) is
 # plain POSIX C: built into its test here, so the CPU machines run it.
 target_sources(test_fd_pass PRIVATE ${CMAKE_SOURCE_DIR}/device/fd_pass.c)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # libnccl.so.2 and the plugins in the build's lib folder need nothing but the C library at run time.
 # Not under the sanitizers: those builds need libasan/libubsan by design.
 if(NOT CHORUS_SANITIZE)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_ldd_standalone.sh <lib dir> <libchorus.so>: libnccl.so.2 and every plugin beside it must load
 # on a machine that has only the C library (CUDA images have no libinih, no libstdc++, ...), so ldd
 # may list nothing else. libgcc_s would be tolerable only if a compiler builtin needed it; none does.

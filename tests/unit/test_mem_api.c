@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_mem_api.c: ncclMemAlloc / ncclMemFree. Arguments are checked before anything else; a pointer
  * ncclMemAlloc did not return (or returned and was freed) is refused; without a GPU path (no CUDA

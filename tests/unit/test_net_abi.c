@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_net_abi.c: the frozen net plugin ABI headers (plugin/net_v8.h .. net_v12.h) have the sizes
  * and field offsets of NCCL's, so plugins built for NCCL load unchanged.

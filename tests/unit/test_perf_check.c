@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_perf_check.c (unit.perf_check): chorus-perf's data check (tools/perf/data.c) finds wrong
  * elements, and finds the same ones whether one thread or several check (tools/perf/parallel.c).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # chorus-perf's data check (tools/perf/data.c, its threads in tools/perf/parallel.c): built into its
 # test here from chorus-perf's own sources.
 target_sources(test_perf_check PRIVATE ${CMAKE_SOURCE_DIR}/tools/perf/data.c ${CMAKE_SOURCE_DIR}/tools/perf/colls.c

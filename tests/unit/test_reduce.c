@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_reduce: chrReduce / chrReducePost / chrRedOpFromBuiltin / chrRedOpPreMulSum for every datatype
  * and every kind, against a reference computed here from first principles:

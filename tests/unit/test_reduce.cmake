@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # test_reduce runs as usual, plus once more against a build of core/exec/reduce.c without the AVX2
 # variant (CHR_NO_TARGET_CLONES) and without the AVX2 float16/bfloat16 path (CHR_NO_AVX2_PATH), so the baseline
 # (SSE2) loops are checked on AVX2 machines too.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_reduce_avx2: chrReduce's float16 and bfloat16 results where the AVX2 path
  * (core/exec/reduce_avx2.c) takes the whole groups of 8 elements, against the portable conversions (float_convert.h: decode, one float operation, encode), bit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_reduce_convert: the small-float conversions of core/exec/float_convert.h against the
  * independent reference in test_reduce_ref.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_reduce_ref.h: an independent reference for the small float formats, used by the
  * test_reduce*.c unit tests. Written from the format definitions only (bit fields, ldexp, nearest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shm_link.c: the shm transport (core/transport/shm_link.c) between real processes.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shm transport: one process per scenario (see test_shm_link.c). CHORUS_TIMEOUT is long on purpose:
 # a dead peer must be reported by the link itself, well before the executor's backstop.
 foreach(case data flow kill_sender kill_receiver close validate)

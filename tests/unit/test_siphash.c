@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_siphash.c: SipHash-2-4 against the reference vectors of the paper's appendix (key 00..0f,
  * messages 00, 01, ..., of length 0, 1, 7, 8, 15 and 63).

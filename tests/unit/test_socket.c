@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_socket.c: the socket utilities (core/socket): address parsing and printing, interface specs,
  * listen/connect/accept, send/recv all with deadlines and abort, a peer that closes mid-message,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tree_shape.c: the binary trees of the tree all-reduce are trees: one root (position 0), every
  * other position has exactly one parent that lists it as a child, no cycles, depth about log2(n).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tuner_abi.c: the frozen tuner plugin ABI headers (plugin/tuner_v2.h .. tuner_v6.h) have the
  * sizes, slot offsets and numbering of NCCL's, so tuners built for NCCL load unchanged. Also includes

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_version_banner.sh <chorus-perf>: with NCCL_DEBUG=VERSION a process prints NCCL's version line
 # once, naming Chorus (two communicators in one process: still once); without NCCL_DEBUG, nothing.
 perf=$1

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """gpu_side.py: the side-by-side table of docs/perf/gpu.md from chorus-perf JSON files of the same
 runs on two libraries (Chorus and NVIDIA's NCCL, chorus-perf built once; tests/gpu/run_gpus.sh).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """gpu_table.py: turns chorus-perf JSON files (-M cuda, ranks sharing ONE GPU) and the output of
 chorus-gpu-ceiling into the markdown table of docs/perf/gpu.md.
 

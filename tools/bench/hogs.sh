@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # hogs.sh: sourced by scripts that run something on a busy machine (tests/under_load.sh,
 # docs/perf/run_host_loaded.sh). start_hogs N starts N CPU-bound shell loops; stop_hogs ends them,
 # and runs by itself when the script exits.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mpi_colls.c: the MPI side of docs/perf/run_host.sh and tools/bench/net_compare.sh. Times MPI_Allreduce
  * (float, sum), MPI_Allgather (float), MPI_Bcast (float, root 0, in place) and, when asked for,

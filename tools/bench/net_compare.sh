@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # net_compare.sh: Chorus's net path against raw TCP and Open MPI over TCP, measured in one run, and one
 # table with the ratios of the goal: from 4 MB up, Chorus >= 90 % of raw TCP; small messages (up to
 # 64 KiB) within 1.5x Open MPI's time.

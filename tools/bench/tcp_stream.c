@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tcp_stream.c: the raw-TCP baseline (see tcp_stream.h). Blocking sockets, one thread per stream:
  * the simplest way to move bytes over TCP, and so the yardstick for a net plugin on the same link.

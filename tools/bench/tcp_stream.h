@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tcp_stream.h: a tiny raw-TCP benchmark, the baseline a net plugin's bandwidth and latency are
  * compared with. Plain blocking POSIX sockets with TCP_NODELAY and the kernel's default buffers,

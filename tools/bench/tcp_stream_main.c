@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * chorus-tcp-stream: raw TCP bandwidth and latency between two processes, the baseline for a net
  * plugin (docs/perf/net.md).

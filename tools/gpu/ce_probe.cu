@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_probe.cu (chorus-ce-probe): a standalone prototype of copy-engine sends between two processes,
  * each with its own GPU, as docs/perf/gpu-2gpu.md ("Next", item 0) designs them, measured beside the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_probe_allreduce.cu: chorus-ce-probe --allreduce, a prototype of a 2-rank all-reduce whose bytes
  * cross NVLink on the copy engines (docs/perf/gpu-2gpu.md, Next 00ad). n1 (twelfth session) found

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ce_probe_allreduce.h: chorus-ce-probe's --allreduce prototype (ce_probe_allreduce.cu), a 2-rank
  * float all-reduce whose transfers run on the copy engines, measured beside the same run's pushes.

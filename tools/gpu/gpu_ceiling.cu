@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_ceiling.cu (chorus-gpu-ceiling): what this GPU can do at best, measured in the same run as the
  * collectives it is compared with (docs/perf/gpu.md):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vmm_probe.cu (chorus-vmm-probe): what the driver does with cuMemCreate memory shared between two
  * processes by file descriptor, the path that would let copy-engine receives skip their staging

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * callclock.c: how long a plugin call kept the calling thread blocked.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * chorus-netcheck: conformance and stress check of a net plugin (README.md in this folder).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * netcheck.h: chorus-netcheck, a conformance and stress checker for net plugins (README.md).
  *

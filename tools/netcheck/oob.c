@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * oob.c: the side channel between the two ranks of chorus-netcheck (a socketpair when forked on one
  * host, a TCP connection between two hosts). It carries listen handles, barriers between phases and

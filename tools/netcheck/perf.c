@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * perf.c: chorus-netcheck's bandwidth and latency table.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rank.c: one rank of chorus-netcheck: load the plugin through Chorus's loader, check the device
  * properties, run the checked traffic and the performance table, then merge the two ranks' tallies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rules.c: the rules chorus-netcheck checks, and their tally.
  *

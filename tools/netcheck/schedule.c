@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * schedule.c: what chorus-netcheck sends on one connection, and the payload of every message.
  *

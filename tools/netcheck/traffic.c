@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * traffic.c: the checked traffic of chorus-netcheck.
  *

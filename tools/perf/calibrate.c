@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * calibrate.c: chorus-perf --calibrate, which measures the constants of the planner's cost model
  * (core/plan/cost_model.h) on this machine and writes them as the [cost_model] INI section that the

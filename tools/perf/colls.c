@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * colls.c: one definition per collective: element counts per size step and the in-place layout,
  * the bus-bandwidth factor, the call itself, and where each output element's expected value comes

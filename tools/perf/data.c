@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * data.c: chorus-perf's buffers and its data check (nccl-tests style).
  *

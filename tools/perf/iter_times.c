@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * iter_times.c: -I 1, each timed iteration's own time, per rank (perf.h). A size's mean hides
  * whether one iteration stalled or every one ran slower; these lines tell them apart. With host

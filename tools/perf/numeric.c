@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * numeric.c: datatype table and conversions (see numeric.h). The small float formats are handled by
  * one generic encoder/decoder parameterised by exponent and mantissa width.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * numeric.h: NCCL datatypes as seen from outside the library: names, sizes, and our own conversions
  * between double/int64 and each type's bit pattern (fp16, bf16, fp8 e4m3/e5m2 included). Used by

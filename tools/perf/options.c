@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * options.c: chorus-perf's command line. The nccl-tests options keep their letters and defaults;
  * -np/--hosts/-M/-T/-q are ours; -G is nccl-tests' --cudagraph.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parallel.c: host loops cut into ranges run by threads (parallel.h).
  */

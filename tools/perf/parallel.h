@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parallel.h: chorus-perf's host loops over large buffers (writing the check inputs, checking the
  * outputs) cut into ranges run by threads at once, so that a check of several GiB per rank finishes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * perf.h: the pieces of chorus-perf, a benchmark with nccl-tests' sizes, formulas and output
  * columns. Only the public NCCL API is used, so the same

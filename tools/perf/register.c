@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * register.c: chorus-perf -R, nccl-tests' local registration of the send and receive buffers.
  * 1: ncclCommRegister (a local handle per buffer); 2: ncclCommWindowRegister with

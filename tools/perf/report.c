@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * report.c: the nccl-tests table: header, one row per size with an
  * out-of-place and an in-place half, the footer, and the same data as JSON (-J).

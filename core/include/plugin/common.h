@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/common.h: the types every NCCL plugin ABI shares (logger, profiler callback, function ids).
  * Frozen: these values and signatures are the same from net v8 / tuner v2 / profiler v1 to the newest.

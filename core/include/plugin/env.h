@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/env.h: every env plugin ABI version, and the unversioned names. The core speaks v2; a v1
  * table is called through a small adapter in core/plugin/env.c that drops the logger.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/env_v1.h: env plugin ABI version 1 (NCCL 2.28.7). FROZEN.
  *

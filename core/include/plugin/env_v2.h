@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/env_v2.h: env plugin ABI version 2 (as in NCCL 2.30). FROZEN.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/net_common.h: constants shared by every net plugin ABI version (v8 .. v12).
  *

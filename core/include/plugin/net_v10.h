@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/net_v10.h: net plugin ABI version 10 (the NCCL 2.26 generation). FROZEN.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/net_v11.h: net plugin ABI version 11 (the NCCL 2.28 generation). FROZEN.
  *

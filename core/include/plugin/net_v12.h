@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/net_v12.h: net plugin ABI version 12 (the NCCL 2.30 generation). FROZEN.
  *

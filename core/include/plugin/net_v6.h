@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/net_v6.h: net plugin ABI version 6 (the NCCL 2.12 generation). FROZEN.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/net_v7.h: net plugin ABI version 7 (the NCCL 2.19 generation). FROZEN.
  *

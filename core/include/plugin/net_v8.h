@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/net_v8.h: net plugin ABI version 8 (the NCCL 2.20 generation). FROZEN.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/net_v9.h: net plugin ABI version 9 (the NCCL 2.24 generation). FROZEN.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/profiler_common.h: event types, states and net-event masks shared by every profiler plugin
  * ABI version (v1 .. v6).

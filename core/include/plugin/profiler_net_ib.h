@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/profiler_net_ib.h: the event descriptor an InfiniBand (verbs) net plugin hands to the profiler
  * callback, layout version 1. FROZEN.

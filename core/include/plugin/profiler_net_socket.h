@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/profiler_net_socket.h: the event descriptor a socket net plugin hands to the profiler callback,
  * layout version 1. FROZEN.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/profiler_v1.h: profiler plugin ABI version 1 (the NCCL 2.23 generation). FROZEN.
  *

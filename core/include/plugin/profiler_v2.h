@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/profiler_v2.h: profiler plugin ABI version 2 (the NCCL 2.24 generation). FROZEN.
  *

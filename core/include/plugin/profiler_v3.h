@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/profiler_v3.h: profiler plugin ABI version 3 (the NCCL 2.26 generation). FROZEN.
  *

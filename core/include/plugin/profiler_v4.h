@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/profiler_v4.h: profiler plugin ABI version 4 (the NCCL 2.27 generation). FROZEN.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/profiler_v5.h: profiler plugin ABI version 5 (the NCCL 2.28 generation). FROZEN.
  *

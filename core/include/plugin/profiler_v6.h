@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/profiler_v6.h: profiler plugin ABI version 6 (the NCCL 2.30 generation). FROZEN.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/tuner.h: every tuner plugin ABI version, and the unversioned names the core uses internally.
  * The core speaks only the newest version (v6); older plugins are wrapped by adapters

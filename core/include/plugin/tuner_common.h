@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/tuner_common.h: numbering and constants shared by every tuner plugin ABI version (v2 .. v6).
  *

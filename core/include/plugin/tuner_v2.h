@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/tuner_v2.h: tuner plugin ABI version 2 (the NCCL 2.21 generation). FROZEN.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/tuner_v3.h: tuner plugin ABI version 3 (the NCCL 2.22 generation). FROZEN.
  *

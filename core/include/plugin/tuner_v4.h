@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/tuner_v4.h: tuner plugin ABI version 4 (the NCCL 2.24 generation). FROZEN.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fake_stats.h: what fake_v12.c records of the calls it gets (read by test_net_common.c). */
 #ifndef CHORUS_NET_COMMON_FAKE_STATS_H_
 #define CHORUS_NET_COMMON_FAKE_STATS_H_

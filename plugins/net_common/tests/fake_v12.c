@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fake_v12.c: a v12 net plugin built on net_common that records what reaches it, so the test can see
  * what the older tables net_common exports turn each call into. No data moves. With

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_test_cases.c: the cases every net plugin of this tree must pass, driven through the harness's
  * version-independent wrappers (net_test_harness.h). Buffers are registered when gRegisterBuffers.

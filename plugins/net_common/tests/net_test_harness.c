@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_test_harness.c: loading a net plugin's table of one ABI version, version-independent calls
  * into it, and the cases every net plugin of this tree must pass (net_test_harness.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_test_harness.h: what the net plugins' own test programs (test_net_socket, test_net_ofi) share.
  * A test program loads one exported table (ncclNetPlugin_v8 .. _v12) and drives it as a core would,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_net_common.c: loads a fake v12 plugin built on net_common (fake_v12.c) and checks what each
  * older table does with a call, against values written out here.

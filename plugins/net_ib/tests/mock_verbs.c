@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mock_verbs.c: a stand-in for libibverbs, so the IB plugin's verbs code runs on machines with no RDMA
  * hardware. Linked into a test copy of the plugin (libnccl-net-ibmock.so, tests only) in place of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_net_ib.c: libnccl-net-ib.so driven through its exported tables, as a core drives it.
  *   test_net_ib <plugin.so> <case> <version>

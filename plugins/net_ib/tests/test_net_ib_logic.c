@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_net_ib_logic.c: the IB plugin's plain-C parts, on any machine (no RDMA device needed):
  *   test_net_ib_logic <case>   cases: hca gid handle info fifo reqpool env

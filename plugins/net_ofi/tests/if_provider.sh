@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # if_provider.sh: run a command only where the libfabric provider of the environment can be opened.
 #
 #   if_provider.sh TEST_NET_OFI PLUGIN -- COMMAND [ARGS...]

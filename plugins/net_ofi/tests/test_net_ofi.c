@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_net_ofi.c: drives libnccl-net-ofi.so through its exported tables, as a core would.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_net_socket.c: drives libnccl-net-socket.so through its exported tables, as a core would.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tuner_chorus.c: the reference tuner through its exported tables, as a core would use it
  * (dlopen + dlsym, no Chorus code linked in).
