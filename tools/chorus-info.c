@@ -4,6 +4,7 @@
  *
  *   chorus-info            version, parameters, plugin sections, config problems, plugins
  *   chorus-info --params   the parameter table only
+ *   chorus-info --version  "chorus-info <version>"
  *
  * Parameter lines have four columns separated by at least two blanks: name, value, source, help.
  * An empty value prints as "" so the columns stay aligned and parseable.
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "chorus.h"
 #include "config/param.h"
 #include "nccl.h"
@@ -24,13 +26,14 @@ __attribute__((weak)) void chrPluginsDescribe(FILE* out) { fprintf(out, "plugins
 
 static void usage(FILE* out, const char* prog) {
   fprintf(out,
-          "usage: %s [--params] [--help]\n"
+          "usage: %s [--params] [--version] [--help]\n"
           "  Prints Chorus's version, every parameter with its value and where the value came from\n"
           "  (env, env plugin, <file>:<line> or default), the plugin sections of the config files,\n"
           "  config problems and the plugins found. Exits with 1 when the configuration would make\n"
           "  communicator init fail (a value that is not valid, a malformed config file).\n"
-          "  --params  print only the parameter table\n"
-          "  --help    print this help\n",
+          "  --params   print only the parameter table\n"
+          "  --version  print chorus-info's version\n"
+          "  --help     print this help\n",
           prog);
 }
 
@@ -98,6 +101,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--params") == 0) {
       paramsOnly = 1;
+    } else if (strcmp(argv[i], "--version") == 0) {
+      chrArgPrintVersion("info");
+      return 0;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout, argv[0]);
       return 0;

@@ -5,6 +5,7 @@
 set(CHORUS_PERF_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/chorus-perf.c
   ${CMAKE_CURRENT_SOURCE_DIR}/launch.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/args.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/options.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/colls.c
   ${CMAKE_CURRENT_SOURCE_DIR}/perf/data.c

@@ -9,7 +9,8 @@
  * PLUGIN is a libnccl-net-*.so path or name (as NCCL_NET_PLUGIN takes it). Each --setting runs the
  * whole check in two fresh processes with those environment variables (a plugin reads its settings
  * at its first init). Exit status: 0 when every rule passed in every setting, 1 otherwise, 2 for
- * bad usage.
+ * bad usage (an unknown option, or a value not read whole or out of range: args.h), after a line
+ * that names the option.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "netcheck.h"
 
 ncOptions ncOpt = {
@@ -46,7 +48,7 @@ static void usage(FILE* f) {
           "                       repeat for several settings (each gets its own report)\n"
           "  --comms N            connections per direction, all driven at once (default 3, max %d)\n"
           "  --depth N            receives in flight per connection (default 8; comm 1 always uses 32, comm 2 uses 1)\n"
-          "  --scale X            multiply the number of messages of the checked traffic (default 1)\n"
+          "  --scale X            multiply the number of messages of the checked traffic (0 < X <= 1000; default 1)\n"
           "  --dev N              device to use (default 0)\n"
           "  --abi N              bind at most ABI version N (8..12; default: the newest the library exports)\n"
           "  --timeout S          no progress for S seconds counts as a hang (default 20)\n"
@@ -60,18 +62,10 @@ static void usage(FILE* f) {
           "  --time-limit S       kill a setting's two processes after S seconds (default 300)\n"
           "  --listen PORT        two hosts: this host is rank 0 and waits for rank 1 on PORT (side channel)\n"
           "  --peer HOST:PORT     two hosts: this host is rank 1 and connects to rank 0\n"
+          "  --version            print chorus-netcheck's version\n"
           "Prints the plugin's devices, the bandwidth/latency table and the pass/fail list of rules (a broken\n"
           "rule is named with what was seen); exits 1 if any rule failed.\n",
           NC_MAX_COMMS);
-}
-
-static size_t parseSize(const char* s) {
-  char* end;
-  double v = strtod(s, &end);
-  if (*end == 'k' || *end == 'K') v *= 1024;
-  else if (*end == 'm' || *end == 'M') v *= 1024 * 1024;
-  else if (*end == 'g' || *end == 'G') v *= 1024.0 * 1024 * 1024;
-  return v < 1 ? 0 : (size_t)v;
 }
 
 /* Apply "K=V K=V" to this process's environment. */
@@ -235,70 +229,116 @@ static int runRemote(int rank, const char* where) {
   return ncRunRank(rank, fd, peerIp);
 }
 
-int main(int argc, char** argv) {
+/* A usage error: one line naming the option and what is wrong, then the usage; exit status 2. */
+static int badUsage(const char* what, const char* opt, const char* value) {
+  if (value != NULL) fprintf(stderr, "chorus-netcheck: %s '%s': '%s'\n", what, opt, value);
+  else fprintf(stderr, "chorus-netcheck: %s '%s'\n", what, opt);
+  usage(stderr);
+  return 2;
+}
+
+/* What the command line asks beyond ncOpt. */
+typedef struct {
   const char* settings[64];
-  int nSettings = 0;
-  const char* listenPort = NULL;
-  const char* peer = NULL;
-  double timeLimit = 300;
+  int nSettings;
+  const char* listenPort;
+  const char* peer;
+  double timeLimit;
+} ncCommand;
+
+/* Reads the command line into ncOpt and *cmd. Returns -1 to go on, else the exit status: 0 after
+ * --help or --version, 2 after a usage error (its line printed, then the usage). */
+static int parseArgs(int argc, char** argv, ncCommand* cmd) {
+  /* Every option not handled before this list takes a value, which must be read whole and in range. */
+  static const char* const withValue[] = {"-s", "--setting", "--comms", "--depth", "--scale", "--dev",
+                                          "--abi", "--timeout", "--seed", "--perf-bytes", "--perf-reps",
+                                          "--tcp-addr", "--time-limit", "--listen", "--peer"};
+  int port;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-#define ARG(name) (strcmp(a, name) == 0 && v != NULL && (i++, 1))
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       return 0;
-    } else if (ARG("-s") || ARG("--setting")) {
-      if (nSettings == 64) return usage(stderr), 2;
-      settings[nSettings++] = v;
-    } else if (ARG("--comms")) ncOpt.comms = atoi(v);
-    else if (ARG("--depth")) ncOpt.depth = atoi(v);
-    else if (ARG("--scale")) ncOpt.scale = atof(v);
-    else if (ARG("--dev")) ncOpt.dev = atoi(v);
-    else if (ARG("--abi")) ncOpt.abi = atoi(v);
-    else if (ARG("--timeout")) ncOpt.timeoutSec = atof(v);
-    else if (ARG("--seed")) ncOpt.seed = strtoull(v, NULL, 0);
-    else if (strcmp(a, "--no-perf") == 0) ncOpt.perf = 0;
-    else if (ARG("--perf-bytes")) ncOpt.perfBytes = parseSize(v);
-    else if (ARG("--perf-reps")) ncOpt.perfReps = atoi(v);
-    else if (strcmp(a, "--baseline") == 0) ncOpt.baseline = 1;
-    else if (ARG("--tcp-addr")) ncOpt.tcpAddr = v;
-    else if (ARG("--time-limit")) timeLimit = atof(v);
-    else if (ARG("--listen")) listenPort = v;
-    else if (ARG("--peer")) peer = v;
-    else if (a[0] != '-' && ncOpt.plugin == NULL) ncOpt.plugin = a;
-    else {
-      fprintf(stderr, "chorus-netcheck: unknown or incomplete option '%s'\n", a);
-      usage(stderr);
-      return 2;
     }
-#undef ARG
+    if (strcmp(a, "--version") == 0) {
+      chrArgPrintVersion("netcheck");
+      return 0;
+    }
+    if (strcmp(a, "--no-perf") == 0) {
+      ncOpt.perf = 0;
+      continue;
+    }
+    if (strcmp(a, "--baseline") == 0) {
+      ncOpt.baseline = 1;
+      continue;
+    }
+    if (a[0] != '-') {
+      if (ncOpt.plugin != NULL) return badUsage("a second PLUGIN", a, NULL);
+      ncOpt.plugin = a;
+      continue;
+    }
+    int known = 0;
+    for (size_t k = 0; k < sizeof(withValue) / sizeof(withValue[0]); k++) known |= strcmp(a, withValue[k]) == 0;
+    if (!known) return badUsage("unknown option", a, NULL);
+    if (i + 1 >= argc) return badUsage("no value for", a, NULL);
+    const char* v = argv[++i];
+    int bad = 0;
+    if (strcmp(a, "-s") == 0 || strcmp(a, "--setting") == 0) {
+      if (cmd->nSettings == 64) return badUsage("more than 64 settings at", a, v);
+      cmd->settings[cmd->nSettings++] = v;
+    } else if (strcmp(a, "--comms") == 0) bad = chrArgInt(v, 1, NC_MAX_COMMS, &ncOpt.comms);
+    else if (strcmp(a, "--depth") == 0) bad = chrArgInt(v, 1, NC_MAX_DEPTH, &ncOpt.depth);
+    else if (strcmp(a, "--scale") == 0) bad = chrArgDouble(v, &ncOpt.scale) || !(ncOpt.scale > 0 && ncOpt.scale <= 1000);
+    else if (strcmp(a, "--dev") == 0) bad = chrArgInt(v, 0, 1 << 20, &ncOpt.dev);
+    else if (strcmp(a, "--abi") == 0) bad = chrArgInt(v, 8, 12, &ncOpt.abi);
+    else if (strcmp(a, "--timeout") == 0) bad = chrArgDouble(v, &ncOpt.timeoutSec) || !(ncOpt.timeoutSec > 0);
+    else if (strcmp(a, "--seed") == 0) bad = chrArgU64(v, &ncOpt.seed);
+    else if (strcmp(a, "--perf-bytes") == 0) bad = chrArgSize(v, &ncOpt.perfBytes) || ncOpt.perfBytes == 0;
+    else if (strcmp(a, "--perf-reps") == 0) bad = chrArgInt(v, 1, 1 << 20, &ncOpt.perfReps);
+    else if (strcmp(a, "--tcp-addr") == 0) ncOpt.tcpAddr = v;
+    else if (strcmp(a, "--time-limit") == 0) bad = chrArgDouble(v, &cmd->timeLimit) || !(cmd->timeLimit > 0);
+    else if (strcmp(a, "--listen") == 0) {
+      bad = chrArgInt(v, 1, 65535, &port);
+      cmd->listenPort = v;
+    } else if (strcmp(a, "--peer") == 0) {
+      const char* colon = strrchr(v, ':');
+      bad = colon == NULL || colon == v || chrArgInt(colon + 1, 1, 65535, &port) != 0;
+      cmd->peer = v;
+    }
+    if (bad) return badUsage("bad value for", a, v);
   }
-  if (ncOpt.plugin == NULL || ncOpt.comms < 1 || ncOpt.comms > NC_MAX_COMMS || ncOpt.depth < 1 ||
-      ncOpt.depth > NC_MAX_DEPTH || ncOpt.timeoutSec <= 0 || ncOpt.perfBytes == 0 || ncOpt.perfReps < 1 ||
-      (listenPort && peer) || (ncOpt.abi != 0 && (ncOpt.abi < 8 || ncOpt.abi > 12))) {
-    usage(stderr);
-    return 2;
-  }
+  const char* wrong = ncOpt.plugin == NULL                 ? "no PLUGIN given"
+                      : cmd->listenPort != NULL && cmd->peer ? "--listen and --peer: give one of them"
+                                                             : NULL;
+  if (wrong == NULL) return -1;
+  fprintf(stderr, "chorus-netcheck: %s\n", wrong);
+  usage(stderr);
+  return 2;
+}
+
+int main(int argc, char** argv) {
+  ncCommand cmd = {.nSettings = 0, .timeLimit = 300};
+  int rc = parseArgs(argc, argv, &cmd);
+  if (rc >= 0) return rc;
   signal(SIGPIPE, SIG_IGN);
   prepareEnv();
 
-  if (listenPort || peer) {
-    if (nSettings > 0 && applySetting(settings[0]) != 0) return 2;
-    return runRemote(listenPort ? 0 : 1, listenPort ? listenPort : peer) ? 1 : 0;
+  if (cmd.listenPort || cmd.peer) {
+    if (cmd.nSettings > 0 && applySetting(cmd.settings[0]) != 0) return 2;
+    return runRemote(cmd.listenPort ? 0 : 1, cmd.listenPort ? cmd.listenPort : cmd.peer) ? 1 : 0;
   }
   int failed = 0;
-  for (int s = 0; s < (nSettings ? nSettings : 1); s++) {
-    const char* setting = nSettings ? settings[s] : NULL;
+  for (int s = 0; s < (cmd.nSettings ? cmd.nSettings : 1); s++) {
+    const char* setting = cmd.nSettings ? cmd.settings[s] : NULL;
     printf("== chorus-netcheck %s%s%s\n", ncOpt.plugin, setting ? ", setting: " : "", setting ? setting : "");
     fflush(stdout);
-    if (runLocal(setting, timeLimit) != 0) {
+    if (runLocal(setting, cmd.timeLimit) != 0) {
       failed++;
       printf("== FAILED: %s\n", setting ? setting : "default setting");
     }
     printf("\n");
   }
-  if (nSettings > 1)
-    printf("chorus-netcheck: %d setting%s, %d failed\n", nSettings, nSettings == 1 ? "" : "s", failed);
+  if (cmd.nSettings > 1)
+    printf("chorus-netcheck: %d setting%s, %d failed\n", cmd.nSettings, cmd.nSettings == 1 ? "" : "s", failed);
   return failed ? 1 : 0;
 }

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "perf.h"
 #include "plan/cost_model.h"
 
@@ -78,15 +79,6 @@ static void usage(FILE* f, const char* prog) {
           "  --output FILE    write the section to FILE (default: standard output)\n"
           "  -T SEC           a run that takes longer is killed and calibration fails (default 120)\n",
           prog);
-}
-
-static int parseIntArg(const char* s, int lo, int hi, int* out) {
-  char* end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi) return -1;
-  *out = (int)v;
-  return 0;
 }
 
 static int parseTransports(const char* s, calOptions* o) {
@@ -146,16 +138,16 @@ static int parseOptions(int argc, char** argv, calOptions* o) {
     int bad = 0;
     switch (c) {
       case 'C': break;
-      case 'N': bad = parseIntArg(optarg, 2, 1024, &o->np); break;
-      case 'b': bad = chrPerfParseSize(optarg, &o->minBytes) || o->minBytes < 4; break;
-      case 'e': bad = chrPerfParseSize(optarg, &o->maxBytes); break;
-      case 'f': o->factor = strtod(optarg, NULL); bad = !(o->factor >= 1.5 && o->factor <= 1024); break;
-      case 'n': bad = parseIntArg(optarg, 1, 1 << 20, &o->iters); break;
-      case 'w': bad = parseIntArg(optarg, 0, 1 << 20, &o->warmup); break;
-      case 'R': bad = parseIntArg(optarg, 1, 100, &o->reps); break;
+      case 'N': bad = chrArgInt(optarg, 2, 1024, &o->np); break;
+      case 'b': bad = chrArgSize(optarg, &o->minBytes) || o->minBytes < 4; break;
+      case 'e': bad = chrArgSize(optarg, &o->maxBytes); break;
+      case 'f': bad = chrArgDouble(optarg, &o->factor) || !(o->factor >= 1.5 && o->factor <= 1024); break;
+      case 'n': bad = chrArgInt(optarg, 1, 1 << 20, &o->iters); break;
+      case 'w': bad = chrArgInt(optarg, 0, 1 << 20, &o->warmup); break;
+      case 'R': bad = chrArgInt(optarg, 1, 100, &o->reps); break;
       case 'X': bad = parseTransports(optarg, o); break;
       case 'O': o->outPath = optarg; break;
-      case 'T': bad = parseIntArg(optarg, 1, 86400, &o->timeoutSec); break;
+      case 'T': bad = chrArgInt(optarg, 1, 86400, &o->timeoutSec); break;
       case 'h': usage(stdout, prog); free(args); return 2;
       default: rc = 1; break;
     }

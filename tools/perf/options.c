@@ -3,13 +3,16 @@
  * options.c: chorus-perf's command line. The nccl-tests options keep their letters and defaults;
  * -np/--hosts/-M/-T/-q are ours; -G is nccl-tests' --cudagraph.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "args.h"
 #include "perf.h"
+
+/* The largest value of the counts (-n, -t, -np, ...): far above any useful one, far from overflow. */
+#define MAX_COUNT (1 << 30)
 
 void chrPerfUsage(FILE* f, const char* prog) {
   fprintf(f,
@@ -52,34 +55,8 @@ void chrPerfUsage(FILE* f, const char* prog) {
           "  -q, --quiet         no preamble, only the table and the footer\n"
           "  -t, --nthreads T    run T ranks as threads of this process (ranks sharing a GPU run side\n"
           "                      by side only this way; with -M cuda rank r uses GPU r %% device count)\n"
-          "  -g, -p              accepted for nccl-tests compatibility (-g must be 1)\n");
-}
-
-/* Sizes: a number with an optional K, M or G suffix (powers of 1024). */
-int chrPerfParseSize(const char* s, size_t* out) {
-  char* end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || errno != 0 || v < 0) return -1;
-  switch (*end) {
-    case 'k': case 'K': v *= 1024.0; end++; break;
-    case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-  }
-  if (*end == 'B' || *end == 'b') end++;
-  if (*end != '\0' || v > 1e18) return -1;
-  *out = (size_t)v;
-  return 0;
-}
-
-static int parseInt(const char* s, int minValue, int* out) {
-  char* end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || errno != 0 || v < minValue || v > 1 << 30) return -1;
-  *out = (int)v;
-  return 0;
+          "  -g, -p              accepted for nccl-tests compatibility (-g must be 1)\n"
+          "  --version           print chorus-perf's version\n");
 }
 
 static int parseOps(const char* s, chrPerfOptions* o) {
@@ -144,7 +121,7 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
     int isNp = strcmp(a, "-np") == 0 || strcmp(a, "--np") == 0;
     int isHosts = strcmp(a, "--hosts") == 0;
     if (isNp || isHosts) {
-      if (i + 1 >= argc || parseInt(argv[i + 1], 1, isNp ? &o->np : &o->nhosts) != 0) {
+      if (i + 1 >= argc || chrArgInt(argv[i + 1], 1, MAX_COUNT, isNp ? &o->np : &o->nhosts) != 0) {
         fprintf(stderr, "%s: %s needs a positive number\n", prog, a);
         free(args);
         return 1;
@@ -169,7 +146,7 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
       {"timeout", required_argument, 0, 'T'},    {"quiet", no_argument, 0, 'q'},
       {"cudagraph", required_argument, 0, 'G'},  {"help", no_argument, 0, 'h'},
       {"iter_times", required_argument, 0, 'I'}, {"local_register", required_argument, 0, 'R'},
-      {0, 0, 0, 0}};
+      {"version", no_argument, 0, 'V'},          {0, 0, 0, 0}};
   int rc = 0, stepSet = 0, factorSet = 0, one;
   optind = 1;
   opterr = 1;
@@ -178,25 +155,25 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
     if (c == -1) break;
     int bad = 0;
     switch (c) {
-      case 't': bad = parseInt(optarg, 1, &o->nthreads); break;
+      case 't': bad = chrArgInt(optarg, 1, MAX_COUNT, &o->nthreads); break;
       case 'g':
-        bad = parseInt(optarg, 1, &one) != 0 || one != 1;
+        bad = chrArgInt(optarg, 1, MAX_COUNT, &one) != 0 || one != 1;
         if (bad) fprintf(stderr, "%s: -g: only 1 is supported (use -t or -np for more ranks)\n", prog);
         break;
-      case 'b': bad = chrPerfParseSize(optarg, &o->minBytes); break;
-      case 'e': bad = chrPerfParseSize(optarg, &o->maxBytes); break;
-      case 'i': bad = chrPerfParseSize(optarg, &o->stepBytes) || o->stepBytes == 0; stepSet = 1; break;
-      case 'f': o->stepFactor = strtod(optarg, NULL); bad = !(o->stepFactor >= 1); factorSet = 1; break;
-      case 'n': bad = parseInt(optarg, 1, &o->iters); break;
-      case 'w': bad = parseInt(optarg, 0, &o->warmup); break;
-      case 'm': bad = parseInt(optarg, 1, &o->agg); break;
-      case 'c': bad = parseInt(optarg, 0, &o->check); break;
+      case 'b': bad = chrArgSize(optarg, &o->minBytes); break;
+      case 'e': bad = chrArgSize(optarg, &o->maxBytes); break;
+      case 'i': bad = chrArgSize(optarg, &o->stepBytes) || o->stepBytes == 0; stepSet = 1; break;
+      case 'f': bad = chrArgDouble(optarg, &o->stepFactor) || !(o->stepFactor >= 1); factorSet = 1; break;
+      case 'n': bad = chrArgInt(optarg, 1, MAX_COUNT, &o->iters); break;
+      case 'w': bad = chrArgInt(optarg, 0, MAX_COUNT, &o->warmup); break;
+      case 'm': bad = chrArgInt(optarg, 1, MAX_COUNT, &o->agg); break;
+      case 'c': bad = chrArgInt(optarg, 0, MAX_COUNT, &o->check); break;
       case 'd': bad = parseTypes(optarg, o); break;
       case 'o': bad = parseOps(optarg, o); break;
-      case 'r': bad = parseInt(optarg, 0, &o->root); break;
-      case 'a': bad = parseInt(optarg, 0, &o->average) || o->average > 3; break;
-      case 'z': bad = parseInt(optarg, 0, &o->blocking) || o->blocking > 1; break;
-      case 'p': bad = parseInt(optarg, 0, &o->parallelInit); break;
+      case 'r': bad = chrArgInt(optarg, 0, MAX_COUNT, &o->root); break;
+      case 'a': bad = chrArgInt(optarg, 0, 3, &o->average); break;
+      case 'z': bad = chrArgInt(optarg, 0, 1, &o->blocking); break;
+      case 'p': bad = chrArgInt(optarg, 0, MAX_COUNT, &o->parallelInit); break;
       case 'M':
         if (strcasecmp(optarg, "host") == 0) o->mem = PERF_MEM_HOST;
         else if (strcasecmp(optarg, "cuda") == 0 || strcasecmp(optarg, "device") == 0) o->mem = PERF_MEM_CUDA;
@@ -205,13 +182,14 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
           o->vmm = 1;
         } else bad = 1;
         break;
-      case 'G': bad = parseInt(optarg, 0, &o->graphLaunches); break;
-      case 'I': bad = parseInt(optarg, 0, &o->iterTimes) || o->iterTimes > 1; break;
-      case 'R': bad = parseInt(optarg, 0, &o->registerMode) || o->registerMode > 2; break;
+      case 'G': bad = chrArgInt(optarg, 0, MAX_COUNT, &o->graphLaunches); break;
+      case 'I': bad = chrArgInt(optarg, 0, 1, &o->iterTimes); break;
+      case 'R': bad = chrArgInt(optarg, 0, 2, &o->registerMode); break;
       case 'J': o->jsonPath = optarg; break;
-      case 'T': bad = parseInt(optarg, 0, &o->timeoutSec); break;
+      case 'T': bad = chrArgInt(optarg, 0, MAX_COUNT, &o->timeoutSec); break;
       case 'q': o->quiet = 1; break;
       case 'h': chrPerfUsage(stdout, prog); free(args); return 2;
+      case 'V': chrArgPrintVersion("perf"); free(args); return 2;
       default: rc = 1; break;
     }
     if (bad) {

@@ -66,8 +66,6 @@ typedef struct {
 /* Returns 0 on success, 1 on a usage error (message printed), 2 for --help (usage printed). */
 int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* opt);
 void chrPerfUsage(FILE* f, const char* prog);
-/* A size: a number with an optional K, M or G suffix (powers of 1024). 0 on success. */
-int chrPerfParseSize(const char* s, size_t* out);
 
 /* chorus-perf --calibrate (calibrate.c): measures the planner's cost model and writes it as an INI
  * section. Takes the whole command line; returns the exit status. */
