@@ -69,15 +69,15 @@ if(TARGET chorus-netcheck)
     endforeach()
     add_test(NAME plugins.netcheck.ofi_${name} COMMAND ${OFI_IF} ${CHORUS_EXPECT_OUTPUT} --has "^result: PASS"
              --lacks "^  FAIL" ${has} -- $<TARGET_FILE:chorus-netcheck> ${T_ARGS} ${OFI_LIB})
-    set_tests_properties(plugins.netcheck.ofi_${name} PROPERTIES TIMEOUT 90 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+    set_tests_properties(plugins.netcheck.ofi_${name} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
                          ENVIRONMENT "${OFI_ENV};NCCL_DEBUG=WARN")
   endfunction()
   ofi_netcheck(v12 HAS "name OFI, ABI v12" "^bandwidth, rank 0 -> rank 1" "PASS +recv\\.grouped"
-               ARGS --scale 2 --perf-bytes 8M --baseline --time-limit 70)
-  ofi_netcheck(v8 HAS "name OFI, ABI v8" ARGS --no-perf --abi 8 --scale 1 --time-limit 70)
-  ofi_netcheck(forceflush ARGS --no-perf --scale 1 --time-limit 70 -s "CHORUS_OFI_FORCE_FLUSH=1")
-  ofi_netcheck(endpoints3 ARGS --no-perf --scale 2 --time-limit 70 -s "CHORUS_OFI_ENDPOINTS=3")
-  ofi_netcheck(threads ARGS --no-perf --scale 2 --time-limit 70 -s "CHORUS_OFI_PROGRESS_THREADS=1"
+               ARGS --scale 2 --perf-bytes 8M --baseline --time-limit 200)
+  ofi_netcheck(v8 HAS "name OFI, ABI v8" ARGS --no-perf --abi 8 --scale 1 --time-limit 200)
+  ofi_netcheck(forceflush ARGS --no-perf --scale 1 --time-limit 200 -s "CHORUS_OFI_FORCE_FLUSH=1")
+  ofi_netcheck(endpoints3 ARGS --no-perf --scale 2 --time-limit 200 -s "CHORUS_OFI_ENDPOINTS=3")
+  ofi_netcheck(threads ARGS --no-perf --scale 2 --time-limit 200 -s "CHORUS_OFI_PROGRESS_THREADS=1"
                -s "CHORUS_OFI_PROGRESS_THREADS=0")
 endif()
 

@@ -24,6 +24,8 @@ foreach(fault REORDER DROPBYTE WRONGSIZE SLEEPLISTEN SPINLISTEN)
 endforeach()
 
 # nc_test(<name> <plugin> [ENV k=v ...] [EXPECT --has ERE ...] [HAS ERE ...] ARGS <netcheck args>)
+# --time-limit (a setting that runs longer is killed as a hang) and TIMEOUT leave room for a busy
+# machine: with two CPU-bound processes and the suite beside it, socket_v11_4x4 took over 50 s.
 # Without EXPECT the check must pass (plus any HAS lines); with EXPECT it must fail as described.
 function(nc_test name plugin)
   cmake_parse_arguments(T "" "" "ENV;EXPECT;HAS;ARGS" ${ARGN})
@@ -38,32 +40,32 @@ function(nc_test name plugin)
     add_test(NAME ${test} COMMAND ${CHORUS_EXPECT_OUTPUT} --has "^result: PASS" --lacks "^  FAIL" ${has}
              -- ${NC_BIN} ${T_ARGS} ${plugin})
   endif()
-  set_tests_properties(${test} PROPERTIES TIMEOUT 60 ENVIRONMENT
+  set_tests_properties(${test} PROPERTIES TIMEOUT 240 ENVIRONMENT
     "NCCL_SOCKET_IFNAME=lo;HOME=${CMAKE_CURRENT_BINARY_DIR};NCCL_DEBUG=WARN;${T_ENV}")
 endfunction()
 
 # The socket plugin as NCCL drives it, at the thread x socket settings NCCL users pick.
 nc_test(socket_1x1 ${NC_SOCKET} HAS "^bandwidth, rank 0 -> rank 1" "^latency, 8-byte ping-pong.*raw TCP"
-        ARGS --scale 3 --perf-bytes 8M --baseline --time-limit 50
+        ARGS --scale 3 --perf-bytes 8M --baseline --time-limit 200
         -s "NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1")
-nc_test(socket_2x2 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2")
-nc_test(socket_4x4 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4")
-nc_test(socket_8x2 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=8 NCCL_NSOCKS_PERTHREAD=2")
+nc_test(socket_2x2 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 200 -s "NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2")
+nc_test(socket_4x4 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 200 -s "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4")
+nc_test(socket_8x2 ${NC_SOCKET} ARGS --no-perf --scale 3 --time-limit 200 -s "NCCL_SOCKET_NTHREADS=8 NCCL_NSOCKS_PERTHREAD=2")
 # As NVIDIA's NCCL 2.28 binds it (ABI v11), and through the v8 adapter (int sizes), inline progress.
-nc_test(socket_v11_4x4 ${NC_SOCKET} HAS "name Socket, ABI v11" ARGS --no-perf --scale 3 --abi 11 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4")
-nc_test(socket_v8_inline3 ${NC_SOCKET} HAS "name Socket, ABI v8" ARGS --no-perf --abi 8 --scale 0.5 --time-limit 50 -s "NCCL_SOCKET_NTHREADS=0 NCCL_NSOCKS_PERTHREAD=3")
+nc_test(socket_v11_4x4 ${NC_SOCKET} HAS "name Socket, ABI v11" ARGS --no-perf --scale 3 --abi 11 --time-limit 200 -s "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4")
+nc_test(socket_v8_inline3 ${NC_SOCKET} HAS "name Socket, ABI v8" ARGS --no-perf --abi 8 --scale 0.5 --time-limit 200 -s "NCCL_SOCKET_NTHREADS=0 NCCL_NSOCKS_PERTHREAD=3")
 
 # Each broken plugin fails, and the report names the rule it breaks.
-nc_test(faulty_reorder $<TARGET_FILE:testnet_faulty_reorder> ARGS --no-perf --scale 0.3 --time-limit 50
+nc_test(faulty_reorder $<TARGET_FILE:testnet_faulty_reorder> ARGS --no-perf --scale 0.3 --time-limit 200
         EXPECT --has "^  FAIL  data\\.order .*FIFO order" --has "holds message" --has "^result: FAIL")
-nc_test(faulty_dropbyte $<TARGET_FILE:testnet_faulty_dropbyte> ARGS --no-perf --scale 0.3 --time-limit 50
+nc_test(faulty_dropbyte $<TARGET_FILE:testnet_faulty_dropbyte> ARGS --no-perf --scale 0.3 --time-limit 200
         EXPECT --has "^  FAIL  data\\.bytes .*every byte arrives intact" --has "bytes differ" --has "^result: FAIL")
-nc_test(faulty_wrongsize $<TARGET_FILE:testnet_faulty_wrongsize> ARGS --no-perf --scale 0.3 --time-limit 50
+nc_test(faulty_wrongsize $<TARGET_FILE:testnet_faulty_wrongsize> ARGS --no-perf --scale 0.3 --time-limit 200
         EXPECT --has "^  FAIL  test\\.size .*not the posted size" --has "test\\(\\) reported [0-9]+ bytes, the sender sent"
                --has "^result: FAIL")
 # A listen that sleeps breaks the non-blocking rule; one that computes as long does not (a busy
 # machine stretches calls the same way), and the report shows it as the slowest call.
-nc_test(faulty_sleeplisten $<TARGET_FILE:testnet_faulty_sleeplisten> ARGS --no-perf --scale 0.1 --time-limit 50
+nc_test(faulty_sleeplisten $<TARGET_FILE:testnet_faulty_sleeplisten> ARGS --no-perf --scale 0.1 --time-limit 200
         EXPECT --has "^  FAIL  nonblocking " --has "rank [01]: listen slept 1\\.[0-9]+ s" --has "^result: FAIL")
-nc_test(faulty_spinlisten $<TARGET_FILE:testnet_faulty_spinlisten> ARGS --no-perf --scale 0.1 --time-limit 50
+nc_test(faulty_spinlisten $<TARGET_FILE:testnet_faulty_spinlisten> ARGS --no-perf --scale 0.1 --time-limit 200
         HAS "^  PASS  nonblocking " "^slowest call: rank [01]: listen, [1-9][0-9.]* s, of which 0\\.[0-9]+ s asleep")
