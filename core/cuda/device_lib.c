@@ -9,6 +9,7 @@
 #include "cuda/cuda_driver.h"
 #include "cuda/device_lib.h"
 #include "log/log.h"
+#include "util/own_dir.h"
 
 static struct chrDevLib devLib;  /* filled once by loadDevLib */
 static int devLibUsable;         /* written once, before pthread_once returns */
@@ -73,15 +74,8 @@ int chrDevLibCheckFile(const char* path, char* why, size_t whyLen) {
 
 /* The folder of the library (or program) this code was linked into, with a trailing '/'; "" if unknown. */
 static void ownFolder(char* out, size_t cap) {
-  Dl_info info;
-  out[0] = '\0';
-  if (dladdr((void*)&chrDevLibGet, &info) == 0 || info.dli_fname == NULL) return;
-  const char* slash = strrchr(info.dli_fname, '/');
-  if (slash == NULL) return;
-  size_t len = (size_t)(slash - info.dli_fname) + 1;
-  if (len >= cap) return;
-  memcpy(out, info.dli_fname, len);
-  out[len] = '\0';
+  int isProgram;
+  if (chrOwnDir((const void*)&chrDevLibGet, out, cap - 1, &isProgram) == 0) strcat(out, "/");
 }
 
 static void* openLib(void) {

@@ -4,10 +4,10 @@
  *
  * The core never links CUDA: the kernels, their launcher and the CUDA runtime live in the device
  * library, opened with dlopen the first time a device buffer needs it. It is looked for next to
- * libchorus (the folder of the library this code is in, found with dladdr), then through the normal
- * search path, and must report chrDevApiVersion() == CHR_DEV_API_VERSION. No library, an old one, or
- * no CUDA driver with the context queries the GPU path needs: no GPU path, and device buffers are
- * refused as before. cudaStream_t values pass through as opaque pointers.
+ * libchorus (the folder of the library or program this code is in, util/own_dir.h), then through
+ * the normal search path, and must report chrDevApiVersion() == CHR_DEV_API_VERSION. No library, an
+ * old one, or no CUDA driver with the context queries the GPU path needs: no GPU path, and device
+ * buffers are refused as before. cudaStream_t values pass through as opaque pointers.
  */
 #ifndef CHORUS_CUDA_DEVICE_LIB_H_
 #define CHORUS_CUDA_DEVICE_LIB_H_

@@ -3,6 +3,7 @@
  * plugin_open.c: the generic plugin library search (see plugin_open.h for the rules).
  */
 #include "plugin/plugin_open.h"
+#include "util/own_dir.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -31,16 +32,8 @@ static int libraryIsProgram; /* the core is linked statically into a program (to
 static pthread_once_t libraryDirOnce = PTHREAD_ONCE_INIT;
 
 static void findLibraryDir(void) {
-  Dl_info info;
-  /* Any function of this library works: dladdr reports the object that contains it. */
-  if (dladdr((void*)&chrPluginOpen, &info) == 0 || info.dli_fname == NULL) return;
-  const char* slash = strrchr(info.dli_fname, '/');
-  if (slash == NULL) return;
-  size_t len = (size_t)(slash - info.dli_fname);
-  if (len == 0 || len >= sizeof(libraryDir)) return;
-  memcpy(libraryDir, info.dli_fname, len);
-  libraryDir[len] = '\0';
-  libraryIsProgram = strstr(slash + 1, ".so") == NULL;
+  /* Any function of this library works: it is in the object that holds the core. */
+  chrOwnDir((const void*)&chrPluginOpen, libraryDir, sizeof(libraryDir), &libraryIsProgram);
 }
 
 const char* chrPluginLibraryDir(void) {
