@@ -10,7 +10,9 @@
 
 #include "config/config_store.h"
 
-/* Names read outside params.def, with who reads them. Keep in step with those readers. */
+/* Names read outside params.def, with who reads them: a name missing here gets its reader's users
+ * a WARN about an unknown variable. unit.known_names fails when a CHORUS_ name that plugins/ or
+ * tools/ read is neither here nor in params.def. */
 static const char* const otherNames[] = {
     "CHORUS_CONF",                       /* config_load.c: locates the config file */
     "NCCL_ENV_PLUGIN",                   /* plugin/env.c: read with getenv before the configuration exists */
@@ -24,6 +26,10 @@ static const char* const otherNames[] = {
     "CHORUS_OFI_CUDA", "CHORUS_OFI_FORCE_FLUSH", "CHORUS_OFI_PING_MS", "CHORUS_OFI_PEER_TIMEOUT_MS",
     "CHORUS_OFI_CLOSE_WAIT_MS", "CHORUS_OFI_ENDPOINTS", "CHORUS_OFI_PROGRESS_THREADS",
     "CHORUS_SOCKET_LINK_TIMEOUT_MS",
+    "CHORUS_IB_CONNECT_TIMEOUT_MS",      /* plugins/net_ib: read with getenv, as plugins do */
+    "CHORUS_PROFILER_DIR", "CHORUS_PROFILER_MASK", /* plugins/profiler_chorus: its output folder, events */
+    "CHORUS_PERF_CHECK_THREADS",         /* tools/chorus-perf.c: threads per rank of its buffer loops */
+    "CHORUS_ENV",                        /* tools/bench/net_compare.sh: settings put before each run */
     "CHORUS_FUZZ_SEED", "CHORUS_FUZZ_VERBOSE", /* tests/fuzz: seed and chatter of a fuzz run */
     "CHORUS_KILL_VERBOSE",               /* tests/ranks/test_kill.c */
 };

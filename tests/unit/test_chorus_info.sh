@@ -51,5 +51,13 @@ done
 env -i HOME="$dir/nohome" NCCL_BUFFSIZE=-1 "$bin" --params >"$dir/badvalue.out" 2>&1 && { echo "exit 0 with NCCL_BUFFSIZE=-1"; fail=1; }
 grep -q "NCCL_BUFFSIZE='-1' is out of range" "$dir/badvalue.out" || { echo "bad value not named"; cat "$dir/badvalue.out"; fail=1; }
 
+# Names that Chorus's own plugins and tools read are known: no "unknown variable" for them.
+env -i HOME="$dir/nohome" CHORUS_PROFILER_DIR="$dir" CHORUS_PROFILER_MASK=0 CHORUS_PROFILER_DIRS=x "$bin" \
+  >"$dir/names.out" 2>&1
+grep -q "unknown variable CHORUS_PROFILER_DIR ignored" "$dir/names.out" && { echo "CHORUS_PROFILER_DIR called unknown"; fail=1; }
+grep -q "unknown variable CHORUS_PROFILER_MASK ignored" "$dir/names.out" && { echo "CHORUS_PROFILER_MASK called unknown"; fail=1; }
+grep -q "unknown variable CHORUS_PROFILER_DIRS ignored (closest known name: CHORUS_PROFILER_DIR)" "$dir/names.out" || {
+  echo "no suggestion for CHORUS_PROFILER_DIRS"; cat "$dir/names.out"; fail=1; }
+
 if [ $fail != 0 ]; then echo "---- --params output:"; cat "$dir/out"; echo "---- full output:"; cat "$dir/full"; fi
 exit $fail
