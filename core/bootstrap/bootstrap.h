@@ -59,6 +59,12 @@ ncclResult_t chrBootstrapGetUniqueId(ncclUniqueId* id);
  * their parent or their process. A fixed address would make every such child race for one root. */
 ncclResult_t chrBootstrapNewUniqueId(ncclUniqueId* id);
 
+/* This process's rank `rank` of the id's communicator will not join after all (its init failed or
+ * was aborted). When the id's root runs in this process and is still gathering ranks, it tells every
+ * rank that is in why (within a second) and ends, so later ones are refused, which for an id from
+ * ncclGetUniqueId is an error at once: nobody waits for a rank that will never come. */
+void chrBootstrapAbandon(const ncclUniqueId* id, int rank, const char* why);
+
 /* Rendezvous (see 2. above). myInfo: infoSize bytes (infoSize <= CHR_BOOTSTRAP_MAX_INFO, may be 0);
  * allInfo: room for nranks * infoSize bytes, filled with rank r's blob at r * infoSize (this rank's
  * own included). abortFlag (may be NULL): when it becomes nonzero, every wait of this bootstrap,

@@ -17,6 +17,7 @@
 #include "log/log.h"
 
 #define ROOT_ANSWER_GRACE_SEC 5 /* extra wait for the root's answer beyond the bootstrap timeout */
+#define ROOT_ENDED "the root ended: the process that runs it exited, or a rank in it gave up its init"
 
 int chrBootstrapRank(const struct chrBootstrap* bs) { return bs->rank; }
 int chrBootstrapNranks(const struct chrBootstrap* bs) { return bs->nranks; }
@@ -40,7 +41,8 @@ static ncclResult_t readRootAnswer(struct chrBootstrap* bs, int fd, size_t infoS
   if (r == ncclTimeout)
     return chrFail(ncclTimeout, "bootstrap: rank %d timed out after %lld s waiting for the root at %s to answer",
                    bs->rank, (long long)(chrParamInt(CHR_P_BOOTSTRAP_TIMEOUT) + ROOT_ANSWER_GRACE_SEC), rootStr);
-  if (r != ncclSuccess) return chrFail(r, "bootstrap: rank %d lost the root at %s: %s", bs->rank, rootStr, err.msg);
+  if (r != ncclSuccess)
+    return chrFail(r, "bootstrap: rank %d lost the root at %s: %s (%s)", bs->rank, rootStr, err.msg, ROOT_ENDED);
   if (rep.magic != CHR_BS_REPLY_MAGIC)
     return chrFail(ncclRemoteError, "bootstrap: answer from %s is not from a bootstrap root (magic 0x%08x)", rootStr,
                    rep.magic);
@@ -121,7 +123,8 @@ static ncclResult_t rendezvous(struct chrBootstrap* bs, const struct chrBsId* bi
   r = chrSockSendAll(fd, &hello, sizeof(hello), connectDeadline, bs->abortFlag, &err);
   if (r == ncclSuccess) r = chrSockSendAll(fd, myInfo, infoSize, connectDeadline, bs->abortFlag, &err);
   if (r != ncclSuccess) {
-    res = chrFail(r, "bootstrap: rank %d cannot send its hello to the root at %s: %s", bs->rank, rootStr, err.msg);
+    res = chrFail(r, "bootstrap: rank %d cannot send its hello to the root at %s: %s (%s)", bs->rank, rootStr, err.msg,
+                  ROOT_ENDED);
     goto fail_close_root;
   }
   CHECK_GOTO(readRootAnswer(bs, fd, infoSize, allInfo, rootStr, answerDeadline), res, fail_close_root);

@@ -15,10 +15,14 @@
  *                                                                   abort naming it; end
  *   not all ranks in, CHORUS_BOOTSTRAP_TIMEOUT s after the first  -> send every registered rank an
  *                                                                   abort listing the missing; end
+ *   a rank of this process gave up its init (chrBootstrapAbandon) -> send every registered rank an
+ *                                                                   abort naming it; end
  * No input can crash the root: every length and index is checked before use.
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +53,10 @@ struct rootConn {
 };
 
 struct chrBsRoot {
+  struct chrBsRoot* next; /* in this process's list of live roots (rootsLock) */
+  chrSockAddr bound;
+  _Atomic int abandoned;  /* a rank of this process will not join (abandonText says why) */
+  char abandonText[CHR_BS_MAX_TEXT];
   int listenFd;
   uint64_t secret;
   int64_t timeoutSec;
@@ -65,6 +73,43 @@ struct chrBsRoot {
   chrSockAddr* rankAddr;
   char* infos; /* nranks * infoSize */
 };
+
+/* The roots running in this process, so that a rank of it that gives up its init can tell its root. */
+static pthread_mutex_t rootsLock = PTHREAD_MUTEX_INITIALIZER;
+static struct chrBsRoot* roots;
+
+static void rootListed(struct chrBsRoot* r, int add) {
+  pthread_mutex_lock(&rootsLock);
+  if (add) {
+    r->next = roots;
+    roots = r;
+  } else {
+    for (struct chrBsRoot** l = &roots; *l != NULL; l = &(*l)->next)
+      if (*l == r) {
+        *l = r->next;
+        break;
+      }
+  }
+  pthread_mutex_unlock(&rootsLock);
+}
+
+void chrBootstrapAbandon(const ncclUniqueId* id, int rank, const char* why) {
+  struct chrBsId bid;
+  if (id == NULL) return;
+  memcpy(&bid, id->internal, sizeof(bid));
+  if (bid.magic != CHR_BS_ID_MAGIC) return;
+  const uint64_t secret = chrBsJoinSecret(bid.secret);
+  pthread_mutex_lock(&rootsLock);
+  for (struct chrBsRoot* r = roots; r != NULL; r = r->next) {
+    if (!chrSockAddrEqual(&r->bound, &bid.root) || !chrBsSecretEqual(r->secret, secret)) continue;
+    if (atomic_load(&r->abandoned)) break;
+    snprintf(r->abandonText, sizeof(r->abandonText), "rank %d gave up its init in the process that runs the root: %s",
+             rank, why && why[0] ? why : "(no reason given)");
+    atomic_store(&r->abandoned, 1);
+    break;
+  }
+  pthread_mutex_unlock(&rootsLock);
+}
 
 static const char* connName(const struct rootConn* c, char* buf, size_t size) {
   return chrSockAddrToString(&c->peer, buf, size);
@@ -356,6 +401,10 @@ static void rootLoop(struct chrBsRoot* r) {
   struct pollfd* pfds = NULL;
   int pfdCap = 0;
   for (;;) {
+    if (atomic_load(&r->abandoned)) {
+      abortAll(r, ncclRemoteError, r->abandonText);
+      break;
+    }
     if (r->nranks > 0 && r->nReady == r->nranks) {
       chrSockClose(&r->listenFd); /* late or extra clients now get refused */
       sendTable(r);
@@ -448,6 +497,7 @@ static void rootLoop(struct chrBsRoot* r) {
 static void* rootThread(void* arg) {
   struct chrBsRoot* r = arg;
   rootLoop(r);
+  rootListed(r, 0);
   rootFree(r);
   return NULL;
 }
@@ -480,6 +530,8 @@ ncclResult_t chrBsRootStart(const chrSockAddr* addr, uint64_t secret, int64_t ti
     goto fail_free_root;
   }
   chrSockAddrToString(bound, r->addrStr, sizeof(r->addrStr));
+  r->bound = *bound;
+  rootListed(r, 1);
 
   pthread_attr_t attr;
   pthread_t thread;
@@ -488,6 +540,7 @@ ncclResult_t chrBsRootStart(const chrSockAddr* addr, uint64_t secret, int64_t ti
   int rc = pthread_create(&thread, &attr, rootThread, r);
   pthread_attr_destroy(&attr);
   if (rc != 0) {
+    rootListed(r, 0);
     res = chrFail(ncclSystemError, "bootstrap: cannot start the root thread: %s", strerror(rc));
     goto fail_free_root;
   }

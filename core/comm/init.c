@@ -147,6 +147,7 @@ static void* initThreadMain(void* arg) {
   struct initJob* job = arg;
   ncclResult_t res = initSteps(job->comm, &job->id);
   if (res != ncclSuccess) {
+    chrBootstrapAbandon(&job->id, job->comm->rank, chrThreadLastError());
     chrCommSetAsyncError(job->comm, res);
   } else {
     atomic_store(&job->comm->asyncError, ncclSuccess);
@@ -190,6 +191,7 @@ ncclResult_t chrCommInitLaunch(struct ncclComm* comm, int nranks, const ncclUniq
   if (!inThread && comm->config.blocking) {
     ncclResult_t res = initSteps(comm, id);
     if (res != ncclSuccess) {
+      chrBootstrapAbandon(id, rank, chrThreadLastError());
       chrCommSetAsyncError(comm, res);
       return res;
     }

@@ -12,6 +12,10 @@
  *                               join only after the refusal, and the result and the comm stay right
  *   test_misuse rootgone        a process makes an id with ncclGetUniqueId, hands it on and exits: the
  *                               rank that inits with it fails at once, naming the cause (not a wait)
+ *   test_misuse rootgave MODE   the process that made the id gives its rank 0 up (MODE abort: a
+ *                               non-blocking init aborted at once; badconfig: an init that fails its
+ *                               config check) and stays alive; then rank 1's init fails within
+ *                               seconds, naming the root, instead of waiting for rank 0 for ever
  *   test_misuse idreuse N       N ranks init, all-reduce and destroy a comm, then init again with the
  *                               same id, whose root ended with the first comm: each fails at once
  *   test_misuse sharedgpu N H MODE [BUS]   ranks on one GPU of one host (the stand-in CUDA driver's GPU
@@ -36,6 +40,7 @@
  * H: hosts acted out (1: shm; N: every rank its own host, net).
  */
 #include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +175,44 @@ static int rootGone(void) {
          strstr(ncclGetLastError(NULL), "is gone") != NULL);
   printf("init failed after %.2f s: %s\n", chrLaunchNowSec() - t0, ncclGetLastError(NULL));
   return 0;
+}
+
+static int rootGave(const char* mode) {
+  int idPipe[2], donePipe[2];
+  if (pipe(idPipe) != 0 || pipe(donePipe) != 0) return 1;
+  pid_t maker = fork();
+  if (maker < 0) return 1;
+  if (maker == 0) { /* makes the id, gives its rank 0 up, stays until rank 1 has its answer */
+    if (strcmp(mode, "badconfig") == 0) setenv("NCCL_BUFFSIZE", "1", 1); /* below the minimum: init fails */
+    ncclUniqueId id;
+    if (ncclGetUniqueId(&id) != ncclSuccess || write(idPipe[1], &id, sizeof(id)) != (ssize_t)sizeof(id)) _exit(1);
+    ncclComm_t comm = NULL;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = strcmp(mode, "abort") == 0 ? 0 : 1;
+    ncclResult_t res = ncclCommInitRankConfig(&comm, 2, id, 0, &config);
+    if (strcmp(mode, "abort") == 0 && comm != NULL) ncclCommAbort(comm);
+    else if (res == ncclSuccess) _exit(2); /* the bad config was taken */
+    /* Rank 1 starts only now: had it joined first, the rendezvous could complete before the abort. */
+    if (write(idPipe[1], "g", 1) != 1) _exit(1);
+    char c;
+    chrLaunchReadFull(donePipe[0], &c, 1);
+    _exit(0);
+  }
+  ncclUniqueId id;
+  char gaveUp;
+  int bad = chrLaunchReadFull(idPipe[0], &id, sizeof(id)) != 0 || chrLaunchReadFull(idPipe[0], &gaveUp, 1) != 0;
+  ncclComm_t comm = NULL;
+  double t0 = chrLaunchNowSec();
+  ncclResult_t res = bad ? ncclSystemError : ncclCommInitRank(&comm, 2, id, 1);
+  const char* err = ncclGetLastError(NULL);
+  printf("rank 1: init returned %s after %.2f s: %s\n", ncclGetErrorString(res), chrLaunchNowSec() - t0, err);
+  /* The root tells rank 1 why, or (when rank 1 came after it ended) is gone: either names the root. */
+  bad |= res == ncclSuccess || (strstr(err, "rank 0 gave up its init") == NULL && strstr(err, "the root") == NULL);
+  if (bad) kill(maker, SIGKILL); /* it would wait for us */
+  else bad = write(donePipe[1], "d", 1) != 1;
+  int status = 0;
+  bad |= waitpid(maker, &status, 0) != maker || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  return bad;
 }
 
 static int idReuseRank(int rank, int nranks, const ncclUniqueId* id, void* arg) {
@@ -375,10 +418,11 @@ static int mismatchRank(int rank, int nranks, const ncclUniqueId* id, void* arg)
 
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "rootgone") == 0) return rootGone();
+  if (argc >= 3 && strcmp(argv[1], "rootgave") == 0) return rootGave(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "initall") == 0) return initAllDevs(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "secret") == 0) return secretJob(argv[2]);
   if (argc < 3) {
-    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse|shmsmall|shmfull N [H] | sharedgpu N H MODE [BUS] | mismatch N H MODE | rootgone | initall DEVS | secret none|wrong\n");
+    fprintf(stderr, "usage: test_misuse register|twothreads|idreuse|shmsmall|shmfull N [H] | sharedgpu N H MODE [BUS] | mismatch N H MODE | rootgone | rootgave abort|badconfig | initall DEVS | secret none|wrong\n");
     return 2;
   }
   int n = atoi(argv[2]);
