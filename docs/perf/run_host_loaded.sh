@@ -8,12 +8,13 @@
 # Environment: HOGS (default 2), REPS (default 10), COLLS (default "allreduce allgather"), OUT (default
 # docs/perf/raw/host-loaded-<hogs>hogs-<date>). Needs Open MPI (mpicc, mpirun) and python3.
 # Method: in every rep each collective runs on Chorus and on Open MPI back to back (the order alternates
-# by rep), so both see the same load. Chorus: chorus-perf -n 50 -I 1: the mean (one wall-clock span) and
-# the median iteration (each iteration's slowest rank); MPI: tools/bench/mpi_colls.c, the median of up
-# to 10 batches of ~2 ms (a batch's per-call time, the slowest rank). The ratio compares the medians.
+# by rep), so both see the same load. Both start through the same mpirun (which binds each rank to a
+# core, as Open MPI does by default for 2 ranks) and are timed the same way, ITERS calls one by one after 20
+# warm-up calls: Chorus with chorus-perf -I 1, Open MPI with tools/bench/mpi_colls.c -I. Each gives
+# the mean (the slowest rank's wall-clock span / calls) and the median call (each call's slowest rank).
 # Writes OUT/results.csv (one line per rep, collective and size) and prints, per collective and size,
-# the medians over reps, the median and worst ratio, and in how many reps Chorus took at most twice
-# Open MPI's time.
+# the medians over reps, the ratios (Chorus / Open MPI) of the means and of the medians, the worst,
+# and in how many reps Chorus took at most twice Open MPI's time.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -21,6 +22,7 @@ BUILD=$(cd "${1:-$REPO/build}" && pwd) || exit 1
 PERF=$BUILD/bin/chorus-perf
 HOGS=${HOGS:-2}
 REPS=${REPS:-10}
+ITERS=${ITERS:-200}
 COLLS=${COLLS:-"allreduce allgather"}
 OUT=${OUT:-$HERE/raw/host-loaded-${HOGS}hogs-$(date +%Y-%m-%d)}
 mkdir -p "$OUT"
@@ -42,13 +44,16 @@ start_hogs "$HOGS"
 chorus_run() { # coll rep
   local b=8
   [ "$1" = allgather ] && b=64
-  timeout 300 "$PERF" -np 2 "$1" -b "$b" -e 8M -f 4 -n 50 -w 20 -c 0 -a 3 -I 1 -q -J "$OUT/chorus_$1_rep$2.json" \
-    >"$OUT/chorus_$1_rep$2.txt" 2>>"$OUT/chorus.stderr" || echo "chorus $1 rep $2 FAILED" | tee -a "$OUT/failures.txt"
+  local ranks=$OUT/ranks_$1_rep$2 # each rank's output in its own file: mpirun may split long lines
+  timeout 300 $MPIRUN -np 2 -x NCCL_COMM_ID=127.0.0.1:$((29500 + $2)) -x NCCL_SOCKET_IFNAME=lo --output-filename "$ranks" \
+    "$PERF" "$1" -b "$b" -e 8M -f 4 -n "$ITERS" -w 20 -c 0 -a 3 -I 1 -q -J "$OUT/chorus_$1_rep$2.json" \
+    >/dev/null 2>>"$OUT/chorus.stderr" || echo "chorus $1 rep $2 FAILED" | tee -a "$OUT/failures.txt"
+  cat "$ranks"/1/rank.*/stdout >"$OUT/chorus_$1_rep$2.txt" && rm -rf "$ranks"
 }
 mpi_run() { # coll rep
   local b=8
   [ "$1" = allgather ] && b=64
-  timeout 300 $MPIRUN -np 2 "$MPIB" -c "$1" -b "$b" -e 8M -f 4 -T 0.3 -n 10 >"$OUT/mpi_$1_rep$2.txt" 2>&1 ||
+  timeout 300 $MPIRUN -np 2 "$MPIB" -c "$1" -b "$b" -e 8M -f 4 -w 20 -I "$ITERS" >"$OUT/mpi_$1_rep$2.txt" 2>&1 ||
     echo "mpi $1 rep $2 FAILED" | tee -a "$OUT/failures.txt"
 }
 for rep in $(seq "$REPS"); do
@@ -74,6 +79,7 @@ for coll in colls:
         except (OSError, ValueError):
             continue
         mpi = {int(l.split()[1]): float(l.split()[3]) for l in mp if l.strip() and not l.startswith("#")}
+        mpiMean = {int(l.split()[4]): float(l.split()[5]) for l in mp if l.startswith("# mean us:")}
         per = {}  # size -> rank -> iteration times
         for l in it:
             m = pat.match(l)
@@ -83,23 +89,25 @@ for coll in colls:
                 per.setdefault(size, {})[int(m.group(1))] = [float(x) for x in m.group(3).split()]
         for r in ch["results"]:
             size, mean = r["size"], r["out_of_place"]["time"]
-            if size not in mpi or size == 0 or size not in per:
+            if size not in mpi or size not in mpiMean or size == 0 or size not in per:
                 continue
             slowest = [max(v) for v in zip(*per[size].values())]  # each iteration: the slowest rank
             med = statistics.median(slowest)
-            rows.append((coll, rep, size, mean, med, mpi[size], med / mpi[size]))
+            rows.append((coll, rep, size, mean, med, mpiMean[size], mpi[size], mean / mpiMean[size], med / mpi[size]))
 with open(f"{out}/results.csv", "w") as f:
-    f.write("coll,rep,size,chorus_mean_us,chorus_median_us,mpi_median_us,median_ratio\n")
+    f.write("coll,rep,size,chorus_mean_us,chorus_median_us,mpi_mean_us,mpi_median_us,mean_ratio,median_ratio\n")
     for r in rows:
-        f.write("%s,%d,%d,%.2f,%.2f,%.2f,%.3f\n" % r)
-print("| collective | size | Chorus mean us | Chorus median us | Open MPI median us | ratio of medians | worst | reps within 2x |")
-print("|---|---|---|---|---|---|---|---|")
+        f.write("%s,%d,%d,%.2f,%.2f,%.2f,%.2f,%.3f,%.3f\n" % r)
+print("| collective | size | Chorus mean | Open MPI mean | ratio | worst | within 2x | Chorus median | Open MPI median | ratio | worst | within 2x |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+med = statistics.median
 for coll in colls:
     for size in sorted({r[2] for r in rows if r[0] == coll}):
         rs = [r for r in rows if r[0] == coll and r[2] == size]
-        ratios = [r[6] for r in rs]
-        print("| %s | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %d/%d |" % (
-            coll, size, statistics.median(r[3] for r in rs), statistics.median(r[4] for r in rs),
-            statistics.median(r[5] for r in rs), statistics.median(ratios), max(ratios),
-            sum(x <= 2.0 for x in ratios), len(ratios)))
+        cells = []
+        for (c, m, q) in ((3, 5, 7), (4, 6, 8)):
+            ratios = [r[q] for r in rs]
+            cells.append("%.1f | %.1f | %.2f | %.2f | %d/%d" % (med(r[c] for r in rs), med(r[m] for r in rs), med(ratios),
+                                                             max(ratios), sum(x <= 2.0 for x in ratios), len(ratios)))
+        print("| %s | %d | %s |" % (coll, size, " | ".join(cells)))
 EOF

@@ -11,13 +11,14 @@
  *   mpicc -O2 -o mpi_colls tools/bench/mpi_colls.c
  * and runs it as
  *   mpirun -np N mpi_colls [-c allreduce,allgather,bcast,sendrecv] [-b 8] [-e 256M] [-f 4]
- *                          [-n 20] [-m 5] [-w 3] [-T 1.5]
+ *                          [-n 20] [-m 5] [-w 3] [-T 1.5] [-I 0]
  *
  *   -c  collectives to run (comma list; default allreduce,allgather,bcast)
  *   -b  smallest size in bytes, -e largest (K/M/G suffixes), -f factor between sizes; the largest size
  *       is always measured, even when the series steps over it
  *   -n  most timed samples per size, -m fewest, -T time budget per size in seconds (the sample count
  *       is cut to fit the budget, never below -m), -w warm-up calls per size
+ *  -I  N > 0: time N calls one by one instead of in batches (as chorus-perf -I 1 -n N)
  *
  * Size: the "size" of nccl-tests. all-reduce: bytes of one rank's buffer; all-gather: bytes of the
  * gathered output (each rank gives size/nranks, at least one float); broadcast: bytes sent by root 0.
@@ -30,6 +31,13 @@
  * 1000 calls), and the sample count (budget / sample length, within [-m, -n]). A sample is a barrier
  * and `inner` calls; its per-call time is the slowest rank's. The row gives the median sample, and
  * the fastest and slowest.
+ *
+ * With -I N: after the warm-up and a barrier, each rank times N calls back to back, each call alone;
+ * a call's time is the slowest rank's. The row gives the median call, the fastest and slowest; a
+ * comment line after it, "# mean us: COLL SIZE MEAN", the slowest rank's span over the N calls / N.
+ * This is chorus-perf's method with -I 1 (its "time" the mean, its iteration lines the calls), so
+ * the two compare as they are, on a busy machine too, where a batch's median hides the calls that
+ * waited for a core.
  *
  * Check: every element of the output, against values computed here, on a first call into a cleared
  * output buffer and on the output of the last timed call. Inputs are small integers, exact in float
@@ -53,6 +61,7 @@ struct options {
   size_t minBytes, maxBytes;
   double factor;
   int maxSamples, minSamples, warmup;
+  int iterCalls; /* -I: calls timed one by one (0: batches) */
   double budgetSec;
   int run[COLL_COUNT];
 };
@@ -79,12 +88,12 @@ static size_t parseBytes(const char* text) {
 static void usage(const char* prog) {
   if (myRank == 0)
     fprintf(stderr, "usage: %s [-c allreduce,allgather,bcast,sendrecv] [-b BYTES] [-e BYTES] [-f F] [-n MAX] [-m MIN] "
-                    "[-w WARMUP] [-T SECONDS]\n", prog);
+                    "[-w WARMUP] [-T SECONDS] [-I CALLS]\n", prog);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
 static void parseOptions(int argc, char** argv, struct options* o) {
-  *o = (struct options){8, 256u << 20, 4.0, 20, 5, 3, 1.5, {1, 1, 1, 0}};
+  *o = (struct options){8, 256u << 20, 4.0, 20, 5, 3, 0, 1.5, {1, 1, 1, 0}};
   for (int i = 1; i < argc; i++) {
     const char* flag = argv[i];
     if (i + 1 >= argc || flag[0] != '-' || strlen(flag) != 2) usage(argv[0]);
@@ -97,13 +106,14 @@ static void parseOptions(int argc, char** argv, struct options* o) {
       case 'm': o->minSamples = atoi(value); break;
       case 'w': o->warmup = atoi(value); break;
       case 'T': o->budgetSec = atof(value); break;
+      case 'I': o->iterCalls = atoi(value); break;
       case 'c':
         for (int c = 0; c < COLL_COUNT; c++) o->run[c] = strstr(value, collNames[c]) != NULL;
         break;
       default: usage(argv[0]);
     }
   }
-  if (o->minBytes < 1 || o->maxBytes < o->minBytes || o->factor <= 1.0) usage(argv[0]);
+  if (o->minBytes < 1 || o->maxBytes < o->minBytes || o->factor <= 1.0 || o->iterCalls < 0) usage(argv[0]);
   if (o->warmup < 1) o->warmup = 1;
   if (o->minSamples < 1) o->minSamples = 1;
   if (o->maxSamples < o->minSamples) o->maxSamples = o->minSamples;
@@ -197,6 +207,46 @@ static int compareDouble(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+/* Checks the last call's output, prints the row of nSamples times (sorted here) and returns the wrong
+ * elements over all ranks. mean < 0: no mean_us line. */
+static long report(const struct sizePoint* p, double* samples, int nSamples, int inner, long wrong, double mean) {
+  wrong += countWrong(p);
+  long wrongAll = 0;
+  MPI_Allreduce(&wrong, &wrongAll, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+
+  qsort(samples, (size_t)nSamples, sizeof(double), compareDouble);
+  double median = nSamples % 2 ? samples[nSamples / 2] : 0.5 * (samples[nSamples / 2 - 1] + samples[nSamples / 2]);
+  double algBw = (double)p->reportBytes / median / 1e9;
+  double busFactor = p->coll == COLL_ALLREDUCE   ? 2.0 * (nRanks - 1) / nRanks
+                     : p->coll == COLL_ALLGATHER ? (double)(nRanks - 1) / nRanks
+                                                 : 1.0;
+  if (myRank == 0) {
+    printf("  %-9s %12zu %11zu %12.2f %12.2f %12.2f %9.3f %9.3f %5d %6d %s\n", collNames[p->coll], p->reportBytes,
+           p->outCount, median * 1e6, samples[0] * 1e6, samples[nSamples - 1] * 1e6, algBw, algBw * busFactor, inner,
+           nSamples, wrongAll ? "FAIL" : "ok");
+    if (mean >= 0) printf("# mean us: %s %zu %.2f\n", collNames[p->coll], p->reportBytes, mean * 1e6);
+    fflush(stdout);
+  }
+  return wrongAll;
+}
+
+/* -I: n calls timed one by one into samples (each the slowest rank's); returns the slowest rank's
+ * span over them. */
+static double timeCalls(const struct sizePoint* p, int n, double* samples) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = seconds(), prev = start;
+  for (int k = 0; k < n; k++) {
+    runOnce(p);
+    double now = seconds();
+    samples[k] = now - prev;
+    prev = now;
+  }
+  double span = prev - start, slowest = 0.0;
+  MPI_Allreduce(MPI_IN_PLACE, samples, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&span, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
 /* Measures and prints one row. Returns the number of wrong elements over all ranks. */
 static long measure(const struct options* o, const struct sizePoint* p, double* samples) {
   prepare(p);
@@ -204,6 +254,10 @@ static long measure(const struct options* o, const struct sizePoint* p, double* 
   runOnce(p);
   long wrong = countWrong(p);
   for (int w = 1; w < o->warmup; w++) runOnce(p);
+  if (o->iterCalls > 0) {
+    double mean = timeCalls(p, o->iterCalls, samples) / o->iterCalls;
+    return report(p, samples, o->iterCalls, 1, wrong, mean);
+  }
 
   /* Per-call estimate: double the batch until it lasts 1 ms (or 1024 calls). */
   double perCall = 0.0;
@@ -231,23 +285,7 @@ static long measure(const struct options* o, const struct sizePoint* p, double* 
   if (nSamples < o->minSamples) nSamples = o->minSamples;
 
   for (int s = 0; s < nSamples; s++) samples[s] = timeBatch(p, inner);
-  wrong += countWrong(p);
-  long wrongAll = 0;
-  MPI_Allreduce(&wrong, &wrongAll, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-
-  qsort(samples, (size_t)nSamples, sizeof(double), compareDouble);
-  double median = nSamples % 2 ? samples[nSamples / 2] : 0.5 * (samples[nSamples / 2 - 1] + samples[nSamples / 2]);
-  double algBw = (double)p->reportBytes / median / 1e9;
-  double busFactor = p->coll == COLL_ALLREDUCE   ? 2.0 * (nRanks - 1) / nRanks
-                     : p->coll == COLL_ALLGATHER ? (double)(nRanks - 1) / nRanks
-                                                 : 1.0;
-  if (myRank == 0) {
-    printf("  %-9s %12zu %11zu %12.2f %12.2f %12.2f %9.3f %9.3f %5d %6d %s\n", collNames[p->coll], p->reportBytes,
-           p->outCount, median * 1e6, samples[0] * 1e6, samples[nSamples - 1] * 1e6, algBw, algBw * busFactor, inner,
-           nSamples, wrongAll ? "FAIL" : "ok");
-    fflush(stdout);
-  }
-  return wrongAll;
+  return report(p, samples, nSamples, inner, wrong, -1.0);
 }
 
 int main(int argc, char** argv) {
@@ -263,7 +301,8 @@ int main(int argc, char** argv) {
   if (maxElems < (size_t)nRanks) maxElems = (size_t)nRanks;
   sendBuf = calloc(maxElems, sizeof(float));
   recvBuf = calloc(maxElems, sizeof(float));
-  double* samples = malloc((size_t)o.maxSamples * sizeof(double));
+  int nSamplesMax = o.iterCalls > o.maxSamples ? o.iterCalls : o.maxSamples;
+  double* samples = malloc((size_t)nSamplesMax * sizeof(double));
   if (sendBuf == NULL || recvBuf == NULL || samples == NULL) {
     fprintf(stderr, "mpi_colls: rank %d: cannot allocate 2 x %zu bytes\n", myRank, maxElems * sizeof(float));
     MPI_Abort(MPI_COMM_WORLD, 1);
