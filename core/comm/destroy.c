@@ -19,7 +19,7 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   chrCommReapInitThread(comm, 1);
   chrDevCommDetach(comm); /* waits for this rank's GPU work first */
   if (comm->directSteps)
-    INFO(NCCL_NET, "comm %p rank %d: %llu steps moved straight from or into user buffers over the net", (void*)comm,
+    INFO(NCCL_NET, "comm %p rank %d: %llu steps moved straight from or into user buffers", (void*)comm,
          comm->rank, (unsigned long long)comm->directSteps);
   chrTransportCloseAll(comm);
   chrProfDetach(comm);      /* finalize; before the net plugin, whose library may carry it */

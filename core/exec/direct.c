@@ -6,26 +6,37 @@
 #include "exec/direct.h"
 #include "log/log.h"
 
-static int patternQualifies(int pattern) {
+/* sendWaits (shm by reference): not send/recv, whose send must complete before its receive is
+ * called; not the ring all-reduce, whose reduce half then reads into a slot to add it, and which
+ * measured 5-25% slower than through the slots (docs/perf/host.md). */
+static int patternQualifies(int pattern, int sendWaits) {
   switch (pattern) {
     case CHR_PAT_P2P_SEND:
     case CHR_PAT_P2P_RECV:
+    case CHR_PAT_RING_ALLREDUCE: return !sendWaits;
     case CHR_PAT_RING_BROADCAST:
-    case CHR_PAT_RING_ALLGATHER:
-    case CHR_PAT_RING_ALLREDUCE: return 1;
+    case CHR_PAT_RING_ALLGATHER: return 1;
     default: return 0;
   }
 }
 
 void chrDirectStart(struct chrDirectLink* d, struct chrLink* link, const struct chrCollTask* t) {
-  if (link->ops->postUser == NULL || t->nChannels < 1 || !patternQualifies(t->works[0].pattern)) return;
-  const int64_t minBytes = chrParamInt(CHR_P_NET_DIRECT_MIN_BYTES);
+  if (link->ops->postUser == NULL || t->nChannels < 1 ||
+      !patternQualifies(t->works[0].pattern, link->ops->directSendWaits))
+    return;
+  const int64_t minBytes = chrParamInt(link->ops->directMinParam);
   if (minBytes <= 0 || t->count * t->typeSize < (uint64_t)minBytes) return;
   const size_t len[2] = {t->sendElems * t->typeSize, t->recvElems * t->typeSize};
   const char* base[2] = {(const char*)t->sendbuff, (const char*)t->recvbuff};
   for (int i = 0; i < 2; i++) {
     if (len[i] == 0 || base[i] == NULL) continue;
-    if (link->ops->regUser(link, (void*)base[i], len[i], &d->mh[i]) != ncclSuccess || d->mh[i] == NULL) {
+    d->mh[i] = NULL;
+    const ncclResult_t res = link->ops->regUser(link, (void*)base[i], len[i], &d->mh[i]);
+    if (res == ncclSuccess && d->mh[i] == NULL) { /* the link declines */
+      chrDirectStop(d, link);
+      return;
+    }
+    if (res != ncclSuccess) {
       INFO(NCCL_NET, "comm %p rank %d: registering a user buffer of %zu bytes with its link to rank %d failed (%s): "
            "this call's steps on that link go through the staging slots", (void*)t->comm, t->comm->rank, len[i],
            link->peer, chrThreadLastError());

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * direct.h: direct steps of the host executor. Over a link that can move user memory (the net
- * transport: transport.h regUser/postUser), a step that only moves bytes skips its staging slot:
- * a send goes straight from the user's buffer, a receive lands straight in the output. On loopback,
- * where TCP itself is two CPU copies, the slots' two extra copies (into the send slot, out of the
- * receive slot) cost as much again (docs/perf/net.md).
+ * transport, and shm where the receiver may read the sender's memory: transport.h regUser/postUser),
+ * a step that only moves bytes skips its staging slot: a send goes straight from the user's buffer,
+ * a receive lands straight in the output. On loopback, where TCP itself is two CPU copies, the
+ * slots' two extra copies (into the send slot, out of the receive slot) cost as much again
+ * (docs/perf/net.md); over shm the one copy left is the receiver's, so it needs no sender running.
  *
- * Which steps. A task qualifies when it moves at least CHORUS_NET_DIRECT_MIN_BYTES and its pattern
- * writes each output element once and never reads it afterwards: send/recv, broadcast, all-gather
- * and the ring all-reduce (whose all-gather half forwards final blocks; plan/work.h). Then:
+ * Which steps. A task qualifies when it moves at least the link's threshold (CHORUS_NET_DIRECT_MIN_BYTES,
+ * CHORUS_SHM_DIRECT_MIN_BYTES) and its pattern writes each output element once and never reads it
+ * afterwards: send/recv, broadcast, all-gather and the ring all-reduce (whose all-gather half
+ * forwards final blocks; plan/work.h); over shm only broadcast and all-gather (direct.c). Then:
  *   - a receive whose step only receives into the output (one receive, no local term, an output,
  *     no post step) is posted straight into that output, before the step runs (receives are posted
  *     up to CHR_STEPS ahead, so the step is found by walking the link's steps in order);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
+#include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
@@ -88,7 +89,8 @@ static void netClose(struct chrLink* link) {
 
 const struct chrTransportOps chrNetTransportOps = {.name = "net", .post = netPost, .test = netTest, .close = netClose,
                                                    .regUser = netRegUser, .deregUser = netDeregUser,
-                                                   .postUser = netPostUser};
+                                                   .postUser = netPostUser,
+                                                   .directMinParam = CHR_P_NET_DIRECT_MIN_BYTES};
 
 ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, void* netComm,
                               size_t stepSize, char* slots, struct chrLink** out) {

@@ -20,9 +20,11 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
+#include "config/param.h"
 #include "util/futex.h"
 #include "util/idle.h"
 #include "log/check.h"
@@ -136,23 +138,29 @@ static void unlinkName(struct chrShmLink* sl) {
 
 /* ---- data path ---- */
 
-static ncclResult_t shmPost(struct chrLink* link, int slot, size_t bytes) {
+/* Post `slot`: send side, `bytes` of data in the slot (ref 0) or at address ref of this process (user
+ * memory, by reference); recv side, a receive into the slot (into NULL) or into user memory. */
+static ncclResult_t postStep(struct chrLink* link, int slot, size_t bytes, const void* ref, void* into) {
   struct chrShmLink* sl = link->priv;
   if (slot < 0 || slot >= CHR_STEPS) return chrFail(ncclInternalError, "shm link: slot %d out of range", slot);
+  if (bytes > link->stepSize)
+    return chrFail(ncclInternalError, "shm link %s rank %d: post of %zu bytes into a %zu-byte slot",
+                   link->isSend ? "to" : "from", link->peer, bytes, link->stepSize);
   struct chrShmHeader* hdr = sl->hdr;
   if (link->isSend) {
-    if (bytes > link->stepSize)
-      return chrFail(ncclInternalError, "shm link to rank %d: post of %zu bytes into a %zu-byte slot", link->peer,
-                     bytes, link->stepSize);
     uint64_t use = sl->uses[slot];
     atomic_store_explicit(&hdr->bytes[slot][use % CHR_SHM_HALVES], (uint64_t)bytes, memory_order_relaxed);
+    atomic_store_explicit(&hdr->ref[slot][use % CHR_SHM_HALVES], (uint64_t)(uintptr_t)ref, memory_order_relaxed);
     atomic_store_explicit(&hdr->filled[slot], use + 1, memory_order_release); /* data and size before this */
     atomic_thread_fence(memory_order_seq_cst); /* the fill before the look at the sleeper's flag */
     if (atomic_load_explicit(&hdr->recvSleeping, memory_order_relaxed))
       chrFutexWakeAll((const volatile uint32_t*)&hdr->filled[slot], 1);
     sl->uses[slot] = use + 1;
+    sl->byRef[slot] = ref != NULL;
     link->slots[slot] = slotData(sl, link->stepSize, slot, (use + 1) % CHR_SHM_HALVES); /* the next write */
   } else {
+    sl->into[slot] = into;
+    sl->intoBytes[slot] = bytes;
     /* Our reads of this slot's previous use happen before this store, so before the sender reuses it. */
     sl->uses[slot]++;
     atomic_store_explicit(&hdr->posted[slot], sl->uses[slot], memory_order_release);
@@ -160,10 +168,31 @@ static ncclResult_t shmPost(struct chrLink* link, int slot, size_t bytes) {
   return ncclSuccess;
 }
 
-/* Commit the first `bytes` of the half of `slot` that the next write goes to (see shm_link.h). */
-static ncclResult_t shmPrepare(struct chrLink* link, int slot, size_t bytes) {
+static ncclResult_t shmPost(struct chrLink* link, int slot, size_t bytes) {
+  return postStep(link, slot, bytes, NULL, NULL);
+}
+
+static ncclResult_t shmPostUser(struct chrLink* link, int slot, void* data, size_t bytes, void* handle) {
+  (void)handle;
+  if (data == NULL) return chrFail(ncclInternalError, "shm link: direct post without user memory");
+  return link->isSend ? postStep(link, slot, bytes, data, NULL) : postStep(link, slot, bytes, NULL, data);
+}
+
+/* Direct steps need the receiver to read the sender's memory (shm_link.h, "By reference"). */
+static ncclResult_t shmRegUser(struct chrLink* link, void* data, size_t bytes, void** handle) {
   struct chrShmLink* sl = link->priv;
-  const uint64_t half = sl->uses[slot] % CHR_SHM_HALVES;
+  (void)bytes;
+  *handle = atomic_load_explicit(&sl->hdr->peerReads, memory_order_acquire) == CHR_SHM_READS_YES ? data : NULL;
+  return ncclSuccess;
+}
+
+static void shmDeregUser(struct chrLink* link, void* handle) {
+  (void)link;
+  (void)handle;
+}
+
+/* Commit the first `bytes` of `half` of `slot` (see shm_link.h). */
+static ncclResult_t commitHalf(struct chrLink* link, struct chrShmLink* sl, int slot, uint64_t half, size_t bytes) {
   if (bytes <= sl->committed[slot][half]) return ncclSuccess;
   size_t len = (bytes + PAGE - 1) / PAGE * PAGE;
   if (len > link->stepSize) len = link->stepSize;
@@ -182,9 +211,37 @@ static ncclResult_t shmPrepare(struct chrLink* link, int slot, size_t bytes) {
   return ncclSuccess;
 }
 
+/* The half of `slot` that the next write goes to. */
+static ncclResult_t shmPrepare(struct chrLink* link, int slot, size_t bytes) {
+  struct chrShmLink* sl = link->priv;
+  return commitHalf(link, sl, slot, sl->uses[slot] % CHR_SHM_HALVES, bytes);
+}
+
+/* Copy n bytes at the sender's address `from` to `to`: a step posted by reference. */
+static ncclResult_t readPeer(struct chrLink* link, struct chrShmLink* sl, uint64_t from, char* to, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    struct iovec local = {to + done, n - done}, remote = {(void*)(uintptr_t)(from + done), n - done};
+    ssize_t got = process_vm_readv((pid_t)sl->peerPid, &local, 1, &remote, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      return chrFail(ncclRemoteError, "shm link from rank %d on channel %d: reading %zu bytes of its memory (pid %lld, "
+                     "address 0x%llx) failed: %s", link->peer, link->channel, n, (long long)sl->peerPid,
+                     (unsigned long long)from, got < 0 ? strerror(errno) : "nothing read");
+    done += (size_t)got;
+  }
+  return ncclSuccess;
+}
+
+/* A send is done when the slot's previous use is consumed (the next write goes to its half), or, by
+ * reference, when this use is (the receiver has read the user's memory). */
+static int sendDone(const struct chrShmLink* sl, int slot, uint64_t consumed) {
+  return consumed + (sl->byRef[slot] ? 0 : 1) >= sl->uses[slot];
+}
+
 static int slotReady(const struct chrLink* link, const struct chrShmLink* sl, int slot) {
   const struct chrShmHeader* hdr = sl->hdr;
-  if (link->isSend) return atomic_load_explicit(&hdr->consumed[slot], memory_order_acquire) + 1 >= sl->uses[slot];
+  if (link->isSend) return sendDone(sl, slot, atomic_load_explicit(&hdr->consumed[slot], memory_order_acquire));
   return atomic_load_explicit(&hdr->filled[slot], memory_order_acquire) >= sl->uses[slot];
 }
 
@@ -192,10 +249,25 @@ static ncclResult_t complete(struct chrLink* link, struct chrShmLink* sl, int sl
   if (!link->isSend) {
     uint64_t half = (sl->uses[slot] - 1) % CHR_SHM_HALVES;
     uint64_t n = atomic_load_explicit(&sl->hdr->bytes[slot][half], memory_order_relaxed);
+    const uint64_t ref = atomic_load_explicit(&sl->hdr->ref[slot][half], memory_order_relaxed);
     if (n > link->stepSize)
       return chrFail(ncclRemoteError, "shm link from rank %d on channel %d: peer wrote a size of %llu bytes into a %zu-byte slot",
                      link->peer, link->channel, (unsigned long long)n, link->stepSize);
-    link->slots[slot] = slotData(sl, link->stepSize, slot, half);
+    char* data = slotData(sl, link->stepSize, slot, half);
+    link->slots[slot] = data;
+    if (sl->into[slot] != NULL && n != sl->intoBytes[slot])
+      return chrFail(ncclRemoteError, "shm link from rank %d on channel %d: peer sent %llu bytes, this step takes %zu "
+                     "(ranks disagree on the call?)", link->peer, link->channel, (unsigned long long)n,
+                     sl->intoBytes[slot]);
+    if (ref != 0 && atomic_load_explicit(&sl->hdr->peerReads, memory_order_relaxed) != CHR_SHM_READS_YES)
+      return chrFail(ncclRemoteError, "shm link from rank %d on channel %d: peer posted its memory though this rank "
+                     "cannot read it", link->peer, link->channel);
+    if (ref != 0) {
+      if (sl->into[slot] == NULL) CHECK(commitHalf(link, sl, slot, half, (size_t)n));
+      CHECK(readPeer(link, sl, ref, sl->into[slot] ? sl->into[slot] : data, (size_t)n));
+    } else if (sl->into[slot] != NULL) {
+      memcpy(sl->into[slot], data, (size_t)n);
+    }
     if (bytes) *bytes = (size_t)n;
   } else if (bytes) {
     uint64_t half = (sl->uses[slot] - 1) % CHR_SHM_HALVES;
@@ -258,7 +330,7 @@ static int shmSleepArm(struct chrLink* link, int slot, struct chrFutexWord* word
   atomic_store_explicit(flag, 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_seq_cst); /* the flag before the last look at the counter */
   const uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);
-  const int ready = link->isSend ? v + 1 >= sl->uses[slot] : v >= sl->uses[slot];
+  const int ready = link->isSend ? sendDone(sl, slot, v) : v >= sl->uses[slot];
   if (ready) {
     atomic_store_explicit(flag, 0, memory_order_relaxed);
     return 0;
@@ -300,8 +372,13 @@ const struct chrTransportOps chrShmTransportOps = {
     .test = shmTest,
     .release = shmRelease,
     .close = shmClose,
+    .regUser = shmRegUser,
+    .deregUser = shmDeregUser,
+    .postUser = shmPostUser,
     .sleepArm = shmSleepArm,
     .sleepDisarm = shmSleepDisarm,
+    .directMinParam = CHR_P_SHM_DIRECT_MIN_BYTES,
+    .directSendWaits = 1,
 };
 
 /* ---- setup ---- */
@@ -541,6 +618,8 @@ ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize
   }
   hdr->sendPid = getpid();
   hdr->sendStartTime = chrShmProcStartTime(getpid(), NULL);
+  sl->probe = hdr->key ^ CHR_SHM_PROBE_MIX;
+  hdr->probeAddr = (uint64_t)(uintptr_t)&sl->probe;
   sl->peerPid = hdr->recvPid;
   sl->peerStartTime = hdr->recvStartTime;
   sl->checkPid = pidVisible(sl->peerPid, sl->peerStartTime);
@@ -569,6 +648,16 @@ void chrShmRecvAttached(struct chrLink* recv) {
   sl->peerPid = sl->hdr->sendPid;
   sl->peerStartTime = sl->hdr->sendStartTime;
   sl->checkPid = pidVisible(sl->peerPid, sl->peerStartTime);
+  /* Can we read the sender's memory? Its probe word holds what only the two of us know. */
+  uint64_t probe = 0;
+  struct iovec local = {&probe, sizeof(probe)}, remote = {(void*)(uintptr_t)sl->hdr->probeAddr, sizeof(probe)};
+  const int reads = sl->checkPid && sl->hdr->probeAddr != 0 &&
+                    process_vm_readv((pid_t)sl->peerPid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(probe) &&
+                    probe == (sl->hdr->key ^ CHR_SHM_PROBE_MIX);
+  if (!reads)
+    INFO(NCCL_SHM, "shm link from rank %d: cannot read its memory (%s): large collectives go through the slots",
+         recv->peer, sl->checkPid ? strerror(errno) : "its pid is not visible here");
+  atomic_store_explicit(&sl->hdr->peerReads, reads ? CHR_SHM_READS_YES : CHR_SHM_READS_NO, memory_order_release);
 }
 
 /* ---- connection over the bootstrap ---- */

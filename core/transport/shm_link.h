@@ -38,6 +38,16 @@
  * between its store and that load, as between the sleeper's flag and its last look at the counter,
  * so that one of the two always sees the other) and wakes the counter's sleepers.
  *
+ * By reference (direct steps, exec/direct.h). A sender may post a step as the address of its own
+ * user memory instead of data in the slot (ref[s][half] != 0); the receiver then copies it with
+ * process_vm_readv, into the output or into the slot, and that send is done only once the receiver
+ * has consumed it (the user's buffer must stay as it is until read). One copy instead of two, and
+ * the copy needs only the receiver running: on a busy machine a step no longer waits for both
+ * ranks to hold a core at once. At setup the sender publishes the address of a word only it knows
+ * (probeAddr, holding the key mixed); the receiver reads it once, and says in peerReads whether it
+ * can (same user, ptrace rules: Yama's ptrace_scope 1 forbids it between siblings). The receiver
+ * only ever reads, through the kernel's permission checks, at most the bytes its step expects.
+ *
  * Memory. A segment is sized for full steps (2 halves x CHR_STEPS x stepSize) but its pages are
  * committed only when a step first needs them: the sender populates a half's first bytes
  * (madvise MADV_POPULATE_WRITE) before writing more of it than ever before. A link that carries
@@ -53,7 +63,7 @@
 #include "transport/transport.h"
 
 #define CHR_SHM_MAGIC 0x31304d4853524843ull /* "CHRSHM01" little-endian */
-#define CHR_SHM_VERSION 3
+#define CHR_SHM_VERSION 4
 #define CHR_SHM_NAME_PREFIX "/chorus-shm-"
 #define CHR_SHM_NAME_LEN 64
 #define CHR_SHM_DATA_OFFSET 4096 /* slots start on their own page */
@@ -79,15 +89,23 @@ struct chrShmHeader {
   _Atomic uint64_t consumed[CHR_STEPS];
   _Atomic uint32_t recvClosed;
   _Atomic uint32_t recvSleeping; /* the receiver sleeps on filled[]: a fill wakes it */
+  _Atomic uint32_t peerReads;    /* CHR_SHM_READS_*: can the receiver read the sender's memory */
 
   /* Sender-written. sendPid/sendStartTime are set before the sender acknowledges. */
   _Alignas(128) _Atomic uint64_t filled[CHR_STEPS];
   _Atomic uint64_t bytes[CHR_STEPS][CHR_SHM_HALVES];
+  _Atomic uint64_t ref[CHR_STEPS][CHR_SHM_HALVES]; /* 0: the data is in the slot; else its address here */
+  uint64_t probeAddr;    /* the sender's word holding key ^ CHR_SHM_PROBE_MIX, set before it acknowledges */
   int64_t sendPid;
   uint64_t sendStartTime;
   _Atomic uint32_t sendClosed;
   _Atomic uint32_t sendSleeping; /* the sender sleeps on consumed[]: a release wakes it */
 };
+
+#define CHR_SHM_READS_UNKNOWN 0
+#define CHR_SHM_READS_YES 1
+#define CHR_SHM_READS_NO 2
+#define CHR_SHM_PROBE_MIX 0x9e3779b97f4a7c15ull
 
 /* What the receiver sends its peer over the bootstrap (fixed size, validated by the sender). The
  * segment is named by name when name[0] != 0, else by descriptor: /proc/<pid>/fd/<fd>. */
@@ -126,10 +144,17 @@ struct chrShmLink {
   uint64_t peerStartTime;  /* 0: unknown */
   int checkPid;            /* the peer's pid is visible from here (same pid namespace) */
   uint64_t lastDoneNs, lastCheckNs;
-  /* Send side: bytes at the start of each slot's halves backed by memory so far. The segment's pages
-   * are committed as steps first need them (shmPrepare), so a link holds what it has carried, not
-   * what it could carry, and running out is an error of the step that needed more. */
+  /* Bytes at the start of each slot's halves backed by memory so far (send side: what it wrote;
+   * recv side: what it read into by reference). The segment's pages are committed as steps first
+   * need them (shmPrepare), so a link holds what it has carried, not what it could carry, and
+   * running out is an error of the step that needed more. */
   size_t committed[CHR_STEPS][CHR_SHM_HALVES];
+  /* By reference. Send side: the probe word, and whether each slot's last post was by reference.
+   * Recv side: where each posted step goes (user memory, or NULL: the slot) and its exact size. */
+  uint64_t probe;
+  int byRef[CHR_STEPS];
+  char* into[CHR_STEPS];
+  size_t intoBytes[CHR_STEPS];
 };
 
 extern const struct chrTransportOps chrShmTransportOps;

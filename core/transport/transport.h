@@ -47,7 +47,8 @@ struct chrTransportOps {
   /* Optional, all three or none (NULL: the link moves its slots only). Direct steps: user memory
    * registered with the link (regUser; deregUser releases it) is sent from, or received into, in
    * place of a slot's buffer (postUser: a receive takes exactly `bytes`). The step keeps its slot
-   * number, for test() and the credit count, but not its buffer. */
+   * number, for test() and the credit count, but not its buffer. regUser may decline: ncclSuccess
+   * with *handle NULL (this link cannot, nothing to report). */
   ncclResult_t (*regUser)(struct chrLink* link, void* data, size_t bytes, void** handle);
   void (*deregUser)(struct chrLink* link, void* handle);
   ncclResult_t (*postUser)(struct chrLink* link, int slot, void* data, size_t bytes, void* handle);
@@ -57,6 +58,11 @@ struct chrTransportOps {
    * 0 when the slot moved meanwhile (nothing to sleep for), 1 when *word is set. sleepDisarm ends it. */
   int (*sleepArm)(struct chrLink* link, int slot, struct chrFutexWord* word);
   void (*sleepDisarm)(struct chrLink* link);
+  /* Direct steps: the parameter (config/param.h) giving the smallest operation that uses them, and
+   * whether a direct send is done only once the receiver has the data (then a lone send could not
+   * complete before its receive: only collectives, where every rank is in the call, use them). */
+  int directMinParam;
+  int directSendWaits;
 };
 
 struct chrLink {

@@ -13,6 +13,14 @@
  *   kill_receiver   likewise the receiving peer; the survivor gets ncclRemoteError "... exited"
  *                   within 2 s (CHORUS_TIMEOUT is 30 s here)
  *   close           the receiving peer closes its link and stays alive: the sender gets "closed"
+ *   byref           as data, with half the sends posted by reference (the sender's own memory, which
+ *                   it poisons as soon as the send reports done) and half the receives landing in
+ *                   user memory: any mix of the two arrives intact, so a send done before the
+ *                   receiver read it shows as corrupt data (where the receiver may not read the
+ *                   sender's memory, regUser declines and the scenario checks the slots only)
+ *   byref_bad       a step by reference at an address the sender does not map fails the receiver
+ *                   with an error naming the read; one sent while the receiver says it cannot read
+ *                   fails it too
  *   validate        one process: bad setup messages (magic, pid/fd, name, sizes, key, ranks) are refused,
  *                   a bad size in the header is refused, nothing leaks (fds, /dev/shm names); the
  *                   segment goes by descriptor, and by a name only when the descriptor is unreachable
@@ -88,6 +96,14 @@ struct driver {
   int slowConsumer;   /* randomly hold back consumption */
   uint64_t consumeCap; /* consume at most this many steps (flow test), ~0 otherwise */
   unsigned rng;
+  /* byref: user memory per slot, and its registrations (NULL: the link declined) */
+  int byRef;
+  void* sendMh;
+  void* recvMh;
+  unsigned char sendUser[S][STEP];
+  unsigned char recvUser[S][STEP];
+  int sentByRef[S];
+  unsigned char* recvInto[S];
 };
 
 static void startTask(struct driver* d, uint64_t task, uint64_t nSend, uint64_t nRecv) {
@@ -107,15 +123,23 @@ static ncclResult_t drive(struct driver* d, int* progressed) {
   struct chrLink* s = d->send;
   ncclResult_t res;
   while (d->recvPosted < d->nRecv && d->recvPosted < d->recvConsumed + S) {
-    if ((res = r->ops->post(r, (int)(d->recvPosted % S), r->stepSize)) != ncclSuccess) return res;
+    int slot = (int)(d->recvPosted % S);
+    d->recvInto[slot] = d->recvMh && rand_r(&d->rng) % 2 ? d->recvUser[slot] : NULL;
+    if (d->recvInto[slot])
+      res = r->ops->postUser(r, slot, d->recvInto[slot], stepBytes(d->peer, d->task, d->recvPosted), d->recvMh);
+    else
+      res = r->ops->post(r, slot, r->stepSize);
+    if (res != ncclSuccess) return res;
     d->recvPosted++;
     *progressed = 1;
   }
   while (d->sendDone < d->sendPosted) {
     int done = 0;
     size_t bytes = 0;
-    if ((res = s->ops->test(s, (int)(d->sendDone % S), &done, &bytes)) != ncclSuccess) return res;
+    int slot = (int)(d->sendDone % S);
+    if ((res = s->ops->test(s, slot, &done, &bytes)) != ncclSuccess) return res;
     if (!done) break;
+    if (d->sentByRef[slot]) memset(d->sendUser[slot], 0xA5, STEP); /* free again: a late read sees this */
     d->sendDone++;
     *progressed = 1;
   }
@@ -139,7 +163,8 @@ static ncclResult_t drive(struct driver* d, int* progressed) {
     if (d->recvBytes[slot] != want)
       FAIL("task %llu step %llu: received %zu bytes, sent %zu", (unsigned long long)d->task,
            (unsigned long long)d->recvConsumed, d->recvBytes[slot], want);
-    if (!checkStep((const unsigned char*)r->slots[slot], want, d->peer, d->task, d->recvConsumed))
+    const unsigned char* got = d->recvInto[slot] ? d->recvInto[slot] : (const unsigned char*)r->slots[slot];
+    if (!checkStep(got, want, d->peer, d->task, d->recvConsumed))
       FAIL("task %llu step %llu: corrupt data in slot %d (overwritten before it was consumed?)",
            (unsigned long long)d->task, (unsigned long long)d->recvConsumed, slot);
     if (r->ops->release && (res = r->ops->release(r, slot)) != ncclSuccess) return res;
@@ -150,8 +175,15 @@ static ncclResult_t drive(struct driver* d, int* progressed) {
   while (d->sendPosted < d->nSend && d->sendPosted - d->sendDone < S) {
     int slot = (int)(d->sendPosted % S);
     size_t n = stepBytes(d->me, d->task, d->sendPosted);
-    fillStep((unsigned char*)s->slots[slot], n, d->me, d->task, d->sendPosted);
-    if ((res = s->ops->post(s, slot, n)) != ncclSuccess) return res;
+    d->sentByRef[slot] = d->sendMh && rand_r(&d->rng) % 2;
+    if (d->sentByRef[slot]) {
+      fillStep(d->sendUser[slot], n, d->me, d->task, d->sendPosted);
+      res = s->ops->postUser(s, slot, d->sendUser[slot], n, d->sendMh);
+    } else {
+      fillStep((unsigned char*)s->slots[slot], n, d->me, d->task, d->sendPosted);
+      res = s->ops->post(s, slot, n);
+    }
+    if (res != ncclSuccess) return res;
     d->sendPosted++;
     *progressed = 1;
   }
@@ -243,6 +275,74 @@ static void rankData(int rank) {
     runTask(&d);
   }
   closeLinks(&comm, &d);
+}
+
+/* Registers this rank's user memory with its links once both ends are connected (the receiver
+ * decides at connect whether it may read the sender's memory). */
+static void registerUser(struct ncclComm* comm, struct driver* d) {
+  if (chrBootstrapBarrier(comm->bootstrap) != ncclSuccess) FAIL("barrier");
+  if (d->send->ops->regUser(d->send, d->sendUser, sizeof(d->sendUser), &d->sendMh) != ncclSuccess) FAIL("regUser send");
+  if (d->recv->ops->regUser(d->recv, d->recvUser, sizeof(d->recvUser), &d->recvMh) != ncclSuccess) FAIL("regUser recv");
+  if ((d->sendMh == NULL) != (d->recvMh == NULL)) FAIL("one direction reads by reference, the other not");
+  if (d->sendMh == NULL) printf("rank %d: the peers cannot read each other's memory here: slots only\n", comm->rank);
+}
+
+static void rankByRef(int rank) {
+  struct ncclComm comm;
+  struct driver* d = calloc(1, sizeof(*d));
+  if (d == NULL) FAIL("out of memory");
+  joinComm(&comm, rank);
+  connectLinks(&comm, 1, 1, d);
+  registerUser(&comm, d);
+  d->slowConsumer = 1;
+  for (uint64_t task = 0; task < 600; task++) {
+    uint64_t n = chrTestFinalMix(task + 77) % (3 * S + 4);
+    startTask(d, task, n, n);
+    runTask(d);
+  }
+  d->send->ops->deregUser(d->send, d->sendMh);
+  d->recv->ops->deregUser(d->recv, d->recvMh);
+  closeLinks(&comm, d);
+  free(d);
+}
+
+/* Rank 0 sends two steps by reference: one at an address it does not map, then (after the receiver
+ * has said it cannot read) a good one. Rank 1 must fail each receive with an error, not crash. */
+static void rankByRefBad(int rank) {
+  struct ncclComm comm;
+  struct driver* d = calloc(1, sizeof(*d));
+  if (d == NULL) FAIL("out of memory");
+  joinComm(&comm, rank);
+  connectLinks(&comm, rank == 0, rank == 1, d);
+  struct chrShmLink* sl = (rank == 0 ? d->send : d->recv)->priv;
+  if (chrBootstrapBarrier(comm.bootstrap) != ncclSuccess) FAIL("barrier"); /* the receiver has probed */
+  if (atomic_load(&sl->hdr->peerReads) != CHR_SHM_READS_YES) {
+    printf("rank %d: the peers cannot read each other's memory here: nothing to check\n", rank);
+    closeLinks(&comm, d);
+    free(d);
+    return;
+  }
+  for (int round = 0; round < 2; round++) {
+    if (rank == 0) {
+      void* where = round == 0 ? (void*)(uintptr_t)0x1000 : (void*)d->sendUser[0];
+      if (d->send->ops->postUser(d->send, round, where, 64, where) != ncclSuccess) FAIL("post by reference");
+    } else {
+      if (round == 1) atomic_store(&sl->hdr->peerReads, CHR_SHM_READS_NO);
+      if (d->recv->ops->post(d->recv, round, STEP) != ncclSuccess) FAIL("post");
+      int done = 0;
+      size_t bytes = 0;
+      ncclResult_t res = ncclSuccess;
+      double until = nowSec() + 10.0 * gScale;
+      while (res == ncclSuccess && !done && nowSec() < until) res = d->recv->ops->test(d->recv, round, &done, &bytes);
+      const char* err = chrThreadLastError();
+      const char* want = round == 0 ? "reading 64 bytes of its memory" : "cannot read it";
+      if (res != ncclRemoteError || strstr(err, want) == NULL)
+        FAIL("round %d: receive gave %d (%s), expected ncclRemoteError naming \"%s\"", round, (int)res, err, want);
+    }
+    if (chrBootstrapBarrier(comm.bootstrap) != ncclSuccess) FAIL("barrier");
+  }
+  closeLinks(&comm, d);
+  free(d);
 }
 
 static void rankFlow(int rank) {
@@ -502,7 +602,7 @@ static int runPair(rankFn fn, int expectKill) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: %s data|flow|kill_sender|kill_receiver|close|validate\n", argv[0]);
+    fprintf(stderr, "usage: %s data|flow|kill_sender|kill_receiver|close|byref|byref_bad|validate\n", argv[0]);
     return 2;
   }
   const char* sc = argv[1];
@@ -513,6 +613,8 @@ int main(int argc, char** argv) {
   if (strcmp(sc, "kill_sender") == 0) return runPair(rankKillSender, 1);
   if (strcmp(sc, "kill_receiver") == 0) return runPair(rankKillReceiver, 1);
   if (strcmp(sc, "close") == 0) return runPair(rankClose, 0);
+  if (strcmp(sc, "byref") == 0) return runPair(rankByRef, 0);
+  if (strcmp(sc, "byref_bad") == 0) return runPair(rankByRefBad, 0);
   if (strcmp(sc, "validate") == 0) return validate();
   fprintf(stderr, "unknown scenario %s\n", sc);
   return 2;
