@@ -6,4 +6,4 @@
 add_executable(chorus-info ${CMAKE_CURRENT_SOURCE_DIR}/chorus-info.c ${CMAKE_CURRENT_SOURCE_DIR}/args.c)
 target_include_directories(chorus-info PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(chorus-info PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,chorus_static>")
-install(TARGETS chorus-info RUNTIME DESTINATION bin)
+install(TARGETS chorus-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)

@@ -24,9 +24,10 @@ target_include_directories(chorus-perf PRIVATE ${CMAKE_SOURCE_DIR}/core)
 # (device/vmm_layout.h, header only).
 target_include_directories(chorus-perf PRIVATE ${CMAKE_SOURCE_DIR})
 target_link_libraries(chorus-perf PRIVATE chorus m ${CMAKE_DL_LIBS} Threads::Threads)
+file(RELATIVE_PATH CHORUS_BIN_TO_LIB ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
 set_target_properties(chorus-perf PROPERTIES
   BUILD_RPATH "${CMAKE_BINARY_DIR}/lib"
-  INSTALL_RPATH "\$ORIGIN/../lib")
+  INSTALL_RPATH "\$ORIGIN/${CHORUS_BIN_TO_LIB}")
 # A CUDA build of the buffers (-M cuda) is prepared in the sources under CHORUS_PERF_CUDA; it is
 # switched on here when the CUDA runtime is found and CHORUS_PERF_CUDA is requested.
 # On by default where nvcc is found; the CUDA runtime is linked statically, so the binary still runs
@@ -44,4 +45,4 @@ if(CHORUS_PERF_CUDA)
   target_compile_definitions(chorus-perf PRIVATE CHORUS_PERF_CUDA=1 CUDA_API_PER_THREAD_DEFAULT_STREAM=1)
   target_link_libraries(chorus-perf PRIVATE CUDA::cudart_static)
 endif()
-install(TARGETS chorus-perf RUNTIME DESTINATION bin)
+install(TARGETS chorus-perf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)

@@ -4,4 +4,3 @@ add_executable(chorus-tcp-stream ${CMAKE_CURRENT_SOURCE_DIR}/bench/tcp_stream_ma
   ${CMAKE_CURRENT_SOURCE_DIR}/bench/tcp_stream.c)
 target_include_directories(chorus-tcp-stream PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/bench)
 target_link_libraries(chorus-tcp-stream PRIVATE Threads::Threads)
-install(TARGETS chorus-tcp-stream RUNTIME DESTINATION bin)

@@ -9,4 +9,4 @@ add_executable(chorus-netcheck ${CHORUS_NETCHECK_SOURCES} ${CMAKE_CURRENT_SOURCE
 target_include_directories(chorus-netcheck BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE} ${CHORUS_INTERNAL_INCLUDE}
   ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/netcheck ${CMAKE_CURRENT_SOURCE_DIR}/bench)
 target_link_libraries(chorus-netcheck PRIVATE chorus_static Threads::Threads m)
-install(TARGETS chorus-netcheck RUNTIME DESTINATION bin)
+install(TARGETS chorus-netcheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)

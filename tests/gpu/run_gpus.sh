@@ -124,7 +124,7 @@ section "PyTorch: Chorus and NVIDIA's NCCL, 2 GPUs"
 if want torch && python3 -c "import torch" 2>/dev/null; then
   for lib in ${TORCH_LIBS:-chorus nvidia}; do
     pre=()
-    [ $lib = chorus ] && pre=(LD_PRELOAD="$BUILD/lib/libchorus.so")
+    [ $lib = chorus ] && pre=(LD_PRELOAD="$BUILD/lib/libnccl.so.2")
     # torch_ops a second time with expandable segments (cuMemCreate memory, which CUDA IPC cannot share)
     for script in ${TORCH_SCRIPTS:-torch_ops torch_ddp torch_ops.expandable}; do
       alloc=()

@@ -87,7 +87,7 @@ fi
 section "PyTorch"
 if want torch && python3 -c "import torch" 2>/dev/null; then
   for script in torch_ops torch_ddp torch_dup_gpu; do
-    LD_PRELOAD=$BUILD/lib/libchorus.so timeout 600 python3 "$ROOT/tests/gpu/$script.py" >"$OUT/$script.txt" 2>&1
+    LD_PRELOAD=$BUILD/lib/libnccl.so.2 timeout 600 python3 "$ROOT/tests/gpu/$script.py" >"$OUT/$script.txt" 2>&1
     rc=$?
     tail -3 "$OUT/$script.txt"
     note "$script: exit $rc ($(tail -1 "$OUT/$script.txt"))"

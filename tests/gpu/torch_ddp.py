@@ -4,7 +4,7 @@
 "gloo" with the same seed; prints the loss trajectories side by side and fails if they differ by more
 than float rounding.
 
-  LD_PRELOAD=<build>/lib/libchorus.so python3 tests/gpu/torch_ddp.py
+  LD_PRELOAD=<build>/lib/libnccl.so.2 python3 tests/gpu/torch_ddp.py
 
 CHORUS_TEST_GPUS=2: rank r on GPU r % 2 (the 2-GPU machine). CHORUS_TEST_HOSTS=2: rank r acts out host
 r % 2 (NCCL_HOSTID), so the ranks' GPU traffic crosses the net plugin. CHORUS_TEST_TORCH_LABEL names the "nccl"

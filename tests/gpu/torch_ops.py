@@ -10,7 +10,7 @@ splits), new_group (a reordered group of both ranks, and one group per rank), ba
 ops (several in flight, polled with is_completed, then waited), and an all_reduce in a memory pool
 registered as windows (ncclCommWindowRegister).
 
-  LD_PRELOAD=<build>/lib/libchorus.so python3 tests/gpu/torch_ops.py
+  LD_PRELOAD=<build>/lib/libnccl.so.2 python3 tests/gpu/torch_ops.py
 
 Each operation's result is printed to stderr as it completes (a hang shows where);
 CHORUS_TEST_TORCH_TIMEOUT (seconds, default 300): how long each rank's process may take before it is killed.

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# test_abi_compare.sh: ABI checks of Chorus's nccl.h and libchorus.so.
+# test_abi_compare.sh: ABI checks of Chorus's nccl.h and libnccl.so.2.
 #
-#   test_abi_compare.sh exports <libchorus.so> <our nccl.h>
+#   test_abi_compare.sh exports <libnccl.so.2> <our nccl.h>
 #     every function our header declares is exported as a weak nccl* and a strong pncclX, and the
 #     library exports nothing else
 #   test_abi_compare.sh nvidia <abi_dump built with ours> <abi_dump built with NVIDIA's | none>

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# test_ldd_standalone.sh <lib dir> <libchorus.so>: libnccl.so.2 and every plugin beside it must load
+# test_ldd_standalone.sh <lib dir> <libnccl.so.2.x.y>: libnccl.so.2 and every plugin beside it must load
 # on a machine that has only the C library (CUDA images have no libinih, no libstdc++, ...), so ldd
 # may list nothing else. libgcc_s would be tolerable only if a compiler builtin needed it; none does.
 # The exceptions are the net plugins built over a provider library, which is their reason to exist:
@@ -15,7 +15,7 @@ seen=
 for lib in "$chorus" "$libdir"/*.so; do
   [ -f "$lib" ] || continue
   real=$(readlink -f "$lib")
-  case " $seen " in *" $real "*) continue ;; esac # libnccl.so(.2) -> libchorus.so: checked once
+  case " $seen " in *" $real "*) continue ;; esac # libnccl.so(.2) -> libnccl.so.2.x.y: checked once
   seen="$seen $real"
   checked=$((checked + 1))
   provider=
