@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * group.c: ncclGroupStart / ncclGroupEnd / ncclGroupSimulateEnd.
+ * group.c: ncclGroupStart / ncclGroupEnd / ncclGroupSimulateEnd (their entry points: api/group_api.c).
  *
  * Group state is per thread: the queued tasks, the inits and the calls over a communicator's
  * bootstrap (struct chrCommJob) deferred to the outermost end, and the first error of a call inside the group (which fails the
@@ -13,7 +13,6 @@
  * one progress pass once the abort flag is up).
  */
 #include <stdlib.h>
-#include "api/api.h"
 #include "comm/comm.h"
 #include "exec/dev_exec.h"
 #include "exec/exec.h"
@@ -216,7 +215,7 @@ void chrGroupDiscardComm(struct ncclComm* comm) {
   nCommJobs = n;
 }
 
-NCCL_API(ncclResult_t, ncclGroupStart, void) {
+ncclResult_t chrGroupStart(void) {
   chrClearLastError();
   groupDepth++;
   return ncclSuccess;
@@ -269,7 +268,7 @@ static ncclResult_t groupEndCommon(void) {
   return initRes;
 }
 
-NCCL_API(ncclResult_t, ncclGroupEnd, void) {
+ncclResult_t chrGroupEnd(void) {
   /* GroupApi events (profile.h) are open only when a profiler listens: one test otherwise. */
   if (chrProfGroupApiOpen == 0 || groupDepth != 1) return groupEndCommon();
   chrProfGroupEndBegin();
@@ -278,7 +277,7 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void) {
   return res;
 }
 
-NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
+ncclResult_t chrGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (simInfo == NULL) return chrFail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL");
   if (simInfo->magic != 0x74685283u)
     return chrFail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo not initialized via NCCL_SIM_INFO_INITIALIZER");

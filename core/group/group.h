@@ -8,6 +8,10 @@
 
 #include "exec/task.h"
 
+/* ncclGroupStart, ncclGroupEnd, ncclGroupSimulateEnd (api/group_api.c is their entry point). */
+ncclResult_t chrGroupStart(void);
+ncclResult_t chrGroupEnd(void);
+ncclResult_t chrGroupSimulateEnd(ncclSimInfo_t* simInfo);
 /* Take a checked task (malloc'ed; the group owns it from here). Outside a group it runs now. */
 ncclResult_t chrGroupEnqueue(struct chrCollTask* task);
 /* Inside a group: communicator init is deferred to the outermost ncclGroupEnd, where all deferred
