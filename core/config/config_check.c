@@ -16,7 +16,7 @@
 #include "config/config_store.h"
 #include "log/log.h"
 #include "config/algo_select.h"
-#include "plugin/env_plugin.h"
+#include "config/env_plugin.h"
 #include "socket/socket.h"
 
 /* ---- one value --------------------------------------------------------------------------------- */

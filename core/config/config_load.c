@@ -10,11 +10,10 @@
  * names are collected, never logged here: the logger reads its own settings through this code, so
  * logging from here would recurse. chrConfigValidate (config_check.c) reports them.
  *
- * "The environment" is what chrEnvGet answers (plugin/env.c): an env plugin's getEnv when
+ * "The environment" is what chrEnvGet answers (config/env_plugin.c): an env plugin's getEnv when
  * NCCL_ENV_PLUGIN gives one (the source of its values is then "env plugin"), else getenv. Every
  * parameter is asked, and so are CHORUS_CONF and NCCL_CONF_FILE, which a plugin standing for the
- * environment must be able to set; HOME is not a setting and is read with getenv. env.c is the one
- * file of core/plugin that this layer calls: it needs nothing above config/ and log/.
+ * environment must be able to set; HOME is not a setting and is read with getenv.
  *
  * inih is linked statically (see the top CMakeLists.txt), so the library needs nothing but libc.
  */
@@ -37,7 +36,7 @@
 #include <unistd.h>
 
 #include "config/config_store.h"
-#include "plugin/env_plugin.h"
+#include "config/env_plugin.h"
 
 #define CHR_STR2(x) #x
 #define CHR_STR(x) CHR_STR2(x)
@@ -363,7 +362,7 @@ static void applyKey(chrConfigStore* store, const char* path, int level, const c
       setParam(store, id, k->value, source, level, source);
       return;
     }
-    if (strcasecmp(k->key, "NCCL_ENV_PLUGIN") == 0) { /* chosen before any file is read (plugin/env.c) */
+    if (strcasecmp(k->key, "NCCL_ENV_PLUGIN") == 0) { /* chosen before any file is read (env_plugin.c) */
       chrConfigAddNote(store, k->key, "%s: NCCL_ENV_PLUGIN has no effect in a file: the env plugin is chosen from "
                        "the environment before any file is read", source);
       return;
@@ -531,7 +530,7 @@ chrConfigStore* chrConfigBuildStore(void) {
   }
 
   /* 4. An env plugin that was asked for and is not used: a warning, or under CHORUS_PLUGIN_STRICT=1
-   * (as this store says, read with getenv since the plugin is not used) an error (plugin/env.c). */
+   * (as this store says, read with getenv since the plugin is not used) an error (env_plugin.c). */
   if (env->failure[0] && env->strict && store->params[CHR_P_PLUGIN_STRICT].intValue != 0)
     chrConfigAddError(store, "%s; failing because CHORUS_PLUGIN_STRICT=1", env->failure);
   else if (env->failure[0])

@@ -15,7 +15,7 @@
  * tools/ read is neither here nor in params.def. */
 static const char* const otherNames[] = {
     "CHORUS_CONF",                       /* config_load.c: locates the config file */
-    "NCCL_ENV_PLUGIN",                   /* plugin/env.c: read with getenv before the configuration exists */
+    "NCCL_ENV_PLUGIN",                   /* config/env_plugin.c: read with getenv before the configuration exists */
     "CHORUS_ENV_PLUGIN_FILE",            /* plugins/env_chorus: its settings file, read with getenv */
     "CHORUS_RANK", "CHORUS_NRANKS",      /* tools/launch.c: rank of a process started by any launcher */
     "CHORUS_SOCKET_EAGER_BYTES",         /* plugins/net_socket: read with getenv, as plugins do */

@@ -3,7 +3,7 @@
  * param.h: reading configuration parameters.
  *
  * Order that decides a value: the environment (the env plugin's getEnv, when NCCL_ENV_PLUGIN gives
- * one: plugin/env_plugin.h), then NCCL_CONF_FILE / CHORUS_CONF, then
+ * one: config/env_plugin.h), then NCCL_CONF_FILE / CHORUS_CONF, then
  * ~/.config/chorus.ini, then /etc/chorus.ini, then the flat NCCL files ~/.nccl.conf and /etc/nccl.conf,
  * then the default in params.def. Files are INI (inih); keys before any [section] are full names.
  * A value that is not valid is not applied (the next level decides) and makes chrConfigValidate fail.

@@ -20,7 +20,7 @@
 #include <pthread.h>
 #include <string.h>
 #include "plugin/net.h"
-#include "plugin/plugin_open.h"
+#include "util/plugin_open.h"
 
 /* Limits the core assumes for v8 plugins (int sizes): 2^30 bytes per p2p transfer, 2^29 per collnet op. */
 #define CHR_NET_V8_MAX_P2P_BYTES (1ULL << 30)

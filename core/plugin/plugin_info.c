@@ -4,7 +4,7 @@
  */
 #include "plugin/plugin_info.h"
 
-#include "plugin/env_plugin.h"
+#include "config/env_plugin.h"
 #include "plugin/net_plugin.h"
 #include "plugin/profiler_plugin.h"
 #include "plugin/tuner_plugin.h"

@@ -12,7 +12,7 @@
 #define CHORUS_PLUGIN_RECORD_H_
 
 #include "nccl.h"
-#include "plugin/plugin_open.h"
+#include "util/plugin_open.h"
 
 struct chrNet;
 

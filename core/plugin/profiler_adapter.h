@@ -19,7 +19,7 @@
 #ifndef CHORUS_PROFILER_ADAPTER_H_
 #define CHORUS_PROFILER_ADAPTER_H_
 
-#include "plugin/plugin_open.h"
+#include "util/plugin_open.h"
 #include "plugin/plugin_record.h"
 #include "plugin/profiler_plugin.h"
 

@@ -18,7 +18,7 @@
 #ifndef CHORUS_TUNER_ADAPTER_H_
 #define CHORUS_TUNER_ADAPTER_H_
 
-#include "plugin/plugin_open.h"
+#include "util/plugin_open.h"
 #include "plugin/plugin_record.h"
 #include "plugin/tuner.h"
 

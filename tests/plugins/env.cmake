@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# ABI conformance tests of the env plugin loader (core/plugin/env.c) and of the configuration read
+# ABI conformance tests of the env plugin loader (core/config/env_plugin.c) and of the configuration read
 # through it: tiny test env plugins, one per ABI version and two broken ones, driven by
 # test_env_loader; chorus-info's view; finalize at exit; the reference plugin libnccl-env-chorus.so
 # in a real run. Each scenario is its own process. Included by tests/plugins/CMakeLists.txt (after

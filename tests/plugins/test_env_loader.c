@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_env_loader.c: conformance tests of the env plugin loader (core/plugin/env.c) and of the
+ * test_env_loader.c: conformance tests of the env plugin loader (core/config/env_plugin.c) and of the
  * configuration read through it (core/config/config_load.c), driven by the test env plugins
  * (testenv_plugin.c). One scenario per process; the ctest entry (tests/plugins/env.cmake) sets
  * NCCL_ENV_PLUGIN and the rest of the environment.
@@ -27,7 +27,7 @@
 
 #include "config/param.h"
 #include "log/log.h"
-#include "plugin/env_plugin.h"
+#include "config/env_plugin.h"
 #include "loader_check.h"
 #include "testenv_stats.h"
 

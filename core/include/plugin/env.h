@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin/env.h: every env plugin ABI version, and the unversioned names. The core speaks v2; a v1
- * table is called through a small adapter in core/plugin/env.c that drops the logger.
+ * table is called through a small adapter in core/config/env_plugin.c that drops the logger.
  */
 #ifndef CHORUS_PLUGIN_ENV_H_
 #define CHORUS_PLUGIN_ENV_H_

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * env.c: the env plugin loader (env_plugin.h), the only code that calls an env plugin's slots.
+ * env_plugin.c: the env plugin loader (env_plugin.h), the only code that calls an env plugin's slots.
  *
- * Layering. The configuration (config/) is the bottom layer, and the env plugin must be in place
- * before its first store is built, which the logger may start from anywhere. So this file needs
- * nothing above that layer: libc, plugin_open.c (the library search, itself libc only), the ABI
- * headers and the logger's entry point; and it never logs while a store is being built. The config
- * loader calls it directly, the one piece of core/plugin that config/ reaches. A hook registered from
- * above could not promise to be in place before that first build (only a constructor could, and a
- * static link drops an object nothing refers to).
+ * Layering. The configuration (config/) is a bottom layer, and the env plugin must be in place
+ * before its first store is built, which the logger may start from anywhere. So this loader lives in
+ * config/, beside its one caller, the config loader, and needs nothing above that layer: libc,
+ * util/plugin_open.c (the library search, itself libc only), the ABI headers and the logger's entry
+ * point; and it never logs while a store is being built. A hook registered from above could not
+ * promise to be in place before that first build (only a constructor could, and a static link drops
+ * an object nothing refers to).
  *
  * Versions. ncclEnvPlugin_v2 is called as it is; a v1 table is copied into a v2 one whose init is
  * initV1, which drops the logger (v1's init has none).
@@ -26,7 +26,7 @@
  * store), so the logger handed to a v2 init keeps what the plugin logs from inside init and getEnv,
  * and chrEnvPluginFlushLog writes it later. Logged from anywhere else, it goes out at once.
  */
-#include "plugin/env_plugin.h"
+#include "config/env_plugin.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -38,7 +38,7 @@
 #include "log/log.h"
 #include "nccl.h"
 #include "plugin/env.h"
-#include "plugin/plugin_open.h"
+#include "util/plugin_open.h"
 
 #define ENV_PREFIX "libnccl-env"
 #define ENV_KEPT_LINES 32 /* lines kept while the logger cannot run; more are counted, not kept */

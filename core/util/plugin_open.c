@@ -2,7 +2,7 @@
 /*
  * plugin_open.c: the generic plugin library search (see plugin_open.h for the rules).
  */
-#include "plugin/plugin_open.h"
+#include "util/plugin_open.h"
 #include "util/own_dir.h"
 
 #include <ctype.h>

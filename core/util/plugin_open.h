@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin_open.h: finding and opening a plugin library the NCCL way (NCCL's plugin naming rules), shared by the
- * net, tuner and profiler loaders.
+ * net, tuner, profiler and env loaders. It needs libc alone, so it sits in util/, under the env
+ * plugin's loader (config/env_plugin.c) as well as the others (plugin/).
  *
  * For a kind prefix P ("libnccl-net", "libnccl-tuner", "libnccl-profiler") and the user's value V:
  *   V unset or ""            -> P.so
@@ -12,8 +13,8 @@
  * without LD_LIBRARY_PATH (and, when the core is linked statically into a program in <p>/bin, in
  * <p>/lib). Flags: RTLD_NOW | RTLD_LOCAL.
  */
-#ifndef CHORUS_PLUGIN_OPEN_H_
-#define CHORUS_PLUGIN_OPEN_H_
+#ifndef CHORUS_UTIL_PLUGIN_OPEN_H_
+#define CHORUS_UTIL_PLUGIN_OPEN_H_
 
 #include <stddef.h>
 
@@ -50,4 +51,4 @@ void chrPluginDescribe(const chrPluginLib* lib, const char* label, int usable, c
 /* Directory holding libchorus (or the program it is linked into), without trailing '/'; "" if unknown. */
 const char* chrPluginLibraryDir(void);
 
-#endif /* CHORUS_PLUGIN_OPEN_H_ */
+#endif /* CHORUS_UTIL_PLUGIN_OPEN_H_ */

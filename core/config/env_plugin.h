@@ -9,11 +9,12 @@
  * the config file) is asked of its getEnv instead of getenv, and chorus-info shows "env plugin" as
  * the source of those values. When none can be used, getenv is.
  *
- * The config loader (config/config_load.c) is the one caller of chrEnvSourceOpen and chrEnvGet; this
- * part of core/plugin sits at the bottom layer with config/ and log/ (see the top of env.c).
+ * The config loader (config/config_load.c) is the one caller of chrEnvSourceOpen and chrEnvGet, so the
+ * env plugin's loader lives here in config/, not with the other loaders in plugin/ (see the top of
+ * env_plugin.c).
  */
-#ifndef CHORUS_ENV_PLUGIN_H_
-#define CHORUS_ENV_PLUGIN_H_
+#ifndef CHORUS_CONFIG_ENV_PLUGIN_H_
+#define CHORUS_CONFIG_ENV_PLUGIN_H_
 
 #include <stdio.h>
 
@@ -44,4 +45,4 @@ void chrEnvPluginFlushLog(void);
 /* For chorus-info: NCCL_ENV_PLUGIN, the library in use or why there is none, its name and version. */
 void chrEnvPluginDescribe(FILE* out);
 
-#endif /* CHORUS_ENV_PLUGIN_H_ */
+#endif /* CHORUS_CONFIG_ENV_PLUGIN_H_ */
