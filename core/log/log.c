@@ -2,10 +2,11 @@
 /*
  * log.c: the NCCL-style logger (NCCL_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE).
  *
- * Settings are read through the parameter table (env > files > default) on first use, and again after
- * chrLogReset(). Each line goes out in one write(), so lines of concurrent threads never interleave.
- * The config code never logs (it would recurse into this init); its problems are reported by
- * chrConfigValidate at communicator init.
+ * Settings are read from the configuration (env > files > default) on first use, and again after
+ * chrLogReset(), through the calls of log.h that config/log_settings.c answers: the logger sits under
+ * config/ and knows no parameter table. Each line goes out in one write(), so lines of concurrent
+ * threads never interleave. The config code never logs while it loads (it would recurse into this
+ * init); its problems are reported by chrConfigValidate at communicator init.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/param.h"
 #include "log/log.h"
 
 #define CHR_LOG_UNINIT (-1)
@@ -100,25 +100,17 @@ static void setHostName(void) {
   if (dot) *dot = '\0'; /* short host name, as NCCL prints it */
 }
 
-static void reportNonDefaults(void) {
-  if (!chrLogEnabled(NCCL_LOG_INFO, NCCL_ENV)) return;
-  for (int i = 0; i < CHR_P_COUNT; i++) {
-    const char* source = chrParamSource((chrParamId)i);
-    if (strcmp(source, "default") == 0) continue;
-    INFO(NCCL_ENV, "%s set by %s to %s", chrParamName((chrParamId)i),
-         strcmp(source, "env") == 0 ? "environment" : source, chrParamShown((chrParamId)i));
-  }
-}
-
 static void logInit(void) {
   pthread_mutex_lock(&logInitMutex);
   if (atomic_load_explicit(&logLevel, memory_order_acquire) != CHR_LOG_UNINIT) {
     pthread_mutex_unlock(&logInitMutex);
     return;
   }
-  int level = parseLevel(chrParamStr(CHR_P_DEBUG)); /* loads the config; the config never logs */
-  unsigned long mask = parseSubsys(chrParamStr(CHR_P_DEBUG_SUBSYS));
-  const char* filePattern = chrParamStr(CHR_P_DEBUG_FILE);
+  struct chrLogSettings settings;
+  chrLogSettingsRead(&settings); /* loads the config; the config never logs */
+  int level = parseLevel(settings.level);
+  unsigned long mask = parseSubsys(settings.subsys);
+  const char* filePattern = settings.file;
   setHostName();
   clock_gettime(CLOCK_MONOTONIC, &logStart);
 
@@ -142,7 +134,7 @@ static void logInit(void) {
   /* From here on chrLog works; what follows logs through it. Still under the mutex, so a second
    * thread arriving now neither re-initializes nor prints these lines twice. */
   if (openErr) WARN("NCCL_DEBUG_FILE: cannot open '%s' (%s); logging to stdout", path, strerror(openErr));
-  reportNonDefaults();
+  chrLogSettingsReport();
   pthread_mutex_unlock(&logInitMutex);
 }
 
@@ -227,7 +219,7 @@ void chrLog(ncclDebugLogLevel level, unsigned long flags, const char* file, int 
 
 void chrLogReset(void) {
   pthread_mutex_lock(&logInitMutex);
-  chrConfigReload(); /* NCCL_DEBUG* may have changed in the environment or the files */
+  chrLogSettingsReload(); /* NCCL_DEBUG* may have changed in the environment or the files */
   if (logFdOwned) close(logFd);
   logFd = STDOUT_FILENO;
   logFdOwned = 0;

@@ -20,7 +20,7 @@ void chrLog(ncclDebugLogLevel level, unsigned long flags, const char* file, int 
 int chrLogEnabled(ncclDebugLogLevel level, unsigned long flags);
 
 /* Forget the parsed NCCL_DEBUG settings so the next log call re-reads them (ncclResetDebugInit).
- * Reloads the configuration first (chrConfigReload), so changed environment variables are seen. */
+ * Reloads the configuration first (chrLogSettingsReload), so changed environment variables are seen. */
 void chrLogReset(void);
 
 /* The device number shown in the "[dev]" column of this thread's lines (default 0). */
@@ -48,5 +48,21 @@ const char* chrResultName(ncclResult_t res);
 ncclResult_t chrFailAt(ncclResult_t res, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define chrFail(res, ...) chrFailAt((res), __FILE__, __LINE__, __VA_ARGS__)
+
+/* ---- what the logger asks of the configuration -------------------------------------------------
+ * Declared here, answered one layer up by config/log_settings.c: the logger sits under config/
+ * (docs/design.md, "Layout") and knows no parameter table. Each call may load the configuration,
+ * which never logs while it loads. */
+struct chrLogSettings {
+  const char* level;  /* NCCL_DEBUG */
+  const char* subsys; /* NCCL_DEBUG_SUBSYS */
+  const char* file;   /* NCCL_DEBUG_FILE */
+};
+/* The current values, never NULL ("" when unset); valid for the life of the process. */
+void chrLogSettingsRead(struct chrLogSettings* out);
+/* One INFO ENV line per parameter that is not at its default (the logger calls it once it works). */
+void chrLogSettingsReport(void);
+/* Re-read the environment and the files (chrLogReset). */
+void chrLogSettingsReload(void);
 
 #endif /* CHORUS_LOG_H_ */
