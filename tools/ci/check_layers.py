@@ -14,20 +14,22 @@ for plugins and tools:
 
 Every include that breaks these is a violation. The includes that broke them when the check came in
 are listed in the debt file (tools/ci/layers_debt.txt, one `file: include` a line, sorted). The
-check fails on a violation that is not in the list, and on an entry of the list that no longer
-occurs, so the list can only shrink. --write-debt rewrites the list from what the tree holds now.
+check fails on a violation that is not in the list, on an entry of the list that no longer occurs
+(so the list can only shrink), and on a quoted include found nowhere in the tree (the search paths
+below would be out of date). --write-debt rewrites the list from what the tree holds now.
 Then a summary: the violations by pair of folders, and the folders of the core that include each
 other in a circle. Exit status 0 when the tree and the list agree, 1 otherwise, 2 on a usage error.
 """
 import argparse
 import os
 import re
+import signal
 import sys
 
 # The layers of core/ and device/, bottom first. A file may include its own folder and any folder
-# of a lower rank; nothing may include upward. Every folder of core/ needs a line here (a new one
-# fails the check until it has a rank). Two folders never share a rank, so any circle between
-# folders has an upward include in it.
+# of a lower rank; nothing may include upward. Every folder of core/ that holds sources needs a line
+# here (a new one fails the check until it has a rank). Two folders never share a rank, so any
+# circle between folders has an upward include in it.
 LAYERS = [
     # folder            rank  job
     ("core/include",      0, "the contract: nccl.h, chorus.h and the frozen plugin ABI headers"),
@@ -64,10 +66,11 @@ RULES = {
 # directories of the targets built from each top folder (core/CMakeLists.txt, device/CMakeLists.txt,
 # plugins/*/CMakeLists.txt, tools/*.cmake), in their order. "{own}" is the plugin's own folder.
 SEARCH = {
-    "core": ["core/include", "core", "."],
+    "core": ["core/include", "core", "plugins/support", "."],
     "device": [".", "core/include", "core"],
-    "plugins": ["core/include", "core", "{own}", "plugins/net_common", "plugins/net_common/tests"],
-    "tools": ["core/include", "tools", "tools/perf", "tools/netcheck", "tools/bench", "core", "."],
+    # core last: no plugin builds with it, but an include it would reach is named by the rule it breaks.
+    "plugins": ["core/include", "{own}", "plugins/support", "plugins/net_common", "plugins/net_common/tests", "core"],
+    "tools": ["core/include", "tools", "tools/perf", "tools/netcheck", "tools/bench", "core", "plugins/support", "."],
 }
 
 SOURCE_SUFFIXES = (".c", ".h", ".cu", ".cuh", ".cu.in", ".def", ".inc")
@@ -231,18 +234,19 @@ def shortest_circle(graph, members):
 
 
 def check_table(root):
-    """Problems of the table itself: a core folder without a rank, a rank used twice."""
+    """Problems of the table itself: a folder of core/ with sources but no rank, a rank used twice."""
     problems = []
     ranks = {}
     for folder, rank, _ in LAYERS:
         if rank in ranks:
             problems.append(f"LAYERS: {folder} and {ranks[rank]} share rank {rank}")
         ranks[rank] = folder
-    core = os.path.join(root, "core")
-    if os.path.isdir(core):
-        for name in sorted(os.listdir(core)):
-            if os.path.isdir(os.path.join(core, name)) and not layer_of("core/" + name):
-                problems.append(f"LAYERS: core/{name} has no rank (add a line for it)")
+    for rel in source_files(root):
+        parts = rel.split("/")
+        if parts[0] == "core" and len(parts) > 2 and not layer_of(rel):
+            problem = f"LAYERS: core/{parts[1]} has no rank (add a line for it)"
+            if problem not in problems:
+                problems.append(problem)
     return problems
 
 
@@ -254,7 +258,7 @@ def main(argv):
     ap.add_argument("--debt", help=f"the allow-list (default: ROOT/{DEFAULT_DEBT})")
     ap.add_argument("--write-debt", action="store_true", help="rewrite the allow-list from the tree")
     ap.add_argument("-v", "--verbose", action="store_true",
-                    help="also list the allowed violations and the includes found nowhere in the tree")
+                    help="also list the violations that the allow-list allows")
     args = ap.parse_args(argv)
     root = os.path.abspath(args.root)
     debt_path = args.debt or os.path.join(root, DEFAULT_DEBT)
@@ -269,9 +273,11 @@ def main(argv):
     unresolved = 0
     for rel, lineno, text, target in includes:
         if target is None:
+            # The build would not find it either, or SEARCH has lost a folder of the include path (and
+            # would stop checking what is included from there): either way, say so.
             unresolved += 1
-            if args.verbose:
-                print(f"{rel}:{lineno}: #include \"{text}\" (not in the tree: a system or generated header)")
+            print(f"{rel}:{lineno}: #include \"{text}\": found nowhere in the tree "
+                  "(a system header: write <...>; else SEARCH lacks a folder of the build's include path)")
             continue
         src, dst = unit_of(rel), unit_of(target)
         if src != dst and layer_of(rel) and layer_of(target):
@@ -304,7 +310,7 @@ def main(argv):
     for key, hits in violations.items():
         _, _, src, dst = hits[0]
         pairs[(src, dst)] = pairs.get((src, dst), 0) + 1
-    print(f"check_layers: {len(includes)} includes, {unresolved} outside the tree, "
+    print(f"check_layers: {len(includes)} includes, {unresolved} found nowhere, "
           f"{len(violations)} violations ({len(violations) - len(new)} in the debt list), "
           f"{len(new)} new, {len(stale)} stale")
     for (src, dst), n in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -316,7 +322,7 @@ def main(argv):
             print("    e.g. " + " -> ".join(shortest_circle(graph, c)))
     else:
         print("  no circle between the folders of the core")
-    if new or stale or problems:
+    if new or stale or problems or unresolved:
         print("check_layers: FAILED (the order is in docs/design.md, \"Layout\"; "
               "fix the include, or move the declaration down)")
         return 1
@@ -324,4 +330,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quietly, when the output goes to head
     sys.exit(main(sys.argv[1:]))
