@@ -118,7 +118,7 @@ static ncclResult_t enqueueColl(const struct collArgs* a) {
   t->stream = a->stream;
   t->apiFunc = a->partOf ? a->partOf : a->func;
   t->callStart = a->partOf ? a->firstPart : 1;
-  if (chrProfOn(CHR_PROF_NEED_API)) chrProfApiStart(t);
+  if (chrProfOn(CHR_PROF_NEED_API)) chrProfApiStart(t, chrGroupDepth());
   return chrGroupEnqueue(t); /* planned with the rest of its group, at the group's end */
 fail:
   if (a->comm && a->comm->magic == CHR_COMM_MAGIC) chrCommNoteError(a->comm);

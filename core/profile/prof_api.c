@@ -13,7 +13,6 @@
 
 #include "comm/comm.h"
 #include "exec/task.h"
-#include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "config/algo_select.h"
@@ -47,8 +46,9 @@ ncclResult_t chrProfDetach(struct ncclComm* comm) {
 
 static int isP2p(const struct chrCollTask* t) { return t->func == ncclFuncSend || t->func == ncclFuncRecv; }
 
-/* This thread's GroupApi event of comm, opened on first use. NULL when there is none to give. */
-static void* groupApiOf(struct ncclComm* comm) {
+/* This thread's GroupApi event of comm, opened on first use (inside groupDepth groups). NULL when
+ * there is none to give. */
+static void* groupApiOf(struct ncclComm* comm, int groupDepth) {
   for (int i = 0; i < chrProfGroupApiOpen; i++)
     if (groupApi[i].comm == comm) return groupApi[i].handle;
   if (!chrProfOn(CHR_PROF_NEED_API)) return NULL;
@@ -56,7 +56,7 @@ static void* groupApiOf(struct ncclComm* comm) {
   struct chrProfDescr d;
   memset(&d, 0, sizeof(d));
   d.d.groupApi.graphCaptured = false;
-  d.d.groupApi.groupDepth = chrGroupDepth() + 1; /* 1: the implicit group of a bare call */
+  d.d.groupApi.groupDepth = groupDepth + 1; /* 1: the implicit group of a bare call */
   void* h = NULL;
   chrProfilerStart(comm->profiler, ncclProfileGroupApi, NULL, &d, &h);
   if (h == NULL) return NULL;
@@ -68,11 +68,11 @@ static void* groupApiOf(struct ncclComm* comm) {
   return h;
 }
 
-void chrProfApiStart(struct chrCollTask* t) {
+void chrProfApiStart(struct chrCollTask* t, int groupDepth) {
   struct chrProfiler* prof = t->comm->profiler;
   t->profApi = NULL;
   if (prof == NULL) return;
-  void* parent = groupApiOf(t->comm);
+  void* parent = groupApiOf(t->comm, groupDepth);
   int p2p = isP2p(t);
   if (!chrProfOn(p2p ? CHR_PROF_NEED_P2P_API : CHR_PROF_NEED_COLL_API)) return;
   struct chrProfDescr d;

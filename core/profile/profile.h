@@ -62,9 +62,10 @@ extern __thread int chrProfGroupApiOpen;
 ncclResult_t chrProfAttach(struct ncclComm* comm);
 ncclResult_t chrProfDetach(struct ncclComm* comm);
 
-/* An API call made task t (guard: chrProfOn(CHR_PROF_NEED_API)): open this thread's GroupApi event
- * of t's communicator if needed and start the CollApi/P2pApi event (t->profApi). */
-void chrProfApiStart(struct chrCollTask* t);
+/* An API call made task t (guard: chrProfOn(CHR_PROF_NEED_API)) inside groupDepth groups
+ * (chrGroupDepth): open this thread's GroupApi event of t's communicator if needed and start the
+ * CollApi/P2pApi event (t->profApi). */
+void chrProfApiStart(struct chrCollTask* t, int groupDepth);
 /* The call was handed to its group: stop its CollApi/P2pApi event (t->profApi stays the parent of
  * the task's Coll/P2p event). */
 void chrProfApiStop(struct chrCollTask* t);
