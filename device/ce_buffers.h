@@ -12,7 +12,7 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include "cuda/ce_mailbox.h"
+#include "device/ce_mailbox.h"
 #include "device/ce_vmm.h"
 
 #define CHR_CE_MAX_OPENED 64

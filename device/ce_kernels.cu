@@ -2,7 +2,7 @@
 /*
  * ce_kernels.cu: the kernel of copy-engine sends (ce_kernels.h).
  */
-#include "cuda/ce_mailbox.h"
+#include "device/ce_mailbox.h"
 #include "device/ce_kernels.h"
 #include "device/ce_timing.cuh"
 #include "device/dev_error.h"

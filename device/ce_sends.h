@@ -6,7 +6,7 @@
  *
  * Between processes a GPU that drives both directions at once moves about half the link each way
  * (docs/perf/gpu-2gpu.md, fourth session), so each send runs on its SENDER's GPU, straight into the
- * receiver's buffer, beside the kernels. The two ends meet in a mailbox (core/cuda/ce_mailbox.h,
+ * receiver's buffer, beside the kernels. The two ends meet in a mailbox (device/ce_mailbox.h,
  * sender-copies mode) per ordered pair of ranks and class, in a POSIX shared-memory segment both map
  * and register with their GPU; transfer k of a pair is the k-th engine send from A to B and the k-th
  * engine receive at B from A (both ends decide from the size alone).
