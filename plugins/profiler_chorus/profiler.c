@@ -17,12 +17,14 @@
  * so a record is written out (trace and summary) when the pool wraps around to it, or at finalize.
  *
  * Settings (environment; Chorus exports the INI section [profiler.chorus] there before init):
- *   CHORUS_PROFILER_DIR   folder for the files (default: the current folder)
+ *   CHORUS_PROFILER_DIR   folder for the files, made when missing (default: the current folder)
  *   CHORUS_PROFILER_MASK  the event mask (default PC_DEFAULT_MASK; e.g. 0x7ff for every event)
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,6 +79,20 @@ static uint64_t nextId(void) {
   return __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) | ((uint64_t)getpid() << 32);
 }
 
+/* The folder for the files and its parents, as `mkdir -p` makes them. 0, or -1 with errno. */
+static int makeFolder(const char* path) {
+  char buf[sizeof(((struct pcCtx*)0)->dir)];
+  snprintf(buf, sizeof(buf), "%s", path);
+  for (char* p = buf + 1;; p++) {
+    const char c = *p;
+    if (c != '/' && c != '\0') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    *p = c;
+    if (c == '\0') return 0;
+  }
+}
+
 ncclResult_t pcInit(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes,
                     int nranks, int rank, ncclDebugLogger_t logfn) {
   struct pcCtx* ctx = calloc(1, sizeof(*ctx));
@@ -91,6 +107,9 @@ ncclResult_t pcInit(void** context, uint64_t commId, int* eActivationMask, const
   ctx->mask = eActivationMask;
   const char* dir = getenv("CHORUS_PROFILER_DIR");
   snprintf(ctx->dir, sizeof(ctx->dir), "%s", dir && dir[0] ? dir : ".");
+  if (makeFolder(ctx->dir) != 0 && logfn)
+    logfn(NCCL_LOG_WARN, NCCL_PROFILE, __FILE__, __LINE__, "Chorus profiler: cannot create CHORUS_PROFILER_DIR %s: %s",
+          ctx->dir, strerror(errno));
   const char* m = getenv("CHORUS_PROFILER_MASK");
   char* end = NULL;
   long mask = m && m[0] ? strtol(m, &end, 0) : PC_DEFAULT_MASK;
