@@ -22,7 +22,8 @@
 #      enough there; the multi-rank tests need their kernels to run concurrently, which the sanitizer
 #      may not allow)
 #   7. PyTorch (when python3 imports torch): tests/gpu/torch_ops.py, torch_ddp.py and torch_dup_gpu.py
-#      (two ranks left on GPU 0 must fail, as with NCCL), Chorus preloaded
+#      (two ranks left on GPU 0 must fail, as with NCCL), Chorus preloaded, and the README's torchrun
+#      recipe (examples/torch_allreduce.py)
 #   8. the docs/perf/gpu.md table: chorus-gpu-ceiling (copy rate, launch floor), then chorus-perf
 #      -t 2 -M cuda for every collective, 8 B .. PERF_MAX (default 8G; checked up to 1 GB), table.md via
 #      tools/bench/gpu_table.py (about 3 minutes per collective: two or three per device call)
@@ -92,6 +93,10 @@ if want torch && python3 -c "import torch" 2>/dev/null; then
     tail -3 "$OUT/$script.txt"
     note "$script: exit $rc ($(tail -1 "$OUT/$script.txt"))"
   done
+  # The README's PyTorch recipe (torchrun), as written; the build folder stands for build/.
+  sh "$ROOT/tests/readme_recipes.sh" "$ROOT" "$BUILD" gpu >"$OUT/readme_gpu.txt" 2>&1
+  rc=$?
+  note "README gpu recipes: exit $rc ($(grep -E '^(PASS|FAIL)' "$OUT/readme_gpu.txt" | tr '\n' ' '))"
 elif want torch; then
   note "torch: python3 cannot import torch here"
 fi

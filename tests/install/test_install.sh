@@ -36,7 +36,7 @@ cmake -S "$here/downstream" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp
 pcbuild() { # prefix, output
   PKG_CONFIG_PATH=$1/$libdir/pkgconfig
   export PKG_CONFIG_PATH
-  cc -o "$2" "$here/consumer.c" $(pkg-config --cflags --libs nccl) -Wl,-rpath,"$1/$libdir" || return 1
+  cc -o "$2" "$here/../../examples/allreduce.c" $(pkg-config --cflags --libs nccl) -Wl,-rpath,"$1/$libdir" || return 1
   cc -shared -fPIC -o "$2-plugin.so" "$here/plugin_user.c" $(pkg-config --cflags chorus-plugin) || return 1
   "$2"
 }
