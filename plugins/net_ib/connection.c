@@ -2,7 +2,7 @@
 /*
  * connection.c: listen, connect, accept, close.
  *
- * Setup goes over one TCP socket (core/socket helpers, compiled into this plugin):
+ * Setup goes over one TCP socket (the socket helpers of plugins/support):
  *   sender   -> receiver: its connection info (QPs, LID/GID, MTU, and where its FIFO is), with the
  *                         handle's nonce
  *   receiver -> sender:   its connection info (QPs, LID/GID, MTU)

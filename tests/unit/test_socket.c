@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_socket.c: the socket utilities (core/socket): address parsing and printing, interface specs,
- * listen/connect/accept, send/recv all with deadlines and abort, a peer that closes mid-message,
- * the non-blocking progress step. Loopback only.
+ * test_socket.c: the socket utilities (plugins/support/socket): address parsing and printing,
+ * interface specs, listen/connect/accept, send/recv all with deadlines and abort, a peer that closes
+ * mid-message, the non-blocking progress step. Loopback only.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -34,7 +34,7 @@ LAYERS = [
     # folder            rank  job
     ("core/include",      0, "the contract: nccl.h, chorus.h and the frozen plugin ABI headers"),
     ("core/util",        10, "OS helpers: futex, idle waits, the own folder, siphash"),
-    ("core/socket",      20, "socket helpers, libc only: the bootstrap's and the net plugins' (compiled in)"),
+    ("plugins/support",  20, "the plugin support library, libc only: sockets (the bootstrap's too), settings"),
     ("core/log",         30, "the NCCL-style logger, last-error text, the CHECK macros"),
     ("core/config",      40, "parameters (params.def), the INI/env loader, the value store"),
     ("core/bootstrap",   50, "unique ids, the root, rendezvous, messages between ranks"),
@@ -53,7 +53,7 @@ LAYERS = [
 # What the code outside the layers may include (folders, or single files).
 ABI_HEADERS = ["core/include/plugin"]           # the frozen plugin ABI, one header per version
 PUBLIC_HEADERS = ["core/include"]               # nccl.h, chorus.h and the plugin ABI
-SUPPORT_LIBRARY = ["core/socket",              # compiled from source into the net plugins that use it
+SUPPORT_LIBRARY = ["plugins/support",          # linked by every plugin and by libchorus
                    "plugins/net_common"]        # compiled into each net plugin
 RULES = {
     # top folder: (what a file there may include besides its own subfolder, the rule in words)

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * socket.h: small TCP socket utilities shared by the core (bootstrap) and the TCP net plugin.
+ * socket.h: small TCP socket utilities shared by the core (bootstrap) and the net plugins.
  *
- * This code is compiled into libchorus AND into plugins/net_socket, which must also load into
- * NVIDIA's NCCL. So it never calls chrLog/chrFail/chrParam*: every function that can fail returns an
- * ncclResult_t and, when `err` is not NULL, writes one line of text (no newline) saying exactly what
- * went wrong. The caller decides how to report it (the core: chrFail("...: %s", err.msg)).
- * Optional INFO/TRACE messages (connect retries, chosen interfaces) go to the logger set with
- * chrSockSetLogger(); with none set, nothing is printed.
+ * Part of plugins/support (chorus_plugin_support), linked into libchorus AND into the net plugins,
+ * which must also load into NVIDIA's NCCL. So it never calls chrLog/chrFail/chrParam*: every function
+ * that can fail returns an ncclResult_t and, when `err` is not NULL, writes one line of text (no
+ * newline) saying exactly what went wrong. The caller decides how to report it (the core:
+ * chrFail("...: %s", err.msg)). Optional INFO/TRACE messages (connect retries, chosen interfaces) go
+ * to the logger set with chrSockSetLogger(); with none set, nothing is printed.
  *
  * Each embedding library has its OWN copy of these functions and of the logger pointer: they must not
- * be exported (libchorus exports only nccl* and pnccl*; the plugin must build with -fvisibility=hidden or a
- * version script), otherwise one library's calls could bind to the other's copy.
+ * be exported (the archive is built with hidden visibility; libchorus exports only nccl* and pnccl*),
+ * otherwise one library's calls could bind to the other's copy.
  *
  * Results (the same everywhere below):
  *   ncclSuccess         done
@@ -40,8 +40,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include "nccl.h"
-#include "plugin/common.h"
+#include "plugin/common.h" /* ncclResult_t (nccl.h), the logger type */
 
 typedef union {
   struct sockaddr sa;
