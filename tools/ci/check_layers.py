@@ -33,12 +33,12 @@ import sys
 LAYERS = [
     # folder            rank  job
     ("core/include",      0, "the contract: nccl.h, chorus.h and the frozen plugin ABI headers"),
-    ("core/util",        10, "OS helpers: futex, idle waits, the own folder, siphash"),
+    ("core/util",        10, "OS helpers: futex, idle waits, the plugin library search, siphash"),
     ("plugins/support",  20, "the plugin support library, libc only: sockets (the bootstrap's too), settings"),
     ("core/log",         30, "the NCCL-style logger, last-error text, the CHECK macros"),
-    ("core/config",      40, "parameters (params.def), the INI/env loader, the value store"),
+    ("core/config",      40, "parameters (params.def), the INI/env loader, the env plugin, the store"),
     ("core/bootstrap",   50, "unique ids, the root, rendezvous, messages between ranks"),
-    ("core/plugin",      60, "finding and opening plugins; net/tuner/profiler/env loaders, adapters"),
+    ("core/plugin",      60, "the net, tuner and profiler loaders, their adapters and call wrappers"),
     ("core/transport",   70, "links between ranks: shm, net (through the net plugin), connection"),
     ("device",           80, "libchorus-device.so: the CUDA kernels and their C launcher"),
     ("core/cuda",        90, "the CUDA driver, the device library's loader, a rank's GPU state"),
