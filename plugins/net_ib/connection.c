@@ -88,7 +88,7 @@ ncclResult_t ibListen(void* ctx, int dev, void* handle, void** listenComm) {
     free(lc);
     return res;
   }
-  ibRandom(&lc->h.nonce, sizeof(lc->h.nonce));
+  chrPluginRandom(&lc->h.nonce, sizeof(lc->h.nonce));
   memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
   ibHandleEncode(&lc->h, (uint8_t*)handle);
   *listenComm = lc;

@@ -154,9 +154,4 @@ IB_HIDDEN int ibReqAlloc(ibReqPool* p);
 IB_HIDDEN int ibReqFree(ibReqPool* p, int idx);
 IB_HIDDEN int ibReqInUse(const ibReqPool* p);
 
-/* ---------------------------------------------------------------- settings (settings.c) */
-/* An integer setting from the environment: default when unset; a value that is not a whole number
- * in [lo, hi] is refused (returns -1, reason in err), never silently clamped. */
-IB_HIDDEN int ibEnvInt(const char* name, long lo, long hi, long def, long* out, char* err, size_t errLen);
-
 #endif /* CHORUS_NET_IB_LOGIC_H_ */

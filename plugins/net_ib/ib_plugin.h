@@ -17,6 +17,7 @@
 
 #include "net_setup.h"
 #include "ib_logic.h"
+#include "plugin_support.h"
 #include "plugin/net_v12.h"
 #include "plugin/profiler_common.h"
 #include "plugin/profiler_net_ib.h"
@@ -133,8 +134,6 @@ typedef struct {
 } ibListenComm;
 
 /* ---- shared functions ---- */
-/* init.c */
-void ibRandom(void* buf, size_t len);
 /* qp.c: queue pairs and the comm's verbs objects */
 ncclResult_t ibCommCreateVerbs(ibComm* c, int nQps, ibConnInfo* local);
 ncclResult_t ibCommConnectQps(ibComm* c, const ibConnInfo* local, const ibConnInfo* remote);

@@ -11,12 +11,10 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ib_plugin.h"
 
@@ -25,34 +23,12 @@ ibDev ibDevs[IB_MAX_DEVS];
 int ibNDevs;
 ibSettings ibConf;
 
-
-void ibRandom(void* buf, size_t len) {
-  size_t got = 0;
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    while (got < len) {
-      ssize_t r = read(fd, (char*)buf + got, len - got);
-      if (r <= 0) break;
-      got += (size_t)r;
-    }
-    close(fd);
-  }
-  /* no /dev/urandom: time and address bits; the nonce only guards against stray connections */
-  uint64_t x = (uint64_t)chrSockNowNs() ^ (uint64_t)(uintptr_t)buf ^ ((uint64_t)getpid() << 32);
-  for (; got < len; got++) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    ((uint8_t*)buf)[got] = (uint8_t)x;
-  }
-}
-
 /* ---------------------------------------------------------------- settings */
 
 static ncclResult_t envInt(const char* name, long lo, long hi, long def, int* out) {
   long v;
   char err[256];
-  if (ibEnvInt(name, lo, hi, def, &v, err, sizeof(err)) != 0) {
+  if (chrPluginEnvLong(name, lo, hi, def, &v, err, sizeof(err)) != 0) {
     IB_WARN("%s", err);
     return ncclInvalidUsage;
   }
@@ -108,7 +84,7 @@ static int portSpeedMbps(const struct ibv_port_attr* pa) {
 static int chooseGid(ibDev* d, const struct ibv_port_attr* pa) {
   long requested;
   char err[256];
-  if (ibEnvInt("NCCL_IB_GID_INDEX", -1, 65535, -1, &requested, err, sizeof(err)) != 0) {
+  if (chrPluginEnvLong("NCCL_IB_GID_INDEX", -1, 65535, -1, &requested, err, sizeof(err)) != 0) {
     IB_WARN("%s", err);
     return -1;
   }

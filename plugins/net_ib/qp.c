@@ -21,7 +21,7 @@ static ncclResult_t verbsFail(const char* what, const ibDev* d, int err) {
 
 static uint32_t randomPsn(void) {
   uint32_t v;
-  ibRandom(&v, sizeof(v));
+  chrPluginRandom(&v, sizeof(v));
   return v & 0xffffff;
 }
 

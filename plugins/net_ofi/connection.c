@@ -221,7 +221,7 @@ ncclResult_t ofiListen(void* ctx, int dev, void* handle, void** listenComm) {
     return ncclInternalError;
   }
   lc->h.magic = OFI_HANDLE_MAGIC;
-  ofiRandom(&lc->h.nonce, sizeof(lc->h.nonce));
+  chrPluginRandom(&lc->h.nonce, sizeof(lc->h.nonce));
   lc->h.listenId = ofiDevNewId(d);
   lc->h.addrLen = (uint32_t)d->addrLen;
   memcpy(lc->h.addr, e->addr, d->addrLen);

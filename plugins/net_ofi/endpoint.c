@@ -158,8 +158,8 @@ static ncclResult_t devOpenLocked(ofiDev* d) {
     }
     d->eps[i].threadOn = 1;
   }
-  if (d->nextId == 0) ofiRandom(&d->nextId, sizeof(d->nextId)); /* ids of one process do not restart at 1 */
-  if (d->nextKey == 0) ofiRandom(&d->nextKey, sizeof(d->nextKey));
+  if (d->nextId == 0) chrPluginRandom(&d->nextId, sizeof(d->nextId)); /* ids of one process do not restart at 1 */
+  if (d->nextKey == 0) chrPluginRandom(&d->nextKey, sizeof(d->nextKey));
   OFI_INFO(NCCL_NET, "device %s: %d endpoint%s open (%s, %zu-byte address, mr_mode 0x%llx)%s", d->name, d->nEps,
            d->nEps > 1 ? "s" : "", d->info->fabric_attr->prov_name, d->addrLen, (unsigned long long)d->mrMode,
            d->threads ? ", a progress thread each" : "");

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 #include "ofi_plugin.h"
@@ -33,48 +32,15 @@ int64_t ofiNowNs(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-void ofiRandom(void* buf, size_t len) {
-  size_t got = 0;
-  while (got < len) {
-    ssize_t n = getrandom((char*)buf + got, len - got, 0);
-    if (n > 0) {
-      got += (size_t)n;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;
-  }
-  if (got < len) { /* no getrandom: time and pid are enough to tell connections apart */
-    uint64_t x = (uint64_t)ofiNowNs() ^ ((uint64_t)getpid() << 40);
-    for (size_t i = got; i < len; i++) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      ((unsigned char*)buf)[i] = (unsigned char)x;
-    }
-  }
-}
-
 static long envLong(const char* name, long def) {
-  const char* s = getenv(name);
-  if (s == NULL || *s == '\0') return def;
-  char* end;
-  errno = 0;
-  long v = strtol(s, &end, 0);
-  if (errno != 0 || end == s || *end != '\0') {
-    OFI_WARN("ignoring %s=\"%s\": not an integer, using %ld", name, s, def);
-    return def;
-  }
+  long v;
+  if (chrPluginEnvLong(name, LONG_MIN, LONG_MAX, def, &v, NULL, 0) != 0)
+    OFI_WARN("ignoring %s=\"%s\": not an integer, using %ld", name, getenv(name), def);
   return v;
 }
 
 static void envStr(const char* name, char* out, size_t len) {
-  const char* s = getenv(name);
-  out[0] = '\0';
-  if (s == NULL) return;
-  if (strlen(s) >= len) {
-    OFI_WARN("ignoring %s: longer than %zu characters", name, len - 1);
-    return;
-  }
-  strcpy(out, s);
+  if (chrPluginEnvStr(name, out, len) != 0) OFI_WARN("ignoring %s: longer than %zu characters", name, len - 1);
 }
 
 static void readSettings(void) {

@@ -35,6 +35,7 @@
 #include <sys/types.h>
 #include "net_setup.h"
 #include "plugin/net_v12.h"
+#include "plugin_support.h"
 
 #define OFI_LIBFABRIC_VERSION FI_VERSION(1, 17)
 
@@ -276,7 +277,6 @@ typedef struct ofiComm {
 
 /* ---- shared functions ---- */
 /* init.c */
-void ofiRandom(void* buf, size_t len);
 int64_t ofiNowNs(void);
 
 /* endpoint.c (every function here but ofiDevOpen and ofiEpLock expects the endpoint's lock held) */

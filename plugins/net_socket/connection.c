@@ -143,7 +143,7 @@ ncclResult_t nsListen(void* ctx, int dev, void* handle, void** listenComm) {
   lc->magic = NS_LISTEN_MAGIC;
   lc->dev = dev;
   lc->h.magic = NS_HANDLE_MAGIC;
-  nsRandom(&lc->h.nonce, sizeof(lc->h.nonce));
+  chrPluginRandom(&lc->h.nonce, sizeof(lc->h.nonce));
   lc->h.nThreads = (uint32_t)nsConf.nThreads;
   lc->h.nSocks = (uint32_t)(nsConf.nThreads > 0 ? nsConf.nThreads * nsConf.nSocksPerThread : nsConf.nSocksPerThread);
   lc->prof = ctx ? ((nsCtx*)ctx)->prof : NULL;

@@ -6,15 +6,10 @@
  * core may call getProperties at any time. Each init() returns its own small context (v11+: one per
  * communicator); the per-process inits of v8..v10 share one legacy context.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 #include "socket_plugin.h"
 
 ncclDebugLogger_t nsLogger = NULL;
@@ -22,39 +17,11 @@ nsDev nsDevs[NS_MAX_DEVS];
 int nsNDevs = 0;
 nsSettings nsConf;
 
-void nsRandom(void* buf, size_t len) {
-  size_t got = 0;
-  while (got < len) {
-    ssize_t n = getrandom((char*)buf + got, len - got, 0);
-    if (n > 0) {
-      got += (size_t)n;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;
-  }
-  if (got < len) { /* no getrandom: mix time and pid, enough to tell connections apart */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40);
-    for (size_t i = got; i < len; i++) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      ((unsigned char*)buf)[i] = (unsigned char)x;
-    }
-  }
-}
-
 /* Integer setting from the environment; `def` when unset, empty or not a number. */
 static long envLong(const char* name, long def) {
-  const char* s = getenv(name);
-  if (s == NULL || *s == '\0') return def;
-  char* end;
-  errno = 0;
-  long v = strtol(s, &end, 0);
-  if (errno != 0 || end == s || *end != '\0') {
-    NS_WARN("ignoring %s=\"%s\": not an integer, using %ld", name, s, def);
-    return def;
-  }
+  long v;
+  if (chrPluginEnvLong(name, LONG_MIN, LONG_MAX, def, &v, NULL, 0) != 0)
+    NS_WARN("ignoring %s=\"%s\": not an integer, using %ld", name, getenv(name), def);
   return v;
 }
 

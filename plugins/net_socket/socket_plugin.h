@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include "net_setup.h"
 #include "plugin/net_v12.h"
+#include "plugin_support.h"
 #include "socket/socket.h"
 
 #define NS_API __attribute__((visibility("default")))
@@ -191,9 +192,6 @@ typedef struct nsComm {
 } nsComm;
 
 /* ---- shared functions ---- */
-/* init.c */
-void nsRandom(void* buf, size_t len);
-
 /* connection.c */
 void nsConnectForget(void* ctx); /* drop unfinished connects made through ctx */
 

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "ib_logic.h"
+#include "plugin_support.h"
 
 static int failures;
 #define EXPECT(cond)                                                      \
@@ -355,15 +356,29 @@ static void caseEnv(void) {
   long v;
   char err[256];
   unsetenv("CHR_IB_TEST_X");
-  EXPECT(ibEnvInt("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == 0 && v == 4);
+  EXPECT(chrPluginEnvLong("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == 0 && v == 4);
   setenv("CHR_IB_TEST_X", "12", 1);
-  EXPECT(ibEnvInt("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == 0 && v == 12);
+  EXPECT(chrPluginEnvLong("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == 0 && v == 12);
   setenv("CHR_IB_TEST_X", "17", 1);
-  EXPECT(ibEnvInt("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == -1 && v == 4 && strstr(err, "1..16"));
+  EXPECT(chrPluginEnvLong("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == -1 && v == 4 && strstr(err, "1..16"));
   setenv("CHR_IB_TEST_X", "3x", 1);
-  EXPECT(ibEnvInt("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == -1);
+  EXPECT(chrPluginEnvLong("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == -1);
   setenv("CHR_IB_TEST_X", "", 1);
-  EXPECT(ibEnvInt("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == 0 && v == 4);
+  EXPECT(chrPluginEnvLong("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == 0 && v == 4);
+  setenv("CHR_IB_TEST_X", " 0x10 ", 1); /* blanks around, base 0 */
+  EXPECT(chrPluginEnvLong("CHR_IB_TEST_X", 1, 16, 4, &v, err, sizeof(err)) == 0 && v == 16);
+  /* the string and nonce helpers of plugins/support, which the IB plugin shares with the others */
+  char s[4];
+  setenv("CHR_IB_TEST_X", "abc", 1);
+  EXPECT(chrPluginEnvStr("CHR_IB_TEST_X", s, sizeof(s)) == 0 && strcmp(s, "abc") == 0);
+  setenv("CHR_IB_TEST_X", "abcd", 1);
+  EXPECT(chrPluginEnvStr("CHR_IB_TEST_X", s, sizeof(s)) == -1 && s[0] == '\0');
+  unsetenv("CHR_IB_TEST_X");
+  EXPECT(chrPluginEnvStr("CHR_IB_TEST_X", s, sizeof(s)) == 0 && s[0] == '\0');
+  uint64_t a[4] = {0}, b[4] = {0};
+  chrPluginRandom(a, sizeof(a));
+  chrPluginRandom(b, sizeof(b));
+  EXPECT(memcmp(a, b, sizeof(a)) != 0 && (a[0] | a[1] | a[2] | a[3]) != 0);
 }
 
 int main(int argc, char** argv) {

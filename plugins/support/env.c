@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* settings.c: integer settings from the environment (ib_logic.h). Plugins read their own settings with
- * getenv, as NCCL plugins do (the core exports its INI sections into the environment first). */
+/* env.c: integer and string settings from the environment (plugin_support.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "ib_logic.h"
+#include "plugin_support.h"
 
-int ibEnvInt(const char* name, long lo, long hi, long def, long* out, char* err, size_t errLen) {
+int chrPluginEnvLong(const char* name, long lo, long hi, long def, long* out, char* err, size_t errLen) {
   const char* v = getenv(name);
   *out = def;
   if (v == NULL || *v == '\0') return 0;
@@ -20,5 +20,14 @@ int ibEnvInt(const char* name, long lo, long hi, long def, long* out, char* err,
     return -1;
   }
   *out = x;
+  return 0;
+}
+
+int chrPluginEnvStr(const char* name, char* out, size_t len) {
+  const char* s = getenv(name);
+  out[0] = '\0';
+  if (s == NULL) return 0;
+  if (strlen(s) >= len) return -1;
+  strcpy(out, s);
   return 0;
 }
