@@ -21,11 +21,10 @@
 #include "transport/transport.h"
 
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
-/* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 64 (the 2-GPU sweeps of 2026-11-26,
- * docs/perf/gpu-2gpu.md: 32 channels with 256 KiB slots moved 1 GB all-reduces 10% faster than 24
- * with 512 KiB, and 64 another 7% faster than 32: each CTA pushes only so much over NVLink), up to
- * CHR_DEV_MAX_CHANNELS (128). One call's works on every channel fit in the kernel arguments
- * (device/dev_args.h); a captured launch with more gets graph-owned storage. */
+/* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 64 (each CTA pushes only so much over
+ * NVLink, so large calls gain from more channels: docs/perf/gpu-2gpu.md), up to CHR_DEV_MAX_CHANNELS
+ * (128). One call's works on every channel fit in the kernel arguments (device/dev_args.h); a
+ * captured launch with more gets graph-owned storage. */
 #define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
 
 struct chrDevShared {
@@ -82,12 +81,11 @@ static int defaultChannels(const struct ncclComm* comm) {
   return ch;
 }
 
-/* Point-to-point lanes. One CTA moves a send through its slots at about 20 GB/s over NVLink (8
- * lanes: 150 GB/s on 2 H100s, docs/perf/gpu-2gpu.md), so a large send splits over lanes, each its
- * own connection index and pair of CTAs. The CTAs stay within the ring channels' budget (2 per
- * lane), and the memory too: every rank receives nRanks * lanes connections, so fewer lanes as the
- * rank count grows (about 64 connections, or one per channel past 64: with 64 channels 32 lanes on
- * 2 ranks, 8 on 8). */
+/* Point-to-point lanes. One CTA moves a send through its slots at a small share of what NVLink
+ * carries (docs/perf/gpu-2gpu.md), so a large send splits over lanes, each its own connection index
+ * and pair of CTAs. The CTAs stay within the ring channels' budget (2 per lane), and the memory too:
+ * every rank receives nRanks * lanes connections, so fewer lanes as the rank count grows (about 64
+ * connections, or one per channel past 64: with 64 channels 32 lanes on 2 ranks, 8 on 8). */
 static int p2pLanes(int nRanks, int nChannels) {
   int lanes = CHR_DEV_P2P_CONNS;
   if (lanes > nChannels / 2) lanes = nChannels / 2;
@@ -108,11 +106,10 @@ void chrDevCommShape(const struct ncclComm* comm, struct chrDevShape* shape) {
     return;
   }
   /* NCCL_BUFFSIZE set by the user sizes the rings' slots as it does NCCL's; otherwise the GPU's own
-   * default (across hosts its own too: on one H200 with two acted-out hosts, 256 KiB slots ran
-   * all-reduces at 1/8 of NCCL's rate and 2 MiB ones at NCCL's, docs/perf/gpu-net.md). Point-to-point lanes keep half of NCCL_BUFFSIZE's step either way (256 KiB by default:
-   * each step ends in a system-scope fence that waits for the step's stores to land over NVLink, and
-   * against 128 KiB slots 256 KiB moved 0.5-4 GB sends 4-6% faster on 2 H100s, docs/perf/gpu-2gpu.md,
-   * run e2; 512 KiB made 32 MB ones slower). */
+   * default (across hosts a larger one of its own, since a ring step there costs a round trip over
+   * the net: docs/perf/gpu-net.md). Point-to-point lanes keep half of NCCL_BUFFSIZE's step either way
+   * (256 KiB by default: each step ends in a system-scope fence that waits for the step's stores to
+   * land over NVLink, so larger steps pay it less often; docs/perf/gpu-2gpu.md has the sizes tried). */
   const int64_t ncclBuff = chrParamInt(CHR_P_BUFFSIZE);
   const int userSet = strcmp(chrParamSource(CHR_P_BUFFSIZE), "default") != 0;
   const size_t ringStep = slotBytes(userSet          ? ncclBuff

@@ -8,7 +8,7 @@
 
 /* sendWaits (shm by reference): not send/recv, whose send must complete before its receive is
  * called; not the ring all-reduce, whose reduce half then reads into a slot to add it, and which
- * measured 5-25% slower than through the slots (docs/perf/host.md). */
+ * measured slower than through the slots (docs/perf/host.md). */
 static int patternQualifies(int pattern, int sendWaits) {
   switch (pattern) {
     case CHR_PAT_P2P_SEND:

@@ -81,7 +81,7 @@ typedef double chrF64 __attribute__((aligned(1), may_alias));
 
 /* On x86-64 each per-type function is also built for x86-64-v3 (AVX2, 8 floats per vector, blends)
  * and the loader picks the variant the CPU supports (GCC ifunc). The baseline (SSE2) loops are
- * memory-bound for float/int already; the small-float conversions run 2-3x faster with AVX2.
+ * memory-bound for float/int already; the small-float conversions gain most from AVX2.
  * FMA is in v3 but -ffp-contract=off keeps it out of our arithmetic, so both variants give the same
  * bits. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \

@@ -33,32 +33,23 @@
 #include "config/algo_select.h"
 #include "plan/plan.h"
 
-/* The LL threshold and SIMPLE's bytes per channel: CHORUS_GPU_LL_MAX_BYTES (512 KB on 2 ranks) and
- * CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL (32 KB), from the sweep on 2 H100s over NVLink
- * (docs/perf/gpu-2gpu.md, "Planner knobs"); the tree's bound CHORUS_GPU_TREE_MAX_BYTES and LL's
- * growth with the rank count from the sweep on 4 H200s (docs/perf/gpu-scaling.md). */
+/* The defaults of CHORUS_GPU_LL_MAX_BYTES, CHORUS_GPU_SIMPLE_BYTES_PER_CHANNEL and
+ * CHORUS_GPU_TREE_MAX_BYTES, and LL's growth with the rank count, come from the sweeps in
+ * docs/perf/gpu-2gpu.md ("Planner knobs") and docs/perf/gpu-scaling.md. */
 /* LL: 8 KiB per channel, so that a channel's step is one line per thread of the CTA (1024 threads
- * of 8 payload bytes): with 16 KiB, each thread read its second line only after its first, and a
- * 16-64 KB all-reduce on 2 H100s took 8.2-8.5 us under CUDA graphs against 6.2-6.8 up to 8 KB
- * (docs/perf/gpu-2gpu.md, run e7). */
+ * of 8 payload bytes); with two lines per thread, each thread reads its second line only after its
+ * first, which made small all-reduces slower (docs/perf/gpu-2gpu.md). */
 #define DEV_LL_BYTES_PER_CHANNEL (8u << 10)
 
 /* A rough estimate for ncclGroupSimulateEnd: 10 us per hop, 100 GB/s. */
 static float devEstimateUs(int hops, size_t bytes) { return 10.0f * (float)hops + (float)bytes / 1e5f; }
 
 /* A send or receive: as many lanes as the count fills (both ends compute the same), one per
- * CHORUS_GPU_P2P_BYTES_PER_LANE up to DEV_P2P_DENSE_LANES lanes and one per twice that beyond: on 2
- * H100s (docs/perf/gpu-2gpu.md, run e10) 8 lanes moved a 1 MB send in 16.5 us against 17.2 with 16,
- * 16 lanes a 2 MB one in 19.8 against 21.2 with 32, and a 4 MB all-to-all took 23.8 us on 16 lanes
- * per peer against 33.5 on 32 (each lane is two CTAs and, with a rank's copies to itself, four works
- * to plan, check and pass), while below 512 KB fewer lanes than one per 64 KB were slower.
- * An LL send (up to CHORUS_GPU_P2P_LL_MAX_BYTES, 256 KB) takes one lane per
- * CHORUS_GPU_P2P_LL_BYTES_PER_LANE (32 KB, one LL step): on 2 H200s (run e13) 64/128/256 KB sends
- * took 9.8/10.5/11.1 us against 13.3/12.3/12.5 with LL on one lane up to 64 KB and SIMPLE beyond,
- * and 128/256/512 KB all-to-alls 12.5/12.8/15.2 against 16.7/15.5/16.4; 8 KB per lane was slower.
- * Not 512 KB: it sped a 512 KB send and a 1 MB all-to-all in one run (e15: 10.9 against 12.6 us,
- * 14.0 against 16.3) and slowed that all-to-all to 21-22 us, in both layouts, in the next (e16,
- * a sweep beside NCCL; 16.2-16.4 with 256 KB in e14). */
+ * CHORUS_GPU_P2P_BYTES_PER_LANE up to DEV_P2P_DENSE_LANES lanes and one per twice that beyond, since
+ * each lane costs two CTAs and, with a rank's copies to itself, four works to plan, check and pass.
+ * An LL send (up to CHORUS_GPU_P2P_LL_MAX_BYTES) takes one lane per
+ * CHORUS_GPU_P2P_LL_BYTES_PER_LANE (one LL step). The measurements behind both rules are in
+ * docs/perf/gpu-2gpu.md ("Why, and what would close it"). */
 #define DEV_P2P_DENSE_LANES 8
 static ncclResult_t planP2p(struct chrCollTask* t, const struct chrDevShape* shape, size_t bytes) {
   t->algo = CHR_ALGO_UNDEF;
@@ -124,9 +115,8 @@ static ncclResult_t devCostTable(const struct chrCollTask* t, const struct chrDe
 /* A SIMPLE ring step is a whole slot at most; smaller when a channel's data would otherwise take
  * fewer than CHORUS_GPU_RING_LOOPS loops, so that one rank's next step overlaps its peers' current
  * ones (in one loop, every step but the first waits for the previous rank's), but not below
- * DEV_RING_MIN_CHUNK: each step costs a CTA two barriers and a system-scope fence. Default 1 loop
- * (whole slots): on 2 GPUs, 4 loops made 8-32 MB all-reduces 15-40% slower, each extra step costing
- * about 3 us, and changed nothing from 64 MB up (docs/perf/gpu-2gpu.md, "Planner knobs"). */
+ * DEV_RING_MIN_CHUNK: each step costs a CTA two barriers and a system-scope fence, which is why the
+ * default is 1 loop, whole slots (docs/perf/gpu-2gpu.md, "Planner knobs"). */
 #define DEV_RING_MIN_CHUNK (64u << 10)
 static void ringPipeline(struct chrCollTask* t, size_t bytes) {
   const int n = t->comm->nRanks;
@@ -190,10 +180,8 @@ static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* sh
     if (chunk >= CHR_ALIGN_BYTES && chunk % CHR_ALIGN_BYTES) t->chunkElems = (chunk / CHR_ALIGN_BYTES * CHR_ALIGN_BYTES) / t->typeSize;
   }
   /* An all-reduce on 2 ranks: one exchange instead of the ring's two hops (plan/work.h
-   * CHR_PAT_PAIR_ALLREDUCE, written by plan/works.c); LL, where the hops' latency is the cost (2 H100s,
-   * under CUDA graphs: 8.9 us per 8-byte all-reduce against 6.7 for an all-gather, whose step program
-   * has the same shape), and SIMPLE up to CHORUS_GPU_PAIR_MAX_BYTES (default 0: not yet measured
-   * against the ring on GPUs). */
+   * CHR_PAT_PAIR_ALLREDUCE, written by plan/works.c); always for LL, where the hops' latency is the
+   * cost, and for SIMPLE up to CHORUS_GPU_PAIR_MAX_BYTES (default 0: the ring). */
   t->pairExchange = t->func == ncclFuncAllReduce && comm->nRanks == 2 && bestA == CHR_ALGO_RING &&
                     (bestP == CHR_PROTO_LL || bytes <= (size_t)chrParamInt(CHR_P_GPU_PAIR_MAX_BYTES));
   t->estimatedUs = devEstimateUs(devHops(t->func, bestA, comm->nRanks), bytes);
@@ -228,8 +216,7 @@ ncclResult_t chrPlanDevTask(struct chrCollTask* t) {
   }
   /* An all-reduce's LL bound grows with the rank count: its ring makes 2(n-1) steps of 1/n of the
    * data, each of which costs SIMPLE a pair of barriers and a fence, so LL stays the faster
-   * protocol to larger calls (4 GPUs: 1 MB 23.4 us LL vs 32.0 SIMPLE). Not the other collectives:
-   * on 4 GPUs a 1 MB broadcast ran 15.0 us SIMPLE vs 18.2 LL (docs/perf/gpu-scaling.md). */
+   * protocol to larger calls. The other collectives gained nothing from it (docs/perf/gpu-scaling.md). */
   size_t llMax = (size_t)chrParamInt(isP2p ? CHR_P_GPU_P2P_LL_MAX_BYTES : CHR_P_GPU_LL_MAX_BYTES);
   if (t->func == ncclFuncAllReduce && n > 2) llMax = llMax * (size_t)n / 2;
   t->proto = ll && (!simple || bytes <= llMax) ? CHR_PROTO_LL : CHR_PROTO_SIMPLE;

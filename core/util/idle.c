@@ -40,9 +40,8 @@ int chrIdlePoll(uint64_t idleNs) {
     return 0;
   }
   /* Hand the core to whoever is runnable (with more ranks than cores, the peer we wait for) and
-   * come back at once. A sleep here, even of 10 us, costs ~60 us (the kernel's timer slack) per
-   * ring or tree hop: 8 ranks on 2 cores took 270-300 us for an 8-byte all-reduce, 43-56 us
-   * yielding. */
+   * come back at once. A sleep here, however short, lasts the kernel's timer slack (tens of
+   * microseconds) at every ring or tree hop (docs/perf/host.md has the runs). */
   sched_yield();
   const uint64_t after = chrNowNs();
   lateYields = after - before > LATE_YIELD_NS ? lateYields + 1 : 0;
