@@ -2,34 +2,24 @@
 /*
  * bootstrap.h: how the ranks of a communicator find each other, over TCP.
  *
- * 1. chrBootstrapGetUniqueId: the ncclUniqueId holds the root's socket address and a secret.
- *    Without NCCL_COMM_ID, a root is started now, in a detached thread of this process, listening on
- *    the interface chosen by NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY, and the secret is random.
- *    With NCCL_COMM_ID=host:port, every process computes the same id on its own (the secret is derived
- *    from the address, so it is only an integrity check, not a secret), and rank 0 starts the root
- *    inside chrBootstrapInit, listening on exactly that address.
- *    Any number of ids may be made in one process; their roots run independently.
- * 2. chrBootstrapInit: each rank opens its own listening socket, sends the root a hello (rank, nranks,
- *    listen address, info blob); the root checks it (secret, rank range and uniqueness, nranks and
- *    infoSize consistency) and, once all nranks are in, sends everyone all addresses and info blobs.
- *    A root made with the id was listening before the id existed, so a refused connection to it means
- *    it is gone (its process exited, or the id was used up by an earlier communicator: the root ends
- *    once every rank has joined): an error at once. Only an NCCL_COMM_ID root is waited for.
- *    A bad hello is answered with a reject that carries the reason; garbage is dropped. Ranks that are
- *    slow to come are waited for, as NCCL does (CHORUS_BOOTSTRAP_TIMEOUT > 0 bounds the wait, and the
- *    root then tells every waiting rank which ranks never came); a rank that closes its connection
- *    during init is an error for everyone at once.
- * 3. Point-to-point messages between ranks (chrBootstrapSend/Recv) and collectives built on them
- *    (AllGather, Barrier). They wait as long as a live peer takes (CHORUS_TIMEOUT > 0 bounds them),
- *    end on the abort flag, and fail at once with ncclRemoteError when the peer's process is gone.
+ * 1. chrBootstrapGetUniqueId: the id holds the root's address and a secret. Without NCCL_COMM_ID a
+ *    root starts now, in a detached thread of this process, with a random secret; with
+ *    NCCL_COMM_ID=host:port every process computes the same id and rank 0 starts the root inside
+ *    chrBootstrapInit (the secret is then only an integrity check). Each id has a root of its own.
+ * 2. chrBootstrapInit: each rank sends the root a hello (rank, nranks, its listen address, an info
+ *    blob); once all are in and checked, the root sends everyone every address and blob. Slow ranks
+ *    are waited for as NCCL does (CHORUS_BOOTSTRAP_TIMEOUT bounds it); a refused connection to an
+ *    id's own root, or a rank that closes during init, fails at once.
+ * 3. Point-to-point messages (chrBootstrapSend/Recv) and AllGather/Barrier on them: they wait as long
+ *    as a live peer takes (CHORUS_TIMEOUT bounds it), end on the abort flag, and fail at once with
+ *    ncclRemoteError when the peer's process is gone.
  *
  * Results: ncclInvalidArgument (bad arguments or a malformed unique id), ncclInvalidUsage (the root
  * rejected this rank: wrong secret, rank taken or out of range, inconsistent nranks/infoSize),
  * ncclTimeout (a deadline passed), ncclRemoteError (a peer closed/reset its connection or sent a bad
- * message), ncclSystemError (an OS call failed), ncclInternalError (*abortFlag was set).
- * The first code to see an error logs it (WARN) and sets the thread's last-error text.
- *
- * All ranks must have the same byte order (as with NCCL).
+ * message), ncclSystemError (an OS call failed), ncclInternalError (*abortFlag was set); the first
+ * code to see an error logs it and sets the thread's last-error text. All ranks must have the same
+ * byte order, as with NCCL. docs/design.md, "Communicator init and bootstrap", has the rest.
  */
 #ifndef CHORUS_BOOTSTRAP_H_
 #define CHORUS_BOOTSTRAP_H_

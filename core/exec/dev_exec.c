@@ -2,56 +2,24 @@
 /*
  * dev_exec.c: launching device tasks (dev_exec.h).
  *
- * Per comm and group: the collectives' works, channel by channel in call order, go to one
- * chrDevLaunch; the sends and receives go to a second one, after them, lane k's sends on
- * channel 2k and its receives on channel 2k + 1 (plan_dev.c splits a large one over lanes). The device library cuts a launch into several kernels where the reduction
- * changes, and every rank cuts the collectives at the same places (they are the same calls in the
- * same order); point-to-point works only copy, so keeping them in a launch of their own means a
- * rank's sends and receives always run in the same kernel, whatever other ranks' groups hold.
+ * Per comm and group, two launches: the collectives' works, channel by channel in call order, then
+ * the sends and receives (lane k's sends on channel 2k, its receives on 2k + 1). Every rank cuts the
+ * collectives into kernels at the same places, and a rank's sends and receives always share a
+ * kernel. A device channel runs its works strictly in order, so point-to-point works go in rounds:
+ * in round d rank r sends to r + d and receives from r - d, each send meeting its receive in the
+ * same round whatever order the user gave.
  *
- * Order of point-to-point works. A device channel runs its works strictly in order, and a send
- * larger than the connection's 8 slots waits for its receiver. Sends are ordered by (peer - rank) mod
- * n and receives by (rank - peer) mod n (call order among equals), as rounds: in round d rank r
- * sends to r + d and receives from r - d, so each send meets the matching receive in the same round,
- * and rounds complete one after another whatever order the user gave.
+ * Engine works (CHR_WORK_ENGINE: sends of CHORUS_GPU_CE_MIN_BYTES, 2-rank broadcasts, the gather
+ * half of 2-rank all-reduces) go first on channel 0 of the point-to-point launch, in call order,
+ * because the device library pairs the k-th send from A to B with the k-th receive at B from A of
+ * the same class. Broadcasts and all-reduces are class 1, sends class 0: NCCL does not order a
+ * rank's collectives against its sends across groups. Both ends decide from the bytes alone; never
+ * under graph capture, whose replays would skip the mailbox's rendezvous.
  *
- * Engine sends. A send to another rank, or a receive from one, of at least CHORUS_GPU_CE_MIN_BYTES
- * (0: never) is one work flagged CHR_WORK_ENGINE instead of lane works: the device library runs it
- * as one cudaMemcpyAsync on the sender's GPU, beside the kernels, after the two ends meet in a host
- * mailbox (the copy engine moves more than the SMs' pushes at large sizes). Both ends decide from
- * the bytes alone, which NCCL requires to match, so nothing is negotiated. Not under CUDA graph
- * capture: a replay would not repeat the mailbox's rendezvous, so captured calls keep the kernels.
- * The device library numbers a rank's engine transfers per (peer, direction, class) in the order it
- * finds them, and the k-th send from A to B must meet the k-th receive at B from A of the same
- * class: so every engine work goes to channel 0, ahead of everything there, in call order (which
- * NCCL makes the same on both ends for one peer, among the point-to-point calls and among the
- * collectives). A broadcast of two ranks of that size is such a transfer too, from the root to the
- * other rank (with, out of place, an engine copy of the root's own buffer): it leaves the
- * collectives' launch (no works, no call number: both ranks leave out the same calls) for channel 0
- * of the point-to-point launch, ahead of the point-to-point engine works, in call order. Broadcasts
- * have a size floor of their own, CHORUS_GPU_CE_BCAST_MIN_BYTES (0: CHORUS_GPU_CE_MIN_BYTES's): a
- * 2-rank broadcast is one transfer whose receiver usually posts first, so the engine carries it,
- * where a send/recv pair's first sender is copied by a kernel (docs/perf/gpu-2gpu.md, i1 and i4). Its class
- * (links[0].conn) is 1, the point-to-point calls' 0: NCCL orders a rank's collectives among
- * themselves and its sends among themselves, but not the two together across groups (rank 0 may
- * run group{send}, group{bcast} while rank 1 runs group{bcast, recv}), so one count for both would
- * pair a broadcast with a send. A 2-rank all-reduce of at least CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES (1 GiB
- * by default; 0: never; an even count, planned as SIMPLE ring works) is a reduce-scatter on the
- * kernels, then an all-gather on the engine: the SMs push about 345-355 GB/s over NVLink, the copy
- * engine about 390, so the gather half moves faster. The reduce-scatter's works stay in the
- * collectives' launch at the call's place, with its call number; each rank then sends its reduced
- * half (block r of the output) to the other and receives the other's into block 1 - r, two engine
- * works of class 1 with the broadcasts' (call order among the collectives). The gather can run on
- * the engine only after the kernels: its source is the reduce-scatter's output, and in place its
- * destination is the reduce-scatter's input. Its works are in the point-to-point launch, which
- * follows the collectives' launch on the stream, and an engine work's ready word is written at the
- * start of the launch that holds it, so neither end's copy starts before both reduce-scatters end.
- *
- * Streams. The launch goes to the first task's stream; other streams of the comm's tasks in the group
- * are joined before (the launch stream waits for each) and after (each waits for the launch). A rank
- * whose previous launch went to another stream waits for it first, so a rank's kernels never run
- * side by side (they share the rank's connections). Under CUDA graph capture that last wait is left
- * out (the graph's own order applies) and nothing is recorded for ncclCommDestroy to wait on.
+ * Streams: the launch goes to the first task's stream, the group's other streams joined before and
+ * after; outside graph capture a rank first waits for its previous launch, so its kernels never run
+ * side by side. docs/design.md ("GPU buffers: ranks of one process on one GPU", Launch and Engine
+ * sends) has the rest.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -2,26 +2,14 @@
 /*
  * shm_link.h: links between processes of one host through POSIX shared memory (transport/shm_link.c).
  *
- * The RECEIVER of a link owns the memory: one segment with a header and the slots. The sender maps the
- * same segment, and its link->slots[i] point into it, so the executor writes each step straight into
- * the receiver's memory: no staging copy on either side.
+ * The RECEIVER of a link owns one segment (header and slots); the sender maps it and writes each
+ * step straight into it. The segment is an unnamed file (O_TMPFILE) the sender opens through
+ * /proc/<pid>/fd/<fd>, so nothing is left behind even when every process is killed; a random name
+ * under /dev/shm exists only while a sender in another pid namespace opens it.
  *
- * Nothing is left behind, even when every process is killed. The segment is an unnamed file in the
- * shm mount (O_TMPFILE), offered to the sender by descriptor: the sender opens /proc/<pid>/fd/<fd> of
- * the receiver. Then no name ever exists, and the kernel frees the memory when the last mapping goes.
- * Only when the sender cannot open that path (another pid namespace sharing /dev/shm) is the file
- * given a random name under /dev/shm, for as long as it takes the sender to open it (one more round
- * of the setup; both sides unlink it once mapped).
- *
- * Credits. A send test(slot) that reports done frees that slot for the sender's next write; a task
- * ends when all its sends are done. Each slot has two buffers (halves), used alternately by successive
- * uses of the slot, and the receiver counts the uses of each slot it has consumed (release, called by
- * the executor once it has read the data). A send of use u reports done once use u-1 of the slot is
- * consumed: the next write goes to u-1's half. So the first use of every slot, and every use after a
- * consumed one, completes without the receiver being there: a send that fits in the connection's
- * buffer does not wait for the matching receive (exec.c: the eager limit).
- *
- * Protocol, per slot s, all counters monotonic 64-bit (never reset, so no ABA):
+ * Credits. Each slot has two halves, used alternately, and a send of use u is done once use u-1 of
+ * the slot is consumed: a send that fits in the connection's buffer never waits for its receive
+ * (exec.c: the eager limit). Per slot s, all counters monotonic 64-bit (never reset, so no ABA):
  *   receiver post(s):    posted[s] += 1 (release; for diagnostics)
  *   sender post(s, n):   bytes[s][use % 2] = n; filled[s] += 1 (release); use += 1
  *   receiver test(s):    done when filled[s] (acquire) >= my posts of s; data in half (posts-1) % 2
@@ -30,30 +18,15 @@
  * The m-th use of slot s on one side matches the m-th use on the other: both executors walk the same
  * step sequence. The receiver writes only its cache lines, the sender only its own.
  *
- * A dead peer is an error: when a test has seen nothing new for ~100 ms, the peer's "closed" flag
- * and its process (pid and start time, kill(pid, 0) and /proc) are checked, every ~100 ms.
+ * Sleeping. A side may sleep (futex) on the counter it waits for after raising its sleeping flag;
+ * the other side looks at the flag after each fill or release, with a full fence between its store
+ * and that load (as between the sleeper's flag and its last look), so one always sees the other.
  *
- * Sleeping. A side with nothing to do may sleep (futex) on the counter it waits for, after raising
- * its sleeping flag; the other side, after each fill or release, looks at the flag (a full fence
- * between its store and that load, as between the sleeper's flag and its last look at the counter,
- * so that one of the two always sees the other) and wakes the counter's sleepers.
- *
- * By reference (direct steps, exec/direct.h). A sender may post a step as the address of its own
- * user memory instead of data in the slot (ref[s][half] != 0); the receiver then copies it with
- * process_vm_readv, into the output or into the slot, and that send is done only once the receiver
- * has consumed it (the user's buffer must stay as it is until read). One copy instead of two, and
- * the copy needs only the receiver running: on a busy machine a step no longer waits for both
- * ranks to hold a core at once. At setup the sender publishes the address of a word only it knows
- * (probeAddr, holding the key mixed); the receiver reads it once, and says in peerReads whether it
- * can (same user, ptrace rules: Yama's ptrace_scope 1 forbids it between siblings). The receiver
- * only ever reads, through the kernel's permission checks, at most the bytes its step expects.
- *
- * Memory. A segment is sized for full steps (2 halves x CHR_STEPS x stepSize) but its pages are
- * committed only when a step first needs them: the sender populates a half's first bytes
- * (madvise MADV_POPULATE_WRITE) before writing more of it than ever before. A link that carries
- * small messages holds a few pages; a full /dev/shm or a memory limit fails that step with the
- * reason, never a SIGBUS. Kernels without MADV_POPULATE_WRITE (before 5.14) commit the whole
- * segment at setup instead.
+ * By reference (exec/direct.h): ref[s][half] != 0 posts the address of the sender's own memory; the
+ * receiver copies it with process_vm_readv (at most the bytes its step expects, through the kernel's
+ * permission checks), and that send is done only once consumed. Dead peers, the probe that tells
+ * whether the receiver may read, and pages committed as steps first need them: docs/design.md,
+ * "How one call flows" (shm).
  */
 #ifndef CHORUS_SHM_LINK_H_
 #define CHORUS_SHM_LINK_H_
