@@ -19,9 +19,9 @@
 #define POLL_NS 500
 #define SHARE_POLL_NS 100 /* device memory the first CTA writes: cheap to read often */
 
-/* A mailbox word: host memory that the host or the peer's GPU writes. Plain volatile reads: m1
- * (docs/perf/gpu-2gpu.md) timed ld.relaxed.sys, ld.global.cv and ld.mmio.relaxed.sys against them and
- * none waited less; what made kernel copies wait was 64 CTAs polling one word (copyShare). */
+/* A mailbox word: host memory that the host or the peer's GPU writes. Plain volatile reads: the
+ * stronger loads (ld.relaxed.sys, ld.global.cv, ld.mmio.relaxed.sys) waited no less
+ * (docs/perf/gpu-2gpu.md); what made kernel copies wait was many CTAs polling one word (copyShare). */
 __device__ static __forceinline__ unsigned long long peek(const volatile unsigned long long* p) { return *p; }
 __device__ static __forceinline__ unsigned int peek32(const volatile unsigned int* p) { return *p; }
 
@@ -88,8 +88,8 @@ __device__ static unsigned long long published(const struct chrCeGroupArgs* a, c
  * the copy to finish sets the receiver's done word. A pulled transfer: the first CTA waits for the
  * pull's done word (the send buffer is read until then), the others leave.
  * Only the copy's first CTA polls the mailbox in host memory and hands what it read to the others
- * through the slot's chrCeCopySync in device memory: with all 64 polling the same host word, each
- * copy saw its publish 120-300 µs late (docs/perf/gpu-2gpu.md, l3-l8), with one 7-10 µs (m1). The
+ * through the slot's chrCeCopySync in device memory: with every CTA polling the same host word, each
+ * copy saw its publish far later than one poller does (docs/perf/gpu-2gpu.md). The
  * others wait on their first CTA, which the GPU starts before them (blocks start in index order, as
  * single-pass scans rely on too), and each leaves on an abort. */
 __device__ static void copyShare(const struct chrCeGroupArgs* a, const struct chrCeCopyJob* j, int part) {

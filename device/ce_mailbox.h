@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ce_mailbox.h: the rendezvous of a copy-engine transfer (docs/perf/gpu-2gpu.md, "Next" 0), in memory
- * both ends map (one process, or two sharing a segment). Header-only, C and C++ (GCC's __atomic
- * builtins on plain words), no CUDA: chorus-ce-probe (tools/gpu/ce_probe.cu) runs it between two
- * GPUs, tests/unit/test_ce_mailbox.c between two processes on the CPU. It sits in device/ with the
- * copy paths that use it (ce_sends.cu, ce_kernels.cu); nothing of core/ does.
+ * ce_mailbox.h: the rendezvous of a copy-engine transfer (docs/design.md, "GPU buffers: copy-engine
+ * sends"), in memory both ends map (one process, or two sharing a segment). Header-only, C and C++
+ * (GCC's __atomic builtins on plain words), no CUDA: chorus-ce-probe (tools/gpu/ce_probe.cu) runs
+ * it between two GPUs, tests/unit/test_ce_mailbox.c between two processes on the CPU. It sits in
+ * device/ with the copy paths that use it (ce_sends.cu, ce_kernels.cu); nothing of core/ does.
  *
  * A mailbox is one direction between two ranks. Transfer k (1, 2, 3, ... in each direction, the
  * same numbering at both ends) uses slot k % CHR_CE_SLOTS. Each end posts what the other needs (its

@@ -37,7 +37,7 @@
 #define AGENT_POLL_NS 20000L
 #define CLASSES CHR_WORK_CLASSES /* links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL (plan/work.h) */
 /* The launch kernel: CTAs shared by its copies, but at least COPY_CTAS_MIN each (build switches, so
- * that a call can A/B them with CUDA_DEFINES: docs/perf/gpu-2gpu.md, "Next" 00x). */
+ * that a run can compare settings with CUDA_DEFINES; docs/perf/gpu-2gpu.md has the ones tried). */
 #ifndef CHR_CE_COPY_CTAS
 #define CHR_CE_COPY_CTAS 64
 #endif
@@ -575,8 +575,7 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
     struct ceOut* o = &ce->out[at];
     struct cePending s = {it->k, bytesOf(w), (const void*)(uintptr_t)w->sendbuff};
     /* A receiver that posts during the wait may have found this post and chosen to pull: this send
-     * then stays first (its kernel finds the pull's mark). k8 ran the wait with pulls before this
-     * check, and the push into a pulled receive failed. */
+     * then stays first (its kernel finds the pull's mark); pushing into a pulled receive would fail. */
     if (first && engine < 0 && rk->cfg.ceWaitUs > 0 && awaitPost(rk, mb, it->k, &theirs)) {
       struct chrCePostData td;
       memcpy(&td, theirs.bytes, sizeof td);

@@ -5,7 +5,7 @@
  * the device library; launch.cu calls it around a launch's kernels.
  *
  * Between processes a GPU that drives both directions at once moves about half the link each way
- * (docs/perf/gpu-2gpu.md, fourth session), so each send runs on its SENDER's GPU, straight into the
+ * (docs/perf/gpu-2gpu.md), so each send runs on its SENDER's GPU, straight into the
  * receiver's buffer, beside the kernels. The two ends meet in a mailbox (device/ce_mailbox.h,
  * sender-copies mode) per ordered pair of ranks and class, in a POSIX shared-memory segment both map
  * and register with their GPU; transfer k of a pair is the k-th engine send from A to B and the k-th
@@ -30,12 +30,12 @@
  *                       cudaMemcpyAsync on the receiver's copy stream, queued after the kernel, waits
  *                       for both ready words, copies and writes both done words; the sender's agent
  *                       publishes CHR_CE_DST_PULLED, and the sender's kernel copies nothing and waits
- *                       for its done word. One engine copy per launch, pushed or pulled, as before.
+ *                       for its done word. One engine copy per launch, pushed or pulled.
  * All GPU work of a call is queued from that call, and a wait for a peer outside the kernel comes
  * after it, one per launch: CUDA maps streams onto a few hardware queues (one with
  * CUDA_DEVICE_MAX_CONNECTIONS=1), so work an agent queued later, or a copy that waits for its receiver
- * ahead of another transfer of the launch, could sit before work the peer waits for (torch_ops hung
- * so, g4/g5; tests/unit/test_ce_mailbox.c models hardware queues and hangs so).
+ * ahead of another transfer of the launch, could sit before work the peer waits for (PyTorch's ops
+ * hung so; tests/unit/test_ce_mailbox.c models hardware queues and hangs so).
  * No host waits for the peer, but for a free mailbox slot when one end is CHR_CE_SLOTS transfers ahead.
  * A copy that cannot run (a receive buffer CUDA IPC cannot share, sizes that differ, a failed CUDA
  * call) still ends the transfer, so no stream waits forever, and raises the rank's error word

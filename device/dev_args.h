@@ -18,10 +18,10 @@
 #include "device/dev_comm.h"
 #include "plan/work.h"
 
-/* Threads per CTA (one CTA per channel). 1024 rather than 512: on 2 H100s over NVLink the same SMs
- * moved 4-6% more in 0.5-4 GB sends and all-to-alls and LL all-reduces of 64 KB-2 MB in 10-40% less
- * time, while 16-byte packs twice as deep per thread (CHR_DEV_UNROLL_PACKS=16) gave nothing
- * (docs/perf/gpu-2gpu.md, run e2). A build may override it (-DCHR_DEV_THREADS=512). */
+/* Threads per CTA (one CTA per channel). 1024 rather than 512: more bytes in flight per SM made
+ * large sends and all-to-alls and LL all-reduces faster, where deeper packs per thread
+ * (CHR_DEV_UNROLL_PACKS=16) gave nothing (docs/perf/gpu-2gpu.md). A build may override it
+ * (-DCHR_DEV_THREADS=512). */
 #ifndef CHR_DEV_THREADS
 #define CHR_DEV_THREADS 1024
 #endif

@@ -98,9 +98,8 @@ CHR_HD float chrDevF32FromBits(uint32_t u) {
  * (max, min: the result is the operand's own bits) or feed it to a float operation, which returns the
  * canonical NaN anyway. gpu.halfsum checks every half code and every float on a GPU. About one
  * instruction instead of fifteen for a half's decode, which every float16 op but the packed sums
- * pays (PreMulSum, which ncclAvg is, max, min, product). Measured on 2 x H100 (g1, 2026-11-27, float16
- * ncclAvg beside NVIDIA's NCCL, 128 MB-1 GB): all-reduce 0.94-0.99 of NCCL with the integer decode,
- * 1.02-1.13 with cvt; reduce-scatter 0.77-0.92 against 1.13-1.23; the GPU tests passed with it on. */
+ * pays (PreMulSum, which ncclAvg is, max, min, product); float16 averages are markedly faster with it
+ * (docs/perf/gpu-2gpu.md). */
 #ifndef CHR_DEV_HW_CONVERT
 #define CHR_DEV_HW_CONVERT 1
 #endif

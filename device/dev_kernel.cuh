@@ -18,10 +18,9 @@
  * rewritten in prepare(i + 2), after B(i + 1), which the publisher reaches only once step i is out.
  * Data before tail as with one thread: the workers' stores, B, the publisher's release (cumulative);
  * head: every slot read was consumed before B. The publisher waits for nothing but B, so a prepare
- * that waits for a peer never waits for it (2 H100s: copies 1-1.5% faster, reduce-scatter 1-5%, reduce
- * 1%, all-reduce within 1%; docs/perf/gpu-2gpu.md, runs e7 and e9). LL (no tail; every thread
- * computes), and SIMPLE in a CTA of one warp or a CHR_DEV_PUB_WARP=0 build: thread 0 publishes after
- * B, then prepares the next step.
+ * that waits for a peer never waits for it (a small gain for copies and reduce-scatters:
+ * docs/perf/gpu-2gpu.md). LL (no tail; every thread computes), and SIMPLE in a CTA of one warp or a
+ * CHR_DEV_PUB_WARP=0 build: thread 0 publishes after B, then prepares the next step.
  *
  * At the end of a work the positions go back to the connections in device memory, so the next work,
  * in this launch or a later one, continues the sequences; the work's closing barrier comes after the

@@ -162,8 +162,7 @@ struct chrDevRed {
  * canonical NaN, which encodes to 0x7e00 as a half and 0x7fff as a bfloat16).
  * tests/gpu/test_gpu_half_sum.cu checks every pair of codes of both types on the GPU against red().
  * The float path decodes a half in about fifteen instructions; this is about three per element,
- * which is what float16 reductions were short of (run f2 of docs/perf/gpu-2gpu.md: all-reduce 0.97-1.04
- * of NCCL from 32 MB, reduce-scatter 0.88-0.93; f3, with it: 1.03-1.25 and 1.24-1.36). */
+ * which is what float16 reductions were short of (docs/perf/gpu-2gpu.md). */
 template <class R>
 struct chrDevHalfSum {
   /* red() is a sum for these ops; redPre() too but for PreMulSum (its b*s is a float product) */

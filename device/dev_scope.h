@@ -8,11 +8,10 @@
  * Why not cudaGetDevice then cudaSetDevice(prev): a thread that never chose a device (the GPU
  * watchdog, an init thread, a copy-engine agent) reads device 0 from cudaGetDevice, and since CUDA
  * 12 cudaSetDevice(0) creates device 0's primary context. A process whose ranks use only GPU 1 then
- * made a context on GPU 0 some 100 ms into its run (the watchdog's first probe; gpu.x2.procs.colls
- * fails so), and the all-reduces running on GPU 0 meanwhile took up to 2.5 ms (40%) longer (p4,
- * docs/perf/gpu-2gpu.md, Next 00ae); the context also holds GPU 0 memory for nothing. The driver's
- * current context, looked up through the runtime (driver_entry.h), tells a thread with no context
- * apart; restoring it (NULL included) creates none.
+ * makes a context on GPU 0 (at the watchdog's first probe; gpu.x2.procs.colls checks it), which
+ * holds GPU 0 memory for nothing and slows the work running there (docs/perf/gpu-2gpu.md). The
+ * driver's current context, looked up through the runtime (driver_entry.h), tells a thread with no
+ * context apart; restoring it (NULL included) creates none.
  */
 #ifndef CHORUS_DEVICE_DEV_SCOPE_H_
 #define CHORUS_DEVICE_DEV_SCOPE_H_
@@ -44,10 +43,10 @@ const ChrCtxFns& chrCtxFns() {
 }
 }  // namespace
 
-/* Makes dev current. Each runtime call counts on a launch's path (cudaGetDevice plus two
- * cudaSetDevice took 0.3-3.0 us on the H100 hosts, docs/perf/gpu-2gpu.md), so a thread already on
- * dev costs a context lookup and one cudaGetDevice. Without the driver's two context functions (a
- * driver older than the core accepts, which also needs cuCtxGetCurrent) it refuses rather than guess. */
+/* Makes dev current. Each runtime call counts on a launch's path (docs/perf/gpu-2gpu.md), so a
+ * thread already on dev costs a context lookup and one cudaGetDevice. Without the driver's two
+ * context functions (a driver older than the core accepts, which also needs cuCtxGetCurrent) it
+ * refuses rather than guess. */
 static inline cudaError_t chrDevEnter(int dev, chrDevSaved* s) {
   *s = chrDevSaved{};
   const ChrCtxFns& f = chrCtxFns();

@@ -15,8 +15,8 @@
 #include "device/dev_step.cuh"
 
 /* Packs in flight per thread: 8 keeps enough bytes in flight per CTA to approach the memory system
- * (4 reached ~19 GB/s per CTA on an H100); the 1-byte float8 types, whose arithmetic converts
- * through float, use 4 so that they do not spill. */
+ * (4 fell short of it: docs/perf/gpu.md); the 1-byte float8 types, whose arithmetic converts through
+ * float, use 4 so that they do not spill. */
 #ifndef CHR_DEV_UNROLL_PACKS
 #define CHR_DEV_UNROLL_PACKS 8
 #endif

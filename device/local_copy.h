@@ -10,14 +10,12 @@
 #include <stddef.h>
 
 /* CHR_DEV_SELF_COPY_CTAS (a build define): N > 0 (32 by default) runs the copy as a kernel of N CTAs
- * (512 threads each); 0 queues cudaMemcpyAsync, which the driver runs on a copy engine. n9 (2 x H100,
- * docs/perf/gpu-2gpu.md, Next 00af) timed both beside the transfers they run with: a broadcast
- * root's copy out of place and an all-to-all's own block went 4-6% and 15-22% faster with 32 CTAs
- * than on the engine, whose copy shares the link's engines with the transfer (16 CTAs were too slow
- * to hide behind the transfer; 66 no faster than 32). The kernel is loaded with the others at rank
- * creation (chrDevLoadLocalCopy): loaded lazily at its first launch, it waited for the kernels
- * running and hung a captured graph (n10). p1 ran every GPU test and PyTorch with it. Buffers not
- * both 16-byte aligned still go to the engine: a byte-wise kernel would be slower. */
+ * (512 threads each); 0 queues cudaMemcpyAsync, which the driver runs on a copy engine. The kernel is
+ * the default because the engine's copy shares the link's engines with the transfer beside it
+ * (docs/perf/gpu-2gpu.md has the timings). The kernel is loaded with the others at rank creation
+ * (chrDevLoadLocalCopy): loaded lazily at its first launch, it would wait for the kernels running and
+ * hang a captured graph. Buffers not both 16-byte aligned still go to the engine: a byte-wise kernel
+ * would be slower. */
 #ifndef CHR_DEV_SELF_COPY_CTAS
 #define CHR_DEV_SELF_COPY_CTAS 32
 #endif
