@@ -15,7 +15,7 @@ CMAKE_DIR=$PREFIX/cmake
 JOBS=${JOBS:-$(nproc)}
 
 need_packages() {
-  local pkgs="cmake make gcc pkg-config libinih-dev libibverbs-dev libfabric-dev iproute2 procps python3"
+  local pkgs="cmake make gcc pkg-config libinih-dev libibverbs-dev libfabric-dev iproute2 procps python3 dpkg-dev file"
   local missing=""
   for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
