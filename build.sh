@@ -6,7 +6,7 @@
 #   ./build.sh run      the above, then the main job: chorus-perf all-reduce on 4 local ranks
 # Environment: CUDA_ARCH (default 90), BUILD_TYPE (default RelWithDebInfo), SANITIZE=1 (ASan+UBSan,
 # separate build dir), CTEST_ARGS (extra ctest arguments, e.g. "-R unit"), JOBS, OFI_BUNDLE_LIBFABRIC=1
-# (copy libfabric and its libraries next to libnccl-net-ofi.so: plugins/net_ofi/README.md).
+# (copy libfabric and its libraries next to libnccl-net-chorus-ofi.so: plugins/net_ofi/README.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 PREFIX=$ROOT/build

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ofi_plugin.h: private state of the libfabric net plugin (libnccl-net-ofi.so).
+ * ofi_plugin.h: private state of the libfabric net plugin (libnccl-net-chorus-ofi.so).
  *
  * Every device is one libfabric domain of a provider with reliable datagram endpoints (FI_EP_RDM) and
  * tagged messages (FI_TAGGED). Each device gets CHORUS_OFI_ENDPOINTS endpoints per process (default:

@@ -52,7 +52,7 @@
 #   plugins  NVIDIA's NCCL with its p2p and shm transports off, so traffic crosses a net plugin:
 #            its built-in socket transport and our libnccl-net-socket.so at NSOCKS settings
 #            1/1 2/2 4/4 8/2, and our net_ofi on tcp;ofi_rxm (built there, or OFI_PLUGIN: a prebuilt
-#            libnccl-net-ofi.so, path absolute or from the tree's root, e.g. carried); then our tuner
+#            libnccl-net-chorus-ofi.so, path absolute or from the tree's root, e.g. carried); then our tuner
 #            forcing NCCL's algorithm and our profiler recording its collectives (plugins.txt);
 #            PLUGIN_PARTS (default "socket ofi tuner profiler") picks which of the four run, SOCKET_SETTINGS
 #            (default "1x1 2x2 4x4 8x2") the socket runs
@@ -348,7 +348,7 @@ if want plugins; then
   done
   # The GPU image has libfabric's library but not its headers: OFI_PLUGIN names one built elsewhere
   # (it needs only libfabric.so.1 and the C library), carried with the tree.
-  OFI=${OFI_PLUGIN:-$BUILD/lib/libnccl-net-ofi.so}
+  OFI=${OFI_PLUGIN:-$BUILD/lib/libnccl-net-chorus-ofi.so}
   case "$OFI" in /*) ;; *) OFI=$ROOT/$OFI ;; esac
   if ! part ofi; then
     :

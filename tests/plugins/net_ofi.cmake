@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Tests of the libfabric net plugin libnccl-net-ofi.so (plugins/net_ofi), over the tcp;ofi_rxm provider
+# Tests of the libfabric net plugin libnccl-net-chorus-ofi.so (plugins/net_ofi), over the tcp;ofi_rxm provider
 # on loopback. Each test skips (77) with the reason when that provider cannot be opened here.
 # Included by tests/plugins/CMakeLists.txt; the global property keeps a second include harmless.
 get_property(ofi_tests_added GLOBAL PROPERTY CHORUS_NET_OFI_TESTS_ADDED)
-if(ofi_tests_added OR NOT TARGET nccl-net-ofi)
+if(ofi_tests_added OR NOT TARGET nccl-net-chorus-ofi)
   return()
 endif()
 set_property(GLOBAL PROPERTY CHORUS_NET_OFI_TESTS_ADDED TRUE)
@@ -12,9 +12,9 @@ add_executable(test_net_ofi ${CMAKE_SOURCE_DIR}/plugins/net_ofi/tests/test_net_o
 target_include_directories(test_net_ofi BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/core/include)
 # The harness shared with the other net plugins' test programs (plugins/net_common/tests).
 target_link_libraries(test_net_ofi PRIVATE chorus_net_test_harness Threads::Threads ${CMAKE_DL_LIBS})
-add_dependencies(test_net_ofi nccl-net-ofi)
+add_dependencies(test_net_ofi nccl-net-chorus-ofi)
 
-set(OFI_LIB $<TARGET_FILE:nccl-net-ofi>)
+set(OFI_LIB $<TARGET_FILE:nccl-net-chorus-ofi>)
 set(OFI_ENV "FI_PROVIDER=tcp\\;ofi_rxm;CHORUS_OFI_DOMAIN=lo;HOME=${CMAKE_CURRENT_BINARY_DIR}")
 set(OFI_IF sh ${CMAKE_SOURCE_DIR}/plugins/net_ofi/tests/if_provider.sh $<TARGET_FILE:test_net_ofi> ${OFI_LIB} --)
 
@@ -81,10 +81,10 @@ if(TARGET chorus-netcheck)
                -s "CHORUS_OFI_PROGRESS_THREADS=0")
 endif()
 
-# Collectives through Chorus with NCCL_NET_PLUGIN=ofi, every rank its own (acted-out) host and its own
+# Collectives through Chorus with NCCL_NET_PLUGIN=chorus-ofi, every rank its own (acted-out) host and its own
 # process, so all traffic crosses the plugin; strict, so a plugin that fails to load cannot fall back
 # to another. The log line proves which plugin carried it.
-set(OFI_RANKS_ENV "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=30;NCCL_DEBUG=INFO;NCCL_DEBUG_SUBSYS=INIT")
+set(OFI_RANKS_ENV "${OFI_ENV};NCCL_NET_PLUGIN=chorus-ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=30;NCCL_DEBUG=INFO;NCCL_DEBUG_SUBSYS=INIT")
 foreach(n 2 3 4)
   set(tests "")
   foreach(coll broadcast reduce allgather reducescatter gather scatter alltoall sendrecv)
@@ -126,11 +126,11 @@ ofi_allreduce_variant(nothr ENV CHORUS_OFI_PROGRESS_THREADS=0
 # plugin seeing the dead peer (within --deadline 30 s), not from Chorus's own deadline.
 add_test(NAME ranks.ofi.kill.n4.hosts COMMAND ${OFI_IF} $<TARGET_FILE:test_kill> 4 2 --hosts 4 --deadline 30)
 set_tests_properties(ranks.ofi.kill.n4.hosts PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
-                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60")
+                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=chorus-ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60")
 foreach(thr 0 1)
   add_test(NAME ranks.ofi.kill.n4.hosts.thr${thr} COMMAND ${OFI_IF} $<TARGET_FILE:test_kill> 4 2 --hosts 4 --deadline 30)
   set_tests_properties(ranks.ofi.kill.n4.hosts.thr${thr} PROPERTIES TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
-                       ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60;CHORUS_OFI_PROGRESS_THREADS=${thr}")
+                       ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=chorus-ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=60;CHORUS_OFI_PROGRESS_THREADS=${thr}")
 endforeach()
 
 # A receive that timed out (CHORUS_TIMEOUT) while posted straight into the user's buffer
@@ -138,4 +138,4 @@ endforeach()
 # asked, so only closing the link (which cancels it) keeps the late data out of the buffer.
 add_test(NAME ranks.ofi.comm.latesend.n2.hosts.thr1 COMMAND ${OFI_IF} $<TARGET_FILE:test_comm> latesend 2 2)
 set_tests_properties(ranks.ofi.comm.latesend.n2.hosts.thr1 PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
-                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=20;CHORUS_OFI_PROGRESS_THREADS=1")
+                     ENVIRONMENT "${OFI_ENV};NCCL_NET_PLUGIN=chorus-ofi;CHORUS_PLUGIN_STRICT=1;CHORUS_TIMEOUT=20;CHORUS_OFI_PROGRESS_THREADS=1")

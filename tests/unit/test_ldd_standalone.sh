@@ -4,7 +4,7 @@
 # on a machine that has only the C library (CUDA images have no libinih, no libstdc++, ...), so ldd
 # may list nothing else. libgcc_s would be tolerable only if a compiler builtin needed it; none does.
 # The exceptions are the net plugins built over a provider library, which is their reason to exist:
-# libnccl-net-ofi.so may need libfabric.so.1 and libnccl-net-ib.so libibverbs.so.1 (and what those
+# libnccl-net-chorus-ofi.so may need libfabric.so.1 and libnccl-net-ib.so libibverbs.so.1 (and what those
 # load), and nothing else of their own (checked on their NEEDED entries instead of ldd's closure).
 set -u
 libdir=$1
@@ -20,7 +20,7 @@ for lib in "$chorus" "$libdir"/*.so; do
   checked=$((checked + 1))
   provider=
   case "$(basename "$real")" in
-    libnccl-net-ofi.so) provider='|libfabric\.so\.1' ;;
+    libnccl-net-chorus-ofi.so) provider='|libfabric\.so\.1' ;;
     libnccl-net-ib.so) provider='|libibverbs\.so\.1' ;;
   esac
   if [ -n "$provider" ]; then

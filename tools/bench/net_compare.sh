@@ -10,7 +10,7 @@
 #   MAXB (largest size, default 64M), IFACE (default lo), OUT (folder for the raw logs, default a new
 #   temporary folder; its name is printed), CHORUS_ENV (extra settings for the Chorus runs, e.g.
 #   "NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2"; empty = the defaults, which the goal is about),
-#   PLUGINS (default "socket ofi": the net plugins Chorus runs over; ofi only when libnccl-net-ofi.so
+#   PLUGINS (default "socket chorus-ofi": the net plugins Chorus runs over; chorus-ofi only when libnccl-net-chorus-ofi.so
 #   was built; it uses the tcp;ofi_rxm provider on IFACE).
 # Needs: BUILD_DIR/bin/chorus-perf and chorus-tcp-stream, BUILD_DIR/lib/libnccl-net-socket.so, python3;
 #   Open MPI (mpicc, mpirun) for the MPI column, else that column says "-".
@@ -46,10 +46,10 @@ IFACE=${IFACE:-lo}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/net_compare.XXXXXX")}
 mkdir -p "$OUT" || exit 1
 maxBytes=$(numfmt --from=iec "$MAXB") || exit 1
-PLUGINS=${PLUGINS:-socket ofi}
+PLUGINS=${PLUGINS:-socket chorus-ofi}
 case " $PLUGINS " in
-  *" ofi "*) [ -e "$BUILD/lib/libnccl-net-ofi.so" ] || { echo "net_compare.sh: no libnccl-net-ofi.so: ofi left out" >&2
-               PLUGINS=$(echo " $PLUGINS " | sed 's/ ofi / /'); } ;;
+  *" chorus-ofi "*) [ -e "$BUILD/lib/libnccl-net-chorus-ofi.so" ] || { echo "net_compare.sh: no libnccl-net-chorus-ofi.so: chorus-ofi left out" >&2
+               PLUGINS=$(echo " $PLUGINS " | sed 's/ chorus-ofi / /'); } ;;
 esac
 
 have_mpi=0

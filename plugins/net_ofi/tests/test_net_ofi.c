@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_net_ofi.c: drives libnccl-net-ofi.so through its exported tables, as a core would.
+ * test_net_ofi.c: drives libnccl-net-chorus-ofi.so through its exported tables, as a core would.
  *
- *   test_net_ofi <path/to/libnccl-net-ofi.so> <case> [version]
+ *   test_net_ofi <path/to/libnccl-net-chorus-ofi.so> <case> [version]
  *
  * Cases: probe (loads and inits only), sizes, cuda (GPU buffers, where the provider has FI_HMEM), bigrecv, fork, inflight, grouped, badtag, overflow, flush, kill_sender, kill_receiver,
  * strangers, badhandle, version (with 8..12), bw (prints bandwidth, not a test). Exit 0 = pass, 77 =
