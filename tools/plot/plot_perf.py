@@ -306,7 +306,7 @@ def main(argv):
     args = argv[1:]
     try:
         if args and args[0] in ("--check", "--list") and len(args) == 2:
-            mode, spec = args
+            mode, spec = args[0][2:], args[1]
         elif len(args) == 1 and not args[0].startswith("-"):
             mode, spec = "write", args[0]
         elif len(args) >= 3 and args[1] == "-o":
