@@ -7,12 +7,11 @@
 # Environment: REPS (default 3), MAXB4 (largest size for 4 ranks, default 256M; e.g. MAXB4=128M to cut),
 #   MAXB (largest size for fewer ranks, default 256M; e.g. MAXB=1M for a quick trial),
 #   NPS (rank counts, default "2 4"), SKIP_INSTALL=1 (do not apt-get openmpi-bin/libopenmpi-dev),
-#   RAW_DIR (where the logs go, default docs/perf/raw: point it elsewhere for a trial run that must not
-#   replace the recorded results).
+#   RAW_DIR (where the logs go, default build/perf-host/ of the repository, which git ignores).
 # Needs: Open MPI (Debian openmpi-bin + libopenmpi-dev: mpicc, mpirun), python3, and a Chorus build
 #   (BUILD_DIR/bin/chorus-perf, BUILD_DIR/lib/libnccl-net-socket.so).
-# Writes: docs/perf/raw/ (logs of the last run, rewritten each time) and docs/perf/raw/summary.md
-#   (the tables that docs/perf/host.md quotes). The MPI benchmark, tools/bench/mpi_colls.c of this
+# Writes: RAW_DIR/ (logs of the last run, rewritten each time) and RAW_DIR/summary.md (every table,
+#   medians with min-max; docs/perf/data/host.csv holds the medians that docs/perf/host.md shows). The MPI benchmark, tools/bench/mpi_colls.c of this
 #   repository, is built with mpicc into $TMPDIR/chorus-perf-mpi.
 # Everything runs on loopback: MPI with oob/btl_tcp_if_include lo, Chorus with NCCL_SOCKET_IFNAME=lo.
 #
@@ -32,7 +31,7 @@ REPS=${REPS:-3}
 MAXB4=${MAXB4:-256M}
 MAXB=${MAXB:-256M}
 NPS=${NPS:-"2 4"}
-RAW=${RAW_DIR:-$HERE/raw}
+RAW=${RAW_DIR:-$REPO/build/perf-host}
 MPIDIR=${TMPDIR:-/tmp}/chorus-perf-mpi
 SRC_MPI=$REPO/tools/bench/mpi_colls.c
 T0=$(date +%s)
@@ -108,7 +107,7 @@ chorus_timing() {
     env $envt timeout 600 "$PERF" -np "$np" "$coll" -b "$2" -e "$e" -f "$4" -n "$5" -w "$6" -c 0 -a 3 -T 500 -q \
       -J "$RAW/json/chorus_np${np}_${tr}_${coll}_rep${rep}_$1.json" \
       > /dev/null 2>> "$RAW/chorus_np${np}_${tr}_${coll}.stderr" \
-      || log "chorus-perf FAILED: np=$np $tr $coll $2..$e rep $rep (see raw/chorus_np${np}_${tr}_${coll}.stderr)"
+      || log "chorus-perf FAILED: np=$np $tr $coll $2..$e rep $rep (see $RAW/chorus_np${np}_${tr}_${coll}.stderr)"
   done
 }
 mpi_timing() {
@@ -116,7 +115,7 @@ mpi_timing() {
   [ "$tr" = tcp ] && extra=$MPI_TCP
   timeout 600 $MPIRUN -np "$np" $extra "$MPIB" -c "$coll" -e "$maxb" $MPI_OPTS \
     > "$RAW/mpi_np${np}_${tr}_${coll}_rep${rep}.txt" 2>&1 \
-    || log "MPI FAILED: np=$np $tr $coll rep $rep (see raw/mpi_np${np}_${tr}_${coll}_rep${rep}.txt)"
+    || log "MPI FAILED: np=$np $tr $coll rep $rep (see $RAW/mpi_np${np}_${tr}_${coll}_rep${rep}.txt)"
 }
 mpi_coll() { case $1 in broadcast) echo bcast;; *) echo "$1";; esac; }
 maxb_for() { [ "$1" -ge 4 ] && echo "$MAXB4" || echo "$MAXB"; }

@@ -6,7 +6,7 @@
 #   HOGS=0 REPS=5 bash docs/perf/run_host_loaded.sh      # the quiet machine, for the same table
 #
 # Environment: HOGS (default 2), REPS (default 10), COLLS (default "allreduce allgather"), OUT (default
-# docs/perf/raw/host-loaded-<hogs>hogs-<date>). Needs Open MPI (mpicc, mpirun) and python3.
+# build/perf-host-loaded-<hogs>hogs-<date> of the repository, which git ignores). Needs Open MPI (mpicc, mpirun) and python3.
 # Method: in every rep each collective runs on Chorus and on Open MPI back to back (the order alternates
 # by rep), so both see the same load. Both start through the same mpirun (which binds each rank to a
 # core, as Open MPI does by default for 2 ranks) and are timed the same way, ITERS calls one by one after 20
@@ -24,7 +24,7 @@ HOGS=${HOGS:-2}
 REPS=${REPS:-10}
 ITERS=${ITERS:-200}
 COLLS=${COLLS:-"allreduce allgather"}
-OUT=${OUT:-$HERE/raw/host-loaded-${HOGS}hogs-$(date +%Y-%m-%d)}
+OUT=${OUT:-$REPO/build/perf-host-loaded-${HOGS}hogs-$(date +%Y-%m-%d)}
 mkdir -p "$OUT"
 MPIB=${TMPDIR:-/tmp}/chorus-mpi-colls
 mpicc -O2 -Wall -o "$MPIB" "$REPO/tools/bench/mpi_colls.c" || exit 1
