@@ -34,7 +34,7 @@ typedef struct {
 /* Chorus says which algorithm and protocol it chose (a trailing column after nccl-tests' ones).
  * Looked up at run time, so the same binary runs on NVIDIA's NCCL, which has no such call. */
 typedef ncclResult_t (*lastPlanFn)(ncclComm_t, const char**, const char**);
-static void describePlan(ncclComm_t comm, char* out, size_t len) {
+static void describePlan(ncclComm_t comm, chrPerfRow* row) {
   static lastPlanFn fn;
   static int looked;
   if (!looked) {
@@ -43,8 +43,18 @@ static void describePlan(ncclComm_t comm, char* out, size_t len) {
   }
   const char* algo = "";
   const char* proto = "";
-  out[0] = '\0';
-  if (fn && fn(comm, &algo, &proto) == ncclSuccess && algo[0]) snprintf(out, len, "%s/%s", algo, proto);
+  row->algo[0] = row->proto[0] = '\0';
+  if (fn && fn(comm, &algo, &proto) == ncclSuccess && algo[0]) {
+    snprintf(row->algo, sizeof(row->algo), "%s", algo);
+    snprintf(row->proto, sizeof(row->proto), "%s", proto);
+  }
+}
+
+/* The file the NCCL API was loaded from (Chorus's or NVIDIA's libnccl.so.2), "" if unknown. */
+static const char* libraryPath(void) {
+  Dl_info info;
+  if (dladdr((void*)ncclGetVersion, &info) && info.dli_fname) return info.dli_fname;
+  return "";
 }
 
 static int reportNccl(perfRank* pr, const char* what, ncclResult_t res) {
@@ -157,23 +167,37 @@ static void bufferNeeds(const perfRank* pr, size_t* sendBytes, size_t* recvBytes
   }
 }
 
-static int printPreamble(perfRank* pr) {
+/* Prints the preamble (rank 0, unless -q) and gives rank 0 every rank's host name in report->hosts
+ * (for -J). */
+static int printPreamble(perfRank* pr, chrPerfReport* report) {
   const chrPerfOptions* o = pr->o;
   int libVersion = 0;
   ncclGetVersion(&libVersion);
-  /* Every rank describes itself in a fixed slot; a uint8 sum of zero-filled slots gathers them. */
+  /* Every rank describes itself in a fixed slot, then names its host in a second one; a uint8 sum
+   * of zero-filled slots gathers them. */
   enum { SLOT = 128 };
-  char* slots = calloc((size_t)pr->nranks, SLOT);
+  const size_t lines = (size_t)pr->nranks * SLOT;
+  char* slots = calloc((size_t)pr->nranks, SLOT + PERF_HOST_LEN);
   if (!slots) return 1;
-  char host[64] = "?";
+  char host[PERF_HOST_LEN] = "?";
   gethostname(host, sizeof(host) - 1);
   const char* hostId = getenv("NCCL_HOSTID");
   snprintf(slots + (size_t)pr->rank * SLOT, SLOT, "#  Rank %2d Pid %7d on %s%s%s%s", pr->rank, (int)getpid(), host,
            hostId ? " (NCCL_HOSTID " : "", hostId ? hostId : "", hostId ? ")" : "");
-  ncclResult_t res = allreduceHost(pr, slots, (size_t)pr->nranks * SLOT, ncclUint8, ncclSum);
+  memcpy(slots + lines + (size_t)pr->rank * PERF_HOST_LEN, host, PERF_HOST_LEN);
+  ncclResult_t res = allreduceHost(pr, slots, (size_t)pr->nranks * (SLOT + PERF_HOST_LEN), ncclUint8, ncclSum);
   if (res != ncclSuccess) {
     free(slots);
     return reportNccl(pr, "ncclAllReduce (rank list)", res);
+  }
+  if (pr->rank == 0) {
+    report->hosts = malloc((size_t)pr->nranks * PERF_HOST_LEN);
+    if (!report->hosts) {
+      free(slots);
+      return 1;
+    }
+    memcpy(report->hosts, slots + lines, (size_t)pr->nranks * PERF_HOST_LEN);
+    for (int r = 0; r < pr->nranks; r++) report->hosts[(size_t)r * PERF_HOST_LEN + PERF_HOST_LEN - 1] = '\0';
   }
   if (pr->rank == 0 && !o->quiet) {
     printf("# chorus-perf nccl-headers=%d nccl-library=%d\n", NCCL_VERSION_CODE, libVersion);
@@ -243,16 +267,16 @@ static int captureIters(perfRank* pr, const void* send, void* recv, size_t count
 
 /* -G: the timed iterations as one CUDA graph, launched graphLaunches times. *elapsed is the wall
  * clock over the launches and the final sync; *inCalls the part inside cudaGraphLaunch. plan (NULL:
- * not wanted) gets the library's choice for the captured calls. */
+ * not wanted) gets the library's choice for the captured calls in its algo and proto. */
 static int timeGraph(perfRank* pr, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                     char* plan, size_t planLen, double* elapsed, double* inCalls) {
+                     chrPerfRow* plan, double* elapsed, double* inCalls) {
   cudaGraph_t graph = NULL;
   cudaGraphExec_t exec = NULL;
   double t0;
   int rc = captureIters(pr, send, recv, count, type, op, &graph);
   if (rc) return rc;
   /* Asked now: the barrier below is a call of its own, which the library would describe instead. */
-  if (plan) describePlan(pr->comm, plan, planLen);
+  if (plan) describePlan(pr->comm, plan);
   cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
   if (e != cudaSuccess) {
     exec = NULL;
@@ -316,8 +340,7 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
   double inCalls = 0, elapsed = 0, ops = (double)o->iters * o->agg;
   if (o->graphLaunches > 0) {
 #ifdef CHORUS_PERF_CUDA
-    int grc = timeGraph(pr, send, recv, s->count, type, ncclOp, inPlace ? NULL : row->plan, sizeof(row->plan),
-                        &elapsed, &inCalls);
+    int grc = timeGraph(pr, send, recv, s->count, type, ncclOp, inPlace ? NULL : row, &elapsed, &inCalls);
     if (grc) return grc;
     ops *= o->graphLaunches;
 #else
@@ -354,7 +377,7 @@ static int runHalf(perfRank* pr, ncclDataType_t type, int op, ncclRedOp_t ncclOp
       return 1;
     }
     /* Ask now, before the small all-reduce that combines the times is planned. */
-    if (!inPlace) describePlan(pr->comm, row->plan, sizeof(row->plan));
+    if (!inPlace) describePlan(pr->comm, row);
   }
   double sec = elapsed / ops;
   double hostSec = inCalls / ops;
@@ -486,32 +509,31 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
    * (an allocation may wait for the device, where a waiting kernel would never finish). */
   chrLaunchLocalBarrier();
   if (!allocated) goto fail_destroy_comm;
-  if (chrPerfBuffersRegister(&pr.buf, pr.comm, o->registerMode, rank)) goto fail_free_buffers;
-  if (printPreamble(&pr)) goto fail_free_buffers;
-
   chrPerfReport report;
   memset(&report, 0, sizeof(report));
+  if (chrPerfBuffersRegister(&pr.buf, pr.comm, o->registerMode, rank)) goto fail_free_buffers;
+  if (printPreamble(&pr, &report)) goto fail_free_buffers;
+
   if (rank == 0) chrPerfPrintHeader(stdout);
   rc = runAll(&pr, &report);
   if (rc == 0) {
-    /* Rank 0 decides (wrong values, NCCL_TESTS_MIN_BW, JSON file) and tells the others, so that
-     * every rank exits with the same status. */
+    /* Rank 0 decides (wrong values, NCCL_TESTS_MIN_BW, JSON and CSV files) and tells the others, so
+     * that every rank exits with the same status. */
     double verdict = 0;
     if (rank == 0) {
-      int libVersion = 0;
-      ncclGetVersion(&libVersion);
+      chrPerfLibrary lib = {NCCL_VERSION_CODE, 0, ncclChorusVersionString ? ncclChorusVersionString() : "NCCL",
+                            libraryPath()};
+      ncclGetVersion(&lib.library);
       verdict = chrPerfPrintFooter(stdout, &report, o->coll);
-      if (o->jsonPath &&
-          chrPerfWriteJson(o->jsonPath, &report, o, nranks, NCCL_VERSION_CODE, libVersion,
-                           ncclChorusVersionString ? ncclChorusVersionString() : "NCCL") != 0)
-        verdict += 1;
+      if (o->jsonPath && chrPerfWriteJson(o->jsonPath, &report, o, nranks, &lib) != 0) verdict += 1;
+      if (o->csvPath && chrPerfWriteCsv(o->csvPath, &report, o, nranks) != 0) verdict += 1;
     }
     res = allreduceHost(&pr, &verdict, 1, ncclFloat64, ncclSum);
     if (res != ncclSuccess) rc = reportNccl(&pr, "ncclAllReduce (verdict)", res);
     else if (verdict != 0) rc = 1;
   }
-  chrPerfReportFree(&report);
 fail_free_buffers:
+  chrPerfReportFree(&report);
   /* cudaFree waits for the device: every rank of this process done first (a rank that failed ends
    * the process instead, chrLaunchThreads). */
   if (rc == 0) chrLaunchLocalBarrier();
@@ -545,6 +567,8 @@ int main(int argc, char** argv) {
   int prc = chrPerfParseOptions(argc, argv, &o);
   if (prc == 2) return 0;
   if (prc != 0) return 1;
+  o.startTime = time(NULL);
+  o.startSec = chrLaunchNowSec();
   setCheckThreads(&o);
   if (o.np > 0) return chrLaunchRanks(o.np, o.nhosts, o.timeoutSec, rankMain, &o) ? 1 : 0;
   if (o.nthreads > 1) return chrLaunchThreads(o.nthreads, rankMain, &o) ? 1 : 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * options.c: chorus-perf's command line. The nccl-tests options keep their letters and defaults;
- * -np/--hosts/-M/-T/-q are ours; -G is nccl-tests' --cudagraph.
+ * -np/--hosts/-M/-T/-q/-C are ours; -G is nccl-tests' --cudagraph, -J its --output_file (JSON).
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -51,6 +51,7 @@ void chrPerfUsage(FILE* f, const char* prog) {
           "  -R, --local_register 0|1|2  register the buffers with the communicator: 1 ncclCommRegister,\n"
           "                      2 ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC (default 0: none)\n"
           "  -J, --output_file F also write the results as JSON to F\n"
+          "  -C, --csv F         also write the results as CSV to F (a header line, then one line per row)\n"
           "  -T, --timeout SEC   with -np: kill every rank after SEC seconds (default 0: never)\n"
           "  -q, --quiet         no preamble, only the table and the footer\n"
           "  -t, --nthreads T    run T ranks as threads of this process (ranks sharing a GPU run side\n"
@@ -87,6 +88,14 @@ static int parseTypes(const char* s, chrPerfOptions* o) {
   if (chrNumTypeFromName(s, &t) != 0) return -1;
   o->types[0] = t;
   o->ntypes = 1;
+  return 0;
+}
+
+/* An output file: not empty, and not what looks like the next option ("-J -q" forgot the file); a
+ * file whose name starts with '-' is still reachable as ./-name. */
+static int parsePath(const char* s, const char** out) {
+  if (s[0] == '\0' || s[0] == '-') return -1;
+  *out = s;
   return 0;
 }
 
@@ -146,12 +155,13 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
       {"timeout", required_argument, 0, 'T'},    {"quiet", no_argument, 0, 'q'},
       {"cudagraph", required_argument, 0, 'G'},  {"help", no_argument, 0, 'h'},
       {"iter_times", required_argument, 0, 'I'}, {"local_register", required_argument, 0, 'R'},
-      {"version", no_argument, 0, 'V'},          {0, 0, 0, 0}};
+      {"csv", required_argument, 0, 'C'},        {"version", no_argument, 0, 'V'},
+      {0, 0, 0, 0}};
   int rc = 0, stepSet = 0, factorSet = 0, one;
   optind = 1;
   opterr = 1;
   for (;;) {
-    int c = getopt_long(nargs, args, "t:g:b:e:i:f:n:w:m:c:d:o:r:a:z:p:M:G:I:R:J:T:qh", longOpts, NULL);
+    int c = getopt_long(nargs, args, "t:g:b:e:i:f:n:w:m:c:d:o:r:a:z:p:M:G:I:R:J:C:T:qh", longOpts, NULL);
     if (c == -1) break;
     int bad = 0;
     switch (c) {
@@ -185,7 +195,8 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
       case 'G': bad = chrArgInt(optarg, 0, MAX_COUNT, &o->graphLaunches); break;
       case 'I': bad = chrArgInt(optarg, 0, 1, &o->iterTimes); break;
       case 'R': bad = chrArgInt(optarg, 0, 2, &o->registerMode); break;
-      case 'J': o->jsonPath = optarg; break;
+      case 'J': bad = parsePath(optarg, &o->jsonPath); break;
+      case 'C': bad = parsePath(optarg, &o->csvPath); break;
       case 'T': bad = chrArgInt(optarg, 0, MAX_COUNT, &o->timeoutSec); break;
       case 'q': o->quiet = 1; break;
       case 'h': chrPerfUsage(stdout, prog); free(args); return 2;
@@ -219,6 +230,10 @@ int chrPerfParseOptions(int argc, char** argv, chrPerfOptions* o) {
   }
   if (o->maxBytes < o->minBytes) {
     fprintf(stderr, "%s: -e (%zu) is smaller than -b (%zu)\n", prog, o->maxBytes, o->minBytes);
+    return 1;
+  }
+  if (o->jsonPath && o->csvPath && strcmp(o->jsonPath, o->csvPath) == 0) {
+    fprintf(stderr, "%s: -J and -C name the same file (%s)\n", prog, o->jsonPath);
     return 1;
   }
   if (factorSet && stepSet) fprintf(stderr, "%s: both -f and -i given; using -f\n", prog);

@@ -8,7 +8,7 @@
  *   colls.c     per-collective definitions: counts, in-place offsets, bus factor, launch, expected data
  *   data.c      buffers (host memory, or CUDA with CHORUS_PERF_CUDA), data patterns, result check
  *   iter_times.c -I 1: each timed iteration's time
- *   report.c    time/bandwidth formatting, the table, footer and JSON file
+ *   report.c    time/bandwidth formatting, the table, footer, JSON (-J) and CSV (-C) files
  *   calibrate.c --calibrate: runs this binary per transport and algorithm, fits the cost model
  *   ../chorus-perf.c   main: launching ranks, the loop over types, ops, sizes, in/out of place
  */
@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include "nccl.h"
 #include "numeric.h"
 
@@ -59,8 +60,12 @@ typedef struct {
   int registerMode;  /* -R: 0 none, 1 ncclCommRegister, 2 ncclCommWindowRegister (symmetric), as nccl-tests */
   int parallelInit;  /* accepted for nccl-tests compatibility, no effect */
   const char* jsonPath; /* -J */
+  const char* csvPath;  /* -C */
   int quiet;         /* -q: no preamble (table only) */
   int skipRejected;  /* -d all / -o all: skip a (type, op) the library rejects as an invalid argument */
+  /* set by main before any rank starts (the JSON file's start_time and duration_s) */
+  time_t startTime;  /* wall clock, UTC */
+  double startSec;   /* chrLaunchNowSec() at the same moment */
 } chrPerfOptions;
 
 /* Returns 0 on success, 1 on a usage error (message printed), 2 for --help (usage printed). */
@@ -194,12 +199,15 @@ typedef struct {
   double timeUs[2], algBw[2], busBw[2]; /* [0] out of place, [1] in place */
   double hostUs[2];                     /* per operation, inside the library's calls (enqueue cost) */
   int64_t wrong[2];                     /* -1: not checked */
-  char plan[32];                        /* "RING/SIMPLE": the library's choice, "" when it cannot say */
+  char algo[16], proto[16];             /* the library's choice ("RING", "SIMPLE"), "" when it cannot say */
 } chrPerfRow;
+
+#define PERF_HOST_LEN 64 /* a host name as gethostname gives it, NUL included */
 
 typedef struct {
   chrPerfRow* rows;
   int nrows, cap;
+  char* hosts;         /* nranks names of PERF_HOST_LEN bytes, in rank order (NULL: not gathered) */
   int64_t outOfBounds; /* failed checks */
   double busBwSum;
   int busBwCount;
@@ -210,8 +218,19 @@ void chrPerfPrintRow(FILE* f, const chrPerfRow* row);
 int chrPerfReportAdd(chrPerfReport* r, const chrPerfRow* row);
 /* Prints the footer; returns non-zero if the run failed (wrong values, or NCCL_TESTS_MIN_BW missed). */
 int chrPerfPrintFooter(FILE* f, const chrPerfReport* r, const chrPerfColl* c);
-int chrPerfWriteJson(const char* path, const chrPerfReport* r, const chrPerfOptions* o, int nranks, int headers,
-                     int library, const char* libraryName);
+/* What the files say about the library: nccl.h's version code, ncclGetVersion's, a name
+ * ("chorus 0.1.0 (NCCL API 2.27.3)", or "NCCL") and the file it was loaded from ("" if unknown). */
+typedef struct {
+  int headers, library;
+  const char* name;
+  const char* path;
+} chrPerfLibrary;
+
+/* -J: the rows as JSON, with the options, the library, the hosts, start time and duration. */
+int chrPerfWriteJson(const char* path, const chrPerfReport* r, const chrPerfOptions* o, int nranks,
+                     const chrPerfLibrary* lib);
+/* -C: the rows as CSV, one line per row after a header line. */
+int chrPerfWriteCsv(const char* path, const chrPerfReport* r, const chrPerfOptions* o, int nranks);
 void chrPerfReportFree(chrPerfReport* r);
 
 #endif /* CHORUS_TOOLS_PERF_H_ */

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * report.c: the nccl-tests table: header, one row per size with an
- * out-of-place and an in-place half, the footer, and the same data as JSON (-J).
+ * out-of-place and an in-place half, the footer, and the same rows as JSON (-J) and CSV (-C).
+ * Both files print every number with the same format (%.6g), so a row reads the same in either.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "chorus.h" /* CHORUS_VERSION_*: chorus-perf's own version */
+#include "launch.h"
 #include "perf.h"
 
 /* Column widths of a row: size count type redop root | time algbw busbw #wrong (x2), two spaces apart. */
@@ -73,7 +77,7 @@ void chrPerfPrintRow(FILE* f, const chrPerfRow* row) {
     formatWrong(w, sizeof(w), row->wrong[h]);
     fprintf(f, "  %s  %s  %s  %s", t, a, b, w);
   }
-  if (row->plan[0]) fprintf(f, "  %s", row->plan);
+  if (row->algo[0]) fprintf(f, "  %s/%s", row->algo, row->proto);
   fprintf(f, "\n");
   fflush(f);
 }
@@ -108,6 +112,20 @@ int chrPerfPrintFooter(FILE* f, const chrPerfReport* r, const chrPerfColl* c) {
   return failed || bwFailed;
 }
 
+/* A JSON string, or null for NULL or "". Quotes and backslashes escaped, control characters dropped. */
+static void jsonString(FILE* f, const char* s) {
+  if (!s || !*s) {
+    fputs("null", f);
+    return;
+  }
+  fputc('"', f);
+  for (const char* p = s; *p; p++) {
+    if (*p == '"' || *p == '\\') fputc('\\', f);
+    if ((unsigned char)*p >= 0x20) fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
 static void jsonHalf(FILE* f, const chrPerfRow* row, int h) {
   fprintf(f, "{\"time\": %.6g, \"host_time\": %.6g, \"alg_bw\": %.6g, \"bus_bw\": %.6g, \"nwrong\": ", row->timeUs[h],
           row->hostUs[h], row->algBw[h], row->busBw[h]);
@@ -115,24 +133,47 @@ static void jsonHalf(FILE* f, const chrPerfRow* row, int h) {
   else fprintf(f, "%lld}", (long long)row->wrong[h]);
 }
 
-int chrPerfWriteJson(const char* path, const chrPerfReport* r, const chrPerfOptions* o, int nranks, int headers,
-                     int library, const char* libraryName) {
+static int closeOutput(FILE* f, const char* path) {
+  int err = ferror(f);
+  if (fclose(f) != 0 || err) {
+    perror(path);
+    return 1;
+  }
+  return 0;
+}
+
+int chrPerfWriteJson(const char* path, const chrPerfReport* r, const chrPerfOptions* o, int nranks,
+                     const chrPerfLibrary* lib) {
   FILE* f = fopen(path, "w");
   if (!f) {
     perror(path);
     return 1;
   }
   double avg = r->busBwCount ? r->busBwSum / r->busBwCount : 0;
-  fprintf(f, "{\n  \"tool\": \"chorus-perf\",\n  \"collective\": \"%s\",\n  \"test\": \"%s\",\n", o->coll->name,
+  fprintf(f, "{\n  \"tool\": \"chorus-perf\",\n  \"tool_version\": \"%d.%d.%d\",\n  \"collective\": \"%s\",\n"
+             "  \"test\": \"%s\",\n", CHORUS_VERSION_MAJOR, CHORUS_VERSION_MINOR, CHORUS_VERSION_PATCH, o->coll->name,
           o->coll->testName);
   fprintf(f, "  \"nranks\": %d,\n  \"nhosts\": %d,\n  \"nccl_headers\": %d,\n  \"nccl_library\": %d,\n", nranks,
-          o->nhosts, headers, library);
-  fprintf(f, "  \"library\": \"");
-  for (const char* p = libraryName; p && *p; p++) {
-    if (*p == '"' || *p == '\\') fputc('\\', f);
-    if ((unsigned char)*p >= 0x20) fputc(*p, f);
+          o->nhosts, lib->headers, lib->library);
+  fprintf(f, "  \"library\": ");
+  jsonString(f, lib->name ? lib->name : "");
+  fprintf(f, ",\n  \"library_path\": ");
+  jsonString(f, lib->path);
+  /* Rank 0's host, then every rank's (index = rank). */
+  fprintf(f, ",\n  \"host\": ");
+  jsonString(f, r->hosts);
+  fprintf(f, ",\n  \"hosts\": [");
+  for (int i = 0; r->hosts && i < nranks; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    jsonString(f, r->hosts + (size_t)i * PERF_HOST_LEN);
   }
-  fprintf(f, "\",\n  \"memory\": \"%s\",\n", o->vmm ? "vmm" : o->mem == PERF_MEM_CUDA ? "cuda" : "host");
+  char start[32] = "";
+  struct tm utc;
+  if (gmtime_r(&o->startTime, &utc)) strftime(start, sizeof(start), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  fprintf(f, "],\n  \"start_time\": ");
+  jsonString(f, start);
+  fprintf(f, ",\n  \"duration_s\": %.3f,\n", chrLaunchNowSec() - o->startSec);
+  fprintf(f, "  \"memory\": \"%s\",\n", o->vmm ? "vmm" : o->mem == PERF_MEM_CUDA ? "cuda" : "host");
   fprintf(f, "  \"options\": {\"minbytes\": %zu, \"maxbytes\": %zu, \"stepfactor\": %g, \"stepbytes\": %zu, "
              "\"iters\": %d, \"warmup_iters\": %d, \"agg_iters\": %d, \"check\": %d, \"average\": %d, \"blocking\": %d, "
              "\"cudagraph\": %d},\n",
@@ -147,18 +188,40 @@ int chrPerfWriteJson(const char* path, const chrPerfReport* r, const chrPerfOpti
     jsonHalf(f, row, 0);
     fprintf(f, ", \"in_place\": ");
     jsonHalf(f, row, 1);
+    fprintf(f, ", \"algo\": ");
+    jsonString(f, row->algo);
+    fprintf(f, ", \"proto\": ");
+    jsonString(f, row->algo[0] ? row->proto : NULL);
     fprintf(f, "}");
   }
   fprintf(f, "\n  ],\n  \"out_of_bounds\": %lld,\n  \"avg_bus_bw\": %.6g\n}\n", (long long)r->outOfBounds, avg);
-  int err = ferror(f);
-  if (fclose(f) != 0 || err) {
+  return closeOutput(f, path);
+}
+
+int chrPerfWriteCsv(const char* path, const chrPerfReport* r, const chrPerfOptions* o, int nranks) {
+  FILE* f = fopen(path, "w");
+  if (!f) {
     perror(path);
     return 1;
   }
-  return 0;
+  /* The table's columns in its order, units in the names, then what the table says in its header.
+   * Names, types and algorithms hold no comma or quote: no field needs quoting. */
+  fprintf(f, "size,count,type,redop,root,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,oop_nwrong,"
+             "ip_time_us,ip_algbw_gbs,ip_busbw_gbs,ip_nwrong,algo,proto,collective,nranks\n");
+  for (int i = 0; i < r->nrows; i++) {
+    const chrPerfRow* row = &r->rows[i];
+    fprintf(f, "%zu,%zu,%s,%s,%d", row->size, row->count, row->type, row->redop, row->root);
+    for (int h = 0; h < 2; h++) {
+      fprintf(f, ",%.6g,%.6g,%.6g,", row->timeUs[h], row->algBw[h], row->busBw[h]);
+      if (row->wrong[h] >= 0) fprintf(f, "%lld", (long long)row->wrong[h]); /* empty: not checked */
+    }
+    fprintf(f, ",%s,%s,%s,%d\n", row->algo, row->algo[0] ? row->proto : "", o->coll->name, nranks);
+  }
+  return closeOutput(f, path);
 }
 
 void chrPerfReportFree(chrPerfReport* r) {
   free(r->rows);
+  free(r->hosts);
   memset(r, 0, sizeof(*r));
 }
