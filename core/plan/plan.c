@@ -167,9 +167,9 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
     t->chunkElems = slot / t->typeSize;
     if (nChannels > 0) TRACE(NCCL_TUNING, "tree: the tuner's %d channels do not apply (4 lanes)", nChannels);
   } else {
-    /* Host buffers: one thread drives every channel, so more channels add connections, not
-     * parallelism; measured on 2 cores, one channel is fastest (docs/perf/host.md).
-     * NCCL_MIN_NCHANNELS or a tuner raises it (capped by NCCL_MAX_NCHANNELS). */
+    /* Host buffers: one thread drives every channel, so more channels add connections and steps,
+     * not parallelism; the default is NCCL_MIN_NCHANNELS (1). NCCL_MIN_NCHANNELS or a tuner raises
+     * it (capped by NCCL_MAX_NCHANNELS). */
     t->nChannels = nChannels > 0 ? nChannels : comm->minChannels;
     if (t->nChannels > comm->nChannels) t->nChannels = comm->nChannels;
   }
