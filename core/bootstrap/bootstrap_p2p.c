@@ -15,7 +15,6 @@
  * for the timeout. At the connection limit the oldest connection that never named a rank makes room.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,17 +378,6 @@ unlock:
 
 /* ---- sending side (with sendLock held) ---- */
 
-static ncclResult_t setErr(chrSockErr* err, ncclResult_t res, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static ncclResult_t setErr(chrSockErr* err, ncclResult_t res, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-  va_end(ap);
-  err->sysErrno = 0;
-  return res;
-}
-
 /* Send len bytes on fd. While the socket is full, keep reading incoming messages when no receiver
  * holds the receive side, so that two ranks sending to each other first cannot block each other. */
 static ncclResult_t sendDraining(struct chrBootstrap* bs, int fd, const void* buf, size_t len, int64_t deadline,
@@ -398,14 +386,14 @@ static ncclResult_t sendDraining(struct chrBootstrap* bs, int fd, const void* bu
   for (;;) {
     CHECK(chrSockProgress(fd, 1, (void*)buf, len, &off, err));
     if (off == len) return ncclSuccess;
-    if (aborted(bs)) return setErr(err, ncclInternalError, "aborted");
+    if (aborted(bs)) return chrSockSetErr(err, ncclInternalError, "aborted");
     int ms = sliceMs(deadline);
-    if (ms == 0) return setErr(err, ncclTimeout, "timed out (%zu of %zu bytes sent)", off, len);
+    if (ms == 0) return chrSockSetErr(err, ncclTimeout, "timed out (%zu of %zu bytes sent)", off, len);
     if (pthread_mutex_trylock(&bs->recvLock) == 0) {
       short rev = 0;
       ncclResult_t r = pollIncoming(bs, fd, POLLOUT, ms, &rev);
       pthread_mutex_unlock(&bs->recvLock);
-      if (r != ncclSuccess) return setErr(err, r, "%s", chrThreadLastError());
+      if (r != ncclSuccess) return chrSockSetErr(err, r, "%s", chrThreadLastError());
     } else {
       short rev = 0;
       int64_t sliceDeadline = chrSockNowNs() + (int64_t)ms * 1000000LL;

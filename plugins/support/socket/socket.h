@@ -56,6 +56,11 @@ typedef struct {
   int sysErrno;
 } chrSockErr;
 
+/* Format the error text into err (if not NULL), set err->sysErrno = 0, and return res (also for
+ * callers that report their own failures through a chrSockErr, as the bootstrap does). */
+ncclResult_t chrSockSetErr(chrSockErr* err, ncclResult_t res, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Room for "[v6addr%scope]:port" plus NUL. */
 #define CHR_SOCK_ADDR_STRLEN 80
 

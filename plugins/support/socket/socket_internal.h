@@ -7,9 +7,6 @@
 
 #include "socket/socket.h"
 
-/* Format the error text into err (if not NULL), set err->sysErrno = 0, and return res. */
-ncclResult_t chrSockSetErr(chrSockErr* err, ncclResult_t res, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* The same, recording the errno `sysErrno` of the OS call that failed. */
 ncclResult_t chrSockSetErrno(chrSockErr* err, ncclResult_t res, int sysErrno, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
