@@ -93,15 +93,20 @@ char* chrDirectRecvInto(struct chrDirectLink* d, const struct chrCollTask* t, in
   return *mh ? out : NULL;
 }
 
+int chrDirectSendsInput(const struct chrCollTask* t, const struct chrStep* st) {
+  return st->nRecv == 0 && st->localOff >= 0 && t->op.kind != chrRedPreMulSum &&
+         !(st->final && t->op.kind == chrRedSumPostDiv);
+}
+
 const char* chrDirectSendFrom(const struct chrDirectLink* d, const struct chrCollTask* t, const struct chrStep* st,
                               void** mh) {
   if (!d->on || st->count == 0) return NULL;
   const size_t bytes = st->count * t->typeSize;
   const char* from = NULL;
-  if (st->outOff >= 0)
-    from = (const char*)t->recvbuff + (size_t)st->outOff * t->typeSize;
-  else if (st->nRecv == 0 && st->localOff >= 0 && t->op.kind != chrRedPreMulSum)
+  if (chrDirectSendsInput(t, st))
     from = (const char*)t->sendbuff + (size_t)st->localOff * t->typeSize;
+  else if (st->outOff >= 0)
+    from = (const char*)t->recvbuff + (size_t)st->outOff * t->typeSize;
   if (from == NULL) return NULL;
   *mh = handleFor(d, from, bytes);
   return *mh ? from : NULL;

@@ -14,9 +14,10 @@
  *   - a receive whose step only receives into the output (one receive, no local term, an output,
  *     no post step) is posted straight into that output, before the step runs (receives are posted
  *     up to CHR_STEPS ahead, so the step is found by walking the link's steps in order);
- *   - a send whose step writes an output sends that output once the step has written it (it is what
- *     the slot would hold); a send whose step has no receive and no output sends its local input
- *     when the op has no pre step.
+ *   - a send whose step's value is its local input unchanged (no receive, no pre or post step)
+ *     sends that input, posted before the step copies it to the output, so the peer reads while
+ *     this rank copies; any other send whose step writes an output sends that output once the step
+ *     has written it (it is what the slot would hold).
  * In place is safe for the same reason the patterns are: an output block is written once, after
  * every read of the input block it replaces (a receive cannot land before the peer had this rank's
  * contribution to that block).
@@ -53,6 +54,10 @@ void chrDirectStop(struct chrDirectLink* d, struct chrLink* link);
  * in (exactly *bytes, registered as *mh) when its step is direct, else NULL (the slot). */
 char* chrDirectRecvInto(struct chrDirectLink* d, const struct chrCollTask* t, int c, int linkIndex, uint64_t nSteps,
                         size_t* bytes, void** mh);
+
+/* Whether step st's value is its local input unchanged (no receive, no pre or post operation): its
+ * sends may go from the input itself, before the step runs. */
+int chrDirectSendsInput(const struct chrCollTask* t, const struct chrStep* st);
 
 /* The user memory step st's send can go from (registered as *mh), or NULL (its slot). */
 const char* chrDirectSendFrom(const struct chrDirectLink* d, const struct chrCollTask* t, const struct chrStep* st,

@@ -111,6 +111,12 @@ static void runStep(const struct chrCollTask* t, const struct chrStep* st, int n
   void* dst1 = (nOuts > 1 && !needPost) ? outs[1] : NULL;
   int done = dst1 ? 2 : 1;
   if (nTerms == 0) return;
+  if (local && st->nRecv == 0 && t->op.kind != chrRedPreMulSum && !needPost) {
+    /* The local term alone (the first step of all-gathers and broadcasts): a copy, none in place. */
+    for (int i = 0; i < nOuts; i++)
+      if (outs[i] != local) memcpy(outs[i], local, bytes);
+    return;
+  }
   if (local) {
     const void* first = st->nRecv > 0 ? recvSlots[0] : NULL;
     /* Partial sums from further receives are added before the local term's final pass. */
@@ -184,6 +190,23 @@ static ncclResult_t linkProgress(const struct chrCollTask* t, int c, struct chan
   return ncclSuccess;
 }
 
+/* Posts send link ls's next step: `from` user memory (registered as mh), or its slot when NULL. */
+static ncclResult_t postSend(struct chrCollTask* t, struct linkState* ls, size_t bytes, const char* from, void* mh) {
+  const int slot = slotOf(ls, ls->sendPosted);
+  if (ls->prof.prof) {
+    chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendPeerWait_v4, bytes); /* the slot was free */
+    chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendWait, bytes);
+  }
+  if (from) {
+    CHECK(ls->link->ops->postUser(ls->link, slot, (void*)from, bytes, mh));
+    t->comm->directSteps++;
+  } else {
+    CHECK(ls->link->ops->post(ls->link, slot, bytes));
+  }
+  ls->sendPosted++;
+  return ncclSuccess;
+}
+
 /* One pass over one channel of a task. */
 static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanState* cs, int* progressed) {
   for (int i = 0; i < cs->nLinks; i++) CHECK(linkProgress(t, c, cs, i, progressed));
@@ -220,25 +243,16 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
       struct linkState* ls = &cs->links[st.send[i]];
       if (ls->prof.prof) chrProfStepStart(&ls->prof, ls->link, slotOf(ls, ls->sendPosted), ls->sendPosted, 1);
     }
+    /* Sends of the input itself go before the step runs (direct.h); the others after it. */
+    const int inputFirst = chrDirectSendsInput(t, &st);
+    for (int i = 0; i < st.nSend && inputFirst; i++)
+      if (sendFrom[i]) CHECK(postSend(t, &cs->links[st.send[i]], expect, sendFrom[i], sendMh[i]));
     if (recvDirect) /* received straight into the output: only the sends through a slot need the bytes */
       for (int i = 0; i < nSlots; i++) memcpy(sendSlots[i], recvSlots[0], expect);
     else
       runStep(t, &st, nSlots, sendSlots, recvSlots);
-    for (int i = 0; i < st.nSend; i++) {
-      struct linkState* ls = &cs->links[st.send[i]];
-      int slot = slotOf(ls, ls->sendPosted);
-      if (ls->prof.prof) {
-        chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendPeerWait_v4, expect); /* the slot was free */
-        chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendWait, expect);
-      }
-      if (sendFrom[i]) {
-        CHECK(ls->link->ops->postUser(ls->link, slot, (void*)sendFrom[i], expect, sendMh[i]));
-        t->comm->directSteps++;
-      } else {
-        CHECK(ls->link->ops->post(ls->link, slot, expect));
-      }
-      ls->sendPosted++;
-    }
+    for (int i = 0; i < st.nSend; i++)
+      if (!(inputFirst && sendFrom[i])) CHECK(postSend(t, &cs->links[st.send[i]], expect, sendFrom[i], sendMh[i]));
     for (int i = 0; i < st.nRecv; i++) {
       struct linkState* ls = &cs->links[st.recv[i]];
       int slot = slotOf(ls, ls->recvConsumed);
