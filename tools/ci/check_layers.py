@@ -37,6 +37,7 @@ LAYERS = [
     ("plugins/support",  20, "the plugin support library, libc only: sockets (the bootstrap's too), settings"),
     ("core/log",         30, "the NCCL-style logger, last-error text, the CHECK macros"),
     ("core/config",      40, "parameters (params.def), the INI/env loader, the env plugin, the store"),
+    ("core/topo",        45, "the host's topology: NCCL's XML, nodes and links, paths, NIC choice, GPUDirect"),
     ("core/bootstrap",   50, "unique ids, the root, rendezvous, messages between ranks"),
     ("core/plugin",      60, "the net, tuner and profiler loaders, their adapters and call wrappers"),
     ("core/transport",   70, "links between ranks: shm, net (through the net plugin), connection"),
