@@ -13,6 +13,7 @@
 #include "plan/cost_model.h"
 #include "plugin/common.h"
 #include "transport/transport.h"
+#include "util/cpu_mask.h"
 
 #define CHR_COMM_MAGIC 0x43484f52u      /* "CHOR": a live communicator */
 #define CHR_COMM_DEAD_MAGIC 0xdeadc0deu /* set on destroy, to catch use after free */
@@ -34,6 +35,7 @@ struct chrPeerInfo {
   int32_t cudaDev;             /* -1: host-only */
   int32_t sms;                 /* streaming multiprocessors of cudaDev; 0: unknown */
   int64_t busId;
+  struct chrCpuMask cpus;      /* the CPUs the rank's init thread may run on */
 };
 
 struct chrChannel {
@@ -65,6 +67,8 @@ struct ncclComm {
   struct chrPeerInfo* peers;   /* nRanks entries */
   int nNodes;
   int* nodeOfRank;             /* node index per rank */
+  uint64_t ownCoreSpinNs;      /* no other local rank can run on this rank's CPUs: poll this long without
+                                * yielding before sleeping (util/idle.h); 0: they may share cores */
 
   struct chrNet* net;          /* the net plugin chosen for this comm (chrNetOpen) */
   int netDev;

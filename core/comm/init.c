@@ -42,6 +42,7 @@ static ncclResult_t exchangePeerInfo(struct ncclComm* comm, const ncclUniqueId* 
   me.cudaDev = comm->cudaDev;
   me.sms = comm->cudaDev >= 0 ? chrCudaDeviceSMs(comm->cudaDev) : 0;
   me.busId = comm->cudaDev >= 0 ? chrCudaDeviceBusId(comm->cudaDev) : -1;
+  chrCpuMaskOfThread(&me.cpus);
   comm->peers = calloc((size_t)comm->nRanks, sizeof(struct chrPeerInfo));
   if (comm->peers == NULL) return chrFail(ncclSystemError, "out of memory for %d peer infos", comm->nRanks);
   CHECK(chrBootstrapInit(id, comm->rank, comm->nRanks, &me, sizeof(me), comm->peers, &comm->abortFlag,

@@ -39,6 +39,18 @@ void chrHostIdentity(char* out, size_t len) {
   snprintf(out, len, "%s%s%s", host, boot[0] ? "|" : "", boot);
 }
 
+/* 1 when no two ranks of this host may run on one CPU (util/cpu_mask.h). */
+static int ownCores(const struct ncclComm* comm) {
+  const int me = comm->rank, node = comm->nodeOfRank[me];
+  for (int a = 0; a < comm->nRanks; a++) {
+    if (comm->nodeOfRank[a] != node) continue;
+    if (!comm->peers[a].cpus.known) return 0;
+    for (int b = a + 1; b < comm->nRanks; b++)
+      if (comm->nodeOfRank[b] == node && !chrCpuMasksDisjoint(&comm->peers[a].cpus, &comm->peers[b].cpus)) return 0;
+  }
+  return 1;
+}
+
 ncclResult_t chrTopoCompute(struct ncclComm* comm) {
   int n = comm->nRanks;
   comm->nodeOfRank = calloc((size_t)n, sizeof(int));
@@ -64,6 +76,7 @@ ncclResult_t chrTopoCompute(struct ncclComm* comm) {
   }
   comm->nNodes = nNodes;
   free(nodeHash);
+  comm->ownCoreSpinNs = ownCores(comm) ? (uint64_t)chrParamInt(CHR_P_OWN_CORE_SPIN_US) * 1000ull : 0;
   /* Ring: ranks grouped by node (node order of first appearance, rank order inside a node), so a
    * ring crosses between hosts only nNodes times. */
   int pos = 0;
@@ -79,7 +92,8 @@ ncclResult_t chrTopoCompute(struct ncclComm* comm) {
     ch->ringPrev = comm->ringOrder[(myPos + n - 1) % n];
     ch->ringNext = comm->ringOrder[(myPos + 1) % n];
   }
-  INFO(NCCL_INIT | NCCL_GRAPH, "comm %p rank %d nRanks %d nNodes %d ring prev %d next %d", (void*)comm, comm->rank, n,
-       nNodes, comm->channels[0].ringPrev, comm->channels[0].ringNext);
+  INFO(NCCL_INIT | NCCL_GRAPH, "comm %p rank %d nRanks %d nNodes %d ring prev %d next %d; %s", (void*)comm,
+       comm->rank, n, nNodes, comm->channels[0].ringPrev, comm->channels[0].ringNext,
+       comm->ownCoreSpinNs ? "local ranks on their own CPUs: idle polls without yielding" : "local ranks may share CPUs");
   return ncclSuccess;
 }

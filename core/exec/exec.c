@@ -557,7 +557,11 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
   /* The clock is read only in passes without progress (a busy call makes millions of passes): a run
    * that progressed notes 0, and its first idle pass after that counts as its last progress. */
   uint64_t idleSince = 0;
-  for (int i = 0; i < nComms; i++) runs[i].lastProgressNs = 0;
+  uint64_t ownCoreSpinNs = UINT64_MAX; /* every comm's ranks on CPUs of their own, or 0 (util/idle.h) */
+  for (int i = 0; i < nComms; i++) {
+    runs[i].lastProgressNs = 0;
+    if (runs[i].comm->ownCoreSpinNs < ownCoreSpinNs) ownCoreSpinNs = runs[i].comm->ownCoreSpinNs;
+  }
   int active = nComms;
   while (active > 0) {
     int anyProgress = 0;
@@ -593,7 +597,7 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
     } else if (active > 0) {
       const uint64_t now = chrNowNs();
       if (idleSince == 0) idleSince = now;
-      if (chrIdlePoll(now - idleSince) && sleepOnLinks(runs, nComms) < 0) chrIdleNap();
+      if (chrIdlePoll(now - idleSince, ownCoreSpinNs) && sleepOnLinks(runs, nComms) < 0) chrIdleNap();
     }
   }
   return first;

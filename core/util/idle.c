@@ -20,13 +20,22 @@ uint64_t chrNowNs(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int chrIdlePoll(uint64_t idleNs) {
+static void pause1(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+int chrIdlePoll(uint64_t idleNs, uint64_t ownCoreSpinNs) {
+  if (ownCoreSpinNs) {
+    if (idleNs >= ownCoreSpinNs) return 1;
+    pause1();
+    return 0;
+  }
   if (idleNs < SPIN_NS) {
     /* A peer usually answers within a few microseconds: spinning keeps the core (a yield is a
      * system call and may hand the core to another process for a whole time slice). */
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    pause1();
     return 0;
   }
   if (idleNs >= YIELD_NS) return 1; /* a slow peer, or an idle communicator */
@@ -34,9 +43,7 @@ int chrIdlePoll(uint64_t idleNs) {
   if (before < busyUntil) {
     /* Busy: no yields; a peer that runs still answers within microseconds, so spin a little. */
     if (idleNs >= BUSY_SPIN_NS) return 1;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    pause1();
     return 0;
   }
   /* Hand the core to whoever is runnable (with more ranks than cores, the peer we wait for) and
@@ -56,5 +63,5 @@ void chrIdleNap(void) {
 }
 
 void chrIdleWait(uint64_t idleNs) {
-  if (chrIdlePoll(idleNs)) chrIdleNap();
+  if (chrIdlePoll(idleNs, 0)) chrIdleNap();
 }
