@@ -15,6 +15,7 @@
 #include "chorus.h"
 #include "comm/comm.h"
 #include "comm/topo.h"
+#include "comm/topo_file.h"
 #include "config/param.h"
 #include "cuda/cuda_driver.h"
 #include "log/check.h"
@@ -108,6 +109,7 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   CHECK(chrCostModelRead(&comm->costModel));
   CHECK(exchangePeerInfo(comm, id));
   CHECK(checkSharedGpu(comm));
+  CHECK(chrCommTopoFile(comm));
   CHECK(chrTopoCompute(comm));
   CHECK(chooseChannels(comm));
   /* Device buffers: one group when every rank lives in this process on this comm's GPU. */

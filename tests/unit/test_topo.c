@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config_test_util.h"
+#include "nccl.h"
 #include "log/log.h"
 #include "topo/topo_nic.h"
 #include "topo/topo_paths.h"
@@ -496,9 +497,53 @@ static void caseFiles(void) {
   }
 }
 
+/* NCCL_TOPO_FILE at communicator init: a bad file fails init with its file:line; a good one is
+ * written back by rank NCCL_TOPO_DUMP_FILE_RANK only. */
+static ncclResult_t initOneRank(void) {
+  ncclUniqueId id;
+  ncclComm_t comm = NULL;
+  chrConfigReload();
+  if (ncclGetUniqueId(&id) != ncclSuccess) return ncclSystemError;
+  ncclResult_t res = ncclCommInitRank(&comm, 1, id, 0);
+  if (res == ncclSuccess) ncclCommDestroy(comm);
+  return res;
+}
+
+static void caseInit(void) {
+  char bad[512], dump[512], good[1024];
+  testPath(bad, sizeof(bad), "bad.xml");
+  testPath(dump, sizeof(dump), "dump.xml");
+  snprintf(good, sizeof(good), "%s/azure-ncv4-topo.xml", dataDir);
+  writeTestFile("bad.xml", "<system version=\"1\">\n<cpu numaid=\"0\">\n<gpu dev=\"0\"/>\n</cpu></system>\n");
+  setenv("CHORUS_TRANSPORT", "shm", 1);
+  setenv("NCCL_TOPO_FILE", bad, 1);
+  ncclResult_t res = initOneRank();
+  char where[600];
+  snprintf(where, sizeof(where), "%s:3: <gpu> inside <cpu>", bad);
+  EXPECT(res == ncclInvalidUsage && strstr(ncclGetLastError(NULL), where), "bad NCCL_TOPO_FILE: init %d, '%s'",
+         (int)res, ncclGetLastError(NULL));
+  setenv("NCCL_TOPO_FILE", good, 1);
+  setenv("NCCL_TOPO_DUMP_FILE", dump, 1);
+  setenv("NCCL_TOPO_DUMP_FILE_RANK", "1", 1);
+  res = initOneRank();
+  EXPECT(res == ncclSuccess, "good NCCL_TOPO_FILE: init %d, %s", (int)res, ncclGetLastError(NULL));
+  EXPECT(access(dump, F_OK) != 0, "rank 0 wrote the dump of rank 1");
+  setenv("NCCL_TOPO_DUMP_FILE_RANK", "0", 1);
+  res = initOneRank();
+  struct chrXml* xml = NULL;
+  struct chrTopoSystem* sys = NULL;
+  EXPECT(res == ncclSuccess && chrXmlLoad(dump, &xml) == ncclSuccess && chrTopoBuild(xml, &kDefaults, &sys) == ncclSuccess,
+         "the dump does not load: %s", chrThreadLastError());
+  EXPECT(sys && sys->count[CHR_TOPO_GPU] == 4 && sys->count[CHR_TOPO_NET] == 1, "the dump's model differs");
+  chrTopoFree(sys);
+  unsetenv("NCCL_TOPO_FILE");
+  unsetenv("NCCL_TOPO_DUMP_FILE");
+  unsetenv("NCCL_TOPO_DUMP_FILE_RANK");
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s p4d|ndv5|ndv2|ndv4|p5|ncv4|gdr|pxn|bandwidth|roundtrip|malformed|files DATA_DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s p4d|ndv5|ndv2|ndv4|p5|ncv4|gdr|pxn|bandwidth|roundtrip|malformed|files|init DATA_DIR\n", argv[0]);
     return 2;
   }
   dataDir = argv[2];
@@ -506,7 +551,7 @@ int main(int argc, char** argv) {
   const struct { const char* name; void (*run)(void); } cases[] = {
       {"p4d", caseP4d}, {"ndv5", caseNdv5}, {"ndv2", caseNdv2}, {"ndv4", caseNdv4}, {"p5", caseP5},
       {"ncv4", caseNcv4}, {"gdr", caseGdr}, {"pxn", casePxn}, {"bandwidth", caseBandwidth},
-      {"roundtrip", caseRoundTrip}, {"malformed", caseMalformed}, {"files", caseFiles}};
+      {"roundtrip", caseRoundTrip}, {"malformed", caseMalformed}, {"files", caseFiles}, {"init", caseInit}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     if (strcmp(argv[1], cases[i].name) == 0) {
       cases[i].run();

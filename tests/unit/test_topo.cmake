@@ -4,7 +4,7 @@
 # compiler has AddressSanitizer and the build is not sanitized already, the malformed-input cases run
 # once more with the topology sources built under it.
 set(CHORUS_TOPO_DATA ${CMAKE_SOURCE_DIR}/tests/data/topologies)
-foreach(case p4d ndv5 ndv2 ndv4 p5 ncv4 gdr pxn bandwidth roundtrip malformed files)
+foreach(case p4d ndv5 ndv2 ndv4 p5 ncv4 gdr pxn bandwidth roundtrip malformed files init)
   add_test(NAME unit.topo_${case} COMMAND test_topo ${case} ${CHORUS_TOPO_DATA})
   set_tests_properties(unit.topo_${case} PROPERTIES TIMEOUT 30)
 endforeach()
