@@ -186,6 +186,17 @@ struct ibv_mr*(ibv_reg_mr)(struct ibv_pd* pd, void* addr, size_t length, int acc
   return addMr(pd, addr, length, access);
 }
 
+/* verbs.h makes ibv_reg_mr an inline that calls ibv_reg_mr_iova2 unless the compiler can prove the
+ * access flags constant and free of optional bits, which it cannot at -O0: a Debug build of the mock
+ * needs this one too. The mock maps no I/O virtual addresses: iova must be the address itself. */
+struct ibv_mr* ibv_reg_mr_iova2(struct ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  if (iova != (uint64_t)(uintptr_t)addr) {
+    errno = EOPNOTSUPP;
+    return NULL;
+  }
+  return (ibv_reg_mr)(pd, addr, length, (int)(access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE));
+}
+
 struct ibv_mr* ibv_reg_dmabuf_mr(struct ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access) {
   (void)pd;
   (void)offset;
