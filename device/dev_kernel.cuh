@@ -45,7 +45,7 @@
 #include "device/dev_simple.cuh"
 #include "device/dev_sync.cuh"
 #include "device/dev_work.h"
-#include "config/algo_select.h" /* CHR_PROTO_* */
+#include "hostdev/algo_ids.h" /* CHR_PROTO_* */
 
 #ifndef CHR_DEV_PUB_WARP
 #define CHR_DEV_PUB_WARP 1

@@ -29,7 +29,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config/algo_select.h" /* CHR_PROTO_LL */
 #include "device/dev_time.h"
 #include "device/ce_sends.h"
 #include "device/dev_args.h"
@@ -41,7 +40,8 @@
 #include "device/kernel_launch.h"
 #include "device/local_copy.h"
 #include "device/work_check.h"
-#include "exec/reduce.h"
+#include "hostdev/algo_ids.h" /* CHR_PROTO_LL */
+#include "hostdev/reduce_op.h"
 #include "transport/transport.h"
 
 static_assert(sizeof(struct chrDevKernelArgs) <= CHR_DEV_ARGS_BYTES, "kernel arguments over their bound");

@@ -14,7 +14,8 @@
 #include "device/dev_group.h"
 #include "device/dev_work.h"
 #include "device/work_check.h"
-#include "config/algo_select.h"
+#include "hostdev/algo_ids.h"
+#include "plugin/common.h" /* ncclFuncSend */
 
 static const int typeSizes[CHR_DEV_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 

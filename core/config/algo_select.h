@@ -2,8 +2,7 @@
 /*
  * algo_select.h: the NCCL_ALGO / NCCL_PROTO settings parsed: which algorithms and protocols a collective may use.
  *
- * Numbering is NCCL's (the tuner plugin ABI and the profiler depend on it). A mask has bit i set when
- * algorithm (or protocol) i is allowed.
+ * The ids and masks are hostdev/algo_ids.h (NCCL's numbering).
  *
  * Setting syntax (NCCL's, case-insensitive, whitespace around tokens ignored):
  *   ""                              everything allowed
@@ -24,27 +23,9 @@
 #ifndef CHORUS_ALGO_SELECT_H_
 #define CHORUS_ALGO_SELECT_H_
 
+#include "hostdev/algo_ids.h" /* CHR_ALGO_*, CHR_PROTO_* */
 #include "nccl.h"
 #include "plugin/common.h"
-
-#define CHR_ALGO_UNDEF (-1)
-#define CHR_ALGO_TREE 0
-#define CHR_ALGO_RING 1
-#define CHR_ALGO_COLLNET_DIRECT 2
-#define CHR_ALGO_COLLNET_CHAIN 3
-#define CHR_ALGO_NVLS 4
-#define CHR_ALGO_NVLS_TREE 5
-#define CHR_ALGO_PAT 6
-#define CHR_NUM_ALGOS 7
-
-#define CHR_PROTO_UNDEF (-1)
-#define CHR_PROTO_LL 0
-#define CHR_PROTO_LL128 1
-#define CHR_PROTO_SIMPLE 2
-#define CHR_NUM_PROTOS 3
-
-#define CHR_ALL_ALGOS ((1u << CHR_NUM_ALGOS) - 1)
-#define CHR_ALL_PROTOS ((1u << CHR_NUM_PROTOS) - 1)
 
 /* "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"; "UNDEF" otherwise. */
 const char* chrAlgoName(int algo);

@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
-#include "config/algo_select.h" /* CHR_PROTO_* */
 #include "config/param.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
 #include "exec/dev_exec.h"
+#include "hostdev/algo_ids.h" /* CHR_PROTO_* */
 #include "profile/profile.h"
 #include "log/check.h"
 #include "log/log.h"

@@ -29,6 +29,7 @@
 #include "comm/comm.h"
 #include "config/param.h"
 #include "exec/exec.h"
+#include "exec/reduce.h"
 #include "util/futex.h"
 #include "util/idle.h"
 #include "log/check.h"

@@ -35,20 +35,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "hostdev/reduce_op.h" /* chrRedKind, chrRedOp */
 #include "nccl.h"
-
-typedef enum { chrRedSum, chrRedProd, chrRedMax, chrRedMin, chrRedPreMulSum, chrRedSumPostDiv } chrRedKind;
-
-typedef struct {
-  ncclDataType_t type;
-  chrRedKind kind;
-  /* chrRedPreMulSum: the scalar, stored as a value of `type` (its bytes in .bytes, the rest zero), and
-     as double (the exact value of that stored element).
-     chrRedSumPostDiv: the divisor (nranks) in .divisor (>= 1). */
-  union { uint8_t bytes[8]; } scalar;
-  double scalarAsDouble;
-  uint64_t divisor;
-} chrRedOp;
 
 /* Element size in bytes; 0 for an invalid type. */
 size_t chrTypeSize(ncclDataType_t type);

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "exec/reduce.h"
+#include "hostdev/reduce_op.h"
 #include "nccl.h"
 #include "plan/work.h"
 #include "plugin/common.h"

@@ -22,9 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
+#include "exec/reduce.h"
+#include "hostdev/algo_ids.h"
 #include "log/check.h"
 #include "log/log.h"
-#include "config/algo_select.h"
 #include "plan/plan.h"
 
 /* Binary tree over positions 0..n-1 rooted at 0: position p's lowest set bit b makes it the parent

@@ -33,6 +33,7 @@ import sys
 LAYERS = [
     # folder            rank  job
     ("core/include",      0, "the contract: nccl.h, chorus.h and the frozen plugin ABI headers"),
+    ("core/hostdev",      5, "the host/device contract: works and step math, tasks, reduction encoding, ids"),
     ("core/util",        10, "OS helpers: futex, idle waits, the plugin library search, siphash"),
     ("plugins/support",  20, "the plugin support library, libc only: sockets (the bootstrap's too), settings"),
     ("core/log",         30, "the NCCL-style logger, last-error text, the CHECK macros"),
