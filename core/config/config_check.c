@@ -17,6 +17,7 @@
 #include "log/log.h"
 #include "config/algo_select.h"
 #include "config/env_plugin.h"
+#include "config/net_settings.h"
 #include "socket/socket.h"
 
 /* ---- one value --------------------------------------------------------------------------------- */
@@ -69,6 +70,13 @@ static int checkCostNumber(const char* value, char* why, size_t cap) {
   return -1;
 }
 
+/* NCCL_NET_GDR_LEVEL, NCCL_NETDEVS_POLICY: the topology's settings (net_settings.h). */
+static int checkNetSetting(int id, const char* value, char* why, size_t cap) {
+  int a, b;
+  return id == CHR_P_NET_GDR_LEVEL ? chrConfigParseGdrLevel(value, &a, why, cap)
+                                   : chrConfigParseNetDevsPolicy(value, &a, &b, why, cap);
+}
+
 int chrConfigCheckValue(int id, const char* value, int64_t* intValue, char* why, size_t cap) {
   if (chrParamTable[id].isInt) return checkInt(id, value, intValue, why, cap);
   switch (id) {
@@ -76,6 +84,8 @@ int chrConfigCheckValue(int id, const char* value, int64_t* intValue, char* why,
     case CHR_P_PROTO: return checkAlgoProto(id, value, why, cap);
     case CHR_P_TRANSPORT: return checkTransport(value, why, cap);
     case CHR_P_SOCKET_FAMILY: return checkFamily(value, why, cap);
+    case CHR_P_NET_GDR_LEVEL:
+    case CHR_P_NETDEVS_POLICY: return checkNetSetting(id, value, why, cap);
     case CHR_P_COST_SHM_RING_SIMPLE_LATENCY_US:
     case CHR_P_COST_SHM_RING_SIMPLE_BANDWIDTH_GBS:
     case CHR_P_COST_SHM_TREE_SIMPLE_LATENCY_US:

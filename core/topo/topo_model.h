@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 #include "nccl.h"
+#include "config/net_settings.h"
 #include "topo/topo_xml.h"
 
 enum chrTopoNodeType { CHR_TOPO_GPU, CHR_TOPO_PCI, CHR_TOPO_NVS, CHR_TOPO_CPU, CHR_TOPO_NIC, CHR_TOPO_NET,
@@ -58,8 +59,8 @@ struct chrTopoPath {
   int via;   /* PXN: the GPU whose NIC path this one borrows; else -1 */
 };
 
-/* The parameters that steer paths, NIC choice and GPUDirect (params.def; topo_nic.c reads them). */
-enum chrNetDevsPolicy { CHR_NETDEVS_AUTO, CHR_NETDEVS_ALL, CHR_NETDEVS_MAX };
+/* The parameters that steer paths, NIC choice and GPUDirect (params.def; topo_nic.c reads them;
+ * config/net_settings.h has the syntax of the two that have one, and enum chrNetDevsPolicy). */
 struct chrTopoSettings {
   int gdrLevel;   /* NCCL_NET_GDR_LEVEL as a path type; -1: the default (P2C with gdrC2c, else PXB) */
   int gdrRead;    /* NCCL_NET_GDR_READ: 0 no, 1 yes, < 0 by sm (yes from sm 80) */

@@ -95,49 +95,25 @@ int chrTopoCheckGdr(const struct chrTopoSystem* sys, int gpu, int net, int read)
 
 /* ---- settings -------------------------------------------------------------------------------- */
 
+/* The syntax is config's (net_settings.h), checked when the configuration is loaded; these wrap it
+ * for the callers that take a text of their own. */
+_Static_assert(CHR_PATH_LOC == CHR_GDR_LOC && CHR_PATH_NVL == CHR_GDR_NVL && CHR_PATH_NVB == CHR_GDR_NVB &&
+                   CHR_PATH_C2C == CHR_GDR_C2C && CHR_PATH_PIX == CHR_GDR_PIX && CHR_PATH_PXB == CHR_GDR_PXB &&
+                   CHR_PATH_P2C == CHR_GDR_P2C && CHR_PATH_PXN == CHR_GDR_PXN && CHR_PATH_PHB == CHR_GDR_PHB &&
+                   CHR_PATH_SYS == CHR_GDR_SYS,
+               "NCCL_NET_GDR_LEVEL's numbers are the path types");
+
 ncclResult_t chrTopoParseGdrLevel(const char* text, int* level) {
-  if (text[0] == '\0') {
-    *level = -1;
-    return ncclSuccess;
-  }
-  int named = chrTopoPathLookup(text);
-  if (named >= 0 && named <= CHR_PATH_SYS) {
-    *level = named;
-    return ncclSuccess;
-  }
-  /* NCCL's old numbers; larger ones mean SYS, as NCCL clamps them. */
-  static const int kOld[] = {CHR_PATH_LOC, CHR_PATH_PIX, CHR_PATH_PXB, CHR_PATH_PHB, CHR_PATH_SYS};
-  char* end;
-  long v = strtol(text, &end, 10);
-  if (text[0] >= '0' && text[0] <= '9' && *end == '\0') {
-    *level = kOld[v > 4 ? 4 : v];
-    return ncclSuccess;
-  }
-  return chrFail(ncclInvalidUsage,
-                 "NCCL_NET_GDR_LEVEL=\"%s\" (%s) is not valid; accepted: LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, "
-                 "SYS, or 0-4 (LOC, PIX, PXB, PHB, SYS)",
-                 text, chrParamSource(CHR_P_NET_GDR_LEVEL));
+  char why[256];
+  if (chrConfigParseGdrLevel(text, level, why, sizeof(why)) == 0) return ncclSuccess;
+  return chrFail(ncclInvalidUsage, "NCCL_NET_GDR_LEVEL=\"%s\" (%s) %s", text, chrParamSource(CHR_P_NET_GDR_LEVEL), why);
 }
 
 ncclResult_t chrTopoParseNetDevsPolicy(const char* text, int* policy, int* max) {
-  *max = 0;
-  if (text[0] == '\0' || strcasecmp(text, "AUTO") == 0) {
-    *policy = CHR_NETDEVS_AUTO;
-    return ncclSuccess;
-  }
-  if (strcasecmp(text, "ALL") == 0) {
-    *policy = CHR_NETDEVS_ALL;
-    return ncclSuccess;
-  }
-  char* end;
-  long n = strncasecmp(text, "MAX:", 4) == 0 ? strtol(text + 4, &end, 10) : 0;
-  if (n > 0 && n <= CHR_TOPO_MAX_NODES && *end == '\0') {
-    *policy = CHR_NETDEVS_MAX;
-    *max = (int)n;
-    return ncclSuccess;
-  }
-  return chrFail(ncclInvalidUsage, "NCCL_NETDEVS_POLICY=\"%s\" (%s) is not valid; accepted: AUTO, ALL, MAX:N (N from 1)",
-                 text, chrParamSource(CHR_P_NETDEVS_POLICY));
+  char why[256];
+  if (chrConfigParseNetDevsPolicy(text, policy, max, why, sizeof(why)) == 0) return ncclSuccess;
+  return chrFail(ncclInvalidUsage, "NCCL_NETDEVS_POLICY=\"%s\" (%s) %s", text, chrParamSource(CHR_P_NETDEVS_POLICY),
+                 why);
 }
 
 ncclResult_t chrTopoSettingsRead(struct chrTopoSettings* out) {

@@ -63,12 +63,21 @@ static void caseAlgoProto(void) {
                 (const char* const[]){"NCCL_ALGO='allreduce:'", "empty list", "tree, ring", NULL});
   expectInvalid("CHORUS_TRANSPORT", "tcp", (const char* const[]){"CHORUS_TRANSPORT='tcp'", "auto, net, shm", NULL});
   expectInvalid("NCCL_SOCKET_FAMILY", "ipx", (const char* const[]){"NCCL_SOCKET_FAMILY='ipx'", "AF_INET6", NULL});
+  expectInvalid("NCCL_NET_GDR_LEVEL", "NEAR", (const char* const[]){"NCCL_NET_GDR_LEVEL='NEAR'", "PIX, PXB", "0-4", NULL});
+  expectInvalid("NCCL_NET_GDR_LEVEL", "phb", (const char* const[]){"NCCL_NET_GDR_LEVEL='phb'", NULL});
+  expectInvalid("NCCL_NETDEVS_POLICY", "MAX:0", (const char* const[]){"NCCL_NETDEVS_POLICY='MAX:0'", "AUTO, ALL, MAX:N", NULL});
+  expectInvalid("NCCL_NETDEVS_POLICY", "MAX:2x", (const char* const[]){"NCCL_NETDEVS_POLICY='MAX:2x'", NULL});
+  expectInvalid("NCCL_NETDEVS_POLICY", "some", (const char* const[]){"NCCL_NETDEVS_POLICY='some'", NULL});
   /* Valid ones pass. */
   setenv("NCCL_ALGO", "allreduce:tree;ring", 1);
   setenv("NCCL_PROTO", "^ll128", 1);
   setenv("CHORUS_TRANSPORT", "shm", 1);
+  setenv("NCCL_NET_GDR_LEVEL", "3", 1);
+  setenv("NCCL_NETDEVS_POLICY", "max:4", 1);
   chrConfigReload();
   EXPECT(chrConfigValidate() == ncclSuccess, "valid settings fail: %s", chrThreadLastError());
+  unsetenv("NCCL_NET_GDR_LEVEL");
+  unsetenv("NCCL_NETDEVS_POLICY");
   EXPECT_STR(chrParamStr(CHR_P_ALGO), "allreduce:tree;ring");
 }
 

@@ -251,10 +251,18 @@ static void caseGdr(void) {
   EXPECT(chrTopoSettingsRead(&s) == ncclSuccess && s.gdrLevel == CHR_PATH_PHB && s.gdrRead == 0 &&
              s.policy == CHR_NETDEVS_MAX && s.policyMax == 3,
          "settings from the environment: level %d read %d policy %d/%d", s.gdrLevel, s.gdrRead, s.policy, s.policyMax);
+  /* A bad value fails at load, with its reason, and is not applied (AUTO, the default, stands). */
   setenv("NCCL_NETDEVS_POLICY", "MAX:0", 1);
   chrConfigReload();
-  EXPECT(chrTopoSettingsRead(&s) == ncclInvalidUsage && strstr(chrThreadLastError(), "NCCL_NETDEVS_POLICY=\"MAX:0\""),
-         "MAX:0 accepted: %s", chrThreadLastError());
+  chrClearLastError();
+  EXPECT(chrConfigValidate() == ncclInvalidUsage && strstr(chrThreadLastError(), "NCCL_NETDEVS_POLICY='MAX:0'") &&
+             strstr(chrThreadLastError(), "MAX:N (N from 1 to 256)"),
+         "MAX:0 at load: %s", chrThreadLastError());
+  EXPECT(chrTopoSettingsRead(&s) == ncclSuccess && s.policy == CHR_NETDEVS_AUTO, "MAX:0 applied: policy %d", s.policy);
+  int policy, max;
+  EXPECT(chrTopoParseNetDevsPolicy("MAX:0", &policy, &max) == ncclInvalidUsage &&
+             strstr(chrThreadLastError(), "NCCL_NETDEVS_POLICY=\"MAX:0\""),
+         "MAX:0 parsed: %s", chrThreadLastError());
   unsetenv("NCCL_NET_GDR_LEVEL");
   unsetenv("NCCL_NET_GDR_READ");
   unsetenv("NCCL_NETDEVS_POLICY");
