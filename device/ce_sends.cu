@@ -35,7 +35,7 @@
 
 #define AGENT_NAP_NS 100000000L
 #define AGENT_POLL_NS 20000L
-#define CLASSES CHR_WORK_CLASSES /* links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL (plan/work.h) */
+#define CLASSES CHR_WORK_CLASSES /* links[0].conn: CHR_WORK_CLASS_P2P, CHR_WORK_CLASS_COLL (hostdev/work.h) */
 /* The launch kernel: CTAs shared by its copies, but at least COPY_CTAS_MIN each (build switches, so
  * that a run can compare settings with CUDA_DEFINES; docs/perf/gpu-2gpu.md has the ones tried). */
 #ifndef CHR_CE_COPY_CTAS

@@ -48,7 +48,7 @@
 #include <stdint.h>
 #include "nccl.h"
 #include "device/launch.h"
-#include "plan/work.h"
+#include "hostdev/work.h"
 
 struct chrDevRank;
 

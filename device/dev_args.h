@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 #include "device/dev_comm.h"
-#include "plan/work.h"
+#include "hostdev/work.h"
 
 /* Threads per CTA (one CTA per channel). 1024 rather than 512: more bytes in flight per SM made
  * large sends and all-to-alls and LL all-reduces faster, where deeper packs per thread

@@ -12,7 +12,7 @@
  *   head  (with the sender) the receiver's count of consumed steps; the sender may write step s
  *         only while s < head + CHR_DEV_STEPS (8 slots of credit).
  *   step  this end's position, 64-bit and monotonic: steps walked on the connection so far. Both ends
- *         walk the same sequence (the step programs of plan/work.h agree on it), the kernel writes
+ *         walk the same sequence (the step programs of hostdev/work.h agree on it), the kernel writes
  *         the position back after every work, so the next operation continues where this one ended
  *         and nothing is ever reset. slot = step % CHR_DEV_STEPS.
  * SIMPLE steps move whole slots of stepBytes bytes and publish tail; LL steps (small messages) put 8

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 #include <string.h>
-#include "plan/work.h" /* CHR_HD */
+#include "hostdev/work.h" /* CHR_HD */
 
 CHR_HD float chrDevAddF(float a, float b) {
 #ifdef __CUDA_ARCH__

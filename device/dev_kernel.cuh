@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dev_kernel.cuh: the kernel. One CTA per channel runs the channel's works in order; each work is
- * the step program of plan/work.h (chrWorkCounts / chrWorkStep), the same one the host executor
+ * the step program of hostdev/work.h (chrWorkCounts / chrWorkStep), the same one the host executor
  * runs, so a plan computes the same bits on both.
  *
  * Per step i, thread 0 prepares: it computes the step, resolves its slots and waits, for every

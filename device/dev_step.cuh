@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include "device/dev_comm.h"
 #include "device/dev_reduce.cuh"
-#include "plan/work.h"
+#include "hostdev/work.h"
 
 struct chrDevStepPtrs {
   int nRecv, nSend;

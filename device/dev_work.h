@@ -6,7 +6,7 @@
 #ifndef CHORUS_DEVICE_DEV_WORK_H_
 #define CHORUS_DEVICE_DEV_WORK_H_
 
-#include "plan/work.h"
+#include "hostdev/work.h"
 
 /* Ops, numbered as chrRedKind (core/exec/reduce.h; the launcher checks), plus a pure copy for the
  * works that do not reduce. */

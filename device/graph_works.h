@@ -9,8 +9,8 @@
 #define CHORUS_DEVICE_GRAPH_WORKS_H_
 
 #include <cuda_runtime.h>
+#include "hostdev/work.h"
 #include "nccl.h"
-#include "plan/work.h"
 
 /* A host-mapped buffer for `count` works, owned from now on by the graph that `stream` is being
  * captured into: *host is where to write them, *dev the address the kernel reads. Buffers the

@@ -20,7 +20,7 @@
  * A GROUP is N ranks of ONE process made and connected at once (tests, and the core for
  * communicators whose ranks all live in one process on one GPU): a thin layer over the rank API.
  *
- * A launch runs one rank's plan (per channel, a list of struct chrWork, plan/work.h) on a stream:
+ * A launch runs one rank's plan (per channel, a list of struct chrWork, hostdev/work.h) on a stream:
  * one CTA per channel. Ranks exchange data while their kernels run, so every rank's kernel must be
  * able to run at the same time: ranks of one process each on its own stream, with few enough
  * channels that all CTAs fit on the GPU (CHR_DEV_MAX_CHANNELS per rank at most), with at least as
@@ -39,8 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "device/dev_comm.h"
+#include "hostdev/work.h"
 #include "nccl.h"
-#include "plan/work.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,7 @@
 /*
  * work_check.cu: a plan is checked on the host before any kernel sees it, so a kernel can trust its
  * works (the kernel still refuses a link it has no connection for, as a last guard). Checked: the
- * pattern and its link layout (plan/work.h), types and ops the kernels have, slot capacity for a
+ * pattern and its link layout (hostdev/work.h), types and ops the kernels have, slot capacity for a
  * step, ring positions, and that a point-to-point end is used from one channel only within a launch
  * (two CTAs would race on its position). An engine send or receive (a P2P work flagged
  * CHR_WORK_ENGINE, core/exec/dev_exec.c) is one cudaMemcpyAsync between the two ranks' buffers: it

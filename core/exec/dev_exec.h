@@ -7,7 +7,7 @@
 #define CHORUS_DEV_EXEC_H_
 
 #include "device/dev_comm.h"
-#include "exec/task.h"
+#include "hostdev/task.h"
 
 /* Reorder *list: host tasks first, then device tasks, each in call order; *devTasks is the first
  * device task (NULL when none). A task that moves no bytes joins the device tasks (as a no-op) when

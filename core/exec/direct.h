@@ -10,7 +10,7 @@
  * Which steps. A task qualifies when it moves at least the link's threshold (CHORUS_NET_DIRECT_MIN_BYTES,
  * CHORUS_SHM_DIRECT_MIN_BYTES) and its pattern writes each output element once and never reads it
  * afterwards: send/recv, broadcast, all-gather and the ring all-reduce (whose all-gather half
- * forwards final blocks; plan/work.h); over shm only broadcast and all-gather (direct.c). Then:
+ * forwards final blocks; hostdev/work.h); over shm only broadcast and all-gather (direct.c). Then:
  *   - a receive whose step only receives into the output (one receive, no local term, an output,
  *     no post step) is posted straight into that output, before the step runs (receives are posted
  *     up to CHR_STEPS ahead, so the step is found by walking the link's steps in order);
@@ -32,7 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "exec/task.h"
+#include "hostdev/task.h"
 #include "transport/transport.h"
 
 struct chrDirectLink {

@@ -2,7 +2,7 @@
 /*
  * exec.c: the host executor's progress loop.
  *
- * A task runs as one work per channel: the step program of plan/work.h, the same one the CUDA kernels
+ * A task runs as one work per channel: the step program of hostdev/work.h, the same one the CUDA kernels
  * run. Per link, counters walk the CHR_STEPS
  * slots: receives posted (up to CHR_STEPS ahead of the consumer), completed and consumed; sends
  * posted and completed. The step sequence of a link continues from one task to the next (link->seq,

@@ -8,7 +8,7 @@
 #ifndef CHORUS_EXEC_H_
 #define CHORUS_EXEC_H_
 
-#include "exec/task.h"
+#include "hostdev/task.h"
 
 /* Run every task of the list (any mix of communicators). Frees nothing. Returns the first error;
  * a communicator whose task failed at run time gets the error as its async error. */

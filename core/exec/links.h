@@ -6,8 +6,8 @@
 #ifndef CHORUS_LINKS_H_
 #define CHORUS_LINKS_H_
 
-#include "exec/task.h"
-#include "plan/work.h"
+#include "hostdev/task.h"
+#include "hostdev/work.h"
 #include "transport/transport.h"
 
 /* The connected link a work's link names on `channel`, or NULL. */

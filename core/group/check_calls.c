@@ -17,8 +17,8 @@
 
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
-#include "exec/task.h"
 #include "group/check_calls.h"
+#include "hostdev/task.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/profiler_plugin.h"

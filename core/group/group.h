@@ -6,7 +6,7 @@
 #ifndef CHORUS_GROUP_H_
 #define CHORUS_GROUP_H_
 
-#include "exec/task.h"
+#include "hostdev/task.h"
 
 /* ncclGroupStart, ncclGroupEnd, ncclGroupSimulateEnd (api/group_api.c is their entry point). */
 ncclResult_t chrGroupStart(void);

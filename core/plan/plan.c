@@ -174,7 +174,7 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
     if (t->nChannels > comm->nChannels) t->nChannels = comm->nChannels;
   }
   if (comm->tunerChunkHook) CHECK(chrPlanTunerChunk(t, bytes, slot));
-  /* Two ranks: a small all-reduce costs its hops, and one exchange is one hop (plan/work.h). */
+  /* Two ranks: a small all-reduce costs its hops, and one exchange is one hop (hostdev/work.h). */
   t->pairExchange = t->func == ncclFuncAllReduce && n == 2 && bestA == CHR_ALGO_RING &&
                     bytes <= (size_t)chrParamInt(CHR_P_PAIR_MAX_BYTES);
   t->estimatedUs = model[bestA][bestP];

@@ -6,7 +6,7 @@
 #ifndef CHORUS_PLAN_H_
 #define CHORUS_PLAN_H_
 
-#include "exec/task.h"
+#include "hostdev/task.h"
 #include "plugin/tuner.h"
 
 struct ncclComm;

@@ -179,7 +179,7 @@ static ncclResult_t planColl(struct chrCollTask* t, const struct chrDevShape* sh
     size_t chunk = t->chunkElems * t->typeSize;
     if (chunk >= CHR_ALIGN_BYTES && chunk % CHR_ALIGN_BYTES) t->chunkElems = (chunk / CHR_ALIGN_BYTES * CHR_ALIGN_BYTES) / t->typeSize;
   }
-  /* An all-reduce on 2 ranks: one exchange instead of the ring's two hops (plan/work.h
+  /* An all-reduce on 2 ranks: one exchange instead of the ring's two hops (hostdev/work.h
    * CHR_PAT_PAIR_ALLREDUCE, written by plan/works.c); always for LL, where the hops' latency is the
    * cost, and for SIMPLE up to CHORUS_GPU_PAIR_MAX_BYTES (default 0: the ring). */
   t->pairExchange = t->func == ncclFuncAllReduce && comm->nRanks == 2 && bestA == CHR_ALGO_RING &&

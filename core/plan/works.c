@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * works.c: a planned task becomes plain works, one per channel (plan/work.h).
+ * works.c: a planned task becomes plain works, one per channel (hostdev/work.h).
  *
  * Everything a step program needs is decided here and written into the work: the pattern, the links
  * (ring neighbours, or the tree's parent and children, or the send/recv peer), this channel's range of

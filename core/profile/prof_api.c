@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
-#include "exec/task.h"
+#include "hostdev/task.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "config/algo_select.h"

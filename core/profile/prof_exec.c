@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
-#include "exec/task.h"
+#include "hostdev/task.h"
 #include "profile/profile.h"
 #include "transport/transport.h"
 

@@ -9,7 +9,7 @@
 #define CHORUS_TESTS_GPU_APIPLAN_ENGINE_H_
 
 #include "exec/dev_exec.h"
-#include "exec/task.h"
+#include "hostdev/task.h"
 #include "nccl.h"
 #include "nccl_cases.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * gpu_plan.h: test plans. Builds, for one call of N ranks, every rank's works (plan/work.h) the way
+ * gpu_plan.h: test plans. Builds, for one call of N ranks, every rank's works (hostdev/work.h) the way
  * the planner does: ring patterns split over channels with chrChannelRange, the double binary tree
  * on four lanes, point-to-point as sends on channel 0 and receives on channel 1 (so a rank's sends
  * and receives progress side by side), local for one rank.
@@ -9,7 +9,7 @@
 #define CHORUS_TESTS_GPU_PLAN_H_
 
 #include <stdint.h>
-#include "plan/work.h"
+#include "hostdev/work.h"
 
 #define CT_MAX_CHANNELS 8
 #define CT_MAX_WORKS 64 /* per channel */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * gpu_sim.h: the reference. Runs the step programs of every rank's works (plan/work.h) on the CPU,
+ * gpu_sim.h: the reference. Runs the step programs of every rank's works (hostdev/work.h) on the CPU,
  * with the host executor's arithmetic (core/exec/reduce.c, chrReduce / chrReducePost, in the order
  * core/exec/exec.c applies them) and connections of CHR_DEV_STEPS slots, so the GPU result of a plan
  * must equal the simulation's bit for bit. Works address device buffers; a table of regions maps
@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "plan/work.h"
+#include "hostdev/work.h"
 
 struct chrSimRegion {
   uint64_t dev;   /* address the works use */

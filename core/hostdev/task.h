@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * task.h: one collective or point-to-point call, as the API layer checked it, and the plan the
- * planner made for it: plain works, one per channel (plan/work.h), that the host executor runs on
+ * planner made for it: plain works, one per channel (hostdev/work.h), that the host executor runs on
  * host buffers and the CUDA kernels on device buffers.
  */
-#ifndef CHORUS_TASK_H_
-#define CHORUS_TASK_H_
+#ifndef CHORUS_HOSTDEV_TASK_H_
+#define CHORUS_HOSTDEV_TASK_H_
 
 #include <stddef.h>
 #include <stdint.h>
 #include "hostdev/reduce_op.h"
+#include "hostdev/work.h"
 #include "nccl.h"
-#include "plan/work.h"
 #include "plugin/common.h"
 
 struct ncclComm;
@@ -42,7 +42,7 @@ struct chrCollTask {
   int chanBase;          /* device collectives: works[c] runs on channel chanBase + c (a send or receive:
                             lane c, on channel 2c or 2c + 1, dev_exec.c) */
   /* Plan (plan/plan.c). */
-  int algo, proto;       /* CHR_ALGO_*, CHR_PROTO_* (config/algo_select.h) */
+  int algo, proto;       /* CHR_ALGO_*, CHR_PROTO_* (hostdev/algo_ids.h) */
   int nChannels;
   size_t chunkElems;     /* elements per step slot */
   int pairExchange;      /* a 2-rank all-reduce of GPU buffers in one exchange (plan_dev.c decides,
@@ -66,4 +66,4 @@ static inline int chrDevTaskChannel(const struct chrCollTask* t, int c) {
   return t->chanBase + c;
 }
 
-#endif /* CHORUS_TASK_H_ */
+#endif /* CHORUS_HOSTDEV_TASK_H_ */

@@ -16,8 +16,8 @@
  * out; pre() is the PreMulSum scalar, applied to the local input only); it goes to the output (when
  * outOff >= 0) and to every send link.
  */
-#ifndef CHORUS_PLAN_WORK_H_
-#define CHORUS_PLAN_WORK_H_
+#ifndef CHORUS_HOSTDEV_WORK_H_
+#define CHORUS_HOSTDEV_WORK_H_
 
 #include <stdint.h>
 
@@ -80,9 +80,9 @@ struct chrWorkLink {
 struct chrWork {
   uint8_t pattern;     /* enum chrPattern */
   uint8_t func;        /* ncclFunc_t */
-  uint8_t proto;       /* CHR_PROTO_* (config/algo_select.h) */
+  uint8_t proto;       /* CHR_PROTO_* (hostdev/algo_ids.h) */
   uint8_t type;        /* ncclDataType_t */
-  uint8_t op;          /* chrRedKind (exec/reduce.h); chrRedSum for functions that only copy */
+  uint8_t op;          /* chrRedKind (hostdev/reduce_op.h); chrRedSum for functions that only copy */
   uint8_t typeSize;
   uint8_t nLinks;
   uint8_t flags;
@@ -403,4 +403,4 @@ CHR_HD void chrWorkStep(const struct chrWork* w, const int* ringOrder, uint64_t 
   }
 }
 
-#endif /* CHORUS_PLAN_WORK_H_ */
+#endif /* CHORUS_HOSTDEV_WORK_H_ */
