@@ -300,7 +300,13 @@ static ncclResult_t addNvlink(struct builder* b, int gpu, int elem) {
   CHECK(needInt(b, elem, "count", 1, 1024, 1, 0, &count));
   int known = chrTopoParseBusId(target, &id) == 0;
   if (!tclass && known && pciElemByBusId(b->xml, id) >= 0) tclass = chrXmlAttr(b->xml, pciElemByBusId(b->xml, id), "class");
-  if (!tclass) return failAt(b, elem, "needs a tclass attribute (its target %s is not in the file)", target);
+  if (!tclass) {
+    /* NCCL fills a missing tclass from the target's sysfs class (discovery does too, topo_discover.c)
+     * and, when that cannot be read (a VM hides the target), assumes an NVSwitch. */
+    INFO(NCCL_GRAPH, "%s:%d: <nvlink target=\"%s\"> has no tclass and its class is not known: an NVSwitch, as NCCL "
+         "assumes", b->xml->path, b->xml->nodes[elem].line, target);
+    tclass = "0x068000";
+  }
   float bw = (float)count * chrTopoNvlinkBw(sys->nodes[gpu].sm);
   if (strncasecmp(tclass, "0x03", 4) == 0) {
     int peer = known ? findNode(sys, CHR_TOPO_GPU, id) : -1;

@@ -97,10 +97,11 @@ int chrTopoCheckGdr(const struct chrTopoSystem* sys, int gpu, int net, int read)
 
 /* The syntax is config's (net_settings.h), checked when the configuration is loaded; these wrap it
  * for the callers that take a text of their own. */
-_Static_assert(CHR_PATH_LOC == CHR_GDR_LOC && CHR_PATH_NVL == CHR_GDR_NVL && CHR_PATH_NVB == CHR_GDR_NVB &&
-                   CHR_PATH_C2C == CHR_GDR_C2C && CHR_PATH_PIX == CHR_GDR_PIX && CHR_PATH_PXB == CHR_GDR_PXB &&
-                   CHR_PATH_P2C == CHR_GDR_P2C && CHR_PATH_PXN == CHR_GDR_PXN && CHR_PATH_PHB == CHR_GDR_PHB &&
-                   CHR_PATH_SYS == CHR_GDR_SYS,
+_Static_assert((int)CHR_PATH_LOC == (int)CHR_GDR_LOC && (int)CHR_PATH_NVL == (int)CHR_GDR_NVL &&
+                   (int)CHR_PATH_NVB == (int)CHR_GDR_NVB && (int)CHR_PATH_C2C == (int)CHR_GDR_C2C &&
+                   (int)CHR_PATH_PIX == (int)CHR_GDR_PIX && (int)CHR_PATH_PXB == (int)CHR_GDR_PXB &&
+                   (int)CHR_PATH_P2C == (int)CHR_GDR_P2C && (int)CHR_PATH_PXN == (int)CHR_GDR_PXN &&
+                   (int)CHR_PATH_PHB == (int)CHR_GDR_PHB && (int)CHR_PATH_SYS == (int)CHR_GDR_SYS,
                "NCCL_NET_GDR_LEVEL's numbers are the path types");
 
 ncclResult_t chrTopoParseGdrLevel(const char* text, int* level) {

@@ -3,9 +3,12 @@
  * topo_xml.c: reading and writing NCCL's topology XML (topo_xml.h).
  *
  * The reader is one loop over the text with a stack of open elements; it counts lines as it goes, so
- * every error names the line where the offending construct starts. What it accepts is the subset of
- * XML NCCL writes and reads: elements with quoted attributes, comments, one <?xml?> line; no text
- * between elements, no DOCTYPE, CDATA or entities (values are kept byte for byte, as NCCL keeps them).
+ * every error names the line where the offending construct starts. What it reads is the subset of
+ * XML NCCL writes and reads: elements with quoted attributes and comments. What a file NCCL accepts
+ * may hold besides, and this format gives no meaning to, is skipped with an INFO: text between
+ * elements, CDATA, <?...?> (the <?xml?> line quietly), <!DOCTYPE ...>, a second attribute of one name
+ * (the first counts, as NCCL's lookup takes the first). Entities are not expanded: values are kept
+ * byte for byte, as NCCL keeps them.
  * The nesting is checked here (NCCL's: system > cpu > {pci, nic}; pci > {pci, gpu, nic, pcilink};
  * gpu > {nvlink, c2c}; nic > net), because a misplaced element is a syntax fact of this format.
  */
@@ -204,7 +207,12 @@ static ncclResult_t readStartTag(struct reader* rd, struct chrXml* xml, struct o
     res = readValue(rd, key, value);
     if (res != ncclSuccess) return res;
     if (tag.node < 0) continue;
-    if (chrXmlAttr(xml, tag.node, key)) return failAt(rd, line, "<%s> has two %s attributes", tag.name, key);
+    if (chrXmlAttr(xml, tag.node, key)) {
+      /* NCCL keeps both and its lookup finds the first: the same outcome. */
+      INFO(NCCL_GRAPH, "%s:%d: <%s> has a second %s attribute; ignored, the first counts (as in NCCL)", rd->name,
+           rd->line, tag.name, key);
+      continue;
+    }
     struct chrXmlNode* n = &xml->nodes[tag.node];
     if (n->nAttrs == CHR_XML_MAX_ATTRS) {
       ignored++;
@@ -245,24 +253,57 @@ static ncclResult_t readEndTag(struct reader* rd, struct openTag* stack, int* de
   return ncclSuccess;
 }
 
+/* A <!DOCTYPE ...> or other declaration, from its "<!": up to the '>' that closes it, past quoted
+ * strings and an internal subset in [...] (whose own declarations end in '>' too). */
+static ncclResult_t skipDeclaration(struct reader* rd) {
+  int line = rd->line, bracket = 0;
+  char quote = 0;
+  advance(rd, 2);
+  while (rd->p < rd->end) {
+    char c = *rd->p;
+    advance(rd, 1);
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[') {
+      bracket++;
+    } else if (c == ']' && bracket > 0) {
+      bracket--;
+    } else if (c == '>' && bracket == 0) {
+      return ncclSuccess;
+    }
+  }
+  return failAt(rd, line, "'<!' declaration not terminated by '>'");
+}
+
 static ncclResult_t parseText(struct reader* rd, struct chrXml* xml) {
   struct openTag* stack = malloc(sizeof(*stack) * CHR_XML_MAX_DEPTH);
   if (!stack) return chrFail(ncclSystemError, "topology: out of memory");
-  int depth = 0, rootDone = 0, sawElement = 0;
+  int depth = 0, rootDone = 0, sawElement = 0, textNoted = 0;
   ncclResult_t res = ncclSuccess;
   while (res == ncclSuccess) {
     skipSpace(rd);
     if (rd->p >= rd->end) break;
     int line = rd->line;
     if (*rd->p != '<') {
-      res = failAt(rd, line, "text outside a tag (this format has none)");
+      /* Character data: this format has none, so it means nothing; skipped, noted once a file. */
+      if (!textNoted++) INFO(NCCL_GRAPH, "%s:%d: text between elements ignored", rd->name, line);
+      while (rd->p < rd->end && *rd->p != '<') advance(rd, 1);
     } else if (startsWith(rd, "<!--")) {
       if (!skipPast(rd, "-->")) res = failAt(rd, line, "comment not terminated by '-->'");
     } else if (startsWith(rd, "<?")) {
-      if (sawElement) res = failAt(rd, line, "'<?' after the first element");
-      else if (!skipPast(rd, "?>")) res = failAt(rd, line, "'<?' not terminated by '?>'");
+      /* The <?xml ...?> declaration, or any processing instruction: nothing this format uses. */
+      int declaration = !sawElement && startsWith(rd, "<?xml") && rd->end - rd->p > 5 &&
+                        (rd->p[5] == ' ' || rd->p[5] == '\t' || rd->p[5] == '\r' || rd->p[5] == '\n');
+      if (!skipPast(rd, "?>")) res = failAt(rd, line, "'<?' not terminated by '?>'");
+      else if (!declaration) INFO(NCCL_GRAPH, "%s:%d: processing instruction '<?...?>' ignored", rd->name, line);
+    } else if (startsWith(rd, "<![CDATA[")) {
+      if (!skipPast(rd, "]]>")) res = failAt(rd, line, "CDATA section not terminated by ']]>'");
+      else if (!textNoted++) INFO(NCCL_GRAPH, "%s:%d: CDATA section ignored", rd->name, line);
     } else if (startsWith(rd, "<!")) {
-      res = failAt(rd, line, "DOCTYPE and CDATA are not part of this format");
+      res = skipDeclaration(rd);
+      if (res == ncclSuccess) INFO(NCCL_GRAPH, "%s:%d: declaration '<!...>' (DOCTYPE) ignored", rd->name, line);
     } else if (startsWith(rd, "</")) {
       advance(rd, 2);
       res = readEndTag(rd, stack, &depth, &rootDone);

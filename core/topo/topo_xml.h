@@ -4,8 +4,9 @@
  *
  * The reader takes the format NCCL writes (<system version="1">, elements cpu, pci, gpu, nvlink,
  * c2c, pcilink, nic, net) within NCCL's limits: quoted values of at most 255 bytes, at most 16
- * attributes an element (more are ignored, as NCCL does), 256 elements, comments anywhere, an
- * optional <?xml ...?> line. Unknown elements are skipped with their content. Every byte is
+ * attributes an element (more are ignored, as NCCL does), 256 elements, comments anywhere. Unknown
+ * elements are skipped with their content; text between elements, CDATA, <?...?>, <!DOCTYPE> and a
+ * repeated attribute (the first counts) are skipped with an INFO. Every byte is
  * untrusted: the reader is a loop with an explicit stack (CHR_XML_MAX_DEPTH), never recursion, and
  * anything it cannot read fails with ncclInvalidUsage and "file:line: why" (chrFail), like the INI
  * loader. The tree keeps each element's line for the checks made later (topo_model.c).

@@ -428,6 +428,32 @@ static void caseMalformed(void) {
   EXPECT(chrXmlParse("ok.xml", ok, strlen(ok), &xml) == ncclSuccess && xml->nNodes == 2,
          "prolog, comments and an unknown element: %s", chrThreadLastError());
   chrXmlFree(xml);
+  /* What NCCL's reader lets through and this format gives no meaning to: skipped (an INFO each). */
+  const char* lenient =
+      "<!-- first -->\n<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<!DOCTYPE system [ <!ELEMENT system ANY> <!ATTLIST system version CDATA \"1\"> ]>\n"
+      "<system version=\"1\" version=\"2\">text <?pi x?><![CDATA[ <cpu> ]]>\n"
+      "  <cpu numaid=\"0\" numaid=\"7\" arch=\"x86_64\">more text &amp; so on\n"
+      "    <pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"90\" sm=\"70\">\n"
+      "      <nvlink target=\"0000:99:00.0\" count=\"18\"/></gpu></pci>\n"
+      "  </cpu>\n</system>\ntrailing text\n";
+  xml = NULL;
+  struct chrTopoSystem* sys = NULL;
+  EXPECT(chrXmlParse("lenient.xml", lenient, strlen(lenient), &xml) == ncclSuccess &&
+             chrTopoBuild(xml, &kDefaults, &sys) == ncclSuccess,
+         "what NCCL accepts: %s", chrThreadLastError());
+  if (sys) {
+    /* The first of two attributes counts; the nvlink without tclass to a device not in the file is an
+     * NVSwitch link (18 x 20.6 on sm 90). */
+    int g = sys->list[CHR_TOPO_GPU][0];
+    EXPECT(sys->nodes[g].sm == 90 && sys->nodes[sys->list[CHR_TOPO_CPU][0]].id == 0, "first attribute: sm %d",
+           sys->nodes[g].sm);
+    EXPECT(!strcmp(chrXmlAttr(sys->xml, 0, "version"), "1") && sys->xml->nodes[0].nAttrs == 1, "second version kept");
+    EXPECT(sys->count[CHR_TOPO_NVS] == 1 && sys->nodes[g].links[1].type == CHR_LINK_NVL &&
+               sys->nodes[g].links[1].bw > 370.7f && sys->nodes[g].links[1].bw < 370.9f,
+           "nvlink without tclass: %d NVSwitches", sys->count[CHR_TOPO_NVS]);
+    chrTopoFree(sys);
+  }
   char path[1024];
   snprintf(path, sizeof(path), "%s/aws-p4d.24xlarge-topo.xml", dataDir);
   char* full = readWholeFile(path);
@@ -443,7 +469,12 @@ static void caseMalformed(void) {
   BAD("bad close", "<system version=\"1\">\n<cpu numaid=\"0\">\n</pci></system>", 3, "</pci> where </cpu> was expected");
   BAD("unterminated quote", "<system version=\"1\">\n<cpu numaid=\"0>\n</cpu></system>", 2, "not terminated");
   BAD("unquoted", "<system version=1></system>", 1, "must be quoted");
-  BAD("text", "<system version=\"1\">\nhello</system>", 2, "text outside a tag");
+  BAD("unterminated DOCTYPE", "<?xml version=\"1.0\"?>\n<!DOCTYPE system [ <!ELEMENT system ANY> \n<system version=\"1\"/>",
+      2, "not terminated by '>'");
+  BAD("unterminated CDATA", "<system version=\"1\">\n<![CDATA[ x </system>", 2, "not terminated by ']]>'");
+  BAD("unterminated PI", "<system version=\"1\">\n<?pi </system>", 2, "not terminated by '?>'");
+  BAD("nvlink without target", "<system version=\"1\"><cpu numaid=\"0\"><pci busid=\"0000:01:00.0\" class=\"0x030200\">"
+      "<gpu dev=\"0\" sm=\"80\">\n<nvlink count=\"4\"/></gpu></pci></cpu></system>", 2, "needs a target");
   BAD("empty", "  \n\n", 3, "no <system> element");
   expectBad("nul", "<system version=\"1\">\n\0</system>", 31, 2, "NUL");
   BAD("after root", "<system version=\"1\"/>\n<system version=\"1\"/>", 2, "after the closing");
