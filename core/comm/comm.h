@@ -12,6 +12,7 @@
 #include "nccl.h"
 #include "plan/cost_model.h"
 #include "plugin/common.h"
+#include "transport/net_devs.h"
 #include "transport/transport.h"
 #include "util/cpu_mask.h"
 
@@ -71,7 +72,7 @@ struct ncclComm {
                                 * yielding before sleeping (util/idle.h); 0: they may share cores */
 
   struct chrNet* net;          /* the net plugin chosen for this comm (chrNetOpen) */
-  int netDev;
+  struct chrNetDevs netDevs;   /* the plugin devices this rank's links use */
 
   /* The planner's cost model (plan/cost_model.h), read from the configuration at init so that one
    * comm plans with one model for its whole life. */

@@ -24,6 +24,7 @@
 #include "profile/profile.h"
 #include "plugin/net_plugin.h"
 #include "transport/connect.h"
+#include "transport/net_devs.h"
 
 #define CHR_PEER_MAGIC 0x50454552u /* "PEER" */
 
@@ -137,7 +138,7 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
     if (comm->net == NULL)
       return chrFail(ncclInvalidUsage, "NCCL_NET_PLUGIN=none, but ranks of this communicator need the network "
                      "(ranks on other hosts, NCCL_SHM_DISABLE=1 or CHORUS_TRANSPORT=net)");
-    comm->netDev = 0;
+    CHECK(chrNetDevsChoose(comm->net, comm->rank, &comm->netDevs));
   }
   CHECK(chrPlanTunerAttach(comm)); /* after the net plugin: its library may carry the tuner */
   CHECK(chrProfAttach(comm));      /* likewise the profiler */

@@ -236,7 +236,8 @@ static ncclResult_t connectAll(struct ncclComm* comm, struct pending* p, int n) 
   for (int i = 0; i < n; i++) {
     if (p[i].e->end.isSend) continue;
     memset(p[i].handle, 0, sizeof(p[i].handle));
-    CHECK_GOTO(chrNetListen(comm->net, comm->netDev, p[i].handle, &p[i].listen), res, fail);
+    const int dev = chrNetDevFor(&comm->netDevs, p[i].e->end.key, 0, p[i].e->peer, comm->rank);
+    CHECK_GOTO(chrNetListen(comm->net, dev, p[i].handle, &p[i].listen), res, fail);
     CHECK_GOTO(chrBootstrapSend(comm->bootstrap, p[i].e->peer, endTag(comm, p[i].e), p[i].handle, sizeof(p[i].handle)),
                res, fail);
   }
@@ -251,7 +252,8 @@ static ncclResult_t connectAll(struct ncclComm* comm, struct pending* p, int n) 
     int left = 0, waitPeer = -1;
     for (int i = 0; i < n; i++) {
       if (p[i].comm) continue;
-      if (p[i].e->end.isSend) CHECK_GOTO(chrNetConnect(comm->net, comm->netDev, p[i].handle, &p[i].comm, NULL), res, fail);
+      const int dev = chrNetDevFor(&comm->netDevs, p[i].e->end.key, 0, comm->rank, p[i].e->peer);
+      if (p[i].e->end.isSend) CHECK_GOTO(chrNetConnect(comm->net, dev, p[i].handle, &p[i].comm, NULL), res, fail);
       else CHECK_GOTO(chrNetAccept(comm->net, p[i].listen, &p[i].comm, NULL), res, fail);
       if (p[i].comm == NULL) {
         left++;

@@ -23,6 +23,7 @@
 #include "log/log.h"
 #include "plugin/net_plugin.h"
 #include "transport/connect.h"
+#include "transport/net_devs.h"
 #include "transport/net_link.h"
 #include "transport/shm_link.h"
 
@@ -66,6 +67,11 @@ ncclResult_t chrTransportNeedsNet(struct ncclComm* comm, int* needNet) {
   return ncclSuccess;
 }
 
+/* Ring channels are below CHR_MAX_CHANNELS; point-to-point connections above (net_devs.h). */
+static int netDevFor(const struct ncclComm* comm, int channel, int sendRank, int recvRank) {
+  return chrNetDevFor(&comm->netDevs, channel, channel >= CHR_MAX_CHANNELS, sendRank, recvRank);
+}
+
 ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
                                struct chrLink** send, struct chrLink** recv) {
   char myHandle[NCCL_NET_HANDLE_MAXSIZE];
@@ -82,7 +88,7 @@ ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer,
   if (comm->net == NULL) return chrFail(ncclInternalError, "no net plugin open on comm %p", (void*)comm);
 
   if (wantRecv) {
-    CHECK(chrNetListen(comm->net, comm->netDev, myHandle, &listenComm));
+    CHECK(chrNetListen(comm->net, netDevFor(comm, channel, recvPeer, comm->rank), myHandle, &listenComm));
     CHECK_GOTO(chrBootstrapSend(comm->bootstrap, recvPeer, tag, myHandle, sizeof(myHandle)), res, fail_listen);
   }
   if (wantSend)
@@ -93,7 +99,8 @@ ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer,
   uint64_t deadline = timeoutSec > 0 ? start + (uint64_t)timeoutSec * 1000000000ull : UINT64_MAX; /* 0: no limit */
   while ((wantSend && sendComm == NULL) || (wantRecv && recvComm == NULL)) {
     if (wantSend && sendComm == NULL)
-      CHECK_GOTO(chrNetConnect(comm->net, comm->netDev, peerHandle, &sendComm, NULL), res, fail_comms);
+      CHECK_GOTO(chrNetConnect(comm->net, netDevFor(comm, channel, comm->rank, sendPeer), peerHandle, &sendComm, NULL),
+                 res, fail_comms);
     if (wantRecv && recvComm == NULL) CHECK_GOTO(chrNetAccept(comm->net, listenComm, &recvComm, NULL), res, fail_comms);
     if ((!wantSend || sendComm) && (!wantRecv || recvComm)) break;
     if (comm->abortFlag) {

@@ -15,6 +15,9 @@
 #                        (a cable pulled: no RST, no FIN, the peers' packets just vanish)
 #     --fail-within SEC  with --cut: every rank must exit with status 3 ("the library reported an
 #                        error and abort returned", see test_linkcut.c) within SEC seconds of the cut
+#     --nics N           interfaces ("NICs") per host, 1..4 (default 1), each on a network of its own
+#     --nic-share J:MIN:MAX  after the run, NIC J of every host must have carried MIN..MAX percent of
+#                        that host's bytes (received and sent, all NICs); repeatable
 #
 # Without --cut every rank must exit 0. Exit: 0 pass, 1 fail, 77 when this machine cannot make
 # namespaces (not root, no CAP_NET_ADMIN, no veth or bridge support), with the reason on stderr.
@@ -23,6 +26,8 @@
 # lives in namespace <pfx>-h<K> with the other end, "chrv0", address 10.77.0.<K+1>/24. Rank K runs
 # there in a UTS namespace of its own with hostname chorus-h<K>, so the library's host detection sees
 # K separate hosts without NCCL_HOSTID. The bootstrap root is rank 0 at NCCL_COMM_ID=10.77.0.1:29400.
+# With --nics N, NIC J > 0 of host K is "chrv<J>" at 10.77.<J>.<K+1>/24, its other end b<K>n<J> on
+# bridge "chrbr<J>": one network per NIC index (a rail), and NCCL_SOCKET_IFNAME=chrv names them all.
 #
 # Names carry this script's pid (<pfx> = chrnet-<pid>), so concurrent runs never collide; a trap
 # removes everything on exit, INT, TERM and HUP, and every run first removes the namespaces (and
@@ -39,7 +44,7 @@ PORT=29400
 die_usage() { echo "netns_run.sh: $*" >&2; exit 2; }
 skip() { echo "netns_run.sh: SKIP: $*" >&2; exit 77; }
 
-hosts=2 timeout=100 cut="" fail_within=0 envs=() plugin="" libdir=""
+hosts=2 timeout=100 cut="" fail_within=0 envs=() plugin="" libdir="" nics=1 shares=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --hosts) hosts=${2:?}; shift 2 ;;
@@ -51,6 +56,9 @@ while [ $# -gt 0 ]; do
     --libdir) libdir=${2:?}; shift 2 ;;
     --cut) cut=${2:?}; shift 2 ;;
     --fail-within) fail_within=${2:?}; shift 2 ;;
+    --nics) nics=${2:?}; shift 2 ;;
+    --nic-share) case "${2:?}" in [0-9]:[0-9]*:[0-9]*) shares+=("$2") ;; *) die_usage "--nic-share wants J:MIN:MAX, got $2" ;; esac
+                 shift 2 ;;
     --) shift; break ;;
     *) die_usage "unknown option $1" ;;
   esac
@@ -68,6 +76,7 @@ fi
 case "$hosts" in ''|*[!0-9]*) die_usage "--hosts $hosts is not a number" ;; esac
 [ "$hosts" -ge 2 ] && [ "$hosts" -le 16 ] || die_usage "--hosts must be 2..16"
 case "$timeout" in ''|*[!0-9]*) die_usage "--timeout $timeout is not a number" ;; esac
+case "$nics" in [1-4]) ;; *) die_usage "--nics must be 1..4" ;; esac
 cut_host="" cut_sec=""
 if [ -n "$cut" ]; then
   cut_host=${cut%@*} cut_sec=${cut#*@}
@@ -121,15 +130,25 @@ workdir=$(mktemp -d /tmp/chrnet.XXXXXX) || exit 1
 ip netns add "$PFX-hub" 2>"$workdir/err" || skip "cannot create a network namespace: $(cat "$workdir/err")"
 ip -n "$PFX-hub" link add name chrbr type bridge 2>"$workdir/err" || skip "no bridge support: $(cat "$workdir/err")"
 ip -n "$PFX-hub" link set lo up && ip -n "$PFX-hub" link set chrbr up || exit 1
+for ((j = 1; j < nics; j++)); do
+  ip -n "$PFX-hub" link add name "chrbr$j" type bridge && ip -n "$PFX-hub" link set "chrbr$j" up || exit 1
+done
 for ((k = 0; k < hosts; k++)); do
   ns=$PFX-h$k
   ip netns add "$ns" || exit 1
-  ip -n "$PFX-hub" link add name "b$k" type veth peer name "$IFACE" netns "$ns" 2>"$workdir/err" ||
-    skip "no veth support: $(cat "$workdir/err")"
-  ip -n "$PFX-hub" link set "b$k" master chrbr up &&
-    ip -n "$ns" addr add "$SUBNET.$((k + 1))/24" dev "$IFACE" &&
-    ip -n "$ns" link set lo up && ip -n "$ns" link set "$IFACE" up || exit 1
+  ip -n "$ns" link set lo up || exit 1
+  for ((j = 0; j < nics; j++)); do
+    hub=b$k br=chrbr
+    [ "$j" = 0 ] || hub=b${k}n$j br=chrbr$j
+    ip -n "$PFX-hub" link add name "$hub" type veth peer name "chrv$j" netns "$ns" 2>"$workdir/err" ||
+      skip "no veth support: $(cat "$workdir/err")"
+    ip -n "$PFX-hub" link set "$hub" master "$br" up &&
+      ip -n "$ns" addr add "10.77.$j.$((k + 1))/24" dev "chrv$j" &&
+      ip -n "$ns" link set "chrv$j" up || exit 1
+  done
 done
+ifname="=$IFACE"
+[ "$nics" = 1 ] || ifname=chrv
 
 # --- the ranks -------------------------------------------------------------------------------------
 # The environment every rank gets: its rank, the root's address, the interface; NCCL_HOSTID is
@@ -141,7 +160,7 @@ for ((k = 0; k < hosts; k++)); do
   (
     ip netns exec "$PFX-h$k" unshare --uts sh -c 'hostname "$0" && exec "$@"' "chorus-h$k" \
       env -u NCCL_HOSTID CHORUS_RANK=$k CHORUS_NRANKS=$hosts NCCL_COMM_ID=$SUBNET.1:$PORT \
-      NCCL_SOCKET_IFNAME="=$IFACE" "${envs[@]}" "$@" >"$workdir/out$k" 2>&1 &
+      NCCL_SOCKET_IFNAME="$ifname" "${envs[@]}" "$@" >"$workdir/out$k" 2>&1 &
     echo $! >"$workdir/pid$k"
     exec 2>/dev/null  # the rank's output has its file; no "Killed" notice from this watcher
     wait $!
@@ -204,6 +223,29 @@ else
     done
     echo "netns_run.sh: $summary"
   fi
+fi
+# Bytes per NIC (received and sent), per host, and the shares --nic-share asks for.
+if [ "$nics" -gt 1 ] || [ ${#shares[@]} -gt 0 ]; then
+  for ((k = 0; k < hosts; k++)); do
+    total=0 bytes=()
+    for ((j = 0; j < nics; j++)); do
+      b=$(ip netns exec "$PFX-h$k" sh -c "cat /sys/class/net/chrv$j/statistics/rx_bytes /sys/class/net/chrv$j/statistics/tx_bytes" |
+          awk '{ s += $1 } END { print s + 0 }')
+      bytes[$j]=$b total=$((total + b))
+    done
+    line="netns_run.sh: host $k bytes per NIC:"
+    for ((j = 0; j < nics; j++)); do line="$line chrv$j ${bytes[$j]}"; done
+    echo "$line"
+    for spec in "${shares[@]}"; do
+      IFS=: read -r j lo hi <<<"$spec"
+      [ "$j" -lt "$nics" ] || { echo "netns_run.sh: --nic-share $spec: no NIC $j" >&2; fail=1; continue; }
+      pct=$(awk -v b="${bytes[$j]}" -v t="$total" 'BEGIN { printf "%.1f", t ? 100 * b / t : 0 }')
+      if awk -v p="$pct" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(p < lo || p > hi) }'; then
+        echo "netns_run.sh: host $k NIC chrv$j carried $pct% of its bytes, expected $lo..$hi%" >&2
+        fail=1
+      fi
+    done
+  done
 fi
 if [ "$fail" != 0 ]; then
   for ((k = 0; k < hosts; k++)); do
