@@ -12,8 +12,8 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include "device/ce_mailbox.h"
 #include "device/ce_vmm.h"
+#include "hostdev/ce_mailbox.h"
 
 #define CHR_CE_MAX_OPENED 64
 

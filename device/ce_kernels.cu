@@ -2,10 +2,10 @@
 /*
  * ce_kernels.cu: the kernel of copy-engine sends (ce_kernels.h).
  */
-#include "device/ce_mailbox.h"
 #include "device/ce_kernels.h"
 #include "device/ce_timing.cuh"
 #include "device/dev_error.h"
+#include "hostdev/ce_mailbox.h"
 
 /* Build switches (CUDA_DEFINES), for an A/B on a GPU. */
 #ifndef CHR_CE_COPY_THREADS

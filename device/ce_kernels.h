@@ -7,7 +7,7 @@
  *   - up to CHR_CE_GROUP_JOBS copies of sends that run on the SMs: a share of the CTAs per copy
  *     waits until the agent has published the receiver's buffer and the receiver is ready, copies
  *     its part, and the last CTA of the copy sets the receiver's done word; or, when the receiver
- *     pulls the transfer (CHR_CE_DST_PULLED, device/ce_mailbox.h), one CTA waits until the
+ *     pulls the transfer (CHR_CE_DST_PULLED, hostdev/ce_mailbox.h), one CTA waits until the
  *     pull's done word says the send buffer was read;
  *   - up to CHR_CE_GROUP_WAITS done words (receives, and sends the copy engine runs), which one more
  *     CTA polls until each reaches its transfer number (host memory both ends map; not

@@ -9,7 +9,7 @@
 #define CHORUS_DEVICE_CE_SEGMENT_H_
 
 #include <stdint.h>
-#include "device/ce_mailbox.h"
+#include "hostdev/ce_mailbox.h"
 #include "nccl.h"
 
 #define CHR_CE_SEGMENT_BYTES 4096

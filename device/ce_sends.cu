@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "device/ce_mailbox.h"
+#include "hostdev/ce_mailbox.h"
 #include "device/ce_buffers.h"
 #include "device/ce_kernels.h"
 #include "device/ce_segment.h"

@@ -6,7 +6,7 @@
  *
  * Between processes a GPU that drives both directions at once moves about half the link each way
  * (docs/perf/gpu-2gpu.md), so each send runs on its SENDER's GPU, straight into the
- * receiver's buffer, beside the kernels. The two ends meet in a mailbox (device/ce_mailbox.h,
+ * receiver's buffer, beside the kernels. The two ends meet in a mailbox (hostdev/ce_mailbox.h,
  * sender-copies mode) per ordered pair of ranks and class, in a POSIX shared-memory segment both map
  * and register with their GPU; transfer k of a pair is the k-th engine send from A to B and the k-th
  * engine receive at B from A (both ends decide from the size alone).
@@ -47,7 +47,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include "nccl.h"
-#include "device/launch.h"
+#include "hostdev/dev_api.h"
 #include "hostdev/work.h"
 
 struct chrDevRank;
@@ -68,7 +68,7 @@ ncclResult_t chrCePost(struct chrDevRank* rk, const struct chrWork* works, int n
 /* The rank aborts: every wait of its streams and copy streams is released (no copy is issued any more). */
 void chrCeAbort(struct chrDevRank* rk);
 
-/* The rank's counts so far (launch.h's chrDevRankCeStats). */
+/* The rank's counts so far (hostdev/dev_api.h's chrDevRankCeStats). */
 void chrCeStats(struct chrDevRank* rk, struct chrDevCeStats* out);
 
 /* Device memory the rank's copy-engine state holds: staging buffers and the copy kernel's syncs. */

@@ -41,7 +41,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
-#include "device/ce_mailbox.h"
+#include "hostdev/ce_mailbox.h"
 
 #define CHR_CE_MAX_EXPORTED 32
 #define CHR_CE_VMM_MAX_CHUNKS 65535 /* a chunk's index takes 16 bits of its key */

@@ -35,10 +35,8 @@
 #define CHORUS_DEVICE_DEV_COMM_H_
 
 #include <stdint.h>
+#include "hostdev/dev_consts.h" /* CHR_DEV_STEPS, CHR_DEV_ERR_* */
 
-#define CHR_DEV_STEPS 8          /* slots per connection: the host executor's CHR_STEPS */
-#define CHR_DEV_MAX_CHANNELS 128 /* CTAs per rank and launch */
-#define CHR_DEV_P2P_CONNS 64     /* point-to-point connection indices: lanes a large send splits over */
 #define CHR_DEV_LL_LINE_DATA 8   /* payload bytes of one LL line */
 
 /* One LL line: two 8-byte halves, each a 4-byte data word and its flag, so an 8-byte store carries
@@ -49,12 +47,6 @@ union chrDevLLLine {
   } w;
   uint64_t v[2];
 };
-
-/* Errors a kernel reports in chrDevComm.error (first one wins; the kernel then returns). */
-#define CHR_DEV_ERR_NONE 0
-#define CHR_DEV_ERR_BAD_LINK 1   /* a work names a link this comm has no connection for */
-#define CHR_DEV_ERR_ENGINE 2     /* a copy-engine send could not run (set by the host, device/ce_sends.cu) */
-#define CHR_DEV_ERR_NET_SIZE 3   /* a step received through the net proxy has another size than this rank's */
 
 struct chrDevConn {
   char* buff;               /* SIMPLE: CHR_DEV_STEPS slots of stepBytes (receiver's memory) */

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "device/dev_error.h"
-#include "device/launch.h"
+#include "hostdev/dev_api.h"
 
 static __thread char chrDevLastErrorText[1024];
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dev_group.h: the host-side state of one rank (launch.h: chrDevRank) and of a group of ranks of one
+ * dev_group.h: the host-side state of one rank (hostdev/dev_api.h: chrDevRank) and of a group of ranks of one
  * process, shared by rank.cu (create, export, connect, destroy), group.cu (groups over ranks),
  * launch.cu (launches) and work_check.cu (plan checks).
  *
@@ -15,7 +15,7 @@
 
 #include <cuda_runtime.h>
 #include "device/dev_comm.h"
-#include "device/launch.h"
+#include "hostdev/dev_api.h"
 
 /* Plans larger than the kernel arguments go through host-mapped slots, each reused only once the
  * launch that read it has finished (its event). */

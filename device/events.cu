@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * events.cu: events and stream queries for the core (launch.h). The core orders launches with them:
+ * events.cu: events and stream queries for the core (hostdev/dev_api.h). The core orders launches with them:
  * the streams of one group are joined before and after a communicator's kernels, and a communicator
  * that launches on a new stream first waits for its previous launch. Each call makes `cudaDev` current
  * for the call and restores the caller's device, since the runtime linked into this library keeps its
@@ -8,7 +8,7 @@
  */
 #include "device/dev_error.h"
 #include "device/dev_scope.h"
-#include "device/launch.h"
+#include "hostdev/dev_api.h"
 
 extern "C" ncclResult_t chrDevEventCreate(int cudaDev, void** event) {
   if (event == NULL) return chrDevFail(ncclInvalidArgument, "chrDevEventCreate: NULL event");

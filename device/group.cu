@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * group.cu: N ranks of one process, made and connected at once (launch.h): a thin layer over the
+ * group.cu: N ranks of one process, made and connected at once (hostdev/dev_api.h): a thin layer over the
  * rank API of rank.cu. Every rank is created, exported, and connected to every rank (itself
  * included); within one process the blobs resolve to the ranks' own addresses, no IPC.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * launch.cu: chrDevRankLaunch (launch.h). A plan is checked, cut into launches by reduction kernel,
+ * launch.cu: chrDevRankLaunch (hostdev/dev_api.h). A plan is checked, cut into launches by reduction kernel,
  * and each launch gets its works in kernel arguments (up to CHR_DEV_INLINE_WORKS) or in a host-mapped
  * slot.
  *

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * memory.cu: GPU memory for ncclMemAlloc / ncclMemFree (launch.h). Plain cudaMalloc on the device
+ * memory.cu: GPU memory for ncclMemAlloc / ncclMemFree (hostdev/dev_api.h). Plain cudaMalloc on the device
  * the caller names: such memory works with every path of this library (peer access in one process,
  * CUDA IPC between processes), so buffers from ncclMemAlloc need nothing special anywhere else.
  */
 #include "device/dev_error.h"
 #include "device/dev_scope.h"
-#include "device/launch.h"
+#include "hostdev/dev_api.h"
 
 extern "C" ncclResult_t chrDevMemAlloc(int cudaDev, void** ptr, size_t size) {
   if (ptr == NULL || size == 0) return chrDevFail(ncclInvalidArgument, "chrDevMemAlloc: NULL pointer or 0 bytes");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * net_ends.cu: a rank's connection ends to a peer on another host (launch.h: chrDevRankNetConnect).
+ * net_ends.cu: a rank's connection ends to a peer on another host (hostdev/dev_api.h: chrDevRankNetConnect).
  *
  * The peer's memory cannot be mapped, so each end's FIFO and control words live in this rank's own
  * host-mapped memory (one cudaHostAlloc per peer), and the core's proxy (core/cuda/dev_net.c) plays

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * rank.cu: one rank's device state (launch.h: chrDevRank): create, export, connect, destroy.
+ * rank.cu: one rank's device state (hostdev/dev_api.h: chrDevRank): create, export, connect, destroy.
  *
  * Connection indices. A rank has nConns = nChannels + p2pConns * nRanks connection indices in each
  * direction: ring channel c is index c (sending to the ring successor, receiving from the

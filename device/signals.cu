@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * signals.cu: one-sided transfers (launch.h): a copy into a peer's window, then a signal word written
+ * signals.cu: one-sided transfers (hostdev/dev_api.h): a copy into a peer's window, then a signal word written
  * into the peer's arena; a stream wait on this rank's word of a peer; and the CUDA IPC export and
  * opening of window ranges.
  *
@@ -15,8 +15,8 @@
 #include "device/dev_error.h"
 #include "device/dev_group.h"
 #include "device/dev_scope.h"
-#include "device/launch.h"
 #include "device/stream_values.h"
+#include "hostdev/dev_api.h"
 
 static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(((struct chrDevRange*)0)->handle), "an IPC handle is 64 bytes");
 

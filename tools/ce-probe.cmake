@@ -5,6 +5,6 @@
 if(CMAKE_CUDA_COMPILER)
   add_executable(chorus-ce-probe ${CMAKE_CURRENT_SOURCE_DIR}/gpu/ce_probe.cu ${CMAKE_CURRENT_SOURCE_DIR}/gpu/ce_probe_allreduce.cu)
   set_target_properties(chorus-ce-probe PROPERTIES CUDA_RUNTIME_LIBRARY Static)
-  target_include_directories(chorus-ce-probe PRIVATE ${CMAKE_SOURCE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+  target_include_directories(chorus-ce-probe PRIVATE ${CHORUS_INTERNAL_INCLUDE} ${CUDAToolkit_INCLUDE_DIRS}) # hostdev/ce_mailbox.h
   target_link_libraries(chorus-ce-probe PRIVATE ${CMAKE_DL_LIBS})
 endif()

@@ -3,7 +3,7 @@
  * dev_ipc.h: the IPC mode of a rank's device state (dev_state.h), for ranks in several processes (or
  * on several GPUs) of one host. Internal to core/cuda.
  *
- * Attach: the rank makes its chrDevRank (its arena, device/launch.h), connects itself (point-to-point
+ * Attach: the rank makes its chrDevRank (its arena, hostdev/dev_api.h), connects itself (point-to-point
  * works to itself), and sends its blob to every other rank of its host (bootstrap tag CHR_DEV_TAG_BLOB; a send
  * never waits for the receiver). Connect: the first time a plan names a peer, its blob is received
  * (waiting for the peer's attach, as a collective waits for its peers) and handed to the library,

@@ -29,8 +29,8 @@
 #ifndef CHORUS_CUDA_DEV_NET_H_
 #define CHORUS_CUDA_DEV_NET_H_
 
+#include "hostdev/dev_api.h" /* struct chrDevNetEnd */
 #include "nccl.h"
-#include "device/launch.h" /* struct chrDevNetEnd */
 
 struct ncclComm;
 struct chrDevNet;

@@ -14,7 +14,7 @@
 #include "cuda/dev_ipc.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
-#include "device/dev_comm.h"
+#include "hostdev/dev_consts.h"
 #include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"

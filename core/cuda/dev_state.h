@@ -4,7 +4,7 @@
  *
  * Two modes, chosen at init (comm.h):
  * - GROUP (comm->devLocal: every rank in this process on one GPU). All ranks share one chrDevGroup
- *   (device/launch.h). A process-wide registry keyed by comm->commHash holds it; the first rank to
+ *   (hostdev/dev_api.h). A process-wide registry keyed by comm->commHash holds it; the first rank to
  *   use a device buffer creates it for all, each rank that uses it holds a reference, and the last
  *   rank to be destroyed or aborted frees it. Nothing goes over the bootstrap, so one thread may drive
  *   every rank (ncclCommInitAll).
@@ -83,7 +83,7 @@ int chrDevCommConnectsLazily(const struct ncclComm* comm);
  * blob, i.e. for its attach); nothing to do in group mode. */
 ncclResult_t chrDevCommConnect(struct ncclComm* comm, const unsigned char* need);
 
-/* Launch this rank's plan (device/launch.h: chrDevRankLaunch). */
+/* Launch this rank's plan (hostdev/dev_api.h: chrDevRankLaunch). */
 ncclResult_t chrDevCommLaunch(struct ncclComm* comm, const struct chrWork* works, const int* nWorks, int nChannels,
                               cudaStream_t stream);
 

@@ -6,7 +6,7 @@
 #ifndef CHORUS_DEV_EXEC_H_
 #define CHORUS_DEV_EXEC_H_
 
-#include "device/dev_comm.h"
+#include "hostdev/dev_consts.h"
 #include "hostdev/task.h"
 
 /* Reorder *list: host tasks first, then device tasks, each in call order; *devTasks is the first

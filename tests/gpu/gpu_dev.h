@@ -10,7 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "device/launch.h"
+#include "hostdev/dev_api.h"
 
 #define CT_SKIP 77 /* ctest SKIP_RETURN_CODE */
 

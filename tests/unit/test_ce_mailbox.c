@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_ce_mailbox.c: the copy-engine rendezvous (device/ce_mailbox.h) between processes, with each
+ * test_ce_mailbox.c: the copy-engine rendezvous (hostdev/ce_mailbox.h) between processes, with each
  * process's CUDA streams played by threads that run queued operations in order (wait for a word,
  * write a word, copy, record a point of a stream and wait for it, and kernels), queued as the device
  * library (device/ce_sends.cu) queues them on GPUs.
@@ -59,7 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "device/ce_mailbox.h"
+#include "hostdev/ce_mailbox.h"
 
 #define MAXR 3
 #define STEPS 1500

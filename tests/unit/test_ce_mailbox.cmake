@@ -1,8 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The copy-engine rendezvous, one ctest per world (ranks, who issues, one queue, pulls, bounded wait),
 # so that a busy machine stretches each one alone: every world spins several threads per rank.
-# The header is device/ce_mailbox.h (header-only, no CUDA), found from the source root.
-target_include_directories(test_ce_mailbox PRIVATE ${CMAKE_SOURCE_DIR})
+# The header is core/hostdev/ce_mailbox.h (header-only, no CUDA), found through chorus_static.
 foreach(world "2 0 0 0 0" "3 0 0 0 0" "2 1 0 0 0" "3 1 0 0 0" "2 1 1 0 0" "3 1 1 0 0" "2 1 0 1 0" "3 1 0 1 0"
               "2 1 1 1 0" "3 1 1 1 0" "2 1 0 1 1" "3 1 1 1 1")
   string(REPLACE " " ";" args "${world}")

@@ -10,7 +10,7 @@ for plugins and tools:
 
   - a file of core/ or device/ may include its own folder and any folder of a lower rank;
   - a plugin sees only the frozen ABI headers, the support library and its own folder;
-  - a tool sees only the public headers, the support library and tools/.
+  - a tool sees only the public headers, the host/device contract, the support library and tools/.
 
 Every include that breaks these is a violation. The includes that broke them when the check came in
 are listed in the debt file (tools/ci/layers_debt.txt, one `file: include` a line, sorted). The
@@ -33,7 +33,7 @@ import sys
 LAYERS = [
     # folder            rank  job
     ("core/include",      0, "the contract: nccl.h, chorus.h and the frozen plugin ABI headers"),
-    ("core/hostdev",      5, "the host/device contract: works and step math, tasks, reduction encoding, ids"),
+    ("core/hostdev",      5, "the host/device contract: works, step math, tasks, reduction encoding, ids, device API"),
     ("core/util",        10, "OS helpers: futex, idle waits, the plugin library search, siphash"),
     ("plugins/support",  20, "the plugin support library, libc only: sockets (the bootstrap's too), settings"),
     ("core/log",         30, "the NCCL-style logger, last-error text, the CHECK macros"),
@@ -55,20 +55,21 @@ LAYERS = [
 # What the code outside the layers may include (folders, or single files).
 ABI_HEADERS = ["core/include/plugin"]           # the frozen plugin ABI, one header per version
 PUBLIC_HEADERS = ["core/include"]               # nccl.h, chorus.h and the plugin ABI
+CONTRACT = ["core/hostdev"]                     # the host/device contract, header-only
 SUPPORT_LIBRARY = ["plugins/support",          # linked by every plugin and by libchorus
                    "plugins/net_common"]        # compiled into each net plugin
 RULES = {
     # top folder: (what a file there may include besides its own subfolder, the rule in words)
     "plugins": (ABI_HEADERS + SUPPORT_LIBRARY, "a plugin sees only the ABI headers and the support library"),
-    "tools": (PUBLIC_HEADERS + SUPPORT_LIBRARY + ["tools"],
-              "a tool sees only the public headers and the support library"),
+    "tools": (PUBLIC_HEADERS + CONTRACT + SUPPORT_LIBRARY + ["tools"],
+              "a tool sees only the public headers, the host/device contract and the support library"),
 }
 
 # Where `#include "x"` is looked for, after the including file's own folder: the include
 # directories of the targets built from each top folder (core/CMakeLists.txt, device/CMakeLists.txt,
 # plugins/*/CMakeLists.txt, tools/*.cmake), in their order. "{own}" is the plugin's own folder.
 SEARCH = {
-    "core": ["core/include", "core", "plugins/support", "."],
+    "core": ["core/include", "core", "plugins/support"],
     "device": [".", "core/include", "core"],
     # core last: no plugin builds with it, but an include it would reach is named by the rule it breaks.
     "plugins": ["core/include", "{own}", "plugins/support", "plugins/net_common", "plugins/net_common/tests", "core"],

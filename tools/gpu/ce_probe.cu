@@ -8,7 +8,7 @@
  * Two ranks (processes forked before any CUDA call), rank r on GPU r, each sending `bytes` to the
  * other and receiving as much from it, `iters` times per size (the traffic of a 2-rank send/recv in
  * nccl-tests). Per transfer and direction, a mailbox slot in host memory both processes map
- * (device/ce_mailbox.h, whose protocol tests/unit/test_ce_mailbox.c checks on the CPU):
+ * (hostdev/ce_mailbox.h, whose protocol tests/unit/test_ce_mailbox.c checks on the CPU):
  *   - each end signals on its stream that its data is in place (an IPC event record, or a write of
  *     its `ready` word), for every transfer of the group before anything else, and records one
  *     event of its stream for the group's copies to wait for;
@@ -75,7 +75,7 @@
 #include <unistd.h>
 
 #include "ce_probe_allreduce.h"
-#include "device/ce_mailbox.h"
+#include "hostdev/ce_mailbox.h"
 
 #define CK(call)                                                                                    \
   do {                                                                                              \
@@ -97,7 +97,7 @@ struct Post {
 static_assert(sizeof(struct Post) <= CHR_CE_POST_BYTES, "a post outgrew chrCePost");
 
 struct Shared {
-  struct chrCeMailbox box[2]; /* box[d]: rank d sends, the other receives (device/ce_mailbox.h) */
+  struct chrCeMailbox box[2]; /* box[d]: rank d sends, the other receives (hostdev/ce_mailbox.h) */
   cudaIpcMemHandle_t buf[2][2];        /* [rank][SEND or RECV] */
   cudaIpcEventHandle_t ev[2][2][SLOTS]; /* [rank][direction][slot] */
   std::atomic<int> barrier[2];

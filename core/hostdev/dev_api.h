@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * launch.h: the device library's host API (C linkage), what the core calls to run plans on GPUs.
+ * dev_api.h: the device library's host API (C linkage), what the core calls to run plans on GPUs,
+ * and the table of it that the core binds (struct chrDevLib, filled by core/cuda/device_lib.c).
  *
  * The library (libchorus-device.so) carries the kernels and the CUDA runtime, linked statically;
  * the core dlopens it and calls these functions, so the core itself never links CUDA.
@@ -8,7 +9,7 @@
  * A RANK (struct chrDevRank) is one rank's device state, made in the rank's own process: an arena
  * (one cudaMalloc) holding what the rank owns of its connections in write mode (the FIFOs and tail
  * words of the connections it receives on, the head words of those it sends on), the rank's device
- * comm (dev_comm.h), its own host-mapped abort and error words, and a host-mapped area for plans too
+ * comm (device/dev_comm.h), its own host-mapped abort and error words, and a host-mapped area for plans too
  * large for kernel arguments. A rank exports itself as a blob of plain bytes (its arena's CUDA IPC
  * handle and address, its process, its configuration); the core sends the blob to the peers
  * (bootstrap) and each peer connects with it: a rank of another process opens the handle
@@ -29,16 +30,16 @@
  * several processes on one GPU are time-sliced by the driver (slow, but they progress). A plan is
  * one kernel launch unless its collectives need different reduction kernels (different type or op):
  * then it is launched as several kernels on the stream, in order, cut where the reduction changes,
- * with every point-to-point work in the last one (launch.cu says why).
+ * with every point-to-point work in the last one (device/launch.cu says why).
  *
  * Errors return an ncclResult_t and leave a message in chrDevLastError() (per thread).
  */
-#ifndef CHORUS_DEVICE_LAUNCH_H_
-#define CHORUS_DEVICE_LAUNCH_H_
+#ifndef CHORUS_HOSTDEV_DEV_API_H_
+#define CHORUS_HOSTDEV_DEV_API_H_
 
 #include <stddef.h>
 #include <stdint.h>
-#include "device/dev_comm.h"
+#include "hostdev/dev_consts.h"
 #include "hostdev/work.h"
 #include "nccl.h"
 
@@ -76,15 +77,15 @@ struct chrDevRankConfig {
   size_t p2pStepBytes;  /* SIMPLE slot of the point-to-point connections (a positive multiple of 16;
                            0: stepBytes). A large send runs over several connection indices at once,
                            so each needs less in flight than a ring channel's */
-  int copyEngine;       /* 1: plans may hold copy-engine sends (ce_sends.h); their kernel is
+  int copyEngine;       /* 1: plans may hold copy-engine sends (device/ce_sends.h); their kernel is
                            loaded with the others at create */
   int ceWaitUs;         /* a copy-engine send whose receiver has not posted waits this long in the
-                           sender's call for it (ce_sends.h) */
+                           sender's call for it (device/ce_sends.h) */
   int ceShareFd;        /* 1: a copy-engine receive into memory CUDA IPC cannot share is shared by
-                           file descriptor when it can be (ce_vmm.h), 0: always staged */
+                           file descriptor when it can be (device/ce_vmm.h), 0: always staged */
   int cePull;           /* 1: a copy-engine receive whose sender called first is copied by this
                            rank's copy engine from the sender's buffer when it can be shared
-                           (ce_sends.h), between processes, and this rank describes its sends so that
+                           (device/ce_sends.h), between processes, and this rank describes its sends so that
                            its receivers can; 2: also between ranks of one process */
 };
 
@@ -107,7 +108,7 @@ CHR_DEV_API ncclResult_t chrDevRankExport(struct chrDevRank* rk, struct chrDevRa
 CHR_DEV_API ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, const int* peers,
                                            const struct chrDevRankBlob* blobs);
 
-/* One connection end to a peer on another host, as the core's proxy drives it (net_ends.cu): host
+/* One connection end to a peer on another host, as the core's proxy drives it (device/net_ends.cu): host
  * addresses in memory the kernels reach too. */
 struct chrDevNetEnd {
   int32_t isSend;     /* 1: this rank sends on it */
@@ -117,7 +118,7 @@ struct chrDevNetEnd {
   uint64_t* tail;     /* steps published (send: by the kernel; receive: by the proxy) */
   uint64_t* head;     /* steps freed (send: by the proxy; receive: by the kernel) */
   uint64_t* sizes;    /* CHR_DEV_STEPS words: the bytes of the step in each slot */
-  uint64_t* need;     /* receive: the steps the kernel's current work will have taken (dev_comm.h) */
+  uint64_t* need;     /* receive: the steps the kernel's current work will have taken (device/dev_comm.h) */
 };
 
 /* The most ends chrDevRankNetConnect makes for one peer. */
@@ -142,7 +143,7 @@ CHR_DEV_API ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct ch
  * return; its connections are then out of step and the communicator must be destroyed. */
 CHR_DEV_API void chrDevRankSetAbort(struct chrDevRank* rk, uint32_t value);
 
-/* The error a kernel of the rank reported (CHR_DEV_ERR_*, dev_comm.h); 0 when none. */
+/* The error a kernel of the rank reported (CHR_DEV_ERR_*, hostdev/dev_consts.h); 0 when none. */
 CHR_DEV_API uint32_t chrDevRankKernelError(const struct chrDevRank* rk);
 
 /* Closes the peers' arenas this rank opened, frees its own. No kernel of the rank may be running
@@ -150,13 +151,13 @@ CHR_DEV_API uint32_t chrDevRankKernelError(const struct chrDevRank* rk);
  * kernels on it either (CUDA IPC: the exporter frees, the importer's mapping becomes invalid). */
 CHR_DEV_API ncclResult_t chrDevRankDestroy(struct chrDevRank* rk);
 
-/* What a rank's copy-engine transfers (ce_sends.h) did so far, counted from its creation: for the
+/* What a rank's copy-engine transfers (device/ce_sends.h) did so far, counted from its creation: for the
  * core's log when the communicator ends, so that a user can see which way large transfers went. */
 struct chrDevCeStats {
   uint64_t sendsByEngine; /* sends to other ranks copied by the copy engine (their receiver posted first) */
   uint64_t sendsByKernel; /* copied by the launch's kernel (the sender called first) */
   uint64_t recvsDirect;   /* receives posted as an address (one process) or a CUDA IPC handle */
-  uint64_t recvsByFd;     /* receives into memory shared by file descriptor (ce_vmm.h) */
+  uint64_t recvsByFd;     /* receives into memory shared by file descriptor (device/ce_vmm.h) */
   uint64_t recvsStaged;   /* receives through a staging buffer */
   uint64_t recvsPulled;   /* receives this rank's copy engine pulled from the sender's buffer (cePull) */
   uint64_t opened;        /* peers' buffers this rank opened or mapped (receivers' as a sender, senders' to pull) */
@@ -173,7 +174,7 @@ CHR_DEV_API void chrDevRankCeStats(struct chrDevRank* rk, struct chrDevCeStats* 
  * threading rule as chrDevRankCeStats. What ncclCommMemStats reports. */
 CHR_DEV_API uint64_t chrDevRankDeviceBytes(const struct chrDevRank* rk);
 
-/* ---- one-sided transfers (signals.cu) ---- */
+/* ---- one-sided transfers (device/signals.cu) ---- */
 
 /* On `stream`: copies `bytes` from src to dst (a peer's window as this process addresses it; nothing
  * when bytes is 0), then writes `count` (the running number of this rank's signals to the peer) into
@@ -236,13 +237,13 @@ CHR_DEV_API ncclResult_t chrDevLaunch(struct chrDevGroup* group, int rank, const
  * and the group must be destroyed. */
 CHR_DEV_API void chrDevSetAbort(struct chrDevGroup* group, int rank, uint32_t value);
 
-/* The error a kernel of `rank` reported (CHR_DEV_ERR_*, dev_comm.h); 0 when none. */
+/* The error a kernel of `rank` reported (CHR_DEV_ERR_*, hostdev/dev_consts.h); 0 when none. */
 CHR_DEV_API uint32_t chrDevKernelError(struct chrDevGroup* group, int rank);
 
 /* Most works one launch can take (kernel arguments or the host-mapped area). While the stream is
  * being captured into a CUDA graph, a launch's works must fit in the kernel arguments (the
  * host-mapped slots are reused, so a graph replayed later would read other works): the last launch
- * of a plan is then cut into several by point-to-point lanes (launch.cu), and a plan whose
+ * of a plan is then cut into several by point-to-point lanes (device/launch.cu), and a plan whose
  * collectives, or one lane's sends and receives, do not fit is refused with ncclInvalidUsage. */
 CHR_DEV_API int chrDevMaxWorks(void);
 
@@ -270,4 +271,45 @@ CHR_DEV_API ncclResult_t chrDevMemFree(void* ptr);
 }
 #endif
 
-#endif /* CHORUS_DEVICE_LAUNCH_H_ */
+/* ---- the table the core binds (core/cuda/device_lib.c), the functions the core calls ---- */
+
+#define CHR_DEVICE_LIB_NAME "libchorus-device.so"
+
+struct chrDevLib {
+  char path[512]; /* the file that was loaded */
+  int (*apiVersion)(void);
+  ncclResult_t (*groupCreate)(const struct chrDevGroupConfig* cfg, struct chrDevGroup** out);
+  ncclResult_t (*groupDestroy)(struct chrDevGroup* group);
+  struct chrDevRank* (*groupRank)(struct chrDevGroup* group, int rank);
+  void (*setAbort)(struct chrDevGroup* group, int rank, uint32_t value);
+  ncclResult_t (*rankCreate)(const struct chrDevRankConfig* cfg, struct chrDevRank** out);
+  ncclResult_t (*rankExport)(struct chrDevRank* rk, struct chrDevRankBlob* blob);
+  ncclResult_t (*rankConnect)(struct chrDevRank* rk, int nPeers, const int* peers, const struct chrDevRankBlob* blobs);
+  ncclResult_t (*rankLaunch)(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks, int nChannels,
+                             cudaStream_t stream);
+  void (*rankSetAbort)(struct chrDevRank* rk, uint32_t value);
+  uint32_t (*rankKernelError)(const struct chrDevRank* rk);
+  ncclResult_t (*rankDestroy)(struct chrDevRank* rk);
+  void (*rankCeStats)(struct chrDevRank* rk, struct chrDevCeStats* out);
+  uint64_t (*rankDeviceBytes)(const struct chrDevRank* rk);
+  int (*rankNetEndsMax)(const struct chrDevRank* rk);
+  ncclResult_t (*rankNetConnect)(struct chrDevRank* rk, int peer, struct chrDevNetEnd* ends, int maxEnds, int* nEnds);
+  ncclResult_t (*rankPutSignal)(struct chrDevRank* rk, int peer, void* dst, const void* src, size_t bytes,
+                                uint64_t count, cudaStream_t stream);
+  ncclResult_t (*rankWaitSignal)(struct chrDevRank* rk, int peer, uint64_t count, cudaStream_t stream);
+  ncclResult_t (*exportRange)(int cudaDev, const void* ptr, size_t bytes, struct chrDevRange* out);
+  ncclResult_t (*openRange)(int cudaDev, const struct chrDevRange* range, void** base);
+  void (*closeRange)(int cudaDev, void* base);
+  int (*maxWorks)(void);
+  const char* (*lastError)(void);
+  ncclResult_t (*eventCreate)(int cudaDev, void** event);
+  void (*eventDestroy)(int cudaDev, void* event);
+  ncclResult_t (*eventRecord)(int cudaDev, void* event, cudaStream_t stream);
+  ncclResult_t (*streamWaitEvent)(int cudaDev, cudaStream_t stream, void* event);
+  ncclResult_t (*eventQuery)(int cudaDev, void* event);
+  ncclResult_t (*streamCapturing)(int cudaDev, cudaStream_t stream, int* capturing);
+  ncclResult_t (*memAlloc)(int cudaDev, void** ptr, size_t size);
+  ncclResult_t (*memFree)(void* ptr);
+};
+
+#endif /* CHORUS_HOSTDEV_DEV_API_H_ */

@@ -3,8 +3,8 @@
  * ce_mailbox.h: the rendezvous of a copy-engine transfer (docs/design.md, "GPU buffers: copy-engine
  * sends"), in memory both ends map (one process, or two sharing a segment). Header-only, C and C++
  * (GCC's __atomic builtins on plain words), no CUDA: chorus-ce-probe (tools/gpu/ce_probe.cu) runs
- * it between two GPUs, tests/unit/test_ce_mailbox.c between two processes on the CPU. It sits in
- * device/ with the copy paths that use it (ce_sends.cu, ce_kernels.cu); nothing of core/ does.
+ * it between two GPUs, tests/unit/test_ce_mailbox.c between two processes on the CPU. The copy
+ * paths of the device library use it (device/ce_sends.cu, device/ce_kernels.cu).
  *
  * A mailbox is one direction between two ranks. Transfer k (1, 2, 3, ... in each direction, the
  * same numbering at both ends) uses slot k % CHR_CE_SLOTS. Each end posts what the other needs (its
@@ -43,8 +43,8 @@
  * transfer first: the kernel reads dstK, dstPtr, dstK again (a seqlock: dstPtr is written first),
  * and a dstK past k means its transfer was pulled.
  */
-#ifndef CHORUS_DEVICE_CE_MAILBOX_H_
-#define CHORUS_DEVICE_CE_MAILBOX_H_
+#ifndef CHORUS_HOSTDEV_CE_MAILBOX_H_
+#define CHORUS_HOSTDEV_CE_MAILBOX_H_
 
 #include <stdint.h>
 #include <string.h>
@@ -121,4 +121,4 @@ static inline void chrCeRelease(struct chrCeMailbox* mb, uint64_t k) {
   __atomic_store_n(&mb->state[k % CHR_CE_SLOTS], (chrCeRound(k) + 1) << 2, __ATOMIC_RELEASE);
 }
 
-#endif /* CHORUS_DEVICE_CE_MAILBOX_H_ */
+#endif /* CHORUS_HOSTDEV_CE_MAILBOX_H_ */
