@@ -320,7 +320,9 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
   int made = 0;
   for (; made < n; made++) {
     struct proxyEnd* e = &fresh[made];
-    res = chrNetLinkCreate(comm, e->end.key, e->peer, e->end.isSend, p[made].comm, (size_t)e->end.slotBytes,
+    const int dev = e->end.isSend ? chrNetDevFor(&comm->netDevs, e->end.key, 0, comm->rank, e->peer)
+                                  : chrNetDevFor(&comm->netDevs, e->end.key, 0, e->peer, comm->rank);
+    res = chrNetLinkCreate(comm, e->end.key, e->peer, e->end.isSend, dev, p[made].comm, (size_t)e->end.slotBytes,
                            e->end.slots, &e->link);
     p[made].comm = NULL; /* the link owns it now, or closed it */
     if (res != ncclSuccess) break;

@@ -547,6 +547,20 @@ cannot:
   return -1;
 }
 
+/* A link a stalled run waits on: the first with a step posted and not done, for the timeout's message. */
+static const struct chrLink* waitedLink(const struct commRun* run) {
+  for (int k = 0; k < run->nTasks; k++) {
+    const struct taskRun* tr = &run->tasks[k];
+    if (!tr->started || tr->finished) continue;
+    for (int c = 0; c < tr->task->nChannels; c++)
+      for (int i = 0; i < tr->ch[c].nLinks; i++) {
+        const struct linkState* ls = &tr->ch[c].links[i];
+        if (ls->isSend ? ls->sendDone < ls->sendPosted : ls->recvDone < ls->recvPosted) return ls->link;
+      }
+  }
+  return NULL;
+}
+
 ncclResult_t chrExecTasks(struct chrCollTask* list) {
   if (list == NULL) return ncclSuccess;
   struct commRun* runs = NULL;
@@ -578,9 +592,15 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
       if (res == ncclSuccess && !progressed && timeoutNs) {
         const uint64_t t = chrNowNs();
         if (run->lastProgressNs == 0) run->lastProgressNs = t;
-        if (t - run->lastProgressNs > timeoutNs)
-          res = chrFail(ncclTimeout, "comm %p rank %d: no progress for %lld s (peer dead or stuck? CHORUS_TIMEOUT)",
-                        (void*)run->comm, run->comm->rank, (long long)(timeoutNs / 1000000000ull));
+        if (t - run->lastProgressNs > timeoutNs) {
+          const struct chrLink* l = waitedLink(run);
+          char on[128] = "";
+          if (l)
+            snprintf(on, sizeof(on), "; waiting on the %s of channel %d %s rank %d, via %s", l->isSend ? "send" : "receive",
+                     l->channel, l->isSend ? "to" : "from", l->peer, l->via);
+          res = chrFail(ncclTimeout, "comm %p rank %d: no progress for %lld s%s (peer dead or stuck? CHORUS_TIMEOUT)",
+                        (void*)run->comm, run->comm->rank, (long long)(timeoutNs / 1000000000ull), on);
+        }
       }
       if (res != ncclSuccess) {
         if (first == ncclSuccess) first = res;

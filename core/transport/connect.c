@@ -125,12 +125,14 @@ ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer,
   listenComm = NULL;
 
   if (wantSend) {
-    res = chrNetLinkCreate(comm, channel, sendPeer, 1, sendComm, stepSize, NULL, &s);
+    res = chrNetLinkCreate(comm, channel, sendPeer, 1, netDevFor(comm, channel, comm->rank, sendPeer), sendComm, stepSize,
+                           NULL, &s);
     sendComm = NULL; /* owned (or closed) by the link now */
     if (res != ncclSuccess) goto fail_comms;
   }
   if (wantRecv) {
-    res = chrNetLinkCreate(comm, channel, recvPeer, 0, recvComm, stepSize, NULL, &r);
+    res = chrNetLinkCreate(comm, channel, recvPeer, 0, netDevFor(comm, channel, recvPeer, comm->rank), recvComm, stepSize,
+                           NULL, &r);
     recvComm = NULL;
     if (res != ncclSuccess) goto fail_comms;
   }

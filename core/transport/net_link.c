@@ -92,7 +92,7 @@ const struct chrTransportOps chrNetTransportOps = {.name = "net", .post = netPos
                                                    .postUser = netPostUser,
                                                    .directMinParam = CHR_P_NET_DIRECT_MIN_BYTES};
 
-ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, void* netComm,
+ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, int dev, void* netComm,
                               size_t stepSize, char* slots, struct chrLink** out) {
   struct chrLink* link = calloc(1, sizeof(*link));
   struct chrNetLink* nl = calloc(1, sizeof(*nl));
@@ -116,6 +116,9 @@ ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int 
   link->isSend = isSend;
   link->stepSize = stepSize;
   link->priv = nl;
+  ncclNetProperties_v12_t props;
+  const int named = chrNetGetProperties(comm->net, dev, &props) == ncclSuccess && props.name != NULL;
+  snprintf(link->via, sizeof(link->via), "net device %d (%.24s)", dev, named ? props.name : "?");
   for (int i = 0; i < CHR_STEPS; i++) link->slots[i] = buffer + (size_t)i * stepSize;
   CHECK_GOTO(chrNetRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_HOST, &nl->mhandle), res,
              fail_close);

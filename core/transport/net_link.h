@@ -21,10 +21,10 @@ struct chrNetLink {
   int pending[CHR_STEPS]; /* the plugin returned a NULL request: post again from test */
 };
 
-/* Wrap a connected plugin comm into a link with registered slots: `slots` (CHR_STEPS * stepSize
- * bytes, page-aligned, kept by the caller until the link is closed) or, when NULL, its own. On
- * failure netComm is closed. */
-ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, void* netComm,
+/* Wrap a connected plugin comm (made on plugin device `dev`) into a link with registered slots:
+ * `slots` (CHR_STEPS * stepSize bytes, page-aligned, kept by the caller until the link is closed)
+ * or, when NULL, its own. On failure netComm is closed. */
+ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, int dev, void* netComm,
                               size_t stepSize, char* slots, struct chrLink** out);
 
 #endif

@@ -394,6 +394,7 @@ static ncclResult_t newLink(int peer, int channel, int isSend, size_t stepSize, 
   sl->unlinked = 1; /* until there is a name */
   sl->fd = -1;
   link->ops = &chrShmTransportOps;
+  snprintf(link->via, sizeof(link->via), "shm");
   link->peer = peer;
   link->channel = channel;
   link->isSend = isSend;

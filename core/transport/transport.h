@@ -75,6 +75,7 @@ struct chrLink {
   char* slots[CHR_STEPS];
   void* phandle[CHR_STEPS]; /* per slot: the profiler's ProxyStep for a net plugin's events, or NULL */
   void* priv;    /* transport state */
+  char via[48];  /* how it travels, for messages: "shm", "net device 1 (eth1)" */
 };
 
 /* Connect the ring links (send to next, recv from prev) of channels [0, nChannels) that are not

@@ -12,9 +12,11 @@
 #     --need-lib FILE    skip (exit 77) when FILE does not exist
 #     --env NAME=VALUE   extra environment of every rank (repeatable), e.g. NCCL_SOCKET_NTHREADS=2
 #     --cut K@SEC        SEC seconds after the ranks start, take host K's link down at the bridge
-#                        (a cable pulled: no RST, no FIN, the peers' packets just vanish)
+#                        (a cable pulled: no RST, no FIN, the peers' packets just vanish);
+#                        K:J@SEC takes only NIC J of host K down (with --nics)
 #     --fail-within SEC  with --cut: every rank must exit with status 3 ("the library reported an
 #                        error and abort returned", see test_linkcut.c) within SEC seconds of the cut
+#     --expect-text TEXT every rank's output must contain TEXT (e.g. the NIC an error names)
 #     --nics N           interfaces ("NICs") per host, 1..4 (default 1), each on a network of its own
 #     --nic-share J:MIN:MAX  after the run, NIC J of every host must have carried MIN..MAX percent of
 #                        that host's bytes (received and sent, all NICs); repeatable
@@ -44,7 +46,7 @@ PORT=29400
 die_usage() { echo "netns_run.sh: $*" >&2; exit 2; }
 skip() { echo "netns_run.sh: SKIP: $*" >&2; exit 77; }
 
-hosts=2 timeout=100 cut="" fail_within=0 envs=() plugin="" libdir="" nics=1 shares=()
+hosts=2 timeout=100 cut="" fail_within=0 envs=() plugin="" libdir="" nics=1 shares=() expect_text=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --hosts) hosts=${2:?}; shift 2 ;;
@@ -57,6 +59,7 @@ while [ $# -gt 0 ]; do
     --cut) cut=${2:?}; shift 2 ;;
     --fail-within) fail_within=${2:?}; shift 2 ;;
     --nics) nics=${2:?}; shift 2 ;;
+    --expect-text) expect_text=${2:?}; shift 2 ;;
     --nic-share) case "${2:?}" in [0-9]:[0-9]*:[0-9]*) shares+=("$2") ;; *) die_usage "--nic-share wants J:MIN:MAX, got $2" ;; esac
                  shift 2 ;;
     --) shift; break ;;
@@ -77,11 +80,13 @@ case "$hosts" in ''|*[!0-9]*) die_usage "--hosts $hosts is not a number" ;; esac
 [ "$hosts" -ge 2 ] && [ "$hosts" -le 16 ] || die_usage "--hosts must be 2..16"
 case "$timeout" in ''|*[!0-9]*) die_usage "--timeout $timeout is not a number" ;; esac
 case "$nics" in [1-4]) ;; *) die_usage "--nics must be 1..4" ;; esac
-cut_host="" cut_sec=""
+cut_host="" cut_sec="" cut_nic=0
 if [ -n "$cut" ]; then
   cut_host=${cut%@*} cut_sec=${cut#*@}
-  case "$cut_host$cut_sec" in ''|*[!0-9.]*) die_usage "--cut wants K@SEC, got $cut" ;; esac
+  case "$cut_host" in *:*) cut_nic=${cut_host#*:} cut_host=${cut_host%%:*} ;; esac
+  case "$cut_host$cut_nic$cut_sec" in ''|*[!0-9.]*) die_usage "--cut wants K@SEC or K:J@SEC, got $cut" ;; esac
   [ "$cut_host" -lt "$hosts" ] || die_usage "--cut host $cut_host is not below --hosts $hosts"
+  [ "$cut_nic" -lt "$nics" ] || die_usage "--cut NIC $cut_nic is not below --nics $nics"
   case "$fail_within" in ''|*[!0-9.]*) die_usage "--fail-within $fail_within is not a number" ;; esac
   [ "$fail_within" != 0 ] || die_usage "--cut needs --fail-within SEC"
 fi
@@ -181,7 +186,9 @@ while :; do
   [ "$left" -gt 0 ] || break
   t=$(now)
   if [ -n "$cut" ] && [ -z "$cut_at" ] && later "$t" "$cut_time"; then
-    ip -n "$PFX-hub" link set "b$cut_host" down || { echo "netns_run.sh: could not take b$cut_host down" >&2; exit 1; }
+    cut_if=b$cut_host
+    [ "$cut_nic" = 0 ] || cut_if=b${cut_host}n$cut_nic
+    ip -n "$PFX-hub" link set "$cut_if" down || { echo "netns_run.sh: could not take $cut_if down" >&2; exit 1; }
     cut_at=$(now)
   fi
   if [ "$deadline_hit" = 0 ] && later "$t" "$deadline"; then
@@ -209,7 +216,7 @@ else
     echo "netns_run.sh: the ranks ended before the cut at $cut_sec s" >&2
     fail=1
   else
-    summary="link of host $cut_host cut at $(secs "$start" "$cut_at") s;"
+    summary="link $cut_nic of host $cut_host cut at $(secs "$start" "$cut_at") s;"
     for ((k = 0; k < hosts; k++)); do
       after=$(secs "$cut_at" "${at[$k]}")
       summary="$summary rank $k exit ${status[$k]} after ${after} s;"
@@ -223,6 +230,12 @@ else
     done
     echo "netns_run.sh: $summary"
   fi
+fi
+if [ -n "$expect_text" ]; then
+  for ((k = 0; k < hosts; k++)); do
+    grep -qF -- "$expect_text" "$workdir/out$k" ||
+      { echo "netns_run.sh: rank $k's output does not contain \"$expect_text\"" >&2; fail=1; }
+  done
 fi
 # Bytes per NIC (received and sent), per host, and the shares --nic-share asks for.
 if [ "$nics" -gt 1 ] || [ ${#shares[@]} -gt 0 ]; then
