@@ -6,14 +6,21 @@
 #ifndef CHORUS_DEVICE_DEV_WORK_H_
 #define CHORUS_DEVICE_DEV_WORK_H_
 
+#include "hostdev/reduce_op.h"
 #include "hostdev/work.h"
 
-/* Ops, numbered as chrRedKind (core/exec/reduce.h; the launcher checks), plus a pure copy for the
- * works that do not reduce. */
-enum { CHR_DEV_SUM = 0, CHR_DEV_PROD, CHR_DEV_MAX, CHR_DEV_MIN, CHR_DEV_PREMULSUM, CHR_DEV_SUMPOSTDIV,
-       CHR_DEV_NUM_OPS, CHR_DEV_COPY = CHR_DEV_NUM_OPS };
-
-#define CHR_DEV_NUM_TYPES 12 /* ncclNumTypes */
+/* The kernels' ops: a work's op, a chrRedKind (hostdev/reduce_op.h), and after them a pure copy for
+ * the works that do not reduce. */
+enum {
+  CHR_DEV_SUM = chrRedSum,
+  CHR_DEV_PROD = chrRedProd,
+  CHR_DEV_MAX = chrRedMax,
+  CHR_DEV_MIN = chrRedMin,
+  CHR_DEV_PREMULSUM = chrRedPreMulSum,
+  CHR_DEV_SUMPOSTDIV = chrRedSumPostDiv,
+  CHR_DEV_NUM_OPS = CHR_RED_KINDS,
+  CHR_DEV_COPY = CHR_DEV_NUM_OPS
+};
 
 /* A work that only moves bytes: all-gather, broadcast, point-to-point and the tree's down pass move
  * one term unchanged (their op is Sum, which has no pre or post step), and so does a local copy

@@ -41,23 +41,15 @@
 #include "device/local_copy.h"
 #include "device/work_check.h"
 #include "hostdev/algo_ids.h" /* CHR_PROTO_LL */
-#include "hostdev/reduce_op.h"
-#include "transport/transport.h"
 
 static_assert(sizeof(struct chrDevKernelArgs) <= CHR_DEV_ARGS_BYTES, "kernel arguments over their bound");
 static_assert(CHR_DEV_INLINE_WORKS >= 8, "too few works fit in the kernel arguments");
-static_assert((int)chrRedSum == CHR_DEV_SUM && (int)chrRedProd == CHR_DEV_PROD && (int)chrRedMax == CHR_DEV_MAX &&
-                  (int)chrRedMin == CHR_DEV_MIN && (int)chrRedPreMulSum == CHR_DEV_PREMULSUM &&
-                  (int)chrRedSumPostDiv == CHR_DEV_SUMPOSTDIV,
-              "device op numbering differs from chrRedKind");
-static_assert(CHR_DEV_NUM_TYPES == (int)ncclNumTypes, "device type count differs from ncclNumTypes");
-static_assert(CHR_DEV_STEPS == CHR_STEPS, "device and host connections must have the same number of slots");
 
 #define CHR_DEV_SLOT_WORKS ((int)(CHR_DEV_WORK_SLOT_BYTES / sizeof(struct chrWork)))
 #define CHR_DEV_SLOT_WAIT_NS (60ull * 1000000000ull)
 
-static const void* kernelTable[CHR_DEV_NUM_TYPES][CHR_DEV_NUM_OPS + 1];
-static cudaKernel_t kernelHandles[CHR_DEV_NUM_TYPES][CHR_DEV_NUM_OPS + 1]; /* for chrDevLaunchArgs */
+static const void* kernelTable[ncclNumTypes][CHR_DEV_NUM_OPS + 1];
+static cudaKernel_t kernelHandles[ncclNumTypes][CHR_DEV_NUM_OPS + 1]; /* for chrDevLaunchArgs */
 static pthread_once_t kernelTableOnce = PTHREAD_ONCE_INIT;
 
 static void fillKernelTable(void) {
@@ -78,7 +70,7 @@ static void fillKernelTable(void) {
   const int shared[3] = {CHR_DEV_SUM, CHR_DEV_PROD, CHR_DEV_PREMULSUM};
   for (int t = 0; t < 3; t++)
     for (int o = 0; o < 3; o++) kernelTable[twins[t][0]][shared[o]] = kernelTable[twins[t][1]][shared[o]];
-  for (int t = 0; t < CHR_DEV_NUM_TYPES; t++)
+  for (int t = 0; t < ncclNumTypes; t++)
     for (int o = 0; o <= CHR_DEV_NUM_OPS; o++) kernelHandles[t][o] = chrDevKernelHandle(kernelTable[t][o]);
 }
 
@@ -94,7 +86,7 @@ ncclResult_t chrDevLoadKernels(void) {
   pthread_mutex_lock(&loadLock);
   ncclResult_t res = ncclSuccess;
   if (bit == 0 || !(loadedDevices & bit)) {
-    for (int t = 0; t < CHR_DEV_NUM_TYPES && res == ncclSuccess; t++)
+    for (int t = 0; t < ncclNumTypes && res == ncclSuccess; t++)
       for (int o = 0; o <= CHR_DEV_NUM_OPS && res == ncclSuccess; o++) {
         if (kernelTable[t][o] == NULL) continue;
         cudaFuncAttributes attr;

@@ -17,7 +17,7 @@
 #include "hostdev/algo_ids.h"
 #include "plugin/common.h" /* ncclFuncSend */
 
-static const int typeSizes[CHR_DEV_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+static const int typeSizes[ncclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
 static int isIntType(int type) { return type <= ncclUint64; }
 
@@ -130,7 +130,7 @@ static ncclResult_t checkLinks(const struct chrDevRank* rk, int rank, int channe
 
 ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const struct chrWork* w) {
   const int n = rk->cfg.nRanks, rank = rk->cfg.rank;
-  if (w->type >= CHR_DEV_NUM_TYPES || w->typeSize != typeSizes[w->type])
+  if (w->type >= ncclNumTypes || w->typeSize != typeSizes[w->type])
     return chrDevFail(ncclInvalidArgument, "rank %d channel %d: type %d of size %d", rank, channel, w->type, w->typeSize);
   if (w->op >= CHR_DEV_NUM_OPS) return chrDevFail(ncclInvalidArgument, "rank %d channel %d: op %d", rank, channel, w->op);
   if (chrDevWorkIsCopy(w) && w->pattern != CHR_PAT_LOCAL && w->op != CHR_DEV_SUM)

@@ -11,7 +11,7 @@
 #include "nccl.h"
 
 typedef enum { chrRedSum, chrRedProd, chrRedMax, chrRedMin, chrRedPreMulSum, chrRedSumPostDiv } chrRedKind;
-#define CHR_RED_KINDS 6 /* the kinds above */
+#define CHR_RED_KINDS (chrRedSumPostDiv + 1) /* the kinds above */
 
 typedef struct {
   ncclDataType_t type;

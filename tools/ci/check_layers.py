@@ -6,9 +6,11 @@
 
 Reads every `#include "..."` of core/, device/, plugins/ and tools/, resolves it the way the build's
 include paths do (SEARCH below), and checks it against the order declared in LAYERS and the rules
-for plugins and tools:
+for the device library, plugins and tools:
 
-  - a file of core/ or device/ may include its own folder and any folder of a lower rank;
+  - a file of core/ may include its own folder and any folder of a lower rank;
+  - the device library (device/) sees only the public headers, the host/device contract and its
+    own folder, and no file of core/ includes device/ (both meet in the contract, core/hostdev);
   - a plugin sees only the frozen ABI headers, the support library and its own folder;
   - a tool sees only the public headers, the host/device contract, the support library and tools/.
 
@@ -26,7 +28,7 @@ import re
 import signal
 import sys
 
-# The layers of core/ and device/, bottom first. A file may include its own folder and any folder
+# The layers of core/, bottom first. A file may include its own folder and any folder
 # of a lower rank; nothing may include upward. Every folder of core/ that holds sources needs a line
 # here (a new one fails the check until it has a rank). Two folders never share a rank, so any
 # circle between folders has an upward include in it.
@@ -42,7 +44,6 @@ LAYERS = [
     ("core/bootstrap",   50, "unique ids, the root, rendezvous, messages between ranks"),
     ("core/plugin",      60, "the net, tuner and profiler loaders, their adapters and call wrappers"),
     ("core/transport",   70, "links between ranks: shm, net (through the net plugin), connection"),
-    ("device",           80, "libchorus-device.so: the CUDA kernels and their C launcher"),
     ("core/cuda",        90, "the CUDA driver, the device library's loader, a rank's GPU state"),
     ("core/exec",       100, "the host executor, the GPU launch path, element-wise reductions"),
     ("core/plan",       110, "the planner: algorithm, protocol, channels, works; the tuner's hooks"),
@@ -63,6 +64,8 @@ RULES = {
     "plugins": (ABI_HEADERS + SUPPORT_LIBRARY, "a plugin sees only the ABI headers and the support library"),
     "tools": (PUBLIC_HEADERS + CONTRACT + SUPPORT_LIBRARY + ["tools"],
               "a tool sees only the public headers, the host/device contract and the support library"),
+    # libchorus-device.so: the CUDA kernels and their C launcher, beside the core, not in its layers.
+    "device": (PUBLIC_HEADERS + CONTRACT, "the device library sees only the public headers and the host/device contract"),
 }
 
 # Where `#include "x"` is looked for, after the including file's own folder: the include
