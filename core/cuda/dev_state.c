@@ -20,9 +20,6 @@
 #include "log/log.h"
 #include "transport/transport.h"
 
-/* A device connection has as many slots as a host link: the net proxy carries one to the other. */
-_Static_assert(CHR_DEV_STEPS == CHR_STEPS, "device and host connections must have the same number of slots");
-
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
 /* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 64 (each CTA pushes only so much over
  * NVLink, so large calls gain from more channels: docs/perf/gpu-2gpu.md), up to CHR_DEV_MAX_CHANNELS

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dev_consts.h: the numbers the core and the device library agree on: a device connection's slots,
- * a launch's channels and point-to-point lanes, the errors a kernel reports.
+ * dev_consts.h: the numbers the core and the device library agree on: a connection's slots, a
+ * launch's channels and point-to-point lanes, the errors a kernel reports.
  */
 #ifndef CHORUS_HOSTDEV_DEV_CONSTS_H_
 #define CHORUS_HOSTDEV_DEV_CONSTS_H_
 
-#define CHR_DEV_STEPS 8          /* slots per connection: the host executor's CHR_STEPS */
+/* Slots per connection, of a host link (transport/transport.h) and of a device connection alike:
+ * the GPU path's net proxy carries one to the other slot for slot. */
+#define CHR_STEPS 8
+#define CHR_DEV_STEPS CHR_STEPS  /* the device library's name for it */
 #define CHR_DEV_MAX_CHANNELS 128 /* CTAs per rank and launch */
 #define CHR_DEV_P2P_CONNS 64     /* point-to-point connection indices: lanes a large send splits over */
 

@@ -18,9 +18,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "hostdev/dev_consts.h" /* CHR_STEPS */
 #include "nccl.h"
-
-#define CHR_STEPS 8
 
 struct ncclComm;
 struct chrLink;
