@@ -3,7 +3,7 @@
  * test_tuner_abi.c: the frozen tuner plugin ABI headers (plugin/tuner_v2.h .. tuner_v6.h) have the
  * sizes, slot offsets and numbering of NCCL's, so tuners built for NCCL load unchanged. Also includes
  * every version into one translation unit, which is what a multi-version tuner does, and checks that
- * the planner's numbering (config/algo_select.h) is the ABI's.
+ * the planner's numbering (hostdev/algo_ids.h) is the ABI's.
  */
 #include <stddef.h>
 #include <stdio.h>

@@ -34,7 +34,7 @@ import sys
 # circle between folders has an upward include in it.
 LAYERS = [
     # folder            rank  job
-    ("core/include",      0, "the contract: nccl.h, chorus.h and the frozen plugin ABI headers"),
+    ("core/include",      0, "the public headers: nccl.h, chorus.h and the frozen plugin ABI headers"),
     ("core/hostdev",      5, "the host/device contract: works, step math, tasks, reduction encoding, ids, device API"),
     ("core/util",        10, "OS helpers: futex, idle waits, the plugin library search, siphash"),
     ("plugins/support",  20, "the plugin support library, libc only: sockets (the bootstrap's too), settings"),
