@@ -5,10 +5,11 @@
  *   chorus-info            version, parameters, plugin sections, config problems, plugins
  *   chorus-info --params   the parameter table only
  *   chorus-info --version  "chorus-info <version>"
- *   chorus-info --topo FILE [--dump OUT] [--channels N] [--no-fill] [--sm N] [--net-speed MBPS]
+ *   chorus-info --topo [FILE] [--dump OUT] [--channels N] [--no-fill] [--sm N] [--net-speed MBPS]
  *               [--leaf-class HEX] [--gpu-per-switch]
  *                          each GPU's NIC per channel, path types, GPUDirect decisions of an NCCL
- *                          topology XML (format: core/topo/topo_report.h); --dump writes it back
+ *                          topology XML, or of this machine without FILE (format:
+ *                          core/topo/topo_report.h); --dump writes it as XML
  *
  * Parameter lines have four columns separated by at least two blanks: name, value, source, help.
  * An empty value prints as "" so the columns stay aligned and parseable.
@@ -21,6 +22,7 @@
 
 #include "args.h"
 #include "chorus.h"
+#include "comm/topo_file.h"
 #include "config/param.h"
 #include "nccl.h"
 #include "plugin/plugin_info.h"
@@ -33,7 +35,7 @@ __attribute__((weak)) void chrPluginsDescribe(FILE* out) { fprintf(out, "plugins
 static void usage(FILE* out, const char* prog) {
   fprintf(out,
           "usage: %s [--params] [--version] [--help]\n"
-          "       %s --topo FILE [--dump OUT] [--channels N] [--no-fill] [--sm N] [--net-speed MBPS]\n"
+          "       %s --topo [FILE] [--dump OUT] [--channels N] [--no-fill] [--sm N] [--net-speed MBPS]\n"
           "                  [--leaf-class HEX] [--gpu-per-switch]\n"
           "  Prints Chorus's version, every parameter with its value and where the value came from\n"
           "  (env, env plugin, <file>:<line> or default), the plugin sections of the config files,\n"
@@ -50,7 +52,10 @@ static void usage(FILE* out, const char* prog) {
           "             Mbps (100000), both GPUDirect-capable; --leaf-class gives leaf devices without\n"
           "             a class that class (0x020000 makes p5's NICs); --gpu-per-switch puts a GPU beside\n"
           "             the NICs of each switch that has none. Exit status 1 when the file is not valid.\n"
-          "  --dump OUT   with --topo: write the model back as XML (NCCL_TOPO_DUMP_FILE format)\n"
+          "  --topo       without FILE: the same for this machine, as init discovers it: the PCI tree\n"
+          "             and NUMA nodes from sysfs (CHORUS_SYSFS_ROOT), the CUDA driver's GPUs, the NICs\n"
+          "             of the net plugin NCCL_NET_PLUGIN opens\n"
+          "  --dump OUT   with --topo: write the model as XML (NCCL_TOPO_DUMP_FILE format)\n"
           "  --channels N with --topo: channels listed per GPU (default 4, at most 64)\n",
           prog, prog);
 }
@@ -130,7 +135,7 @@ static int topoInfo(const struct chrTopoInfoRequest* req) {
     fprintf(stderr, "chorus-info: %s\n", ncclGetLastError(NULL));
     return 1;
   }
-  if (chrTopoInfo(req, stdout) != ncclSuccess) {
+  if ((req->path ? chrTopoInfo(req, stdout) : chrCommTopoInfoLocal(req, stdout)) != ncclSuccess) {
     fprintf(stderr, "chorus-info: %s\n", ncclGetLastError(NULL));
     return 1;
   }
@@ -138,19 +143,23 @@ static int topoInfo(const struct chrTopoInfoRequest* req) {
 }
 
 int main(int argc, char** argv) {
-  int paramsOnly = 0;
+  int paramsOnly = 0, topoAsked = 0;
   struct chrTopoInfoRequest topo = {.fill = 1, .channels = 4, .fillOptions = {.sm = 90, .netSpeed = 100000}};
   for (int i = 1; i < argc; i++) {
     const char* value = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = strcmp(argv[i], "--topo") == 0 || strcmp(argv[i], "--dump") == 0 ||
+    if (strcmp(argv[i], "--topo") == 0) { /* FILE is optional: without one, this machine */
+      topoAsked = 1;
+      if (value && strncmp(value, "--", 2) != 0) topo.path = argv[++i];
+      continue;
+    }
+    int takes = strcmp(argv[i], "--dump") == 0 ||
                 strcmp(argv[i], "--channels") == 0 || strcmp(argv[i], "--sm") == 0 ||
                 strcmp(argv[i], "--net-speed") == 0 || strcmp(argv[i], "--leaf-class") == 0;
     if (takes && !value) {
       fprintf(stderr, "%s: %s needs a value\n", argv[0], argv[i]);
       return 2;
     }
-    if (strcmp(argv[i], "--topo") == 0) topo.path = value;
-    else if (strcmp(argv[i], "--dump") == 0) topo.dumpPath = value;
+    if (strcmp(argv[i], "--dump") == 0) topo.dumpPath = value;
     else if (strcmp(argv[i], "--channels") == 0) topo.channels = (int)number(argv[0], argv[i], value, 1, 64);
     else if (strcmp(argv[i], "--sm") == 0) topo.fillOptions.sm = (int)number(argv[0], argv[i], value, 10, 1000);
     else if (strcmp(argv[i], "--net-speed") == 0)
@@ -175,11 +184,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (topo.dumpPath && !topo.path) {
-    fprintf(stderr, "%s: --dump needs --topo FILE\n", argv[0]);
+  if (topo.dumpPath && !topoAsked) {
+    fprintf(stderr, "%s: --dump needs --topo\n", argv[0]);
     return 2;
   }
-  if (topo.path) return topoInfo(&topo);
+  if (topoAsked) return topoInfo(&topo);
   /* Checked first, so a WARN it logs (NCCL_DEBUG=WARN) comes before the report, not inside it. */
   int usable = chrConfigValidate() == ncclSuccess;
   if (paramsOnly) {

@@ -110,7 +110,6 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   CHECK(chrCostModelRead(&comm->costModel));
   CHECK(exchangePeerInfo(comm, id));
   CHECK(checkSharedGpu(comm));
-  CHECK(chrCommTopoFile(comm));
   CHECK(chrTopoCompute(comm));
   CHECK(chooseChannels(comm));
   /* Device buffers: one group when every rank lives in this process on this comm's GPU. */
@@ -140,6 +139,7 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
                      "(ranks on other hosts, NCCL_SHM_DISABLE=1 or CHORUS_TRANSPORT=net)");
     CHECK(chrNetDevsChoose(comm->net, comm->rank, &comm->netDevs));
   }
+  CHECK(chrCommTopoFile(comm));    /* after the net plugin: its NICs are part of the topology */
   CHECK(chrPlanTunerAttach(comm)); /* after the net plugin: its library may carry the tuner */
   CHECK(chrProfAttach(comm));      /* likewise the profiler */
   INFO(NCCL_INIT, "comm %p rank %d nranks %d cudaDev %d commHash 0x%llx - Init COMPLETE", (void*)comm, comm->rank,

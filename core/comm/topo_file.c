@@ -1,39 +1,115 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * topo_file.c: the topology file at communicator init (topo_file.h).
+ * topo_file.c: the topology at communicator init and for chorus-info (topo_file.h).
  *
- * Read on every rank (each rank's init must fail on a bad file, not only the dumping one's); the
- * model is freed again, since no decision uses it yet. Without NCCL_TOPO_FILE there is nothing to dump:
- * the dump is the file's model, not a discovered one, and a dump asked for then gets one WARN per
- * process saying so, rather than a file that would pass for a detected topology.
+ * This file gathers what the topology layer cannot reach itself (it sits below the CUDA driver and
+ * the net plugin): the GPUs of the CUDA driver's device list and the NETs of the open net plugin.
+ * Init pays for discovery only when something asks for the topology (NCCL_TOPO_FILE, or a dump on
+ * this rank): no decision uses it yet, so a plain init reads no sysfs. A file is read and checked on
+ * every rank (each rank's init must fail on a bad file, not only the dumping one's); the model is
+ * freed after the check.
  */
-#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "comm/comm.h"
 #include "comm/topo_file.h"
 #include "config/param.h"
+#include "cuda/cuda_driver.h"
 #include "log/check.h"
 #include "log/log.h"
+#include "plugin/net_plugin.h"
+#include "topo/topo_discover.h"
 #include "topo/topo_model.h"
+#include "topo/topo_report.h"
+
+#define CHR_TOPO_MAX_GPUS 64 /* CUDA devices looked at */
+#define CHR_TOPO_MAX_NETS 64 /* plugin devices looked at */
+
+/* The CUDA driver's devices; 0 without a driver. */
+static int gatherGpus(int rank, int cudaDev, struct chrTopoGpuInput* gpus) {
+  const struct chrCudaDriver* cu = chrCudaDriverGet();
+  if (!cu || !cu->cuDeviceGet || !cu->cuDeviceGetAttribute) return 0;
+  int n = 0;
+  for (int dev = 0; dev < CHR_TOPO_MAX_GPUS; dev++) {
+    chrCuDevice device;
+    if (cu->cuDeviceGet(&device, dev) != CHR_CUDA_SUCCESS) break; /* past the last ordinal */
+    int64_t busId = chrCudaDeviceBusId(dev);
+    int major = 0, minor = 0, gdr = 0;
+    if (busId < 0 || cu->cuDeviceGetAttribute(&major, CHR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) != 0 ||
+        cu->cuDeviceGetAttribute(&minor, CHR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) != 0) {
+      INFO(NCCL_GRAPH, "topology: CUDA device %d: no bus id or compute capability; left out", dev);
+      continue;
+    }
+    if (cu->cuDeviceGetAttribute(&gdr, CHR_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, device) != 0) gdr = 0;
+    gpus[n++] = (struct chrTopoGpuInput){.busId = busId, .dev = dev, .sm = major * 10 + minor,
+                                         .rank = dev == cudaDev ? rank : -1, .gdr = gdr != 0};
+  }
+  return n;
+}
+
+/* The open plugin's devices (props hold the strings the inputs point to); 0 without a plugin. */
+static int gatherNets(struct chrNet* net, ncclNetProperties_v12_t* props, struct chrTopoNetInput* nets) {
+  int ndev = 0, n = 0;
+  if (!net || chrNetDevices(net, &ndev) != ncclSuccess) return 0;
+  for (int dev = 0; dev < ndev && dev < CHR_TOPO_MAX_NETS; dev++) {
+    memset(&props[n], 0, sizeof(props[n]));
+    if (chrNetGetProperties(net, dev, &props[n]) != ncclSuccess) {
+      INFO(NCCL_GRAPH, "topology: net device %d: getProperties failed; left out", dev);
+      continue;
+    }
+    nets[n] = (struct chrTopoNetInput){
+        .name = props[n].name, .pciPath = props[n].pciPath, .dev = dev, .speed = props[n].speed,
+        .port = props[n].port, .gdr = (props[n].ptrSupport & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF)) != 0,
+        .guid = props[n].guid, .maxComms = props[n].maxComms};
+    n++;
+  }
+  return n;
+}
+
+ncclResult_t chrCommTopoDiscover(struct chrNet* net, int rank, int cudaDev, struct chrXml** xml) {
+  struct chrTopoGpuInput gpus[CHR_TOPO_MAX_GPUS];
+  struct chrTopoNetInput nets[CHR_TOPO_MAX_NETS];
+  ncclNetProperties_v12_t* props = calloc(CHR_TOPO_MAX_NETS, sizeof(*props));
+  if (!props) return chrFail(ncclSystemError, "topology: out of memory");
+  struct chrTopoDiscoverInput in = {.nGpus = gatherGpus(rank, cudaDev, gpus), .gpus = gpus,
+                                    .nNets = gatherNets(net, props, nets), .nets = nets};
+  ncclResult_t res = chrTopoDiscover(&in, xml);
+  free(props);
+  return res;
+}
 
 ncclResult_t chrCommTopoFile(struct ncclComm* comm) {
   const char* path = chrParamStr(CHR_P_TOPO_FILE);
   const char* dump = chrParamStr(CHR_P_TOPO_DUMP_FILE);
   int dumper = dump[0] && comm->rank == chrParamInt(CHR_P_TOPO_DUMP_FILE_RANK);
-  if (!path[0]) {
-    static atomic_flag warned = ATOMIC_FLAG_INIT;
-    if (dumper && !atomic_flag_test_and_set(&warned))
-      WARN("NCCL_TOPO_DUMP_FILE=%s: nothing written: Chorus does not discover the topology yet, it only reads "
-           "NCCL_TOPO_FILE", dump);
-    return ncclSuccess;
-  }
+  if (!path[0] && !dumper) return ncclSuccess;
   struct chrXml* xml = NULL;
   struct chrTopoSystem* sys = NULL;
-  CHECK(chrXmlLoad(path, &xml));
+  if (path[0]) CHECK(chrXmlLoad(path, &xml));
+  ncclResult_t res = chrCommTopoDiscover(comm->net, comm->rank, comm->cudaDev, &xml);
+  if (res != ncclSuccess) {
+    chrXmlFree(xml);
+    return res;
+  }
   CHECK(chrTopoBuild(xml, NULL, &sys)); /* owns xml from here, also on failure */
-  INFO(NCCL_INIT | NCCL_GRAPH, "NCCL_TOPO_FILE %s: %d CPUs, %d GPUs, %d NETs (read and checked; not used yet)", path,
-       sys->count[CHR_TOPO_CPU], sys->count[CHR_TOPO_GPU], sys->count[CHR_TOPO_NET]);
-  ncclResult_t res = dumper ? chrXmlWriteFile(sys->xml, dump) : ncclSuccess;
+  INFO(NCCL_INIT | NCCL_GRAPH, "topology %s: %d CPUs, %d GPUs, %d NETs (checked; not used yet)",
+       path[0] ? path : "discovered", sys->count[CHR_TOPO_CPU], sys->count[CHR_TOPO_GPU], sys->count[CHR_TOPO_NET]);
+  res = dumper ? chrXmlWriteFile(sys->xml, dump) : ncclSuccess;
   if (dumper && res == ncclSuccess) INFO(NCCL_INIT | NCCL_GRAPH, "topology written to %s", dump);
   chrTopoFree(sys);
   return res;
+}
+
+ncclResult_t chrCommTopoInfoLocal(const struct chrTopoInfoRequest* req, FILE* out) {
+  struct chrNet* net = NULL;
+  if (chrNetOpen(0, NULL, -1, &net) != ncclSuccess) {
+    INFO(NCCL_GRAPH, "topology: no net plugin opens (%s): no NETs", chrThreadLastError());
+    net = NULL;
+  }
+  struct chrXml* xml = NULL;
+  ncclResult_t res = chrCommTopoDiscover(net, -1, -1, &xml);
+  if (net) chrNetClose(net);
+  if (res != ncclSuccess) return res;
+  return chrTopoInfoXml(req, xml, "discovered", out);
 }

@@ -1,17 +1,36 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * topo_file.h: NCCL_TOPO_FILE and NCCL_TOPO_DUMP_FILE at communicator init.
+ * topo_file.h: the topology at communicator init (NCCL_TOPO_FILE, NCCL_TOPO_DUMP_FILE), and the
+ * discovered topology of this machine for chorus-info --topo without a file.
  *
- * Chorus does not discover the topology yet (docs/design.md, "Topology"): a topology file given with
- * NCCL_TOPO_FILE is read and checked at every init, so a file that does not parse, or names devices
- * that do not exist, fails init with its file:line as NCCL's does, and rank NCCL_TOPO_DUMP_FILE_RANK
- * writes it back to NCCL_TOPO_DUMP_FILE. Nothing at run time uses the model yet.
+ * Discovery (topo/topo_discover.h) reads sysfs; the GPUs come from the CUDA driver's device list
+ * (none without a driver) and the NICs from the net plugin's getProperties when one is open. With
+ * NCCL_TOPO_FILE the file's elements win and discovery fills what they lack, as NCCL fuses them; a
+ * file that does not parse or names devices that do not exist fails init with its file:line. Rank
+ * NCCL_TOPO_DUMP_FILE_RANK writes the fused (or, without a file, the discovered) topology to
+ * NCCL_TOPO_DUMP_FILE. Nothing at run time uses the model yet (docs/design.md, "Topology").
  */
 #ifndef CHORUS_COMM_TOPO_FILE_H_
 #define CHORUS_COMM_TOPO_FILE_H_
 
-#include "comm/comm.h"
+#include <stdio.h>
+#include "nccl.h"
 
+struct ncclComm;
+struct chrNet;
+struct chrXml;
+struct chrTopoInfoRequest;
+
+/* At init, after the net plugin is opened (when it is): nothing unless NCCL_TOPO_FILE or a dump for
+ * this rank is asked for; then load, discover, fuse, check, dump. */
 ncclResult_t chrCommTopoFile(struct ncclComm* comm);
+
+/* Completes *xml (a file's tree, or NULL for a new one) with this machine: sysfs, the CUDA driver's
+ * GPUs (the one of CUDA device `cudaDev` carries `rank`; -1: none), the NICs of `net` (NULL: none). */
+ncclResult_t chrCommTopoDiscover(struct chrNet* net, int rank, int cudaDev, struct chrXml** xml);
+
+/* chorus-info --topo without a file: this machine's topology, its NICs from the net plugin
+ * NCCL_NET_PLUGIN opens (none when none opens), printed as chrTopoInfo prints a file's. */
+ncclResult_t chrCommTopoInfoLocal(const struct chrTopoInfoRequest* req, FILE* out);
 
 #endif /* CHORUS_COMM_TOPO_FILE_H_ */

@@ -37,6 +37,9 @@ typedef unsigned long long chrCuDevicePtr; /* CUdeviceptr */
 #define CHR_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID 33
 #define CHR_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID 34
 #define CHR_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
+#define CHR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CHR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CHR_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED 116
 
 typedef void* chrCuContext; /* CUcontext */
 typedef int chrCuDevice;    /* CUdevice */

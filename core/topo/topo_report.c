@@ -41,8 +41,13 @@ void chrTopoReport(const struct chrTopoSystem* sys, const char* name, int channe
   fprintf(out, "topology %s cpus %d switches %d gpus %d nics %d nets %d nvswitches %d\n", word(name, w1, sizeof(w1)),
           sys->count[CHR_TOPO_CPU], sys->count[CHR_TOPO_PCI], nGpus, sys->count[CHR_TOPO_NIC], nNets,
           sys->count[CHR_TOPO_NVS]);
-  if (nGpus == 0) fprintf(out, "note no GPUs: the file names none (chorus-info --help: --gpu-per-switch)\n");
-  if (nNets == 0) fprintf(out, "note no NETs: the file names none (chorus-info --help: --leaf-class)\n");
+  int discovered = strcmp(sys->xml->path, "discovered") == 0;
+  if (nGpus == 0)
+    fprintf(out, discovered ? "note no GPUs: the CUDA driver lists none\n"
+                            : "note no GPUs: the file names none (chorus-info --help: --gpu-per-switch)\n");
+  if (nNets == 0)
+    fprintf(out, discovered ? "note no NETs: no net plugin is open, or it lists none\n"
+                            : "note no NETs: the file names none (chorus-info --help: --leaf-class)\n");
   for (int i = 0; i < nGpus; i++) {
     const struct chrTopoNode* g = &sys->nodes[gpus[i]];
     char rank[16] = "-";
@@ -73,9 +78,17 @@ void chrTopoReport(const struct chrTopoSystem* sys, const char* name, int channe
   }
 }
 
+ncclResult_t chrTopoInfoXml(const struct chrTopoInfoRequest* req, struct chrXml* xml, const char* name, FILE* out) {
+  struct chrTopoSystem* sys = NULL;
+  CHECK(chrTopoBuild(xml, NULL, &sys)); /* owns xml from here, also on failure */
+  ncclResult_t res = req->dumpPath ? chrXmlWriteFile(sys->xml, req->dumpPath) : ncclSuccess;
+  if (res == ncclSuccess) chrTopoReport(sys, name, req->channels, out);
+  chrTopoFree(sys);
+  return res;
+}
+
 ncclResult_t chrTopoInfo(const struct chrTopoInfoRequest* req, FILE* out) {
   struct chrXml* xml = NULL;
-  struct chrTopoSystem* sys = NULL;
   CHECK(chrXmlLoad(req->path, &xml));
   ncclResult_t res = ncclSuccess;
   if (req->fill) res = chrTopoFill(xml, &req->fillOptions);
@@ -83,9 +96,5 @@ ncclResult_t chrTopoInfo(const struct chrTopoInfoRequest* req, FILE* out) {
     chrXmlFree(xml);
     return res;
   }
-  CHECK(chrTopoBuild(xml, NULL, &sys)); /* owns xml from here, also on failure */
-  if (req->dumpPath) res = chrXmlWriteFile(sys->xml, req->dumpPath);
-  if (res == ncclSuccess) chrTopoReport(sys, req->path, req->channels, out);
-  chrTopoFree(sys);
-  return res;
+  return chrTopoInfoXml(req, xml, req->path, out);
 }

@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config_test_util.h"
 #include "nccl.h"
 #include "log/log.h"
+#include "topo/topo_discover.h"
 #include "topo/topo_nic.h"
 #include "topo/topo_paths.h"
 #include "topo/topo_report.h"
@@ -516,6 +518,222 @@ static void caseMalformed(void) {
   free(wide);
 }
 
+/* ---- discovery ------------------------------------------------------------------------------- */
+
+/* A file of the fake sysfs tree (folders made as needed). */
+static void fakeFile(const char* root, const char* rel, const char* content) {
+  char path[2048];
+  snprintf(path, sizeof(path), "%s/%s", root, rel);
+  mkdir(root, 0755);
+  for (char* p = path + strlen(root) + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(path, 0755);
+      *p = '/';
+    }
+  FILE* f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "cannot write %s\n", path);
+    exit(1);
+  }
+  fputs(content, f);
+  fclose(f);
+}
+
+/* A PCI device at devices/<rel> with bus/pci/devices/<its bus id> pointing to it. */
+static void fakePci(const char* root, const char* rel, const char* cls, const char* speed, const char* width) {
+  char file[2400], link[2048], target[1024];
+  const char* bdf = strrchr(rel, '/') + 1;
+  snprintf(file, sizeof(file), "devices/%s/class", rel);
+  fakeFile(root, file, cls);
+  snprintf(file, sizeof(file), "devices/%s/max_link_speed", rel);
+  fakeFile(root, file, speed);
+  snprintf(file, sizeof(file), "devices/%s/max_link_width", rel);
+  fakeFile(root, file, width);
+  snprintf(file, sizeof(file), "devices/%s/numa_node", rel);
+  fakeFile(root, file, "0\n");
+  snprintf(file, sizeof(file), "bus/pci/devices/%s/x", bdf);
+  fakeFile(root, file, ""); /* makes bus/pci/devices/ */
+  snprintf(link, sizeof(link), "%s/bus/pci/devices/%s", root, bdf);
+  snprintf(file, sizeof(file), "%s/x", link);
+  unlink(file);
+  rmdir(link);
+  snprintf(target, sizeof(target), "../../../devices/%s", rel);
+  if (symlink(target, link) != 0) {
+    fprintf(stderr, "cannot link %s\n", link);
+    exit(1);
+  }
+}
+
+/* One CPU, a PCIe switch (upstream 0000:01:00.0 under root port 0000:00:01.0) with a GPU-class device
+ * (0000:03:00.0) and a NIC (0000:04:00.0) behind a Gen3 downstream port. */
+static void makeFakeSys(const char* root) {
+  fakeFile(root, "devices/system/node/node0/cpumap", "000000ff\n");
+  fakeFile(root, "devices/system/node/possible", "0\n");
+  const char* sw = "pci0000:00/0000:00:01.0/0000:01:00.0";
+  char rel[512];
+  fakePci(root, "pci0000:00/0000:00:01.0", "0x060400\n", "16.0 GT/s PCIe\n", "16\n");
+  fakePci(root, sw, "0x060400\n", "16.0 GT/s PCIe\n", "16\n");
+  snprintf(rel, sizeof(rel), "devices/%s/vendor", sw);
+  fakeFile(root, rel, "0x1000\n");
+  snprintf(rel, sizeof(rel), "%s/0000:02:00.0", sw);
+  fakePci(root, rel, "0x060400\n", "16.0 GT/s PCIe\n", "16\n");
+  snprintf(rel, sizeof(rel), "%s/0000:02:00.0/0000:03:00.0", sw);
+  fakePci(root, rel, "0x030200\n", "16.0 GT/s PCIe\n", "16\n");
+  snprintf(rel, sizeof(rel), "%s/0000:02:01.0", sw);
+  fakePci(root, rel, "0x060400\n", "8.0 GT/s PCIe\n", "16\n");
+  snprintf(rel, sizeof(rel), "%s/0000:02:01.0/0000:04:00.0", sw);
+  fakePci(root, rel, "0x020000\n", "16.0 GT/s PCIe\n", "16\n");
+}
+
+static char* fullReport(const struct chrTopoSystem* sys, int channels) {
+  char* text = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  chrTopoReport(sys, "discovered", channels, f);
+  fclose(f);
+  return text;
+}
+
+static const struct chrTopoGpuInput kFakeGpu = {.busId = 0x3000 /* 0000:03:00.0 */, .dev = 0, .sm = 80, .rank = 0,
+                                                .gdr = 1};
+
+/* The fake tree gives a known report; the dump reads back to the same; odd values are skipped. */
+static void caseDiscover(void) {
+  char root[512];
+  testPath(root, sizeof(root), "sys");
+  makeFakeSys(root);
+  char nicPath[1024];
+  snprintf(nicPath, sizeof(nicPath), "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/0000:04:00.0");
+  struct chrTopoNetInput net = {.name = "mlx5_0", .pciPath = nicPath, .dev = 0, .speed = 100000, .port = 1, .gdr = 1,
+                                .guid = 0x1234, .maxComms = 65536};
+  struct chrTopoDiscoverInput in = {.sysfsRoot = root, .nGpus = 1, .gpus = &kFakeGpu, .nNets = 1, .nets = &net};
+  struct chrXml* xml = NULL;
+  struct chrTopoSystem* sys = NULL;
+  EXPECT(chrTopoDiscover(&in, &xml) == ncclSuccess && chrTopoBuild(xml, &kDefaults, &sys) == ncclSuccess,
+         "fake tree: %s", chrThreadLastError());
+  if (!sys) return;
+  char* report = fullReport(sys, 4);
+  const char* want =
+      "topology discovered cpus 1 switches 1 gpus 1 nics 1 nets 1 nvswitches 0\n"
+      "gpu 0 rank 0 busid 0000:03:00.0 sm 80 gdr 1 numa 0\n"
+      "gpu 0 channels 0 0 0 0\n"
+      "gpu 0 net 0 name mlx5_0 busid 0000:04:00.0 path PIX bw 12.00 gdr_read 1 gdr_write 1\n";
+  EXPECT(strcmp(report, want) == 0, "fake tree report:\n%s--- want:\n%s", report, want);
+  /* The XML: the root port skipped, the switch on the CPU, link speeds the lower of device and port. */
+  int sw = -1, nic = -1;
+  for (int i = 0; i < sys->xml->nNodes; i++) {
+    const char* b = chrXmlAttr(sys->xml, i, "busid");
+    if (b && !strcmp(b, "0000:01:00.0")) sw = i;
+    if (b && !strcmp(b, "0000:04:00.0")) nic = i;
+    EXPECT(!b || strcmp(b, "0000:00:01.0") != 0, "the root port is an element");
+  }
+  EXPECT(sw >= 0 && !strcmp(sys->xml->nodes[sys->xml->nodes[sw].parent].name, "cpu") &&
+             !strcmp(chrXmlAttr(sys->xml, sw, "vendor"), "0x1000"),
+         "switch element");
+  EXPECT(nic >= 0 && !strcmp(chrXmlAttr(sys->xml, nic, "link_speed"), "8.0 GT/s PCIe"), "NIC link speed %s",
+         nic >= 0 ? chrXmlAttr(sys->xml, nic, "link_speed") : "-");
+  EXPECT(!strcmp(chrXmlAttr(sys->xml, sys->xml->nodes[0].firstChild, "affinity"), "000000ff"), "cpu affinity");
+  /* The dump reads back to the same report. */
+  char dump[512];
+  testPath(dump, sizeof(dump), "discovered.xml");
+  struct chrXml* back = NULL;
+  struct chrTopoSystem* sys2 = NULL;
+  EXPECT(chrXmlWriteFile(sys->xml, dump) == ncclSuccess && chrXmlLoad(dump, &back) == ncclSuccess &&
+             chrTopoBuild(back, &kDefaults, &sys2) == ncclSuccess,
+         "dump read back: %s", chrThreadLastError());
+  if (sys2) {
+    char* again = fullReport(sys2, 4);
+    EXPECT(strcmp(report, again) == 0, "dump read back:\n%s", again);
+    free(again);
+    chrTopoFree(sys2);
+  }
+  free(report);
+  chrTopoFree(sys);
+
+  /* Odd values: a class that is not hex, binary bytes, a NUMA node that is no number, an id file that
+   * is a folder, a NIC whose bus id sysfs lacks, one without pciPath: skipped, never fatal. */
+  fakePci(root, "pci0000:00/0000:05:00.0", "garbage\n", "\x01\x02\xff GT/s\n", "999\n");
+  fakeFile(root, "devices/pci0000:00/0000:05:00.0/numa_node", "zero\n");
+  fakeFile(root, "devices/pci0000:00/0000:05:00.0/vendor/x", "");
+  fakeFile(root, "devices/pci0000:00/0000:05:00.0/device", "0x12345678901\n");
+  struct chrTopoNetInput nets[4] = {net,
+                                    {.name = "odd", .pciPath = "/sys/devices/pci0000:00/0000:05:00.0", .dev = 1, .speed = 25000},
+                                    {.name = "gone", .pciPath = "/sys/devices/pci0000:00/0000:99:00.0", .dev = 2, .speed = 25000},
+                                    {.name = "eth0\"<x>", .pciPath = NULL, .dev = 3, .speed = 0}};
+  in.nNets = 4;
+  in.nets = nets;
+  xml = NULL;
+  sys = NULL;
+  EXPECT(chrTopoDiscover(&in, &xml) == ncclSuccess && chrTopoBuild(xml, &kDefaults, &sys) == ncclSuccess,
+         "odd values: %s", chrThreadLastError());
+  if (sys) {
+    EXPECT(sys->count[CHR_TOPO_NET] == 4 && sys->count[CHR_TOPO_GPU] == 1 && sys->count[CHR_TOPO_CPU] == 1,
+           "odd values: %d NETs %d GPUs %d CPUs", sys->count[CHR_TOPO_NET], sys->count[CHR_TOPO_GPU],
+           sys->count[CHR_TOPO_CPU]);
+    int odd = netByDev(sys, 1), named = netByDev(sys, 3);
+    const char* cls = chrXmlAttr(sys->xml, sys->xml->nodes[sys->xml->nodes[sys->nodes[odd].elem].parent].parent, "class");
+    EXPECT(cls && !strcmp(cls, "0x020000"), "odd NIC class %s (sysfs's is garbage)", cls ? cls : "(none)");
+    EXPECT(!strcmp(chrTopoNodeAttr(sys, named, "name"), "eth0__x_"), "name %s", chrTopoNodeAttr(sys, named, "name"));
+    chrTopoFree(sys);
+  }
+
+  /* Fusion: the file places the GPU under a switch of its own and gives the NET a speed; discovery
+   * keeps both and adds what the file lacks (the GPU's <gpu>, the NIC's class and its Gen3 link). */
+  char file[4096];
+  snprintf(file, sizeof(file),
+           "<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"ffff:ff:01.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+           "<pci busid=\"0000:03:00.0\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\"/>\n"
+           "<pci busid=\"0000:04:00.0\"><nic><net name=\"mlx5_0\" speed=\"400000\"/></nic></pci>\n</pci>\n</cpu>\n</system>\n");
+  xml = NULL;
+  sys = NULL;
+  in.nNets = 1;
+  in.nets = &net;
+  EXPECT(chrXmlParse("fuse.xml", file, strlen(file), &xml) == ncclSuccess && chrTopoDiscover(&in, &xml) == ncclSuccess &&
+             chrTopoBuild(xml, &kDefaults, &sys) == ncclSuccess,
+         "fusion: %s", chrThreadLastError());
+  if (sys) {
+    report = fullReport(sys, 1);
+    const char* fused =
+        "topology discovered cpus 1 switches 1 gpus 1 nics 1 nets 1 nvswitches 0\n"
+        "gpu 0 rank 0 busid 0000:03:00.0 sm 80 gdr 1 numa 0\n"
+        "gpu 0 channels 0\n"
+        "gpu 0 net 0 name mlx5_0 busid 0000:04:00.0 path PIX bw 12.00 gdr_read 1 gdr_write 1\n";
+    EXPECT(strcmp(report, fused) == 0, "fused report:\n%s--- want:\n%s", report, fused);
+    free(report);
+    chrTopoFree(sys);
+  }
+}
+
+/* This machine: discovery must not fail and must be quick (no GPU here is fine). */
+static void caseDiscoverLocal(void) {
+  struct chrTopoDiscoverInput in = {0};
+  struct chrXml* xml = NULL;
+  struct chrTopoSystem* sys = NULL;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ncclResult_t res = chrTopoDiscover(&in, &xml);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  EXPECT(res == ncclSuccess && chrTopoBuild(xml, &kDefaults, &sys) == ncclSuccess, "this machine: %s",
+         chrThreadLastError());
+  EXPECT(ms < 500, "discovery took %.1f ms", ms);
+  if (sys) {
+    EXPECT(sys->count[CHR_TOPO_CPU] >= 1, "no CPU");
+    fprintf(stderr, "this machine: %d CPUs, %d switches in %.2f ms\n", sys->count[CHR_TOPO_CPU],
+            sys->count[CHR_TOPO_PCI], ms);
+  }
+  chrTopoFree(sys);
+  /* A root that does not exist: one CPU of NUMA id -1, still no failure. */
+  in.sysfsRoot = "/nonexistent/sys";
+  xml = NULL;
+  sys = NULL;
+  EXPECT(chrTopoDiscover(&in, &xml) == ncclSuccess && chrTopoBuild(xml, &kDefaults, &sys) == ncclSuccess &&
+             sys->count[CHR_TOPO_CPU] == 1 && sys->nodes[sys->list[CHR_TOPO_CPU][0]].id == -1,
+         "no sysfs: %s", chrThreadLastError());
+  chrTopoFree(sys);
+}
+
 /* Files that are not files, or too big. */
 static void caseFiles(void) {
   char big[512], dir[512];
@@ -575,14 +793,23 @@ static void caseInit(void) {
          "the dump does not load: %s", chrThreadLastError());
   EXPECT(sys && sys->count[CHR_TOPO_GPU] == 4 && sys->count[CHR_TOPO_NET] == 1, "the dump's model differs");
   chrTopoFree(sys);
+  /* Without a file the dump is the discovered topology. */
   unsetenv("NCCL_TOPO_FILE");
+  unlink(dump);
+  res = initOneRank();
+  xml = NULL;
+  sys = NULL;
+  EXPECT(res == ncclSuccess && chrXmlLoad(dump, &xml) == ncclSuccess && chrTopoBuild(xml, &kDefaults, &sys) == ncclSuccess,
+         "the discovered dump does not load: %s", chrThreadLastError());
+  EXPECT(sys && sys->count[CHR_TOPO_CPU] >= 1, "the discovered dump has no CPU");
+  chrTopoFree(sys);
   unsetenv("NCCL_TOPO_DUMP_FILE");
   unsetenv("NCCL_TOPO_DUMP_FILE_RANK");
 }
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s p4d|ndv5|ndv2|ndv4|p5|ncv4|gdr|pxn|bandwidth|roundtrip|malformed|files|init DATA_DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s p4d|ndv5|ndv2|ndv4|p5|ncv4|gdr|pxn|bandwidth|roundtrip|malformed|files|init|discover|discover_local DATA_DIR\n", argv[0]);
     return 2;
   }
   dataDir = argv[2];
@@ -590,7 +817,8 @@ int main(int argc, char** argv) {
   const struct { const char* name; void (*run)(void); } cases[] = {
       {"p4d", caseP4d}, {"ndv5", caseNdv5}, {"ndv2", caseNdv2}, {"ndv4", caseNdv4}, {"p5", caseP5},
       {"ncv4", caseNcv4}, {"gdr", caseGdr}, {"pxn", casePxn}, {"bandwidth", caseBandwidth},
-      {"roundtrip", caseRoundTrip}, {"malformed", caseMalformed}, {"files", caseFiles}, {"init", caseInit}};
+      {"roundtrip", caseRoundTrip}, {"malformed", caseMalformed}, {"files", caseFiles}, {"init", caseInit},
+      {"discover", caseDiscover}, {"discover_local", caseDiscoverLocal}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     if (strcmp(argv[1], cases[i].name) == 0) {
       cases[i].run();

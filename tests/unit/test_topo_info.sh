@@ -3,7 +3,8 @@
 # test_topo_info.sh <chorus-info> <tests/data/topologies>: chorus-info --topo's lines (format in
 # core/topo/topo_report.h) for real machines' files: NIC per channel, path type, bandwidth and the
 # GPUDirect decision, how NCCL_NET_GDR_LEVEL / NCCL_NET_GDR_READ change them, --dump read back gives
-# the same report, and bad files and options fail with the file:line or the option named.
+# the same report, bad files and options fail with the file:line or the option named, and --topo
+# without a file reports this machine.
 set -u
 bin=$1
 data=$2
@@ -79,6 +80,11 @@ ENVS= run --dump "$dir/x.xml"
 [ $rc = 2 ] || { echo "--dump without --topo: exit $rc"; fail=1; }
 ENVS= run --topo "$data/aws-p4d.24xlarge-topo.xml" --channels 0
 [ $rc = 2 ] || { echo "--channels 0: exit $rc"; fail=1; }
-ENVS= run --topo
-[ $rc = 2 ] || { echo "--topo without a file: exit $rc"; fail=1; }
+
+# Without a file: this machine (no GPU here is fine), and a sysfs root that does not exist.
+ENVS="NCCL_NET_PLUGIN=none" run --topo
+[ $rc = 0 ] && grep -q '^topology discovered cpus [1-9]' "$dir/out" || { echo "--topo alone: exit $rc"; cat "$dir/out" "$dir/err"; fail=1; }
+ENVS="NCCL_NET_PLUGIN=none CHORUS_SYSFS_ROOT=$dir/none" run --topo --dump "$dir/local.xml" --channels 2
+has "topology discovered cpus 1 switches 0 gpus 0 nics 0 nets 0 nvswitches 0"
+grep -q '<cpu numaid="-1"' "$dir/local.xml" || { echo "--topo --dump: no cpu in the dump"; fail=1; }
 exit $fail
