@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* cpu_mask.c: see cpu_mask.h. */
-#define _GNU_SOURCE
 #include "util/cpu_mask.h"
 
 #include <sched.h>
