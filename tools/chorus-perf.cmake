@@ -21,7 +21,7 @@ target_include_directories(chorus-perf BEFORE PRIVATE ${CHORUS_PUBLIC_INCLUDE} $
 # --calibrate shares the cost model's formulas (core/plan/cost_model.h, inline functions only).
 target_include_directories(chorus-perf PRIVATE ${CMAKE_SOURCE_DIR}/core)
 # -M vmm lays its buffers out as PyTorch's expandable segments with the GPU tests' helper
-# (device/vmm_layout.h, header only).
+# (device/memory/vmm_layout.h, header only).
 target_include_directories(chorus-perf PRIVATE ${CMAKE_SOURCE_DIR})
 target_link_libraries(chorus-perf PRIVATE chorus m ${CMAKE_DL_LIBS} Threads::Threads)
 file(RELATIVE_PATH CHORUS_BIN_TO_LIB ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})

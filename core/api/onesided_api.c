@@ -6,7 +6,7 @@
  * A put copies into the peer's window on the caller's stream (a peer in this process: its address; in
  * another: its range opened through CUDA IPC once), then raises the caller's signal count at the peer;
  * the peer's ncclWaitSignal makes its stream wait until the count from each named rank has grown by
- * opCnt since its last wait (device/signals.cu has the words). The peer takes no part in a put, so a
+ * opCnt since its last wait (device/memory/signals.cu has the words). The peer takes no part in a put, so a
  * put never waits for its receiver. Signal 0 of context 0 only, no flags, as NCCL 2.28/2.30 accept.
  * Not under CUDA graph capture (the counts are the host's: a replay would repeat old ones). The
  * streams must be synchronized before the comm is suspended or destroyed: these copies and waits are

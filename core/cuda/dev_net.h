@@ -3,7 +3,7 @@
  * dev_net.h: the GPU path's connections to ranks on other hosts. Internal to core/cuda.
  *
  * A kernel cannot reach a GPU on another host, so each such connection end lives in host-mapped
- * memory of its own rank (device/net_ends.cu) and the rank's proxy threads stand in for the far
+ * memory of its own rank (device/launch/net_ends.cu) and the rank's proxy threads stand in for the far
  * end (CHORUS_GPU_NET_PROXY_THREADS, 2: the ends of ring channel or lane k go to thread k mod 2, so
  * the channels' transfers, and the net plugin's work on them, run side by side), through links of
  * the net plugin (transport/net_link.c) whose slots are those same ends:

@@ -23,7 +23,7 @@
 #define DEV_LL_LINES 4096        /* 32 KiB of LL payload per step */
 /* Channels per rank at most: CHORUS_GPU_MAX_CHANNELS, default 64 (each CTA pushes only so much over
  * NVLink, so large calls gain from more channels: docs/perf/gpu-2gpu.md), up to CHR_DEV_MAX_CHANNELS
- * (128). One call's works on every channel fit in the kernel arguments (device/dev_args.h); a
+ * (128). One call's works on every channel fit in the kernel arguments (device/kernels/dev_args.h); a
  * captured launch with more gets graph-owned storage. */
 #define DEV_ABORT_GRACE_NS (10ull * 1000000000ull) /* aborted kernels return within ms; give them 10 s */
 

@@ -4,7 +4,7 @@
  * sends"), in memory both ends map (one process, or two sharing a segment). Header-only, C and C++
  * (GCC's __atomic builtins on plain words), no CUDA: chorus-ce-probe (tools/gpu/ce_probe.cu) runs
  * it between two GPUs, tests/unit/test_ce_mailbox.c between two processes on the CPU. The copy
- * paths of the device library use it (device/ce_sends.cu, device/ce_kernels.cu).
+ * paths of the device library use it (device/copy_engine/ce_sends.cu, device/copy_engine/ce_kernels.cu).
  *
  * A mailbox is one direction between two ranks. Transfer k (1, 2, 3, ... in each direction, the
  * same numbering at both ends) uses slot k % CHR_CE_SLOTS. Each end posts what the other needs (its
@@ -32,7 +32,7 @@
  * releases. done[role] is per slot: transfers that run by different means finish in any order.
  *
  * The receiver pulls (a variant of sender-copies mode, modelled in tests/unit/test_ce_mailbox.c, run
- * by the device library between processes, CHORUS_GPU_CE_PULL: device/ce_sends.h). A receiver that finds its
+ * by the device library between processes, CHORUS_GPU_CE_PULL: device/copy_engine/ce_sends.h). A receiver that finds its
  * sender's post already there (chrCeOtherPosted before its own post, so it will come second), with
  * no engine copy in its launch yet, marks its post as a pull and copies on its own copy stream,
  * queued after its launch's kernel: it waits for both ready words, copies from the buffer the

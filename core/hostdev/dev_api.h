@@ -9,7 +9,7 @@
  * A RANK (struct chrDevRank) is one rank's device state, made in the rank's own process: an arena
  * (one cudaMalloc) holding what the rank owns of its connections in write mode (the FIFOs and tail
  * words of the connections it receives on, the head words of those it sends on), the rank's device
- * comm (device/dev_comm.h), its own host-mapped abort and error words, and a host-mapped area for plans too
+ * comm (device/kernels/dev_comm.h), its own host-mapped abort and error words, and a host-mapped area for plans too
  * large for kernel arguments. A rank exports itself as a blob of plain bytes (its arena's CUDA IPC
  * handle and address, its process, its configuration); the core sends the blob to the peers
  * (bootstrap) and each peer connects with it: a rank of another process opens the handle
@@ -30,7 +30,7 @@
  * several processes on one GPU are time-sliced by the driver (slow, but they progress). A plan is
  * one kernel launch unless its collectives need different reduction kernels (different type or op):
  * then it is launched as several kernels on the stream, in order, cut where the reduction changes,
- * with every point-to-point work in the last one (device/launch.cu says why).
+ * with every point-to-point work in the last one (device/launch/launch.cu says why).
  *
  * Errors return an ncclResult_t and leave a message in chrDevLastError() (per thread).
  */
@@ -77,15 +77,15 @@ struct chrDevRankConfig {
   size_t p2pStepBytes;  /* SIMPLE slot of the point-to-point connections (a positive multiple of 16;
                            0: stepBytes). A large send runs over several connection indices at once,
                            so each needs less in flight than a ring channel's */
-  int copyEngine;       /* 1: plans may hold copy-engine sends (device/ce_sends.h); their kernel is
+  int copyEngine;       /* 1: plans may hold copy-engine sends (device/copy_engine/ce_sends.h); their kernel is
                            loaded with the others at create */
   int ceWaitUs;         /* a copy-engine send whose receiver has not posted waits this long in the
-                           sender's call for it (device/ce_sends.h) */
+                           sender's call for it (device/copy_engine/ce_sends.h) */
   int ceShareFd;        /* 1: a copy-engine receive into memory CUDA IPC cannot share is shared by
-                           file descriptor when it can be (device/ce_vmm.h), 0: always staged */
+                           file descriptor when it can be (device/copy_engine/ce_vmm.h), 0: always staged */
   int cePull;           /* 1: a copy-engine receive whose sender called first is copied by this
                            rank's copy engine from the sender's buffer when it can be shared
-                           (device/ce_sends.h), between processes, and this rank describes its sends so that
+                           (device/copy_engine/ce_sends.h), between processes, and this rank describes its sends so that
                            its receivers can; 2: also between ranks of one process */
 };
 
@@ -108,7 +108,7 @@ CHR_DEV_API ncclResult_t chrDevRankExport(struct chrDevRank* rk, struct chrDevRa
 CHR_DEV_API ncclResult_t chrDevRankConnect(struct chrDevRank* rk, int nPeers, const int* peers,
                                            const struct chrDevRankBlob* blobs);
 
-/* One connection end to a peer on another host, as the core's proxy drives it (device/net_ends.cu): host
+/* One connection end to a peer on another host, as the core's proxy drives it (device/launch/net_ends.cu): host
  * addresses in memory the kernels reach too. */
 struct chrDevNetEnd {
   int32_t isSend;     /* 1: this rank sends on it */
@@ -118,7 +118,7 @@ struct chrDevNetEnd {
   uint64_t* tail;     /* steps published (send: by the kernel; receive: by the proxy) */
   uint64_t* head;     /* steps freed (send: by the proxy; receive: by the kernel) */
   uint64_t* sizes;    /* CHR_DEV_STEPS words: the bytes of the step in each slot */
-  uint64_t* need;     /* receive: the steps the kernel's current work will have taken (device/dev_comm.h) */
+  uint64_t* need;     /* receive: the steps the kernel's current work will have taken (device/kernels/dev_comm.h) */
 };
 
 /* The most ends chrDevRankNetConnect makes for one peer. */
@@ -151,13 +151,13 @@ CHR_DEV_API uint32_t chrDevRankKernelError(const struct chrDevRank* rk);
  * kernels on it either (CUDA IPC: the exporter frees, the importer's mapping becomes invalid). */
 CHR_DEV_API ncclResult_t chrDevRankDestroy(struct chrDevRank* rk);
 
-/* What a rank's copy-engine transfers (device/ce_sends.h) did so far, counted from its creation: for the
+/* What a rank's copy-engine transfers (device/copy_engine/ce_sends.h) did so far, counted from its creation: for the
  * core's log when the communicator ends, so that a user can see which way large transfers went. */
 struct chrDevCeStats {
   uint64_t sendsByEngine; /* sends to other ranks copied by the copy engine (their receiver posted first) */
   uint64_t sendsByKernel; /* copied by the launch's kernel (the sender called first) */
   uint64_t recvsDirect;   /* receives posted as an address (one process) or a CUDA IPC handle */
-  uint64_t recvsByFd;     /* receives into memory shared by file descriptor (device/ce_vmm.h) */
+  uint64_t recvsByFd;     /* receives into memory shared by file descriptor (device/copy_engine/ce_vmm.h) */
   uint64_t recvsStaged;   /* receives through a staging buffer */
   uint64_t recvsPulled;   /* receives this rank's copy engine pulled from the sender's buffer (cePull) */
   uint64_t opened;        /* peers' buffers this rank opened or mapped (receivers' as a sender, senders' to pull) */
@@ -174,7 +174,7 @@ CHR_DEV_API void chrDevRankCeStats(struct chrDevRank* rk, struct chrDevCeStats* 
  * threading rule as chrDevRankCeStats. What ncclCommMemStats reports. */
 CHR_DEV_API uint64_t chrDevRankDeviceBytes(const struct chrDevRank* rk);
 
-/* ---- one-sided transfers (device/signals.cu) ---- */
+/* ---- one-sided transfers (device/memory/signals.cu) ---- */
 
 /* On `stream`: copies `bytes` from src to dst (a peer's window as this process addresses it; nothing
  * when bytes is 0), then writes `count` (the running number of this rank's signals to the peer) into
@@ -243,7 +243,7 @@ CHR_DEV_API uint32_t chrDevKernelError(struct chrDevGroup* group, int rank);
 /* Most works one launch can take (kernel arguments or the host-mapped area). While the stream is
  * being captured into a CUDA graph, a launch's works must fit in the kernel arguments (the
  * host-mapped slots are reused, so a graph replayed later would read other works): the last launch
- * of a plan is then cut into several by point-to-point lanes (device/launch.cu), and a plan whose
+ * of a plan is then cut into several by point-to-point lanes (device/launch/launch.cu), and a plan whose
  * collectives, or one lane's sends and receives, do not fit is refused with ncclInvalidUsage. */
 CHR_DEV_API int chrDevMaxWorks(void);
 

@@ -17,7 +17,7 @@
  * by chrDevRankKernelError (hostdev/dev_api.h). */
 #define CHR_DEV_ERR_NONE 0
 #define CHR_DEV_ERR_BAD_LINK 1   /* a work names a link this comm has no connection for */
-#define CHR_DEV_ERR_ENGINE 2     /* a copy-engine send could not run (set by the host, device/ce_sends.cu) */
+#define CHR_DEV_ERR_ENGINE 2     /* a copy-engine send could not run (set by the host, device/copy_engine/ce_sends.cu) */
 #define CHR_DEV_ERR_NET_SIZE 3   /* a step received through the net proxy has another size than this rank's */
 
 #endif /* CHORUS_HOSTDEV_DEV_CONSTS_H_ */

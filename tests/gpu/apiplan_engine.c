@@ -20,7 +20,7 @@
 #include "comm/comm.h"
 #include "config/algo_select.h"
 #include "config/param.h"
-#include "device/dev_work.h"
+#include "device/kernels/dev_work.h"
 #include "gpu_sim.h"
 #include "nccl.h"
 #include "plan/plan.h"

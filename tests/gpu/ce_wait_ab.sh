@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # ce_wait_ab.sh: the kernel copy's wait for its publish (docs/perf/gpu-2gpu.md, l3-l8 and m1), built
 # several ways and timed in one call on a machine with 2 GPUs. Each variant is a build with
-# -DCHR_CE_TIMING=1 plus its own CUDA flags (device/ce_timing.cuh prints the waits); each runs
+# -DCHR_CE_TIMING=1 plus its own CUDA flags (device/copy_engine/ce_timing.cuh prints the waits); each runs
 # 2-rank broadcasts whose root's kernel copies whenever it calls first (engine from 128 MiB, no
 # pulls) and the all-reduce's engine half, in both layouts, ROUNDS times, interleaved.
 #

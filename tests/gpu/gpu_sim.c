@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "device/dev_comm.h"
+#include "device/kernels/dev_comm.h"
 #include "exec/reduce.h"
 
 struct simMsg {

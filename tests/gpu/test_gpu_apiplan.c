@@ -18,7 +18,7 @@
 #include <string.h>
 #include "comm/comm.h"
 #include "config/algo_select.h"
-#include "device/dev_work.h"
+#include "device/kernels/dev_work.h"
 #include "exec/dev_exec.h"
 #include "exec/reduce.h"
 #include "apiplan_engine.h"
@@ -135,7 +135,7 @@ static int checkDefaultRule(const char* name, int rank, const struct chrCollTask
   return 0;
 }
 
-/* The launcher's cuts (device/dev_work.h chrDevLaunchCut, as device/launch.cu walks them): every
+/* The launcher's cuts (device/kernels/dev_work.h chrDevLaunchCut, as device/launch/launch.cu walks them): every
  * launch holds whole calls, and every call that reduces runs in the kernel of its type and op. A
  * call split over two launches can deadlock on the GPU (its tree down pass in the first launch waits
  * for its up pass in the second), which the simulation, running the plan as one, cannot see. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_gpu_arith.cu (gpu.arith): the kernels' element arithmetic (device/dev_reduce.cuh and
- * device/dev_float.h, the same source the kernels compile) run on the CPU against the host's
+ * test_gpu_arith.cu (gpu.arith): the kernels' element arithmetic (device/kernels/dev_reduce.cuh and
+ * device/kernels/dev_float.h, the same source the kernels compile) run on the CPU against the host's
  * reference (core/exec/reduce.c, float_convert.h), so its bits are checked on any machine:
  *  - every half and bfloat16 code and every float8 code decoded, and millions of floats encoded
  *    (random bits, every exponent, rounding ties, overflow, NaN), identical bits;
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "device/dev_reduce.cuh"
+#include "device/kernels/dev_reduce.cuh"
 
 extern "C" {
 #include "exec/float_convert.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_cuts.c (gpu.cuts): how the launcher cuts a plan into kernels (chrDevLaunchNext,
- * device/dev_work.h, the walk device/launch.cu makes), on hand-made plans, without a GPU. Each launch must hold whole calls, in call
+ * device/kernels/dev_work.h, the walk device/launch/launch.cu makes), on hand-made plans, without a GPU. Each launch must hold whole calls, in call
  * order, every reducing work in the launch's kernel:
  *   - a tree all-reduce: its up pass reduces on channel 0 and its down pass only copies on channel 1,
  *     two such calls with different kernels: the down passes of the second must not join the first
@@ -11,8 +11,8 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "device/dev_comm.h" /* CHR_DEV_MAX_CHANNELS */
-#include "device/dev_work.h"
+#include "device/kernels/dev_comm.h" /* CHR_DEV_MAX_CHANNELS */
+#include "device/kernels/dev_work.h"
 #include "nccl.h"
 
 #define MAX_WORKS 64
@@ -34,7 +34,7 @@ static void add(struct plan* p, int channel, int call, int pattern, int type, in
   if (channel + 1 > p->nChannels) p->nChannels = channel + 1;
 }
 
-/* Walks the launches as device/launch.cu does; want[k] is the number of calls launch k holds. */
+/* Walks the launches as device/launch/launch.cu does; want[k] is the number of calls launch k holds. */
 static void expectLaunches(const char* name, const struct plan* p, const int* want, int nWant) {
   struct chrWork flat[CHR_DEV_MAX_CHANNELS * MAX_WORKS];
   int base[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], k = 0;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_half_sum.cu (gpu.halfsum): the kernels' packed float16 and bfloat16 sums (chrDevHalf2Sum,
- * device/dev_reduce.cuh) against the element arithmetic they stand in for (chrDevRed::red: decode,
+ * device/kernels/dev_reduce.cuh) against the element arithmetic they stand in for (chrDevRed::red: decode,
  * one float add, encode), on the GPU, for every ordered pair of 16-bit codes of each type (2^32
  * pairs, each in the low and the high half of the word), and through the SIMPLE and LL pack helpers
  * the kernels call (chrDevPack, chrDevLLWord) for sum, SumPostDiv and PreMulSum. Also the GPU's own
- * conversions of CHR_DEV_HW_CONVERT (device/dev_float.h, on by default; this test is built with it on
+ * conversions of CHR_DEV_HW_CONVERT (device/kernels/dev_float.h, on by default; this test is built with it on
  * whatever the library's build says) against the integer ones the host shares: every half code decoded (identical
  * bits, a NaN for a NaN), every float encoded to half (2^32, identical bits). The CPU cannot run
  * the PTX; gpu.arith checks the integer versions and red() against the host's chrReduce. SKIP (77)
@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "device/dev_kernel.cuh"
+#include "device/kernels/dev_kernel.cuh"
 
 struct Result {
   unsigned long long wrong;

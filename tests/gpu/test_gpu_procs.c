@@ -33,14 +33,14 @@
  * present); with ranks spread so, each process must end holding a context on its own GPU only (the
  * driver's primary-context state, after the watchdog has probed). CHORUS_TEST_VMM=1: the receive arenas are cuMemCreate memory (what PyTorch's expandable
  * segments give), which CUDA IPC cannot share: copy-engine sends then receive through staging
- * (device/ce_sends.cu). CHORUS_TEST_VMM=2: laid out as the expandable segments are, one reserved
+ * (device/copy_engine/ce_sends.cu). CHORUS_TEST_VMM=2: laid out as the expandable segments are, one reserved
  * range of chunks of the allocation granularity mapped side by side, each made with the POSIX file
  * descriptor handle type (what sharing by descriptor needs), so a receive spans several chunks;
  * with CHORUS_TEST_VMM_REMAP=1 the cases run twice, and between the rounds every rank maps fresh
  * chunks at its arena's addresses (an allocator that returned memory and took new): a sender still
  * writing through its mapping of the old chunks fails the second round. CHORUS_TEST_EXPECT_FD=1 (0):
  * each process must (must not) end up serving descriptors of its memory (an abstract Unix socket
- * named chorus-fd-*, device/ce_vmm.h), which says which of the two paths its receives took; one
+ * named chorus-fd-*, device/copy_engine/ce_vmm.h), which says which of the two paths its receives took; one
  * digit per rank (e.g. 10: rank 0 must, rank 1 must not) where the ranks differ. CHORUS_TEST_EXPECT_WAY:
  * which way each rank's copy-engine receives went, from the counts its comm logs at destroy
  * (NCCL_DEBUG=INFO, subsystem P2P, into a file of its own): one letter per rank (one for all) for
@@ -66,8 +66,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "device/driver_entry.h"
-#include "device/vmm_layout.h"
+#include "device/common/driver_entry.h"
+#include "device/memory/vmm_layout.h"
 #include "launch.h"
 #include "nccl.h"
 #include "nccl_cases.h"
@@ -158,7 +158,7 @@ static int vmmRemap(struct rankBufs* B, int dev) {
 }
 
 /* 1 when this process listens on an abstract Unix socket named chorus-fd-* (its descriptor server,
- * device/ce_vmm.h): the socket inodes /proc/net/unix lists under that name, against this process's
+ * device/copy_engine/ce_vmm.h): the socket inodes /proc/net/unix lists under that name, against this process's
  * descriptors. -1 when /proc cannot say. */
 static int servesDescriptors(void) {
   FILE* f = fopen("/proc/net/unix", "r");
@@ -306,7 +306,7 @@ static struct ncOp mkOp(int func, int type, int op, size_t count, int root, int 
 /* With ranks spread over GPUs, a process must hold a context only on its rank's GPU. A thread of
  * Chorus that never chose a device (the watchdog, whose first probe comes 100 ms after the first
  * launch) once restored "device 0" after its work, which creates GPU 0's primary context there:
- * it stalled the kernels running on GPU 0 for milliseconds and held its memory (device/dev_scope.h).
+ * it stalled the kernels running on GPU 0 for milliseconds and held its memory (device/common/dev_scope.h).
  * Called after the watchdog has probed a few times. */
 static int strayContexts(int rank) {
   typedef CUresult (*deviceGetFn)(CUdevice*, int);

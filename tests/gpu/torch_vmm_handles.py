@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """torch_vmm_handles.py: what PyTorch's expandable segments look like to the driver, for the
-copy-engine receives that share such buffers by file descriptor (device/ce_vmm.cu).
+copy-engine receives that share such buffers by file descriptor (device/copy_engine/ce_vmm.cu).
 
 Allocates a large tensor with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True and prints, for
 points in it: the range cuMemGetAddressRange gives (the chunk, or the whole reserved range?), the

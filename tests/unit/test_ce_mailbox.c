@@ -3,7 +3,7 @@
  * test_ce_mailbox.c: the copy-engine rendezvous (hostdev/ce_mailbox.h) between processes, with each
  * process's CUDA streams played by threads that run queued operations in order (wait for a word,
  * write a word, copy, record a point of a stream and wait for it, and kernels), queued as the device
- * library (device/ce_sends.cu) queues them on GPUs.
+ * library (device/copy_engine/ce_sends.cu) queues them on GPUs.
  *
  * The programs are the ones NCCL runs without deadlock: a sequence of steps, each a random set of
  * transfers between ranks (a send at one end, the matching receive at the other), and each rank
@@ -36,7 +36,7 @@
  * queued before the group's kernel (one queue: hangs, and data read before it was there).
  *
  * Pull mode (the sender mode, plus: a receiver that finds its sender's post already there copies on
- * its own copy stream, ce_mailbox.h; device/ce_sends.cu, CHORUS_GPU_CE_PULL). Caught here: the sender's kernel
+ * its own copy stream, ce_mailbox.h; device/copy_engine/ce_sends.cu, CHORUS_GPU_CE_PULL). Caught here: the sender's kernel
  * reading the slot's publish after the agent had published the slot's next transfer (a pulled
  * transfer's done word frees the slot before the sender's kernel has looked), so it copied this
  * transfer's data into the next one's buffer; the counts (every transfer copied exactly once) fail

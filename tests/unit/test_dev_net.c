@@ -139,7 +139,7 @@ static void kernelBody(struct kernel* k) {
   }
 }
 
-/* One end as device/net_ends.cu lays it out: a control page, then 8 slots. */
+/* One end as device/launch/net_ends.cu lays it out: a control page, then 8 slots. */
 static char* makeEnd(struct chrDevNetEnd* e, int isSend, int key) {
   char* block = NULL;
   if (posix_memalign((void**)&block, 4096, 4096 + 8 * gSlot) != 0) return NULL;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_fd_pass: device/fd_pass.c between real processes. A server process offers memfd descriptors
+ * test_fd_pass: device/memory/fd_pass.c between real processes. A server process offers memfd descriptors
  * with random contents; client processes fetch them and check every byte through their own
  * mapping. Also: a key never offered (ENOENT), one withdrawn (ENOENT), a process the server was not
  * told to trust (EPERM, and no descriptor reaches it), a server that does not exist
@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "device/fd_pass.h"
+#include "device/memory/fd_pass.h"
 
 #define REGION 65536
 #define KEYS 8

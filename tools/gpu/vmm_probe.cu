@@ -13,7 +13,7 @@
  * --peer-dev). The importer maps the chunks side by side in a range of its own, reads the whole
  * buffer back (every byte checked), writes the second half by a device-to-device copy from its own
  * GPU (as a copy-engine send into the receiver's buffer would), and tries mapping half a chunk. The
- * exporter then checks the importer's bytes (the layout: device/vmm_layout.h). Exit status 0 when
+ * exporter then checks the importer's bytes (the layout: device/memory/vmm_layout.h). Exit status 0 when
  * every byte is right, 1 otherwise, 77 without the GPUs asked for.
  */
 #include <cuda.h>
@@ -26,9 +26,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "device/driver_entry.h"
-#include "device/fd_pass.h"
-#include "device/vmm_layout.h"
+#include "device/common/driver_entry.h"
+#include "device/memory/fd_pass.h"
+#include "device/memory/vmm_layout.h"
 
 #define MIB (1024ull * 1024ull)
 #define FETCH_MS 5000

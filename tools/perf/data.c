@@ -16,7 +16,7 @@
 #include "parallel.h"
 #include "perf.h"
 #ifdef CHORUS_PERF_CUDA
-#include "device/vmm_layout.h"
+#include "device/memory/vmm_layout.h"
 
 #define VMM_CHUNK (20u << 20) /* PyTorch's expandable segments' chunk for large tensors */
 
