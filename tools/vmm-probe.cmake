@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # chorus-vmm-probe: cuMemCreate memory shared between two processes by file descriptor, the driver's
 # answers and every byte checked (docs/perf/gpu-2gpu.md, "Next" 00y). Built only when nvcc is found;
-# needs nothing of Chorus but device/fd_pass.c.
+# needs nothing of Chorus but device/memory/fd_pass.c.
 if(CMAKE_CUDA_COMPILER)
   add_executable(chorus-vmm-probe ${CMAKE_CURRENT_SOURCE_DIR}/gpu/vmm_probe.cu ${CMAKE_SOURCE_DIR}/device/memory/fd_pass.c)
   set_target_properties(chorus-vmm-probe PROPERTIES CUDA_RUNTIME_LIBRARY Static)

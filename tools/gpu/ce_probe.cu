@@ -36,7 +36,7 @@
  * that the receiver's post wakes (a futex); both streams wait for their done word, and the copy waits
  * for the sender's group point as a value. (The library no longer issues from an agent: on streams
  * that share a hardware queue the agent's copy can stand behind work that waits for it, which
- * PyTorch hit; device/ce_sends.h. The probe keeps it as a bandwidth ceiling, with few streams.)
+ * PyTorch hit; device/copy_engine/ce_sends.h. The probe keeps it as a bandwidth ceiling, with few streams.)
  * --issuer sender|receiver: that end always issues the copy (on its own GPU), waiting on the host for
  * the other end's post; an experiment on which GPU should drive a copy (the second to arrive is
  * either, and a GPU that drives both directions at once may not move both at full rate: the

@@ -2,7 +2,7 @@
 /*
  * vmm_probe.cu (chorus-vmm-probe): what the driver does with cuMemCreate memory shared between two
  * processes by file descriptor, the path that would let copy-engine receives skip their staging
- * buffer (docs/perf/gpu-2gpu.md, "Next" 00y). Needs nothing of Chorus but device/fd_pass.c.
+ * buffer (docs/perf/gpu-2gpu.md, "Next" 00y). Needs nothing of Chorus but device/memory/fd_pass.c.
  *
  * The exporting process lays out memory as PyTorch's expandable segments do: one reserved range,
  * several physical chunks (cuMemCreate, POSIX file descriptor handle type) mapped side by side. It
