@@ -139,7 +139,7 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
                      "(ranks on other hosts, NCCL_SHM_DISABLE=1 or CHORUS_TRANSPORT=net)");
     CHECK(chrNetDevsChoose(comm->net, comm->rank, &comm->netDevs));
   }
-  CHECK(chrCommTopoFile(comm));    /* after the net plugin: its NICs are part of the topology */
+  CHECK(chrCommTopoFile(comm));    /* after the net plugin: its NICs are in the topology, which orders them */
   CHECK(chrPlanTunerAttach(comm)); /* after the net plugin: its library may carry the tuner */
   CHECK(chrProfAttach(comm));      /* likewise the profiler */
   INFO(NCCL_INIT, "comm %p rank %d nranks %d cudaDev %d commHash 0x%llx - Init COMPLETE", (void*)comm, comm->rank,

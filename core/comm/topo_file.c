@@ -4,10 +4,12 @@
  *
  * This file gathers what the topology layer cannot reach itself (it sits below the CUDA driver and
  * the net plugin): the GPUs of the CUDA driver's device list and the NETs of the open net plugin.
- * Init pays for discovery only when something asks for the topology (NCCL_TOPO_FILE, or a dump on
- * this rank): no decision uses it yet, so a plain init reads no sysfs. A file is read and checked on
- * every rank (each rank's init must fail on a bad file, not only the dumping one's); the model is
- * freed after the check.
+ * Init pays for discovery when something asks for the topology (NCCL_TOPO_FILE, or a dump on this
+ * rank) or when a rank with a GPU has opened the net plugin: its net devices are then ordered by the
+ * topology (transport/net_devs.h, chrNetDevsFromTopo). A rank without a GPU or a plugin reads no
+ * sysfs. A file is read and checked on every rank (each rank's init must fail on a bad file, not only
+ * the dumping one's); a topology wanted only for the NICs never fails init. The model is freed at
+ * the end of init.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include "topo/topo_discover.h"
 #include "topo/topo_model.h"
 #include "topo/topo_report.h"
+#include "transport/net_devs.h"
 
 #define CHR_TOPO_MAX_GPUS 64 /* CUDA devices looked at */
 #define CHR_TOPO_MAX_NETS 64 /* plugin devices looked at */
@@ -79,22 +82,44 @@ ncclResult_t chrCommTopoDiscover(struct chrNet* net, int rank, int cudaDev, stru
   return res;
 }
 
+/* A GPU rank with the net plugin open takes its NICs from the topology (transport/net_devs.h);
+ * whatever is missing keeps the plugin's order. */
+static void orderNetDevs(struct ncclComm* comm, const struct chrTopoSystem* sys) {
+  int ndev = 0;
+  if (chrNetDevices(comm->net, &ndev) != ncclSuccess || ndev <= 0) {
+    INFO(NCCL_INIT | NCCL_NET, "rank %d: the net plugin gives no device count; net devices keep the plugin's order",
+         comm->rank);
+    return;
+  }
+  if (chrNetDevsFromTopo(sys, comm->peers[comm->rank].busId, ndev, &comm->netDevs))
+    INFO(NCCL_INIT | NCCL_NET, "rank %d uses %d net devices, in the topology's order", comm->rank, comm->netDevs.n);
+}
+
 ncclResult_t chrCommTopoFile(struct ncclComm* comm) {
   const char* path = chrParamStr(CHR_P_TOPO_FILE);
   const char* dump = chrParamStr(CHR_P_TOPO_DUMP_FILE);
   int dumper = dump[0] && comm->rank == chrParamInt(CHR_P_TOPO_DUMP_FILE_RANK);
-  if (!path[0] && !dumper) return ncclSuccess;
+  int nics = comm->cudaDev >= 0 && comm->net != NULL && comm->peers[comm->rank].busId >= 0;
+  if (!path[0] && !dumper && !nics) return ncclSuccess;
+  /* Asked for (a file, a dump), the topology fails init when it cannot be had; wanted only for the
+   * NICs, it never does. */
+  int asked = path[0] || dumper;
   struct chrXml* xml = NULL;
   struct chrTopoSystem* sys = NULL;
   if (path[0]) CHECK(chrXmlLoad(path, &xml));
   ncclResult_t res = chrCommTopoDiscover(comm->net, comm->rank, comm->cudaDev, &xml);
+  if (res == ncclSuccess) res = chrTopoBuild(xml, NULL, &sys); /* owns xml from here, also on failure */
+  else chrXmlFree(xml);
   if (res != ncclSuccess) {
-    chrXmlFree(xml);
-    return res;
+    if (asked) return res;
+    INFO(NCCL_INIT | NCCL_NET, "rank %d: no topology (%s); net devices keep the plugin's order", comm->rank,
+         chrThreadLastError());
+    chrClearLastError(); /* init goes on: the text is not its error */
+    return ncclSuccess;
   }
-  CHECK(chrTopoBuild(xml, NULL, &sys)); /* owns xml from here, also on failure */
-  INFO(NCCL_INIT | NCCL_GRAPH, "topology %s: %d CPUs, %d GPUs, %d NETs (checked; not used yet)",
-       path[0] ? path : "discovered", sys->count[CHR_TOPO_CPU], sys->count[CHR_TOPO_GPU], sys->count[CHR_TOPO_NET]);
+  INFO(NCCL_INIT | NCCL_GRAPH, "topology %s: %d CPUs, %d GPUs, %d NETs", path[0] ? path : "discovered",
+       sys->count[CHR_TOPO_CPU], sys->count[CHR_TOPO_GPU], sys->count[CHR_TOPO_NET]);
+  if (nics) orderNetDevs(comm, sys);
   res = dumper ? chrXmlWriteFile(sys->xml, dump) : ncclSuccess;
   if (dumper && res == ncclSuccess) INFO(NCCL_INIT | NCCL_GRAPH, "topology written to %s", dump);
   chrTopoFree(sys);

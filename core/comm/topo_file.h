@@ -8,7 +8,10 @@
  * NCCL_TOPO_FILE the file's elements win and discovery fills what they lack, as NCCL fuses them; a
  * file that does not parse or names devices that do not exist fails init with its file:line. Rank
  * NCCL_TOPO_DUMP_FILE_RANK writes the fused (or, without a file, the discovered) topology to
- * NCCL_TOPO_DUMP_FILE. Nothing at run time uses the model yet (docs/design.md, "Topology").
+ * NCCL_TOPO_DUMP_FILE. A rank with a GPU and the net plugin open also orders its net devices by the
+ * topology (the file fused with discovery, or discovery alone), NCCL's NIC per channel first; when
+ * that cannot be done the plugin's order stays, with an INFO line. Nothing else uses the model yet
+ * (docs/design.md, "Topology").
  */
 #ifndef CHORUS_COMM_TOPO_FILE_H_
 #define CHORUS_COMM_TOPO_FILE_H_
@@ -21,8 +24,9 @@ struct chrNet;
 struct chrXml;
 struct chrTopoInfoRequest;
 
-/* At init, after the net plugin is opened (when it is): nothing unless NCCL_TOPO_FILE or a dump for
- * this rank is asked for; then load, discover, fuse, check, dump. */
+/* At init, after the net plugin is opened (when it is) and its devices chosen: nothing unless
+ * NCCL_TOPO_FILE or a dump for this rank is asked for, or the rank has a GPU and the plugin is open;
+ * then load, discover, fuse, check, order the net devices, dump. */
 ncclResult_t chrCommTopoFile(struct ncclComm* comm);
 
 /* Completes *xml (a file's tree, or NULL for a new one) with this machine: sysfs, the CUDA driver's

@@ -7,6 +7,7 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
+#include "topo/topo_model.h"
 #include "topo/topo_nic.h"
 
 ncclResult_t chrNetDevsChoose(struct chrNet* net, int rank, struct chrNetDevs* out) {
@@ -30,6 +31,53 @@ ncclResult_t chrNetDevsChoose(struct chrNet* net, int rank, struct chrNetDevs* o
   INFO(NCCL_INIT | NCCL_NET, "rank %d uses %d of the net plugin's %d devices (NCCL_NETDEVS_POLICY=%s): %s", rank, n,
        ndev, chrParamStr(CHR_P_NETDEVS_POLICY), names);
   return ncclSuccess;
+}
+
+static void busIdText(int64_t id, char* out, size_t size) {
+  unsigned long long u = (unsigned long long)id;
+  snprintf(out, size, "%04llx:%02llx:%02llx.%llx", u >> 20, (u >> 12) & 0xff, (u >> 4) & 0xff, u & 0xf);
+}
+
+int chrNetDevsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nPluginDevs, struct chrNetDevs* out) {
+  char bus[32];
+  busIdText(gpuBusId, bus, sizeof(bus));
+  int gpu = -1;
+  for (int i = 0; i < sys->count[CHR_TOPO_GPU] && gpu < 0; i++)
+    if (sys->nodes[sys->list[CHR_TOPO_GPU][i]].id == gpuBusId) gpu = sys->list[CHR_TOPO_GPU][i];
+  if (gpu < 0) {
+    INFO(NCCL_INIT | NCCL_NET, "GPU %s: not in the topology; net devices keep the plugin's order", bus);
+    return 0;
+  }
+  /* chrTopoNetForChannel cycles with period netsPerGpu over distinct NETs: the list ends where the
+   * cycle comes back to channel 0's NET. */
+  int nets[CHR_NET_MAX_DEVS], n = 0;
+  for (int c = 0; c < CHR_NET_MAX_DEVS; c++) {
+    int net = chrTopoNetForChannel(sys, gpu, c);
+    if (net < 0) {
+      INFO(NCCL_INIT | NCCL_NET, "GPU %s: reaches no NET in the topology; net devices keep the plugin's order", bus);
+      return 0;
+    }
+    if (c > 0 && net == nets[0]) break;
+    nets[n++] = net;
+  }
+  struct chrNetDevs devs = {.n = n};
+  char names[512] = "";
+  size_t used = 0;
+  for (int c = 0; c < n; c++) {
+    devs.dev[c] = sys->nodes[nets[c]].dev;
+    if (devs.dev[c] < 0 || devs.dev[c] >= nPluginDevs) {
+      INFO(NCCL_INIT | NCCL_NET, "GPU %s: channel %d's NET has dev %d, not one of the net plugin's %d devices; "
+           "net devices keep the plugin's order", bus, c, devs.dev[c], nPluginDevs);
+      return 0;
+    }
+    const char* name = chrTopoNodeAttr(sys, nets[c], "name");
+    int w = snprintf(names + used, sizeof(names) - used, "%s%d:%d(%s)", c ? " " : "", c, devs.dev[c],
+                     name ? name : "?");
+    if (w > 0 && (size_t)w < sizeof(names) - used) used += (size_t)w;
+  }
+  *out = devs;
+  INFO(NCCL_INIT | NCCL_NET, "GPU %s: net device per channel from the topology (channel:dev(name)): %s", bus, names);
+  return 1;
 }
 
 int chrNetDevFor(const struct chrNetDevs* devs, int channel, int p2p, int sendRank, int recvRank) {

@@ -9,15 +9,22 @@
  * between hosts stay on one rail (the same device index everywhere), and a point-to-point link
  * between ranks s and r on channel id k uses device (k + s + r) mod n, which spreads a rank's peers
  * over the devices. GPU links through the proxy use their key (the ring channel, or the channel
- * count plus the point-to-point index) as a ring channel. Hosts are expected to list their devices in the same order, as NCCL expects of
- * rail-optimised fabrics.
+ * count plus the point-to-point index) as a ring channel.
+ *
+ * A rank with a GPU then orders its list by the topology (chrNetDevsFromTopo): entry c is the NIC
+ * NCCL gives the GPU for channel c, and the list is as long as the NICs the GPU cycles over, so ring
+ * channel c leaves each host on its GPU's nearest NIC. Without a GPU, or when the topology does not
+ * say, the list stays in plugin order, and hosts are expected to list their devices in the same
+ * order, as NCCL expects of rail-optimised fabrics.
  */
 #ifndef CHORUS_NET_DEVS_H_
 #define CHORUS_NET_DEVS_H_
 
+#include <stdint.h>
 #include "nccl.h"
 
 struct chrNet;
+struct chrTopoSystem;
 
 #define CHR_NET_MAX_DEVS 32
 
@@ -28,6 +35,14 @@ struct chrNetDevs {
 
 /* The devices rank `rank` uses of the open plugin `net`, by NCCL_NETDEVS_POLICY (logged at INFO). */
 ncclResult_t chrNetDevsChoose(struct chrNet* net, int rank, struct chrNetDevs* out);
+
+/* Orders the devices of the GPU whose bus id is `gpuBusId` (the int64 form of chrCudaDeviceBusId)
+ * by topology `sys`: out->dev[c] = the plugin device of chrTopoNetForChannel(sys, gpu, c) for c below
+ * the number of NICs the GPU cycles over (its netsPerGpu, by the model's NCCL_NETDEVS_POLICY). Logs
+ * the bus id and the NIC per channel at INFO and returns 1; or leaves *out unchanged, says why in one
+ * INFO line and returns 0: no GPU with that bus id, no NET reached, a NET whose dev is not one of the
+ * plugin's `nPluginDevs` devices. */
+int chrNetDevsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nPluginDevs, struct chrNetDevs* out);
 
 /* The plugin device of the link on `channel` from sendRank to recvRank; p2p: a point-to-point
  * connection, else a ring channel. */

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_topo_netdevs.c: a GPU rank's net device list ordered by the topology (chrNetDevsFromTopo,
+ * transport/net_devs.h) on the real machines' files of tests/data/topologies, and the cases that
+ * keep the plugin's order. Usage: test_topo_netdevs DATA_DIR (unit.topo_netdevs). Each check is an
+ * exact device list: entry c is the plugin device of the NIC NCCL gives the GPU for channel c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_test_util.h"
+#include "log/log.h"
+#include "topo/topo_model.h"
+#include "transport/net_devs.h"
+
+static const char* dataDir;
+
+/* The file completed as test_topo does (GPUs and NETs added by bus id order where it has none),
+ * built with the configuration's settings (NCCL_NETDEVS_POLICY from the environment). */
+static struct chrTopoSystem* loadReal(const char* file, const struct chrTopoFillOptions* fill) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/%s", dataDir, file);
+  struct chrXml* xml = NULL;
+  struct chrTopoSystem* sys = NULL;
+  if (chrXmlLoad(path, &xml) != ncclSuccess || chrTopoFill(xml, fill) != ncclSuccess ||
+      chrTopoBuild(xml, NULL, &sys) != ncclSuccess) {
+    fprintf(stderr, "cannot load %s: %s\n", path, chrThreadLastError());
+    exit(1);
+  }
+  return sys;
+}
+
+static int64_t gpuBusId(const struct chrTopoSystem* sys, int dev) {
+  for (int i = 0; i < sys->count[CHR_TOPO_GPU]; i++) {
+    const struct chrTopoNode* n = &sys->nodes[sys->list[CHR_TOPO_GPU][i]];
+    int64_t id;
+    if (n->dev == dev && chrTopoParseBusId(chrTopoNodeBusId(sys, sys->list[CHR_TOPO_GPU][i]), &id) == 0) return id;
+  }
+  fprintf(stderr, "no GPU dev %d with a bus id\n", dev);
+  exit(1);
+}
+
+static void listText(const struct chrNetDevs* d, char* out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; i < d->n && used < size; i++)
+    used += (size_t)snprintf(out + used, size - used, "%s%d", i ? "," : "", d->dev[i]);
+}
+
+/* What the plugin's order gives a rank before the topology is asked: 3 devices, 0 1 2. */
+static const struct chrNetDevs kBefore = {.dev = {0, 1, 2}, .n = 3};
+
+/* GPU dev `gpu` of `sys` with `nPlugin` plugin devices: filled (`want` = "a,b,..") or, want NULL,
+ * left as kBefore. */
+static void expectList(const char* what, const struct chrTopoSystem* sys, int gpu, int nPlugin, const char* want) {
+  struct chrNetDevs d = kBefore;
+  int filled = chrNetDevsFromTopo(sys, gpuBusId(sys, gpu), nPlugin, &d);
+  char got[256];
+  listText(&d, got, sizeof(got));
+  if (want)
+    EXPECT(filled == 1 && strcmp(got, want) == 0, "%s GPU %d: filled %d, devs %s, want %s", what, gpu, filled, got, want);
+  else
+    EXPECT(filled == 0 && memcmp(&d, &kBefore, sizeof(d)) == 0, "%s GPU %d: filled %d, devs %s, want 0,1,2 kept", what,
+           gpu, filled, got);
+}
+
+static void caseNdv5(void) {
+  struct chrTopoFillOptions fill = {.sm = 90, .netSpeed = 400000};
+  struct chrTopoSystem* sys = loadReal("azure-ndv5-topo.xml", &fill);
+  for (int g = 0; g < 8; g++) {
+    char want[8];
+    snprintf(want, sizeof(want), "%d", g); /* GPU and NIC n share switch n: PIX, one NIC per GPU */
+    expectList("NDv5", sys, g, 8, want);
+  }
+  chrTopoFree(sys);
+}
+
+static void caseP4d(void) {
+  const char* files[] = {"aws-p4d.24xlarge-topo.xml", "aws-p4de.24xlarge-topo.xml"};
+  struct chrTopoFillOptions fill = {.sm = 80, .netSpeed = 400000};
+  for (int f = 0; f < 2; f++) {
+    struct chrTopoSystem* sys = loadReal(files[f], &fill);
+    for (int g = 0; g < 8; g++) {
+      char want[8];
+      snprintf(want, sizeof(want), "%d", g / 2); /* GPUs 2k and 2k+1 share the PIX NIC k */
+      expectList(files[f], sys, g, 4, want);
+    }
+    chrTopoFree(sys);
+  }
+}
+
+static const struct chrTopoFillOptions kP5Fill = {.sm = 90, .netSpeed = 100000, .leafClass = "0x020000",
+                                                  .gpuPerSwitch = 1};
+
+static void caseP5(void) {
+  struct chrTopoSystem* sys = loadReal("aws-p5.48xlarge-topo.xml", &kP5Fill);
+  for (int g = 0; g < 8; g++) {
+    char want[32];
+    snprintf(want, sizeof(want), "%d,%d,%d,%d", 4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3); /* its switch's 4 EFA */
+    expectList("p5", sys, g, 32, want);
+  }
+  /* A NET whose dev is past the plugin's devices: the plugin's order stays. */
+  expectList("p5 with 4 plugin devices", sys, 1, 4, NULL);
+  expectList("p5 with 4 plugin devices", sys, 0, 4, "0,1,2,3");
+  chrTopoFree(sys);
+}
+
+static void caseP5Max2(void) {
+  setenv("NCCL_NETDEVS_POLICY", "MAX:2", 1);
+  chrConfigReload();
+  struct chrTopoSystem* sys = loadReal("aws-p5.48xlarge-topo.xml", &kP5Fill);
+  expectList("p5 MAX:2", sys, 0, 32, "0,1");
+  expectList("p5 MAX:2", sys, 1, 32, "4,5");
+  expectList("p5 MAX:2", sys, 7, 32, "28,29");
+  chrTopoFree(sys);
+  unsetenv("NCCL_NETDEVS_POLICY");
+  chrConfigReload();
+}
+
+static void caseNdv2(void) {
+  struct chrTopoFillOptions fill = {.sm = 70, .netSpeed = 400000};
+  struct chrTopoSystem* sys = loadReal("azure-ndv2-topo.xml", &fill);
+  for (int g = 0; g < 8; g++) expectList("NDv2", sys, g, 1, "0"); /* the single NIC, PHB or SYS */
+  chrTopoFree(sys);
+}
+
+/* A bus id not in the file: kept, with an INFO line that names it. */
+static void caseNotInFile(void) {
+  char log[600];
+  testPath(log, sizeof(log), "info.log");
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  setenv("NCCL_DEBUG_FILE", log, 1);
+  chrLogReset();
+  struct chrTopoFillOptions fill = {.sm = 90, .netSpeed = 400000};
+  struct chrTopoSystem* sys = loadReal("azure-ndv5-topo.xml", &fill);
+  struct chrNetDevs d = kBefore;
+  int64_t missing = 0xab1f0; /* 0000:ab:1f.0 is no device of the file */
+  int filled = chrNetDevsFromTopo(sys, missing, 8, &d);
+  EXPECT(filled == 0 && memcmp(&d, &kBefore, sizeof(d)) == 0, "a bus id not in the file changed the list (%d)", filled);
+  chrTopoFree(sys);
+  unsetenv("NCCL_DEBUG_FILE");
+  unsetenv("NCCL_DEBUG");
+  unsetenv("NCCL_DEBUG_SUBSYS");
+  chrLogReset();
+  char* text = readWholeFile(log);
+  EXPECT(text && strstr(text, "NCCL INFO GPU 0000:ab:1f.0: not in the topology; net devices keep the plugin's order"),
+         "no INFO line for the missing GPU in:\n%s", text ? text : "(no log)");
+  free(text);
+}
+
+/* NETs without dev are left out of the model (as NCCL does): the GPU reaches no NET, the list stays. */
+static void caseNoDev(void) {
+  static const char kXml[] =
+      "<system version=\"1\">\n"
+      " <cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"143\">\n"
+      "  <pci busid=\"0000:01:00.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+      "   <pci busid=\"0000:02:00.0\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+      "    <gpu dev=\"0\" sm=\"90\" gdr=\"1\"/>\n"
+      "   </pci>\n"
+      "   <pci busid=\"0000:03:00.0\" class=\"0x020700\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+      "    <nic><net name=\"mlx5_0\" speed=\"400000\" gdr=\"1\"/><net name=\"mlx5_1\" speed=\"400000\"/></nic>\n"
+      "   </pci>\n"
+      "  </pci>\n"
+      " </cpu>\n"
+      "</system>\n";
+  struct chrXml* xml = NULL;
+  struct chrTopoSystem* sys = NULL;
+  if (chrXmlParse("nodev.xml", kXml, strlen(kXml), &xml) != ncclSuccess ||
+      chrTopoBuild(xml, NULL, &sys) != ncclSuccess) {
+    fprintf(stderr, "cannot load nodev.xml: %s\n", chrThreadLastError());
+    exit(1);
+  }
+  EXPECT(sys->count[CHR_TOPO_NET] == 0, "%d NETs, want none", sys->count[CHR_TOPO_NET]);
+  expectList("NETs without dev", sys, 0, 2, NULL);
+  chrTopoFree(sys);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s DATA_DIR\n", argv[0]);
+    return 2;
+  }
+  dataDir = argv[1];
+  isolateConfig();
+  chrConfigReload();
+  caseNdv5();
+  caseP4d();
+  caseP5();
+  caseP5Max2();
+  caseNdv2();
+  caseNotInFile();
+  caseNoDev();
+  return finishTest();
+}
