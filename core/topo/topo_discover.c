@@ -192,11 +192,6 @@ static ncclResult_t discoverCpus(struct disc* d) {
 
 /* ---- PCI -------------------------------------------------------------------------------------- */
 
-static void busIdText(int64_t id, char* out, size_t cap) {
-  snprintf(out, cap, "%04llx:%02llx:%02llx.%llx", (unsigned long long)(id >> 20), (unsigned long long)((id >> 12) & 0xff),
-           (unsigned long long)((id >> 4) & 0xff), (unsigned long long)(id & 0xf));
-}
-
 static int pciByBusId(const struct chrXml* xml, int64_t id) {
   for (int i = 0; i < xml->nNodes; i++) {
     int64_t v;
@@ -254,7 +249,7 @@ static long numaOf(const char* path) {
  * placed where sysfs puts it, with the switches above it that the tree lacks. */
 static ncclResult_t pciFor(struct disc* d, int64_t id, int* out) {
   char busid[32], link[PATH_MAX + 64];
-  busIdText(id, busid, sizeof(busid));
+  chrTopoBusIdText(id, busid, sizeof(busid));
   snprintf(link, sizeof(link), "%s/bus/pci/devices/%s", d->root, busid);
   char* path = realpath(link, NULL);
   int elem = pciByBusId(d->xml, id);
@@ -300,7 +295,7 @@ static ncclResult_t pciFor(struct disc* d, int64_t id, int* out) {
   for (int i = n - 1; i >= 0; i--) {
     int e;
     char text[32];
-    busIdText(chainId[i], text, sizeof(text));
+    chrTopoBusIdText(chainId[i], text, sizeof(text));
     CHECK(chrXmlAddChild(d->xml, parent, "pci", &e));
     CHECK(chrXmlSetAttr(d->xml, e, "busid", text));
     CHECK(fillPci(d, e, chainPath[i]));
@@ -336,7 +331,7 @@ static ncclResult_t setIfAbsent(struct chrXml* xml, int elem, const char* key, l
 
 static ncclResult_t addGpu(struct disc* d, const struct chrTopoGpuInput* g) {
   char busid[32];
-  busIdText(g->busId, busid, sizeof(busid));
+  chrTopoBusIdText(g->busId, busid, sizeof(busid));
   int pci, gpu;
   CHECK(pciFor(d, g->busId, &pci));
   gpu = childNamed(d->xml, pci, "gpu");

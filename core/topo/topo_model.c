@@ -112,6 +112,11 @@ int chrTopoParseBusId(const char* s, int64_t* out) {
   return 0;
 }
 
+void chrTopoBusIdText(int64_t id, char* out, size_t cap) {
+  const unsigned long long u = (unsigned long long)id;
+  snprintf(out, cap, "%04llx:%02llx:%02llx.%llx", u >> 20, (u >> 12) & 0xff, (u >> 4) & 0xff, u & 0xf);
+}
+
 /* ---- the build ------------------------------------------------------------------------------- */
 
 struct builder {

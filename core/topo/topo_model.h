@@ -110,5 +110,6 @@ const char* chrTopoNodeAttr(const struct chrTopoSystem* sys, int node, const cha
 float chrTopoPciBw(const char* linkSpeed, const char* linkWidth); /* GB/s of a PCIe link */
 float chrTopoNvlinkBw(int sm);                  /* GB/s of one NVLink */
 int chrTopoParseBusId(const char* text, int64_t* out); /* 0 when it is dddd:bb:dd.f (hex) */
+void chrTopoBusIdText(int64_t id, char* out, size_t cap); /* the reverse: dddd:bb:dd.f, lower case */
 
 #endif /* CHORUS_TOPO_MODEL_H_ */

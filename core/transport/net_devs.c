@@ -33,14 +33,9 @@ ncclResult_t chrNetDevsChoose(struct chrNet* net, int rank, struct chrNetDevs* o
   return ncclSuccess;
 }
 
-static void busIdText(int64_t id, char* out, size_t size) {
-  unsigned long long u = (unsigned long long)id;
-  snprintf(out, size, "%04llx:%02llx:%02llx.%llx", u >> 20, (u >> 12) & 0xff, (u >> 4) & 0xff, u & 0xf);
-}
-
 int chrNetDevsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nPluginDevs, struct chrNetDevs* out) {
   char bus[32];
-  busIdText(gpuBusId, bus, sizeof(bus));
+  chrTopoBusIdText(gpuBusId, bus, sizeof(bus));
   int gpu = -1;
   for (int i = 0; i < sys->count[CHR_TOPO_GPU] && gpu < 0; i++)
     if (sys->nodes[sys->list[CHR_TOPO_GPU][i]].id == gpuBusId) gpu = sys->list[CHR_TOPO_GPU][i];
