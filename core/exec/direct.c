@@ -93,7 +93,7 @@ char* chrDirectRecvInto(struct chrDirectLink* d, const struct chrCollTask* t, in
   return *mh ? out : NULL;
 }
 
-int chrDirectSendsInput(const struct chrCollTask* t, const struct chrStep* st) {
+int chrStepCopiesInput(const struct chrCollTask* t, const struct chrStep* st) {
   return st->nRecv == 0 && st->localOff >= 0 && t->op.kind != chrRedPreMulSum &&
          !(st->final && t->op.kind == chrRedSumPostDiv);
 }
@@ -103,7 +103,7 @@ const char* chrDirectSendFrom(const struct chrDirectLink* d, const struct chrCol
   if (!d->on || st->count == 0) return NULL;
   const size_t bytes = st->count * t->typeSize;
   const char* from = NULL;
-  if (chrDirectSendsInput(t, st))
+  if (chrStepCopiesInput(t, st))
     from = (const char*)t->sendbuff + (size_t)st->localOff * t->typeSize;
   else if (st->outOff >= 0)
     from = (const char*)t->recvbuff + (size_t)st->outOff * t->typeSize;

@@ -55,9 +55,9 @@ void chrDirectStop(struct chrDirectLink* d, struct chrLink* link);
 char* chrDirectRecvInto(struct chrDirectLink* d, const struct chrCollTask* t, int c, int linkIndex, uint64_t nSteps,
                         size_t* bytes, void** mh);
 
-/* Whether step st's value is its local input unchanged (no receive, no pre or post operation): its
- * sends may go from the input itself, before the step runs. */
-int chrDirectSendsInput(const struct chrCollTask* t, const struct chrStep* st);
+/* Whether step st's value is its local input unchanged (no receive, no pre or post operation): the
+ * step is a copy (exec.c), and its direct sends may go from the input itself, before it runs. */
+int chrStepCopiesInput(const struct chrCollTask* t, const struct chrStep* st);
 
 /* The user memory step st's send can go from (registered as *mh), or NULL (its slot). */
 const char* chrDirectSendFrom(const struct chrDirectLink* d, const struct chrCollTask* t, const struct chrStep* st,

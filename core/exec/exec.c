@@ -97,8 +97,8 @@ static ncclResult_t resolveOp(struct chrCollTask* t) {
 }
 
 /* v = recv[0] OP .. OP recv[k-1] OP pre(local), written to out and to the nSlots send slots (the
- * step's sends that go through a slot). */
-static void runStep(const struct chrCollTask* t, const struct chrStep* st, int nSlots, void** sendSlots,
+ * step's sends that go through a slot); copiesInput: chrStepCopiesInput (v is the input unchanged). */
+static void runStep(const struct chrCollTask* t, const struct chrStep* st, int copiesInput, int nSlots, void** sendSlots,
                     const void** recvSlots) {
   size_t bytes = st->count * t->typeSize;
   const void* local = st->localOff >= 0 ? (const char*)t->sendbuff + (size_t)st->localOff * t->typeSize : NULL;
@@ -112,7 +112,7 @@ static void runStep(const struct chrCollTask* t, const struct chrStep* st, int n
   void* dst1 = (nOuts > 1 && !needPost) ? outs[1] : NULL;
   int done = dst1 ? 2 : 1;
   if (nTerms == 0) return;
-  if (local && st->nRecv == 0 && t->op.kind != chrRedPreMulSum && !needPost) {
+  if (copiesInput) {
     /* The local term alone (the first step of all-gathers and broadcasts): a copy, none in place. */
     for (int i = 0; i < nOuts; i++)
       if (outs[i] != local) memcpy(outs[i], local, bytes);
@@ -245,13 +245,13 @@ static ncclResult_t channelProgress(struct chrCollTask* t, int c, struct chanSta
       if (ls->prof.prof) chrProfStepStart(&ls->prof, ls->link, slotOf(ls, ls->sendPosted), ls->sendPosted, 1);
     }
     /* Sends of the input itself go before the step runs (direct.h); the others after it. */
-    const int inputFirst = chrDirectSendsInput(t, &st);
+    const int inputFirst = chrStepCopiesInput(t, &st);
     for (int i = 0; i < st.nSend && inputFirst; i++)
       if (sendFrom[i]) CHECK(postSend(t, &cs->links[st.send[i]], expect, sendFrom[i], sendMh[i]));
     if (recvDirect) /* received straight into the output: only the sends through a slot need the bytes */
       for (int i = 0; i < nSlots; i++) memcpy(sendSlots[i], recvSlots[0], expect);
     else
-      runStep(t, &st, nSlots, sendSlots, recvSlots);
+      runStep(t, &st, inputFirst, nSlots, sendSlots, recvSlots);
     for (int i = 0; i < st.nSend; i++)
       if (!(inputFirst && sendFrom[i])) CHECK(postSend(t, &cs->links[st.send[i]], expect, sendFrom[i], sendMh[i]));
     for (int i = 0; i < st.nRecv; i++) {
