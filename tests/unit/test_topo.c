@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config_test_util.h"
+#include "topo_test_util.h"
 #include "nccl.h"
 #include "log/log.h"
 #include "topo/topo_discover.h"
@@ -29,29 +30,13 @@ static const struct chrTopoSettings kDefaults = {.gdrLevel = -1, .gdrRead = -2, 
 
 static struct chrTopoSystem* loadReal(const char* file, int sm, const struct chrTopoFillOptions* more,
                                       const struct chrTopoSettings* settings) {
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/%s", dataDir, file);
-  struct chrXml* xml = NULL;
-  struct chrTopoSystem* sys = NULL;
   struct chrTopoFillOptions fill = {.sm = sm, .netSpeed = 400000}; /* 50 GB/s: PCIe is the narrower */
   if (more) fill = *more;
-  if (chrXmlLoad(path, &xml) != ncclSuccess || chrTopoFill(xml, &fill) != ncclSuccess ||
-      chrTopoBuild(xml, settings ? settings : &kDefaults, &sys) != ncclSuccess) {
-    fprintf(stderr, "cannot load %s: %s\n", path, chrThreadLastError());
-    exit(1);
-  }
-  return sys;
+  return topoTestLoadFile(dataDir, file, &fill, settings ? settings : &kDefaults);
 }
 
 static struct chrTopoSystem* loadText(const char* text, const struct chrTopoSettings* settings) {
-  struct chrXml* xml = NULL;
-  struct chrTopoSystem* sys = NULL;
-  if (chrXmlParse("inline.xml", text, strlen(text), &xml) != ncclSuccess ||
-      chrTopoBuild(xml, settings ? settings : &kDefaults, &sys) != ncclSuccess) {
-    fprintf(stderr, "cannot load inline text: %s\n", chrThreadLastError());
-    exit(1);
-  }
-  return sys;
+  return topoTestLoadText("inline.xml", text, settings ? settings : &kDefaults);
 }
 
 static int gpuByDev(const struct chrTopoSystem* sys, int dev) {

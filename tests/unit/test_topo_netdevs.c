@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config_test_util.h"
+#include "topo_test_util.h"
 #include "log/log.h"
 #include "topo/topo_model.h"
 #include "transport/net_devs.h"
@@ -19,16 +20,7 @@ static const char* dataDir;
 /* The file completed as test_topo does (GPUs and NETs added by bus id order where it has none),
  * built with the configuration's settings (NCCL_NETDEVS_POLICY from the environment). */
 static struct chrTopoSystem* loadReal(const char* file, const struct chrTopoFillOptions* fill) {
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/%s", dataDir, file);
-  struct chrXml* xml = NULL;
-  struct chrTopoSystem* sys = NULL;
-  if (chrXmlLoad(path, &xml) != ncclSuccess || chrTopoFill(xml, fill) != ncclSuccess ||
-      chrTopoBuild(xml, NULL, &sys) != ncclSuccess) {
-    fprintf(stderr, "cannot load %s: %s\n", path, chrThreadLastError());
-    exit(1);
-  }
-  return sys;
+  return topoTestLoadFile(dataDir, file, fill, NULL);
 }
 
 static int64_t gpuBusId(const struct chrTopoSystem* sys, int dev) {
@@ -165,13 +157,7 @@ static void caseNoDev(void) {
       "  </pci>\n"
       " </cpu>\n"
       "</system>\n";
-  struct chrXml* xml = NULL;
-  struct chrTopoSystem* sys = NULL;
-  if (chrXmlParse("nodev.xml", kXml, strlen(kXml), &xml) != ncclSuccess ||
-      chrTopoBuild(xml, NULL, &sys) != ncclSuccess) {
-    fprintf(stderr, "cannot load nodev.xml: %s\n", chrThreadLastError());
-    exit(1);
-  }
+  struct chrTopoSystem* sys = topoTestLoadText("nodev.xml", kXml, NULL);
   EXPECT(sys->count[CHR_TOPO_NET] == 0, "%d NETs, want none", sys->count[CHR_TOPO_NET]);
   expectList("NETs without dev", sys, 0, 2, NULL);
   chrTopoFree(sys);
