@@ -222,6 +222,7 @@ static void listEnds(struct chrDevNet* net, int t, struct proxyEnd* ends, int n)
  * together (dev_net.h). comms[i] gets end i's send or recv comm; on failure every comm made is closed. */
 struct pending {
   struct proxyEnd* e;
+  int dev;      /* the plugin device the end connects through (transport/net_devs.h) */
   void* listen;
   void* comm;
   char handle[NCCL_NET_HANDLE_MAXSIZE];
@@ -236,8 +237,7 @@ static ncclResult_t connectAll(struct ncclComm* comm, struct pending* p, int n) 
   for (int i = 0; i < n; i++) {
     if (p[i].e->end.isSend) continue;
     memset(p[i].handle, 0, sizeof(p[i].handle));
-    const int dev = chrNetDevFor(&comm->netDevs, p[i].e->end.key, 0, p[i].e->peer, comm->rank);
-    CHECK_GOTO(chrNetListen(comm->net, dev, p[i].handle, &p[i].listen), res, fail);
+    CHECK_GOTO(chrNetListen(comm->net, p[i].dev, p[i].handle, &p[i].listen), res, fail);
     CHECK_GOTO(chrBootstrapSend(comm->bootstrap, p[i].e->peer, endTag(comm, p[i].e), p[i].handle, sizeof(p[i].handle)),
                res, fail);
   }
@@ -252,8 +252,7 @@ static ncclResult_t connectAll(struct ncclComm* comm, struct pending* p, int n) 
     int left = 0, waitPeer = -1;
     for (int i = 0; i < n; i++) {
       if (p[i].comm) continue;
-      const int dev = chrNetDevFor(&comm->netDevs, p[i].e->end.key, 0, comm->rank, p[i].e->peer);
-      if (p[i].e->end.isSend) CHECK_GOTO(chrNetConnect(comm->net, dev, p[i].handle, &p[i].comm, NULL), res, fail);
+      if (p[i].e->end.isSend) CHECK_GOTO(chrNetConnect(comm->net, p[i].dev, p[i].handle, &p[i].comm, NULL), res, fail);
       else CHECK_GOTO(chrNetAccept(comm->net, p[i].listen, &p[i].comm, NULL), res, fail);
       if (p[i].comm == NULL) {
         left++;
@@ -315,14 +314,14 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
       fresh[k].end = ends[i][j];
       fresh[k].peer = peers[i];
       p[k].e = &fresh[k];
+      p[k].dev = fresh[k].end.isSend ? chrNetDevFor(&comm->netDevs, fresh[k].end.key, 0, comm->rank, peers[i])
+                                     : chrNetDevFor(&comm->netDevs, fresh[k].end.key, 0, peers[i], comm->rank);
     }
   CHECK_GOTO(connectAll(comm, p, n), res, out);
   int made = 0;
   for (; made < n; made++) {
     struct proxyEnd* e = &fresh[made];
-    const int dev = e->end.isSend ? chrNetDevFor(&comm->netDevs, e->end.key, 0, comm->rank, e->peer)
-                                  : chrNetDevFor(&comm->netDevs, e->end.key, 0, e->peer, comm->rank);
-    res = chrNetLinkCreate(comm, e->end.key, e->peer, e->end.isSend, dev, p[made].comm, (size_t)e->end.slotBytes,
+    res = chrNetLinkCreate(comm, e->end.key, e->peer, e->end.isSend, p[made].dev, p[made].comm, (size_t)e->end.slotBytes,
                            e->end.slots, &e->link);
     p[made].comm = NULL; /* the link owns it now, or closed it */
     if (res != ncclSuccess) break;
