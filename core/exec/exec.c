@@ -529,6 +529,7 @@ static int sleepOnLinks(struct commRun* runs, int nComms) {
           if (pending >= (ls->isSend ? ls->sendPosted : ls->recvPosted)) continue;
           if (ls->link->ops->sleepArm == NULL || nWords == CHR_FUTEX_MAX_WORDS) goto cannot;
           int got = ls->link->ops->sleepArm(ls->link, slotOf(ls, pending), &words[nWords]);
+          if (got < 0) goto cannot;
           if (got == 0) { /* it moved: no sleep */
             disarm(armed, nArmed);
             return 0;

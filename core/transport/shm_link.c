@@ -25,6 +25,7 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "config/param.h"
+#include "util/asym_fence.h"
 #include "util/futex.h"
 #include "util/idle.h"
 #include "log/check.h"
@@ -149,21 +150,19 @@ static ncclResult_t postStep(struct chrLink* link, int slot, size_t bytes, const
   struct chrShmHeader* hdr = sl->hdr;
   if (link->isSend) {
     uint64_t use = sl->uses[slot];
-    atomic_store_explicit(&hdr->bytes[slot][use % CHR_SHM_HALVES], (uint64_t)bytes, memory_order_relaxed);
-    atomic_store_explicit(&hdr->ref[slot][use % CHR_SHM_HALVES], (uint64_t)(uintptr_t)ref, memory_order_relaxed);
-    atomic_store_explicit(&hdr->filled[slot], use + 1, memory_order_release); /* data and size before this */
-    atomic_thread_fence(memory_order_seq_cst); /* the fill before the look at the sleeper's flag */
+    atomic_store_explicit(&hdr->fill[slot].bytes[use % CHR_SHM_HALVES], (uint64_t)bytes, memory_order_relaxed);
+    atomic_store_explicit(&hdr->fill[slot].ref[use % CHR_SHM_HALVES], (uint64_t)(uintptr_t)ref, memory_order_relaxed);
+    atomic_store_explicit(&hdr->fill[slot].filled, use + 1, memory_order_release); /* data and size before this */
+    chrFenceLight(); /* the fill before the look at the sleeper's flag (util/asym_fence.h) */
     if (atomic_load_explicit(&hdr->recvSleeping, memory_order_relaxed))
-      chrFutexWakeAll((const volatile uint32_t*)&hdr->filled[slot], 1);
+      chrFutexWakeAll((const volatile uint32_t*)&hdr->fill[slot].filled, 1);
     sl->uses[slot] = use + 1;
     sl->byRef[slot] = ref != NULL;
     link->slots[slot] = slotData(sl, link->stepSize, slot, (use + 1) % CHR_SHM_HALVES); /* the next write */
   } else {
     sl->into[slot] = into;
     sl->intoBytes[slot] = bytes;
-    /* Our reads of this slot's previous use happen before this store, so before the sender reuses it. */
     sl->uses[slot]++;
-    atomic_store_explicit(&hdr->posted[slot], sl->uses[slot], memory_order_release);
   }
   return ncclSuccess;
 }
@@ -242,14 +241,14 @@ static int sendDone(const struct chrShmLink* sl, int slot, uint64_t consumed) {
 static int slotReady(const struct chrLink* link, const struct chrShmLink* sl, int slot) {
   const struct chrShmHeader* hdr = sl->hdr;
   if (link->isSend) return sendDone(sl, slot, atomic_load_explicit(&hdr->consumed[slot], memory_order_acquire));
-  return atomic_load_explicit(&hdr->filled[slot], memory_order_acquire) >= sl->uses[slot];
+  return atomic_load_explicit(&hdr->fill[slot].filled, memory_order_acquire) >= sl->uses[slot];
 }
 
 static ncclResult_t complete(struct chrLink* link, struct chrShmLink* sl, int slot, int* done, size_t* bytes) {
   if (!link->isSend) {
     uint64_t half = (sl->uses[slot] - 1) % CHR_SHM_HALVES;
-    uint64_t n = atomic_load_explicit(&sl->hdr->bytes[slot][half], memory_order_relaxed);
-    const uint64_t ref = atomic_load_explicit(&sl->hdr->ref[slot][half], memory_order_relaxed);
+    uint64_t n = atomic_load_explicit(&sl->hdr->fill[slot].bytes[half], memory_order_relaxed);
+    const uint64_t ref = atomic_load_explicit(&sl->hdr->fill[slot].ref[half], memory_order_relaxed);
     if (n > link->stepSize)
       return chrFail(ncclRemoteError, "shm link from rank %d on channel %d: peer wrote a size of %llu bytes into a %zu-byte slot",
                      link->peer, link->channel, (unsigned long long)n, link->stepSize);
@@ -271,7 +270,7 @@ static ncclResult_t complete(struct chrLink* link, struct chrShmLink* sl, int sl
     if (bytes) *bytes = (size_t)n;
   } else if (bytes) {
     uint64_t half = (sl->uses[slot] - 1) % CHR_SHM_HALVES;
-    *bytes = (size_t)atomic_load_explicit(&sl->hdr->bytes[slot][half], memory_order_relaxed);
+    *bytes = (size_t)atomic_load_explicit(&sl->hdr->fill[slot].bytes[half], memory_order_relaxed);
   }
   sl->lastDoneNs = 0;
   *done = 1;
@@ -313,7 +312,7 @@ static ncclResult_t shmRelease(struct chrLink* link, int slot) {
     return chrFail(ncclInternalError, "shm link: release of slot %d on a %s link", slot, link->isSend ? "send" : "recv");
   /* Our reads of the slot happen before this store, so before the sender writes its half again. */
   atomic_store_explicit(&sl->hdr->consumed[slot], sl->uses[slot], memory_order_release);
-  atomic_thread_fence(memory_order_seq_cst); /* the release before the look at the sleeper's flag */
+  chrFenceLight(); /* the release before the look at the sleeper's flag */
   if (atomic_load_explicit(&sl->hdr->sendSleeping, memory_order_relaxed))
     chrFutexWakeAll((const volatile uint32_t*)&sl->hdr->consumed[slot], 1);
   return ncclSuccess;
@@ -326,9 +325,12 @@ static int shmSleepArm(struct chrLink* link, int slot, struct chrFutexWord* word
   struct chrShmLink* sl = link->priv;
   struct chrShmHeader* hdr = sl->hdr;
   _Atomic uint32_t* flag = link->isSend ? &hdr->sendSleeping : &hdr->recvSleeping;
-  _Atomic uint64_t* counter = link->isSend ? &hdr->consumed[slot] : &hdr->filled[slot];
+  _Atomic uint64_t* counter = link->isSend ? &hdr->consumed[slot] : &hdr->fill[slot].filled;
   atomic_store_explicit(flag, 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_seq_cst); /* the flag before the last look at the counter */
+  if (chrFenceHeavy() != 0) { /* the flag before the last look at the counter, in the waker too */
+    atomic_store_explicit(flag, 0, memory_order_relaxed);
+    return -1;
+  }
   const uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);
   const int ready = link->isSend ? sendDone(sl, slot, v) : v >= sl->uses[slot];
   if (ready) {
@@ -355,7 +357,7 @@ static void shmClose(struct chrLink* link) {
       else atomic_store_explicit(&sl->hdr->recvClosed, 1, memory_order_release);
       /* A peer asleep on one of our counters learns of the close now, not at its timeout. */
       for (int i = 0; i < CHR_STEPS; i++)
-        chrFutexWakeAll((const volatile uint32_t*)(link->isSend ? &sl->hdr->filled[i] : &sl->hdr->consumed[i]), 1);
+        chrFutexWakeAll((const volatile uint32_t*)(link->isSend ? &sl->hdr->fill[i].filled : &sl->hdr->consumed[i]), 1);
     }
     if (sl->base != NULL) munmap(sl->base, sl->segmentSize);
     if (sl->fd >= 0) close(sl->fd);
@@ -433,6 +435,7 @@ ncclResult_t chrShmRecvCreate(int myRank, int peer, int channel, size_t stepSize
   size_t size = 0;
   ncclResult_t res;
   struct chrLink* link = NULL;
+  chrFenceInit(); /* before this process's first post or release */
   *recv = NULL;
   CHECK(segmentSizeFor(stepSize, &size));
   CHECK(newLink(peer, channel, 0, stepSize, &link));
@@ -565,6 +568,7 @@ ncclResult_t chrShmSendAttach(int myRank, int peer, int channel, size_t stepSize
   size_t size = 0;
   ncclResult_t res;
   int fd = -1;
+  chrFenceInit(); /* before this process's first post or release */
   *send = NULL;
   *needName = 0;
   CHECK(segmentSizeFor(stepSize, &size));

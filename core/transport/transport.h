@@ -54,7 +54,8 @@ struct chrTransportOps {
   /* Optional, both or none (NULL: the link can only be polled). The executor, idle, waits on slot
    * (recv: for its data; send: for its buffer to be free again): sleepArm tells the peer a sleeper
    * is there (its next write of that slot then wakes it) and gives the word that write changes;
-   * 0 when the slot moved meanwhile (nothing to sleep for), 1 when *word is set. sleepDisarm ends it. */
+   * 0 when the slot moved meanwhile (nothing to sleep for), 1 when *word is set, -1 when this link
+   * cannot sleep now (the caller polls). sleepDisarm ends it. */
   int (*sleepArm)(struct chrLink* link, int slot, struct chrFutexWord* word);
   void (*sleepDisarm)(struct chrLink* link);
   /* Direct steps: the parameter (config/param.h) giving the smallest operation that uses them, and

@@ -40,6 +40,7 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "config/param.h"
+#include "util/futex.h"
 #include "util/idle.h"
 #include "log/log.h"
 #include "transport/shm_link.h"
@@ -377,6 +378,46 @@ static void rankFlow(int rank) {
   closeLinks(&comm, &d);
 }
 
+/* Sleepers: each side waits for its peer by sleeping on the futex word of what it waits for, at once
+ * and as often as it can, while the peer posts and releases after random short pauses. A wake the
+ * poster misses (its look at the sleeping flag passing the sleeper's last look at the counter) leaves
+ * the sleeper asleep with the step there: the long wait ends by its timeout and the test fails. */
+static void rankSleepers(int rank) {
+  struct ncclComm comm;
+  struct driver d;
+  joinComm(&comm, rank);
+  connectLinks(&comm, 1, 1, &d);
+  const uint64_t waitNs = 10000000000ull * (uint64_t)gScale;
+  int slept = 0, polled = 0;
+  for (uint64_t task = 0; task < 4000; task++) {
+    startTask(&d, task, 1 + task % 3, 1 + task % 3);
+    while (!taskDone(&d)) {
+      for (int spin = rand_r(&d.rng) % 2000; spin > 0; spin--) __asm__ volatile("" ::: "memory");
+      int progressed = 0;
+      if (drive(&d, &progressed) != ncclSuccess) FAIL("task %llu failed", (unsigned long long)task);
+      if (progressed) continue;
+      struct chrLink* l = d.recvDone < d.recvPosted ? d.recv : d.sendDone < d.sendPosted ? d.send : NULL;
+      if (l == NULL) continue; /* waits on nothing posted: drive again */
+      int slot = (int)((l == d.recv ? d.recvDone : d.sendDone) % S);
+      struct chrFutexWord w;
+      int got = l->ops->sleepArm(l, slot, &w);
+      if (got != 1) {
+        polled++;
+        continue;
+      }
+      int woke = chrFutexWaitAny(&w, 1, waitNs);
+      l->ops->sleepDisarm(l);
+      if (woke == 0) FAIL("task %llu: slept %llu s on the %s of slot %d: a wake was lost", (unsigned long long)task,
+                          (unsigned long long)(waitNs / 1000000000ull), l == d.recv ? "receive" : "send", slot);
+      if (woke < 0) polled++;
+      else slept++;
+    }
+  }
+  printf("rank %d: slept %d times, polled %d times\n", rank, slept, polled);
+  fflush(stdout);
+  closeLinks(&comm, &d);
+}
+
 /* The survivor (rank 0) runs a long task; rank 1 dies or closes partway. */
 static void rankPeerGone(int rank, int survivorSends, int closeInstead) {
   struct ncclComm comm;
@@ -503,8 +544,8 @@ static int validate(void) {
   /* A size larger than a slot, written into the header by a (broken) sender, is refused. */
   struct chrShmLink* sl = r->priv;
   if (r->ops->post(r, 1, STEP) != ncclSuccess) FAIL("recv post 1");
-  atomic_store(&sl->hdr->bytes[1][0], (uint64_t)1 << 40);
-  atomic_store(&sl->hdr->filled[1], 1);
+  atomic_store(&sl->hdr->fill[1].bytes[0], (uint64_t)1 << 40);
+  atomic_store(&sl->hdr->fill[1].filled, 1);
   if (r->ops->test(r, 1, &done, &bytes) != ncclRemoteError) FAIL("a bogus size was accepted");
 
   s->ops->close(s);
@@ -602,7 +643,7 @@ static int runPair(rankFn fn, int expectKill) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: %s data|flow|kill_sender|kill_receiver|close|byref|byref_bad|validate\n", argv[0]);
+    fprintf(stderr, "usage: %s data|flow|kill_sender|kill_receiver|close|byref|byref_bad|sleepers|validate\n", argv[0]);
     return 2;
   }
   const char* sc = argv[1];
@@ -615,6 +656,7 @@ int main(int argc, char** argv) {
   if (strcmp(sc, "close") == 0) return runPair(rankClose, 0);
   if (strcmp(sc, "byref") == 0) return runPair(rankByRef, 0);
   if (strcmp(sc, "byref_bad") == 0) return runPair(rankByRefBad, 0);
+  if (strcmp(sc, "sleepers") == 0) return runPair(rankSleepers, 0);
   if (strcmp(sc, "validate") == 0) return validate();
   fprintf(stderr, "unknown scenario %s\n", sc);
   return 2;

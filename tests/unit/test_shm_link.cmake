@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # shm transport: one process per scenario (see test_shm_link.c). CHORUS_TIMEOUT is long on purpose:
 # a dead peer must be reported by the link itself, well before the executor's backstop.
-foreach(case data flow kill_sender kill_receiver close byref byref_bad validate)
+foreach(case data flow kill_sender kill_receiver close byref byref_bad sleepers validate)
   add_test(NAME unit.shm_link.${case} COMMAND test_shm_link ${case})
   set_tests_properties(unit.shm_link.${case} PROPERTIES TIMEOUT 60
     ENVIRONMENT "CHORUS_BOOTSTRAP_TIMEOUT=10;CHORUS_TIMEOUT=30;NCCL_SOCKET_IFNAME=lo;NCCL_COMM_ID=;NCCL_DEBUG=")
