@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "comm/comm.h"
+#include "config/config_store.h"
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -99,33 +100,10 @@ void chrPlanTunerConstants(const struct ncclComm* comm, ncclTunerConstants_v6_t*
   }
 }
 
-ncclResult_t chrPlanTask(struct chrCollTask* t) {
-  if (t->noop) return ncclSuccess;
-  if (t->onDevice) return chrPlanDevTask(t);
+/* The choice for a host collective of `bytes` on 2+ ranks: algorithm, protocol, channels, step. */
+static ncclResult_t chooseHost(struct chrCollTask* t, size_t bytes, size_t slot) {
   struct ncclComm* comm = t->comm;
   int n = comm->nRanks;
-  const int p2p = t->func == ncclFuncSend || t->func == ncclFuncRecv;
-  size_t slot = chrTransportStepSize(p2p);
-  t->chunkElems = slot / t->typeSize;
-  size_t bytes = t->count * t->typeSize;
-  if (t->func == ncclFuncAllGather || t->func == ncclFuncReduceScatter) bytes *= (size_t)n;
-
-  if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
-    int transport = t->root == comm->rank ? CHR_COST_SHM : transportOf(comm);
-    t->algo = CHR_ALGO_UNDEF;
-    t->proto = CHR_PROTO_SIMPLE;
-    t->nChannels = 1;
-    t->estimatedUs = chrCostTransfer(&comm->costModel, transport, bytes);
-    return chrPlanWorks(t);
-  }
-  if (n == 1) {
-    t->algo = CHR_ALGO_UNDEF;
-    t->proto = CHR_PROTO_SIMPLE;
-    t->nChannels = 1;
-    t->estimatedUs = (float)bytes / 5e3f; /* one local pass */
-    return chrPlanWorks(t);
-  }
-
   unsigned algos = 0, protos = 0, runnableAlgos = 0;
   float est[CHR_NUM_ALGOS];
   for (int a = 0; a < CHR_NUM_ALGOS; a++) {
@@ -183,5 +161,80 @@ ncclResult_t chrPlanTask(struct chrCollTask* t) {
   TRACE(NCCL_COLL | NCCL_TUNING, "%s count %zu type %d -> %s/%s, %d channels, chunk %zu elems, est %.1f us",
         funcName(t->func), t->count, (int)t->type, chrAlgoName(bestA), chrProtoName(bestP), t->nChannels, t->chunkElems,
         t->estimatedUs);
+  return ncclSuccess;
+}
+
+/* The last choice of this thread, reused for a call with the same inputs: the choice depends only on
+ * the call's kind and size, the communicator's size, hosts, channels and cost model, and the settings
+ * (the configuration store, replaced when they are reloaded). Never with a tuner: a plugin may answer
+ * differently each time. */
+struct planMemo {
+  int valid;
+  const void* store;
+  int func, nRanks, nNodes, minChannels, nChannels;
+  size_t bytes, typeSize;
+  struct chrCostModel costModel;
+  int algo, proto, taskChannels, pairExchange; /* the choice */
+  size_t chunkElems;
+  float estimatedUs;
+};
+static __thread struct planMemo memo;
+
+static int memoFits(const struct chrCollTask* t, size_t bytes) {
+  const struct ncclComm* comm = t->comm;
+  return memo.valid && !comm->tunerHook && !comm->tunerChunkHook && memo.func == (int)t->func && memo.bytes == bytes &&
+         memo.typeSize == t->typeSize && memo.nRanks == comm->nRanks && memo.nNodes == comm->nNodes &&
+         memo.minChannels == comm->minChannels && memo.nChannels == comm->nChannels &&
+         memo.store == (const void*)chrConfigCurrent() &&
+         memcmp(&memo.costModel, &comm->costModel, sizeof(memo.costModel)) == 0;
+}
+
+static void memoKeep(const struct chrCollTask* t, size_t bytes) {
+  const struct ncclComm* comm = t->comm;
+  memo = (struct planMemo){1, (const void*)chrConfigCurrent(), (int)t->func, comm->nRanks, comm->nNodes,
+                           comm->minChannels, comm->nChannels, bytes, t->typeSize, comm->costModel, t->algo, t->proto,
+                           t->nChannels, t->pairExchange, t->chunkElems, t->estimatedUs};
+}
+
+ncclResult_t chrPlanTask(struct chrCollTask* t) {
+  if (t->noop) return ncclSuccess;
+  if (t->onDevice) return chrPlanDevTask(t);
+  struct ncclComm* comm = t->comm;
+  const int n = comm->nRanks;
+  const int p2p = t->func == ncclFuncSend || t->func == ncclFuncRecv;
+  size_t slot = chrTransportStepSize(p2p);
+  t->chunkElems = slot / t->typeSize;
+  size_t bytes = t->count * t->typeSize;
+  if (t->func == ncclFuncAllGather || t->func == ncclFuncReduceScatter) bytes *= (size_t)n;
+
+  if (t->func == ncclFuncSend || t->func == ncclFuncRecv) {
+    int transport = t->root == comm->rank ? CHR_COST_SHM : transportOf(comm);
+    t->algo = CHR_ALGO_UNDEF;
+    t->proto = CHR_PROTO_SIMPLE;
+    t->nChannels = 1;
+    t->estimatedUs = chrCostTransfer(&comm->costModel, transport, bytes);
+    return chrPlanWorks(t);
+  }
+  if (n == 1) {
+    t->algo = CHR_ALGO_UNDEF;
+    t->proto = CHR_PROTO_SIMPLE;
+    t->nChannels = 1;
+    t->estimatedUs = (float)bytes / 5e3f; /* one local pass */
+    return chrPlanWorks(t);
+  }
+
+  if (memoFits(t, bytes)) {
+    t->algo = memo.algo;
+    t->proto = memo.proto;
+    t->nChannels = memo.taskChannels;
+    t->pairExchange = memo.pairExchange;
+    t->chunkElems = memo.chunkElems;
+    t->estimatedUs = memo.estimatedUs;
+    comm->lastAlgo = chrAlgoName(t->algo);
+    comm->lastProto = chrProtoName(t->proto);
+  } else {
+    CHECK(chooseHost(t, bytes, slot));
+    memoKeep(t, bytes);
+  }
   return chrPlanWorks(t);
 }

@@ -220,6 +220,33 @@ static void caseFlip(void) {
          m.e[CHR_COST_NET][CHR_COST_RING].latencyUs);
 }
 
+/* The planner reuses its last choice for a call like it (plan.c): only while nothing the choice
+ * depends on changed: the settings, the communicator's cost model and size. */
+static void caseRepeat(void) {
+  struct ncclComm* comm = fakeComm(4, 1);
+  size_t count = 0;
+  float est = 0;
+  for (size_t c = 256; c <= (64u << 20) && count == 0; c *= 2)
+    if (plan(comm, ncclFuncAllReduce, c, &est) == CHR_ALGO_RING) count = c;
+  EXPECT(count > 0, "the defaults never choose RING for an all-reduce on 4 ranks");
+  for (int i = 0; i < 3; i++)
+    EXPECT(plan(comm, ncclFuncAllReduce, count, &est) == CHR_ALGO_RING, "call %d: not RING again", i);
+  setenv("NCCL_ALGO", "Tree", 1);
+  chrConfigReload();
+  int algo = plan(comm, ncclFuncAllReduce, count, &est);
+  EXPECT(algo == CHR_ALGO_TREE, "NCCL_ALGO=Tree after a reload: %s", chrAlgoName(algo));
+  unsetenv("NCCL_ALGO");
+  chrConfigReload();
+  algo = plan(comm, ncclFuncAllReduce, count, &est);
+  EXPECT(algo == CHR_ALGO_RING, "NCCL_ALGO unset again: %s", chrAlgoName(algo));
+  /* Another model (as another communicator's) gets its own choice. */
+  comm->costModel.e[CHR_COST_SHM][CHR_COST_RING].latencyUs = 5000;
+  comm->costModel.e[CHR_COST_SHM][CHR_COST_RING].busGBs = 0.001f;
+  algo = plan(comm, ncclFuncAllReduce, count, &est);
+  EXPECT(algo == CHR_ALGO_TREE, "ring made expensive in the comm's model: %s", chrAlgoName(algo));
+  freeComm(comm);
+}
+
 /* A one-rank communicator through the public API: init is where a bad setting must fail. */
 static ncclResult_t initOneRank(void) {
   ncclUniqueId id;
@@ -319,13 +346,14 @@ int main(int argc, char** argv) {
     return finishTest();
   }
   if (argc != 2) {
-    fprintf(stderr, "usage: %s read|estimate|flip|invalid|unknown | docs FILE\n", argv[0]);
+    fprintf(stderr, "usage: %s read|estimate|flip|repeat|invalid|unknown | docs FILE\n", argv[0]);
     return 2;
   }
   isolateConfig();
   if (strcmp(argv[1], "read") == 0) caseRead();
   else if (strcmp(argv[1], "estimate") == 0) caseEstimate();
   else if (strcmp(argv[1], "flip") == 0) caseFlip();
+  else if (strcmp(argv[1], "repeat") == 0) caseRepeat();
   else if (strcmp(argv[1], "invalid") == 0) caseInvalid();
   else if (strcmp(argv[1], "unknown") == 0) caseUnknown();
   else {

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The planner's cost model from the [cost_model] section: one process per case (each isolates its config).
-foreach(case read estimate flip invalid unknown)
+foreach(case read estimate flip repeat invalid unknown)
   add_test(NAME unit.cost_model.${case} COMMAND test_cost_model ${case})
   set_tests_properties(unit.cost_model.${case} PROPERTIES TIMEOUT 30)
 endforeach()
