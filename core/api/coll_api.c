@@ -12,6 +12,7 @@
 #include "cuda/device_lib.h"
 #include "exec/reduce.h"
 #include "group/group.h"
+#include "group/task_pool.h"
 #include "hostdev/task.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -101,7 +102,7 @@ static ncclResult_t enqueueColl(const struct collArgs* a) {
   int onDevice = 0;
   ncclResult_t res = checkArgs(a, &typeSize, &onDevice);
   if (res != ncclSuccess) goto fail;
-  struct chrCollTask* t = calloc(1, sizeof(*t));
+  struct chrCollTask* t = chrTaskNew();
   if (t == NULL) { res = chrFail(ncclSystemError, "%s: out of memory queueing the call", a->name); goto fail; }
   t->comm = a->comm;
   t->func = a->func;

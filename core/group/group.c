@@ -19,6 +19,7 @@
 #include "config/param.h"
 #include "group/check_calls.h"
 #include "group/group.h"
+#include "group/task_pool.h"
 #include "plan/plan.h"
 #include "profile/profile.h"
 #include "log/check.h"
@@ -45,8 +46,7 @@ static void freeTasks(struct chrCollTask* t) {
   while (t) {
     struct chrCollTask* next = t->next;
     chrCommRelease(t->comm);
-    free(t->works);
-    free(t);
+    chrTaskFree(t);
     t = next;
   }
 }

@@ -49,6 +49,7 @@ struct chrCollTask {
                             plan/works.c writes CHR_PAT_PAIR_ALLREDUCE) */
   float estimatedUs;
   struct chrWork* works; /* nChannels entries, one per channel (plan/works.c) */
+  int worksCap;          /* entries works has room for */
   /* Device launch (dev_exec.c): a rank's send to itself and its receive from itself that run as
    * local copies point at each other (func tells which is the send); NULL otherwise. Set afresh for
    * every launch of the comm, so a pairing never outlives its launch. */

@@ -141,9 +141,15 @@ static ncclResult_t workOp(const struct chrCollTask* t, struct chrWork* w) {
 
 ncclResult_t chrPlanWorks(struct chrCollTask* t) {
   struct ncclComm* comm = t->comm;
-  free(t->works);
-  t->works = calloc((size_t)t->nChannels, sizeof(struct chrWork));
-  if (t->works == NULL) return chrFail(ncclSystemError, "out of memory planning %d channels", t->nChannels);
+  if (t->works == NULL || t->worksCap < t->nChannels) {
+    free(t->works);
+    t->worksCap = 0;
+    t->works = calloc((size_t)t->nChannels, sizeof(struct chrWork));
+    if (t->works == NULL) return chrFail(ncclSystemError, "out of memory planning %d channels", t->nChannels);
+    t->worksCap = t->nChannels;
+  } else {
+    memset(t->works, 0, (size_t)t->nChannels * sizeof(struct chrWork));
+  }
   int ringPos = ringPosOf(comm, comm->rank);
   for (int c = 0; c < t->nChannels; c++) {
     struct chrWork* w = &t->works[c];
