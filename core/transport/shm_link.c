@@ -150,12 +150,14 @@ static ncclResult_t postStep(struct chrLink* link, int slot, size_t bytes, const
   struct chrShmHeader* hdr = sl->hdr;
   if (link->isSend) {
     uint64_t use = sl->uses[slot];
-    atomic_store_explicit(&hdr->fill[slot].bytes[use % CHR_SHM_HALVES], (uint64_t)bytes, memory_order_relaxed);
-    atomic_store_explicit(&hdr->fill[slot].ref[use % CHR_SHM_HALVES], (uint64_t)(uintptr_t)ref, memory_order_relaxed);
-    atomic_store_explicit(&hdr->fill[slot].filled, use + 1, memory_order_release); /* data and size before this */
+    struct chrShmHalf* h = &hdr->fill[slot][use % CHR_SHM_HALVES];
+    if (ref == NULL && bytes <= CHR_SHM_INLINE) memcpy(h->inl, link->slots[slot], bytes);
+    atomic_store_explicit(&h->bytes, (uint64_t)bytes, memory_order_relaxed);
+    atomic_store_explicit(&h->ref, (uint64_t)(uintptr_t)ref, memory_order_relaxed);
+    atomic_store_explicit(&h->filled, use + 1, memory_order_release); /* data and size before this */
     chrFenceLight(); /* the fill before the look at the sleeper's flag (util/asym_fence.h) */
     if (atomic_load_explicit(&hdr->recvSleeping, memory_order_relaxed))
-      chrFutexWakeAll((const volatile uint32_t*)&hdr->fill[slot].filled, 1);
+      chrFutexWakeAll((const volatile uint32_t*)&h->filled, 1);
     sl->uses[slot] = use + 1;
     sl->byRef[slot] = ref != NULL;
     link->slots[slot] = slotData(sl, link->stepSize, slot, (use + 1) % CHR_SHM_HALVES); /* the next write */
@@ -238,21 +240,30 @@ static int sendDone(const struct chrShmLink* sl, int slot, uint64_t consumed) {
   return consumed + (sl->byRef[slot] ? 0 : 1) >= sl->uses[slot];
 }
 
-static int slotReady(const struct chrLink* link, const struct chrShmLink* sl, int slot) {
+/* The sender reads the receiver's release counters (one cache line) only when the values it saw last
+ * do not already free the slot: usually they do (a slot's previous use is CHR_STEPS steps back), so
+ * the line stays with the receiver and its releases do not wait for it to come back. */
+static int slotReady(const struct chrLink* link, struct chrShmLink* sl, int slot) {
   const struct chrShmHeader* hdr = sl->hdr;
-  if (link->isSend) return sendDone(sl, slot, atomic_load_explicit(&hdr->consumed[slot], memory_order_acquire));
-  return atomic_load_explicit(&hdr->fill[slot].filled, memory_order_acquire) >= sl->uses[slot];
+  if (link->isSend) {
+    if (sendDone(sl, slot, sl->consumedSeen[slot])) return 1;
+    for (int i = 0; i < CHR_STEPS; i++) sl->consumedSeen[i] = atomic_load_explicit(&hdr->consumed[i], memory_order_acquire);
+    return sendDone(sl, slot, sl->consumedSeen[slot]);
+  }
+  return atomic_load_explicit(&hdr->fill[slot][(sl->uses[slot] - 1) % CHR_SHM_HALVES].filled, memory_order_acquire) >=
+         sl->uses[slot];
 }
 
 static ncclResult_t complete(struct chrLink* link, struct chrShmLink* sl, int slot, int* done, size_t* bytes) {
   if (!link->isSend) {
     uint64_t half = (sl->uses[slot] - 1) % CHR_SHM_HALVES;
-    uint64_t n = atomic_load_explicit(&sl->hdr->fill[slot].bytes[half], memory_order_relaxed);
-    const uint64_t ref = atomic_load_explicit(&sl->hdr->fill[slot].ref[half], memory_order_relaxed);
+    struct chrShmHalf* h = &sl->hdr->fill[slot][half];
+    uint64_t n = atomic_load_explicit(&h->bytes, memory_order_relaxed);
+    const uint64_t ref = atomic_load_explicit(&h->ref, memory_order_relaxed);
     if (n > link->stepSize)
       return chrFail(ncclRemoteError, "shm link from rank %d on channel %d: peer wrote a size of %llu bytes into a %zu-byte slot",
                      link->peer, link->channel, (unsigned long long)n, link->stepSize);
-    char* data = slotData(sl, link->stepSize, slot, half);
+    char* data = ref == 0 && n <= CHR_SHM_INLINE ? (char*)h->inl : slotData(sl, link->stepSize, slot, half);
     link->slots[slot] = data;
     if (sl->into[slot] != NULL && n != sl->intoBytes[slot])
       return chrFail(ncclRemoteError, "shm link from rank %d on channel %d: peer sent %llu bytes, this step takes %zu "
@@ -270,7 +281,7 @@ static ncclResult_t complete(struct chrLink* link, struct chrShmLink* sl, int sl
     if (bytes) *bytes = (size_t)n;
   } else if (bytes) {
     uint64_t half = (sl->uses[slot] - 1) % CHR_SHM_HALVES;
-    *bytes = (size_t)atomic_load_explicit(&sl->hdr->fill[slot].bytes[half], memory_order_relaxed);
+    *bytes = (size_t)atomic_load_explicit(&sl->hdr->fill[slot][half].bytes, memory_order_relaxed);
   }
   sl->lastDoneNs = 0;
   *done = 1;
@@ -325,7 +336,8 @@ static int shmSleepArm(struct chrLink* link, int slot, struct chrFutexWord* word
   struct chrShmLink* sl = link->priv;
   struct chrShmHeader* hdr = sl->hdr;
   _Atomic uint32_t* flag = link->isSend ? &hdr->sendSleeping : &hdr->recvSleeping;
-  _Atomic uint64_t* counter = link->isSend ? &hdr->consumed[slot] : &hdr->fill[slot].filled;
+  _Atomic uint64_t* counter = link->isSend ? &hdr->consumed[slot]
+                                            : &hdr->fill[slot][(sl->uses[slot] - 1) % CHR_SHM_HALVES].filled;
   atomic_store_explicit(flag, 1, memory_order_relaxed);
   if (chrFenceHeavy() != 0) { /* the flag before the last look at the counter, in the waker too */
     atomic_store_explicit(flag, 0, memory_order_relaxed);
@@ -357,7 +369,8 @@ static void shmClose(struct chrLink* link) {
       else atomic_store_explicit(&sl->hdr->recvClosed, 1, memory_order_release);
       /* A peer asleep on one of our counters learns of the close now, not at its timeout. */
       for (int i = 0; i < CHR_STEPS; i++)
-        chrFutexWakeAll((const volatile uint32_t*)(link->isSend ? &sl->hdr->fill[i].filled : &sl->hdr->consumed[i]), 1);
+        for (int h = 0; h < (link->isSend ? CHR_SHM_HALVES : 1); h++)
+          chrFutexWakeAll((const volatile uint32_t*)(link->isSend ? &sl->hdr->fill[i][h].filled : &sl->hdr->consumed[i]), 1);
     }
     if (sl->base != NULL) munmap(sl->base, sl->segmentSize);
     if (sl->fd >= 0) close(sl->fd);

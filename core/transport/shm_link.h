@@ -10,19 +10,19 @@
  * Credits. Each slot has two halves, used alternately, and a send of use u is done once use u-1 of
  * the slot is consumed: a send that fits in the connection's buffer never waits for its receive
  * (exec.c: the eager limit). Per slot s, all counters monotonic 64-bit (never reset, so no ABA):
- *   sender post(s, n):   fill[s].bytes[use % 2] = n; fill[s].filled += 1 (release); use += 1
- *   receiver test(s):    done when fill[s].filled (acquire) >= my posts of s; data in half (posts-1) % 2
+ *   sender post(s, n):   h = fill[s][use % 2]: h.bytes = n (data of <= CHR_SHM_INLINE bytes also in
+ *                        h.inl); h.filled = use + 1 (release); use += 1
+ *   receiver test(s):    done when fill[s][(posts-1) % 2].filled (acquire) >= my posts of s
  *   receiver release(s): consumed[s] = my posts of s (release: my reads happen before)
  *   sender test(s):      done when consumed[s] (acquire) + 1 >= my fills of s
- * A slot's counter, sizes and addresses share one cache line, so a receiver learns all of a step in
- * one transfer. The m-th use of slot s on one side matches the m-th use on the other: both executors
- * walk the same step sequence. The receiver writes only its cache lines, the sender only its own.
+ * The m-th use of slot s on one side matches the m-th use on the other: both executors walk the same
+ * step sequence. The receiver writes only its cache lines, the sender only its own.
  *
  * Sleeping. A side may sleep (futex) on the counter it waits for after raising its sleeping flag;
  * the other side looks at the flag after each fill or release. Each side orders its store before its
  * load: the sleeper with a heavy fence, the frequent side with a light one (util/asym_fence.h).
  *
- * By reference (exec/direct.h): fill[s].ref[half] != 0 posts the address of the sender's own memory; the
+ * By reference (exec/direct.h): fill[s][half].ref != 0 posts the address of the sender's own memory; the
  * receiver copies it with process_vm_readv (at most the bytes its step expects, through the kernel's
  * permission checks), and that send is done only once consumed. Dead peers, the probe that tells
  * whether the receiver may read, and pages committed as steps first need them: docs/design.md,
@@ -36,7 +36,7 @@
 #include "transport/transport.h"
 
 #define CHR_SHM_MAGIC 0x31304d4853524843ull /* "CHRSHM01" little-endian */
-#define CHR_SHM_VERSION 5
+#define CHR_SHM_VERSION 6
 #define CHR_SHM_NAME_PREFIX "/chorus-shm-"
 #define CHR_SHM_NAME_LEN 64
 #define CHR_SHM_DATA_OFFSET 4096 /* slots start on their own page */
@@ -44,12 +44,17 @@
 
 /* The segment's header. The receiver fills the first block before sending the name; afterwards
  * each side writes only its own block. Blocks are 128 bytes apart (adjacent-line prefetch). */
-/* What the sender writes per slot, one cache line. */
-struct chrShmFill {
-  _Alignas(64) _Atomic uint64_t filled;
-  _Atomic uint64_t bytes[CHR_SHM_HALVES];
-  _Atomic uint64_t ref[CHR_SHM_HALVES]; /* 0: the data is in the slot; else its address here */
+/* What the sender writes for one half of a slot: one cache line holding the counter, the size, the
+ * address (by reference) and, for steps of up to CHR_SHM_INLINE bytes, the data itself, so a
+ * receiver learns a small step in one transfer. */
+#define CHR_SHM_INLINE 40
+struct chrShmHalf {
+  _Alignas(64) _Atomic uint64_t filled; /* the use this half last carried, plus one */
+  _Atomic uint64_t bytes;
+  _Atomic uint64_t ref;                 /* 0: the data is in the slot (or inline); else its address there */
+  unsigned char inl[CHR_SHM_INLINE];    /* the data of a step of at most CHR_SHM_INLINE bytes */
 };
+_Static_assert(sizeof(struct chrShmHalf) == 64, "a half's header is one cache line");
 
 struct chrShmHeader {
   /* Written once by the receiver, before the name leaves the process. */
@@ -71,7 +76,7 @@ struct chrShmHeader {
   _Atomic uint32_t peerReads;    /* CHR_SHM_READS_*: can the receiver read the sender's memory */
 
   /* Sender-written. sendPid/sendStartTime are set before the sender acknowledges. */
-  _Alignas(128) struct chrShmFill fill[CHR_STEPS];
+  _Alignas(128) struct chrShmHalf fill[CHR_STEPS][CHR_SHM_HALVES];
   _Alignas(128) uint64_t probeAddr;    /* the sender's word holding key ^ CHR_SHM_PROBE_MIX, set before it acknowledges */
   int64_t sendPid;
   uint64_t sendStartTime;
@@ -117,6 +122,7 @@ struct chrShmLink {
   int unlinked;            /* the name is gone from /dev/shm (or never existed) */
   int fd;                  /* receiver: the segment's file, open until the sender has mapped it; else -1 */
   uint64_t uses[CHR_STEPS];/* my posts (recv) or fills (send) of each slot */
+  uint64_t consumedSeen[CHR_STEPS]; /* send side: the release counters as last read (shm_link.c, slotReady) */
   int64_t peerPid;         /* 0: unknown */
   uint64_t peerStartTime;  /* 0: unknown */
   int checkPid;            /* the peer's pid is visible from here (same pid namespace) */

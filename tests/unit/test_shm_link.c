@@ -544,8 +544,8 @@ static int validate(void) {
   /* A size larger than a slot, written into the header by a (broken) sender, is refused. */
   struct chrShmLink* sl = r->priv;
   if (r->ops->post(r, 1, STEP) != ncclSuccess) FAIL("recv post 1");
-  atomic_store(&sl->hdr->fill[1].bytes[0], (uint64_t)1 << 40);
-  atomic_store(&sl->hdr->fill[1].filled, 1);
+  atomic_store(&sl->hdr->fill[1][0].bytes, (uint64_t)1 << 40);
+  atomic_store(&sl->hdr->fill[1][0].filled, 1);
   if (r->ops->test(r, 1, &done, &bytes) != ncclRemoteError) FAIL("a bogus size was accepted");
 
   s->ops->close(s);
