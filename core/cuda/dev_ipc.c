@@ -11,6 +11,7 @@
 #include "comm/comm.h"
 #include "cuda/dev_ipc.h"
 #include "cuda/dev_net.h"
+#include "plugin/net_plugin.h"
 #include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -127,6 +128,22 @@ static void netFailed(void* arg) {
   chrCommSetAsyncError(comm, ncclRemoteError);
 }
 
+/* Which ends keep their slots in GPU memory (GPUDirect RDMA), by key (chrDevRankNetConnect): a ring
+ * channel's (or point-to-point lane's) receive end when its NIC may write this GPU's memory, its send
+ * end when the NIC may read it (the topology's rule: transport/net_devs.h), and only through a
+ * plugin device that takes NCCL_PTR_CUDA memory. */
+static void gdrByKey(const struct ncclComm* comm, uint8_t* out, int nKeys) {
+  for (int k = 0; k < nKeys; k++) {
+    const int dev = chrNetDevFor(&comm->netDevs, k, 0, 0, 0); /* ring keys: the same device at both ends */
+    const unsigned gdr = chrNetDevGdr(&comm->netDevs, dev);
+    ncclNetProperties_v12_t props;
+    out[k] = 0;
+    if (gdr == 0 || chrNetGetProperties(comm->net, dev, &props) != ncclSuccess || !(props.ptrSupport & NCCL_PTR_CUDA))
+      continue;
+    out[k] = (uint8_t)((gdr & CHR_NET_GDR_WRITE ? 1u : 0u) | (gdr & CHR_NET_GDR_READ ? 2u : 0u));
+  }
+}
+
 /* The needed peers on other hosts: their ends through the net proxy. */
 static ncclResult_t connectRemote(struct ncclComm* comm, const unsigned char* need) {
   struct chrDevRankState* st = comm->dev;
@@ -142,17 +159,19 @@ static ncclResult_t connectRemote(struct ncclComm* comm, const unsigned char* ne
   int* nEnds = calloc((size_t)k, sizeof(int));
   struct chrDevNetEnd** ends = calloc((size_t)k, sizeof(*ends));
   struct chrDevNetEnd* all = calloc((size_t)k * (size_t)maxEnds, sizeof(*all));
+  uint8_t* gdr = calloc((size_t)maxEnds, 1);
   ncclResult_t res = ncclSuccess;
-  if (peers == NULL || nEnds == NULL || ends == NULL || all == NULL) {
+  if (peers == NULL || nEnds == NULL || ends == NULL || all == NULL || gdr == NULL) {
     res = chrFail(ncclSystemError, "comm %p rank %d: out of memory connecting %d peers on other hosts", (void*)comm,
                   comm->rank, k);
     goto out;
   }
+  gdrByKey(comm, gdr, maxEnds);
   k = 0;
   for (int r = 0; r < n; r++) {
     if (!need[r] || x->connected[r] || sameHost(comm, r)) continue;
     ends[k] = all + (size_t)k * (size_t)maxEnds;
-    if (lib->rankNetConnect(st->rank, r, ends[k], maxEnds, &nEnds[k]) != ncclSuccess) {
+    if (lib->rankNetConnect(st->rank, r, gdr, ends[k], maxEnds, &nEnds[k]) != ncclSuccess) {
       res = chrFail(ncclUnhandledCudaError, "comm %p rank %d: GPU ends for rank %d (another host): %s", (void*)comm,
                     comm->rank, r, lib->lastError());
       break;
@@ -169,6 +188,7 @@ out:
   free(nEnds);
   free(ends);
   free(all);
+  free(gdr);
   return res;
 }
 

@@ -22,10 +22,12 @@
 #define PROXY_DROWSY_NS (100ull * 1000000ull)
 
 struct proxyEnd {
-  struct chrDevNetEnd end; /* host addresses of the slots and words */
+  struct chrDevNetEnd end; /* host addresses of the words; of the slots too unless end.gpuSlots */
   int peer;
   struct chrLink* link;
   uint64_t posted, done;   /* steps handed to the plugin, steps it finished */
+  void* flush;             /* GPU-memory receive end: the plugin's flush of step `done`, not finished yet */
+  uint64_t flushes;        /* flushes the plugin was asked for (logged when the proxy ends) */
 };
 
 /* One proxy thread and the ends it drives. */
@@ -98,9 +100,15 @@ static ncclResult_t progressSend(struct proxyEnd* e, int* moved) {
   return ncclSuccess;
 }
 
-/* Receive end: a finished receive gets its size, then tail; then a receive in every slot the kernel
- * freed, for steps its works will take (need): never ahead of them, so a peer that closes its comm
- * after its last step leaves no receive of ours waiting. */
+static void publishRecv(struct proxyEnd* e, int* moved) {
+  __atomic_store_n(e->end.tail, ++e->done, __ATOMIC_RELEASE);
+  *moved = 1;
+}
+
+/* Receive end: a finished receive gets its size, then tail (slots in GPU memory: once the plugin's
+ * flush of the step is done); then a receive in every slot the kernel freed, for steps its works will
+ * take (need): never ahead of them, so a peer that closes its comm after its last step leaves no
+ * receive of ours waiting. */
 static ncclResult_t progressRecv(struct proxyEnd* e, int* moved) {
   const uint64_t head = __atomic_load_n(e->end.head, __ATOMIC_ACQUIRE);
   const uint64_t need = __atomic_load_n(e->end.need, __ATOMIC_ACQUIRE);
@@ -109,6 +117,14 @@ static ncclResult_t progressRecv(struct proxyEnd* e, int* moved) {
                    (unsigned long long)head, (unsigned long long)e->done);
   while (e->done < e->posted) {
     const int slot = (int)(e->done % CHR_STEPS);
+    if (e->flush != NULL) { /* GPUDirect: the step is published once the plugin's flush is done */
+      int flushed = 0;
+      CHECK(chrNetLinkFlushTest(e->link, e->flush, &flushed));
+      if (!flushed) break;
+      e->flush = NULL;
+      publishRecv(e, moved);
+      continue;
+    }
     int done = 0;
     size_t bytes = 0;
     CHECK(e->link->ops->test(e->link, slot, &done, &bytes));
@@ -117,8 +133,12 @@ static ncclResult_t progressRecv(struct proxyEnd* e, int* moved) {
       return chrFail(ncclRemoteError, "GPU net end from rank %d: %zu bytes received into a slot of %llu", e->peer, bytes,
                      (unsigned long long)e->end.slotBytes);
     e->end.sizes[slot] = bytes;
-    __atomic_store_n(e->end.tail, ++e->done, __ATOMIC_RELEASE);
-    *moved = 1;
+    if (e->end.gpuSlots) {
+      CHECK(chrNetLinkFlush(e->link, slot, bytes, &e->flush));
+      e->flushes += e->flush != NULL;
+      if (e->flush != NULL) continue;
+    }
+    publishRecv(e, moved);
   }
   while (e->posted < head + CHR_STEPS && e->posted < need) {
     CHECK(e->link->ops->post(e->link, (int)(e->posted % CHR_STEPS), 0));
@@ -322,7 +342,7 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
   for (; made < n; made++) {
     struct proxyEnd* e = &fresh[made];
     res = chrNetLinkCreate(comm, e->end.key, e->peer, e->end.isSend, p[made].dev, p[made].comm, (size_t)e->end.slotBytes,
-                           e->end.slots, &e->link);
+                           e->end.slots, e->end.gpuSlots ? NCCL_PTR_CUDA : NCCL_PTR_HOST, &e->link);
     p[made].comm = NULL; /* the link owns it now, or closed it */
     if (res != ncclSuccess) break;
   }
@@ -346,9 +366,13 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
     goto out;
   }
   for (int t = 0; t < net->nThreads; t++) listEnds(net, t, fresh, n);
-  for (int i = 0; i < nPeers; i++)
+  for (int i = 0, k = 0; i < nPeers; i++) {
+    int gpu = 0;
+    for (int j = 0; j < nEnds[i]; j++, k++) gpu += fresh[k].end.gpuSlots;
     INFO(NCCL_INIT | NCCL_NET, "comm %p rank %d: GPU connections with rank %d (another host) through the net plugin: %d "
-         "ends carried by the proxy", (void*)comm, comm->rank, peers[i], nEnds[i]);
+         "ends carried by the proxy, %d of them with their slots in GPU memory (GPUDirect RDMA)", (void*)comm,
+         comm->rank, peers[i], nEnds[i], gpu);
+  }
 out:
   free(fresh);
   free(p);
@@ -405,7 +429,14 @@ void chrDevNetDestroy(struct chrDevNet* net) {
   for (int t = 0; t < net->nThreads; t++) {
     struct proxyThread* pt = &net->threads[t];
     if (pt->running) pthread_join(pt->thread, NULL);
-    for (int i = 0; i < pt->nEnds; i++) pt->ends[i].link->ops->close(pt->ends[i].link);
+    for (int i = 0; i < pt->nEnds; i++) {
+      const struct proxyEnd* e = &pt->ends[i];
+      if (e->end.gpuSlots)
+        INFO(NCCL_NET, "comm %p rank %d: GPUDirect end %s rank %d (key %d): %llu steps, %llu plugin flushes",
+             (void*)net->comm, net->comm->rank, e->end.isSend ? "to" : "from", e->peer, e->end.key,
+             (unsigned long long)e->done, (unsigned long long)e->flushes);
+      e->link->ops->close(e->link);
+    }
     free(pt->ends);
     pthread_mutex_destroy(&pt->lock);
   }

@@ -55,7 +55,7 @@ extern "C" {
  * configurations' cePull, the counts' recvsPulled. 12: chrDevRankDeviceBytes. 13: one-sided
  * signals (the arena's signal words, chrDevRankPutSignal, chrDevRankWaitSignal) and shared ranges. 14: net
  * ends to peers on other hosts (chrDevRankNetConnect; chrDevConn.sizes). */
-#define CHR_DEV_API_VERSION 14
+#define CHR_DEV_API_VERSION 15
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -119,16 +119,19 @@ struct chrDevNetEnd {
   uint64_t* head;     /* steps freed (send: by the proxy; receive: by the kernel) */
   uint64_t* sizes;    /* CHR_DEV_STEPS words: the bytes of the step in each slot */
   uint64_t* need;     /* receive: the steps the kernel's current work will have taken (device/kernels/dev_comm.h) */
+  int32_t gpuSlots;   /* 1: slots is GPU memory (GPUDirect RDMA: registered as NCCL_PTR_CUDA, never touched by the
+                         host); 0: host-mapped */
 };
 
 /* The most ends chrDevRankNetConnect makes for one peer. */
 CHR_DEV_API int chrDevRankNetEndsMax(const struct chrDevRank* rk);
 
 /* Connects `peer`, a rank on another host, through host-mapped ends that a proxy carries over the
- * network: fills ends[0 .. *nEnds) (maxEnds >= chrDevRankNetEndsMax). The proxy must be driving them
- * before a kernel uses them; they stay until chrDevRankDestroy. */
-CHR_DEV_API ncclResult_t chrDevRankNetConnect(struct chrDevRank* rk, int peer, struct chrDevNetEnd* ends, int maxEnds,
-                                              int* nEnds);
+ * network: fills ends[0 .. *nEnds) (maxEnds >= chrDevRankNetEndsMax). gdrByKey (NULL: none), indexed
+ * by an end's key: bit 0 puts the receive end's slots in GPU memory, bit 1 the send end's (GPUDirect
+ * RDMA). The proxy must be driving them before a kernel uses them; they stay until chrDevRankDestroy. */
+CHR_DEV_API ncclResult_t chrDevRankNetConnect(struct chrDevRank* rk, int peer, const uint8_t* gdrByKey,
+                                              struct chrDevNetEnd* ends, int maxEnds, int* nEnds);
 
 /* 1 when `peer` is connected. */
 CHR_DEV_API int chrDevRankConnected(const struct chrDevRank* rk, int peer);
@@ -293,7 +296,8 @@ struct chrDevLib {
   void (*rankCeStats)(struct chrDevRank* rk, struct chrDevCeStats* out);
   uint64_t (*rankDeviceBytes)(const struct chrDevRank* rk);
   int (*rankNetEndsMax)(const struct chrDevRank* rk);
-  ncclResult_t (*rankNetConnect)(struct chrDevRank* rk, int peer, struct chrDevNetEnd* ends, int maxEnds, int* nEnds);
+  ncclResult_t (*rankNetConnect)(struct chrDevRank* rk, int peer, const uint8_t* gdrByKey, struct chrDevNetEnd* ends,
+                                 int maxEnds, int* nEnds);
   ncclResult_t (*rankPutSignal)(struct chrDevRank* rk, int peer, void* dst, const void* src, size_t bytes,
                                 uint64_t count, cudaStream_t stream);
   ncclResult_t (*rankWaitSignal)(struct chrDevRank* rk, int peer, uint64_t count, cudaStream_t stream);

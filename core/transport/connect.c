@@ -126,13 +126,13 @@ ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer,
 
   if (wantSend) {
     res = chrNetLinkCreate(comm, channel, sendPeer, 1, netDevFor(comm, channel, comm->rank, sendPeer), sendComm, stepSize,
-                           NULL, &s);
+                           NULL, NCCL_PTR_HOST, &s);
     sendComm = NULL; /* owned (or closed) by the link now */
     if (res != ncclSuccess) goto fail_comms;
   }
   if (wantRecv) {
     res = chrNetLinkCreate(comm, channel, recvPeer, 0, netDevFor(comm, channel, recvPeer, comm->rank), recvComm, stepSize,
-                           NULL, &r);
+                           NULL, NCCL_PTR_HOST, &r);
     recvComm = NULL;
     if (res != ncclSuccess) goto fail_comms;
   }

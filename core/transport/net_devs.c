@@ -60,19 +60,28 @@ int chrNetDevsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nP
   size_t used = 0;
   for (int c = 0; c < n; c++) {
     devs.dev[c] = sys->nodes[nets[c]].dev;
+    devs.gdr[c] = (unsigned char)((chrTopoCheckGdr(sys, gpu, nets[c], 0) ? CHR_NET_GDR_WRITE : 0) |
+                                  (chrTopoCheckGdr(sys, gpu, nets[c], 1) ? CHR_NET_GDR_READ : 0));
     if (devs.dev[c] < 0 || devs.dev[c] >= nPluginDevs) {
       INFO(NCCL_INIT | NCCL_NET, "GPU %s: channel %d's NET has dev %d, not one of the net plugin's %d devices; "
            "net devices keep the plugin's order", bus, c, devs.dev[c], nPluginDevs);
       return 0;
     }
     const char* name = chrTopoNodeAttr(sys, nets[c], "name");
-    int w = snprintf(names + used, sizeof(names) - used, "%s%d:%d(%s)", c ? " " : "", c, devs.dev[c],
-                     name ? name : "?");
+    int w = snprintf(names + used, sizeof(names) - used, "%s%d:%d(%s%s%s)", c ? " " : "", c, devs.dev[c],
+                     name ? name : "?", devs.gdr[c] & CHR_NET_GDR_WRITE ? ", gdr write" : "",
+                     devs.gdr[c] & CHR_NET_GDR_READ ? ", gdr read" : "");
     if (w > 0 && (size_t)w < sizeof(names) - used) used += (size_t)w;
   }
   *out = devs;
   INFO(NCCL_INIT | NCCL_NET, "GPU %s: net device per channel from the topology (channel:dev(name)): %s", bus, names);
   return 1;
+}
+
+unsigned chrNetDevGdr(const struct chrNetDevs* devs, int dev) {
+  for (int i = 0; i < devs->n; i++)
+    if (devs->dev[i] == dev) return devs->gdr[i];
+  return 0;
 }
 
 int chrNetDevFor(const struct chrNetDevs* devs, int channel, int p2p, int sendRank, int recvRank) {

@@ -31,7 +31,13 @@ struct chrTopoSystem;
 struct chrNetDevs {
   int dev[CHR_NET_MAX_DEVS]; /* plugin device indices */
   int n;                     /* 0 until chosen: device 0 */
+  /* GPUDirect RDMA between this rank's GPU and dev[i], by the topology (topo/topo_nic.h,
+   * chrTopoCheckGdr): CHR_NET_GDR_WRITE the NIC may write GPU memory (receives), CHR_NET_GDR_READ it
+   * may read it (sends). 0 without a GPU or a topology. */
+  unsigned char gdr[CHR_NET_MAX_DEVS];
 };
+#define CHR_NET_GDR_WRITE 1
+#define CHR_NET_GDR_READ 2
 
 /* The devices rank `rank` uses of the open plugin `net`, by NCCL_NETDEVS_POLICY (logged at INFO). */
 ncclResult_t chrNetDevsChoose(struct chrNet* net, int rank, struct chrNetDevs* out);
@@ -47,5 +53,7 @@ int chrNetDevsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nP
 /* The plugin device of the link on `channel` from sendRank to recvRank; p2p: a point-to-point
  * connection, else a ring channel. */
 int chrNetDevFor(const struct chrNetDevs* devs, int channel, int p2p, int sendRank, int recvRank);
+/* The GPUDirect bits (CHR_NET_GDR_*) of plugin device `dev`; 0 when it is not in the list. */
+unsigned chrNetDevGdr(const struct chrNetDevs* devs, int dev);
 
 #endif /* CHORUS_NET_DEVS_H_ */

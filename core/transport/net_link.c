@@ -5,6 +5,8 @@
  * plugin (regMr) when the link connects.
  * The plugin may refuse a request for now (NULL request): the post is then retried from test().
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
@@ -93,7 +95,7 @@ const struct chrTransportOps chrNetTransportOps = {.name = "net", .post = netPos
                                                    .directMinParam = CHR_P_NET_DIRECT_MIN_BYTES};
 
 ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, int dev, void* netComm,
-                              size_t stepSize, char* slots, struct chrLink** out) {
+                              size_t stepSize, char* slots, int memType, struct chrLink** out) {
   struct chrLink* link = calloc(1, sizeof(*link));
   struct chrNetLink* nl = calloc(1, sizeof(*nl));
   char* buffer = slots;
@@ -107,6 +109,7 @@ ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int 
   nl->comm = netComm;
   nl->buffer = buffer;
   nl->ownsBuffer = slots == NULL;
+  nl->memType = slots == NULL ? NCCL_PTR_HOST : memType;
   /* The net ABI's tag is the sender's rank on both sides: isend passes its own rank, irecv the rank it
    * expects data from (plugins such as NCCL's IB match on it). */
   nl->tag = isSend ? comm->rank : peer;
@@ -120,8 +123,13 @@ ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int 
   const int named = chrNetGetProperties(comm->net, dev, &props) == ncclSuccess && props.name != NULL;
   snprintf(link->via, sizeof(link->via), "net device %d (%.24s)", dev, named ? props.name : "?");
   for (int i = 0; i < CHR_STEPS; i++) link->slots[i] = buffer + (size_t)i * stepSize;
-  CHECK_GOTO(chrNetRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_HOST, &nl->mhandle), res,
-             fail_close);
+  res = chrNetRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, nl->memType, &nl->mhandle);
+  if (res != ncclSuccess && nl->memType == NCCL_PTR_CUDA) {
+    res = chrFail(res, "net plugin device %d (%.24s) refused to register the GPU memory of the link %s rank %d "
+                  "(NCCL_PTR_CUDA, GPUDirect RDMA): %s; NCCL_NET_GDR_LEVEL=LOC stages through host memory instead",
+                  dev, named ? props.name : "?", isSend ? "to" : "from", peer, chrThreadLastError());
+  }
+  if (res != ncclSuccess) goto fail_close;
   *out = link;
   return ncclSuccess;
 fail_close:
@@ -134,4 +142,21 @@ fail_free:
   if (isSend) chrNetCloseSend(comm->net, netComm);
   else chrNetCloseRecv(comm->net, netComm);
   return res;
+}
+
+ncclResult_t chrNetLinkFlush(struct chrLink* link, int slot, size_t bytes, void** request) {
+  struct chrNetLink* nl = link->priv;
+  *request = NULL;
+  if (nl->memType != NCCL_PTR_CUDA || link->isSend || bytes == 0) return ncclSuccess;
+  if (bytes > (size_t)INT32_MAX) return chrFail(ncclInternalError, "net link flush of %zu bytes", bytes);
+  void* data = link->slots[slot];
+  int size = (int)bytes;
+  void* mh = nl->mhandle;
+  return chrNetIflush(nl->net, nl->comm, 1, &data, &size, &mh, request);
+}
+
+ncclResult_t chrNetLinkFlushTest(struct chrLink* link, void* request, int* done) {
+  struct chrNetLink* nl = link->priv;
+  int size = 0;
+  return chrNetTest(nl->net, request, done, &size);
 }

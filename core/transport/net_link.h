@@ -12,6 +12,7 @@ struct chrNetLink {
   void* comm;    /* plugin send or recv comm */
   void* mhandle; /* registration of `buffer` */
   char* buffer;  /* CHR_STEPS slots */
+  int memType;   /* NCCL_PTR_HOST, or NCCL_PTR_CUDA: buffer is GPU memory (never touched here) */
   int ownsBuffer; /* 0: the caller's memory (not freed here) */
   int tag;       /* our rank: NCCL passes the sender's rank as the tag */
   void* req[CHR_STEPS];
@@ -22,9 +23,17 @@ struct chrNetLink {
 };
 
 /* Wrap a connected plugin comm (made on plugin device `dev`) into a link with registered slots:
- * `slots` (CHR_STEPS * stepSize bytes, page-aligned, kept by the caller until the link is closed)
- * or, when NULL, its own. On failure netComm is closed. */
+ * `slots` (CHR_STEPS * stepSize bytes, page-aligned, kept by the caller until the link is closed, of
+ * memory type memType: NCCL_PTR_HOST, or NCCL_PTR_CUDA for GPU memory) or, when NULL, its own (host).
+ * On failure netComm is closed. */
 ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, int dev, void* netComm,
-                              size_t stepSize, char* slots, struct chrLink** out);
+                              size_t stepSize, char* slots, int memType, struct chrLink** out);
+
+/* After a receive of `bytes` into `slot` of a GPU-memory link completed: starts the plugin's flush
+ * (iflush), which makes the data the NIC wrote visible to the GPU before the kernel reads it.
+ * *request NULL: nothing to wait for (host memory, or a plugin without iflush); else test it with
+ * chrNetLinkFlushTest until done. */
+ncclResult_t chrNetLinkFlush(struct chrLink* link, int slot, size_t bytes, void** request);
+ncclResult_t chrNetLinkFlushTest(struct chrLink* link, void* request, int* done);
 
 #endif

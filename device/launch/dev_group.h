@@ -56,6 +56,7 @@ struct chrDevRank {
   uint32_t* flagsDev;
   char** peerBase;                /* nRanks: the peer's arena in this process (NULL: not connected) */
   char** netBlock;                /* nRanks: host-mapped ends to a peer on another host (net_ends.cu), or NULL */
+  char** netGpuBlock;             /* nRanks: the slots of those ends that live in GPU memory (GPUDirect), or NULL */
   unsigned char* peerOpened;      /* nRanks: peerBase came from cudaIpcOpenMemHandle (closed at destroy) */
   /* The device comm: [chrDevComm][channels][p2p ends][ringOrder], built in img (host) and copied to
    * meta (device); connecting a peer rewrites only the ends that lead to it. */

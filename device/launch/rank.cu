@@ -178,6 +178,7 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   free(rk->img);
   free(rk->peerBase);
   free(rk->netBlock);
+  free(rk->netGpuBlock);
   free(rk->peerOpened);
   free(rk->peerId);
   free(rk->ringOrder);
@@ -230,11 +231,12 @@ extern "C" ncclResult_t chrDevRankCreate(const struct chrDevRankConfig* cfg, str
   rk->ringPos = (int*)malloc((size_t)n * sizeof(int));
   rk->peerBase = (char**)calloc((size_t)n, sizeof(char*));
   rk->netBlock = (char**)calloc((size_t)n, sizeof(char*));
+  rk->netGpuBlock = (char**)calloc((size_t)n, sizeof(char*));
   rk->peerOpened = (unsigned char*)calloc((size_t)n, 1);
   rk->peerId = (struct chrDevPeerId*)calloc((size_t)n, sizeof(struct chrDevPeerId));
   rk->serial = __atomic_add_fetch(&rankSerials, 1, __ATOMIC_RELAXED);
   rk->p2pOwner = (signed char*)malloc((size_t)rk->cfg.p2pConns * (size_t)n * 2 + 1);
-  if (rk->ringOrder == NULL || rk->ringPos == NULL || rk->peerBase == NULL || rk->netBlock == NULL || rk->peerOpened == NULL ||
+  if (rk->ringOrder == NULL || rk->ringPos == NULL || rk->peerBase == NULL || rk->netBlock == NULL || rk->netGpuBlock == NULL || rk->peerOpened == NULL ||
       rk->peerId == NULL || rk->p2pOwner == NULL) {
     res = chrDevFail(ncclSystemError, "out of memory for rank %d of %d", cfg->rank, n);
     goto fail_destroy;

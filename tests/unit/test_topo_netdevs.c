@@ -3,7 +3,8 @@
  * test_topo_netdevs.c: a GPU rank's net device list ordered by the topology (chrNetDevsFromTopo,
  * transport/net_devs.h) on the real machines' files of tests/data/topologies, and the cases that
  * keep the plugin's order. Usage: test_topo_netdevs DATA_DIR (unit.topo_netdevs). Each check is an
- * exact device list: entry c is the plugin device of the NIC NCCL gives the GPU for channel c.
+ * exact device list: entry c is the plugin device of the NIC NCCL gives the GPU for channel c, with
+ * whether GPUDirect RDMA may be used with it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,46 @@ static void expectList(const char* what, const struct chrTopoSystem* sys, int gp
            gpu, filled, got);
 }
 
+static void gdrText(const struct chrNetDevs* d, char* out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; i < d->n && used < size; i++)
+    used += (size_t)snprintf(out + used, size - used, "%s%d", i ? "," : "", d->gdr[i]);
+}
+
+/* The GPUDirect bits of each entry (CHR_NET_GDR_WRITE 1 | CHR_NET_GDR_READ 2): `want` = "a,b,..". */
+static void expectGdr(const char* what, const struct chrTopoSystem* sys, int gpu, int nPlugin, const char* want) {
+  struct chrNetDevs d = kBefore;
+  int filled = chrNetDevsFromTopo(sys, gpuBusId(sys, gpu), nPlugin, &d);
+  char got[256];
+  gdrText(&d, got, sizeof(got));
+  EXPECT(filled == 1 && strcmp(got, want) == 0, "%s GPU %d: filled %d, GPUDirect %s, want %s", what, gpu, filled, got,
+         want);
+}
+
+/* NCCL_NET_GDR_LEVEL and NCCL_NET_GDR_READ, as the topology's rule reads them, change the bits. */
+static void caseGdrSettings(void) {
+  struct chrTopoFillOptions fill = {.sm = 90, .netSpeed = 400000};
+  const char* settings[][3] = {{"NCCL_NET_GDR_LEVEL", "LOC", "0"}, {"NCCL_NET_GDR_READ", "0", "1"},
+                               {"NCCL_NET_GDR_LEVEL", "SYS", "3"}};
+  for (int i = 0; i < 3; i++) {
+    setenv(settings[i][0], settings[i][1], 1);
+    chrConfigReload();
+    struct chrTopoSystem* sys = loadReal("azure-ndv5-topo.xml", &fill);
+    char what[64];
+    snprintf(what, sizeof(what), "NDv5 %s=%s", settings[i][0], settings[i][1]);
+    expectGdr(what, sys, 3, 8, settings[i][2]);
+    chrTopoFree(sys);
+    unsetenv(settings[i][0]);
+  }
+  chrConfigReload();
+  /* NDv2's one NIC is PHB or SYS from every GPU: GPUDirect only when the level allows it. */
+  struct chrTopoFillOptions fill2 = {.sm = 70, .netSpeed = 400000};
+  struct chrTopoSystem* sys = loadReal("azure-ndv2-topo.xml", &fill2);
+  expectGdr("NDv2", sys, 0, 1, "0");
+  chrTopoFree(sys);
+}
+
 static void caseNdv5(void) {
   struct chrTopoFillOptions fill = {.sm = 90, .netSpeed = 400000};
   struct chrTopoSystem* sys = loadReal("azure-ndv5-topo.xml", &fill);
@@ -64,6 +105,7 @@ static void caseNdv5(void) {
     char want[8];
     snprintf(want, sizeof(want), "%d", g); /* GPU and NIC n share switch n: PIX, one NIC per GPU */
     expectList("NDv5", sys, g, 8, want);
+    expectGdr("NDv5", sys, g, 8, "3"); /* PIX, sm 90: the NIC reads and writes GPU memory */
   }
   chrTopoFree(sys);
 }
@@ -77,6 +119,7 @@ static void caseP4d(void) {
       char want[8];
       snprintf(want, sizeof(want), "%d", g / 2); /* GPUs 2k and 2k+1 share the PIX NIC k */
       expectList(files[f], sys, g, 4, want);
+      expectGdr(files[f], sys, g, 4, "3");
     }
     chrTopoFree(sys);
   }
@@ -91,6 +134,7 @@ static void caseP5(void) {
     char want[32];
     snprintf(want, sizeof(want), "%d,%d,%d,%d", 4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3); /* its switch's 4 EFA */
     expectList("p5", sys, g, 32, want);
+    expectGdr("p5", sys, g, 32, "3,3,3,3");
   }
   /* A NET whose dev is past the plugin's devices: the plugin's order stays. */
   expectList("p5 with 4 plugin devices", sys, 1, 4, NULL);
@@ -176,6 +220,7 @@ int main(int argc, char** argv) {
   caseP5();
   caseP5Max2();
   caseNdv2();
+  caseGdrSettings();
   caseNotInFile();
   caseNoDev();
   return finishTest();
