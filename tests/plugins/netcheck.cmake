@@ -69,3 +69,12 @@ nc_test(faulty_sleeplisten $<TARGET_FILE:testnet_faulty_sleeplisten> ARGS --no-p
         EXPECT --has "^  FAIL  nonblocking " --has "rank [01]: listen slept 1\\.[0-9]+ s" --has "^result: FAIL")
 nc_test(faulty_spinlisten $<TARGET_FILE:testnet_faulty_spinlisten> ARGS --no-perf --scale 0.1 --time-limit 200
         HAS "^  PASS  nonblocking " "^slowest call: rank [01]: listen, [1-9][0-9.]* s, of which 0\\.[0-9]+ s asleep")
+
+# The gdrtest NIC (testnet_gdr.c) over the socket plugin: with host buffers it must pass as the socket
+# plugin does, under its own name, as ABI v12 and as NCCL 2.28 binds it (v11, built by net_common).
+if(TARGET testnet_gdr)
+  nc_test(gdrtest_2x2 $<TARGET_FILE:testnet_gdr> HAS "name gdrtest, ABI v12" "^device 0: gdrtest-.*ptrSupport 0x3,"
+          ARGS --no-perf --time-limit 200 -s "NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2")
+  nc_test(gdrtest_v11_inline $<TARGET_FILE:testnet_gdr> HAS "name gdrtest, ABI v11"
+          ARGS --no-perf --abi 11 --time-limit 200 -s "NCCL_SOCKET_NTHREADS=0")
+endif()
