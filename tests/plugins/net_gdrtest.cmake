@@ -21,3 +21,13 @@ add_test(NAME ranks.gdrtest.alltoall.n2.hosts
                  --big 4M --timeout 100)
 set_tests_properties(ranks.gdrtest.allreduce.n3.hosts ranks.gdrtest.alltoall.n2.hosts PROPERTIES
                      TIMEOUT ${CHORUS_TEST_TIMEOUT} PROCESSORS 2 ENVIRONMENT "${GDR_RANKS_ENV}")
+
+# Without a GPU: what the plugin must refuse (regions, foreign handles, CUDA registrations of host
+# memory, dma-buf), its counters and its stats line (test_gdrtest_host.c).
+add_executable(test_gdrtest_host ${CMAKE_CURRENT_SOURCE_DIR}/test_gdrtest_host.c)
+target_include_directories(test_gdrtest_host PRIVATE ${CHORUS_PUBLIC_INCLUDE} ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_gdrtest_host PRIVATE ${CMAKE_DL_LIBS})
+add_dependencies(test_gdrtest_host testnet_gdr)
+add_test(NAME plugins.gdrtest.host COMMAND test_gdrtest_host $<TARGET_FILE:testnet_gdr>
+         ${TESTNET_LOG_DIR}/gdrtest-host.stats)
+set_tests_properties(plugins.gdrtest.host PROPERTIES TIMEOUT 60 ENVIRONMENT "NCCL_SOCKET_IFNAME=lo")
