@@ -19,6 +19,10 @@
  * exit, when some init was never finalized) appends them as one line to that file. Host memory goes
  * to the inner plugin untouched, so with host buffers this plugin behaves exactly as the inner one.
  *
+ * Without a GPU (TESTNET_GDR_HOST_AS_CUDA=1): a CUDA registration of host memory is taken as if that
+ * memory were a GPU's, and the copies are memcpys, so that a GPUDirect caller's own logic (which
+ * buffers it registers as CUDA, its flushes) can be tested on machines without one.
+ *
  * ABI v12; plugins/net_common builds v11..v8 from it, so NVIDIA's NCCL loads it too. The CUDA driver is
  * opened with dlopen at the first CUDA registration: no CUDA header, no link to libcuda.
  */
@@ -262,6 +266,10 @@ static void ctxRelease(struct gdrCtx* c) {
  * context's non-blocking stream, so the wait is for these bytes only). */
 static ncclResult_t copyAndWait(struct gdrCtx* c, int toDevice, void* device, void* host, size_t bytes) {
   if (bytes == 0) return ncclSuccess;
+  if (c == NULL) { /* TESTNET_GDR_HOST_AS_CUDA: the "device" memory is host memory */
+    memcpy(toDevice ? device : host, toDevice ? host : device, bytes);
+    return ncclSuccess;
+  }
   ncclResult_t res = pushContext(c->context);
   if (res != ncclSuccess) return res;
   gdrCuDevicePtr dptr = (gdrCuDevicePtr)(uintptr_t)device;
@@ -485,12 +493,42 @@ static ncclResult_t allocMirror(struct gdrMr* m) {
 }
 
 static void freeMirror(struct gdrMr* m) {
+  if (m->ctx == NULL) { /* TESTNET_GDR_HOST_AS_CUDA */
+    free(m->mirror);
+    return;
+  }
   if (pushContext(m->ctx->context) != ncclSuccess) return;
   (void)cuCheck(cu.cuMemFreeHost(m->mirror), "cuMemFreeHost");
   popContext();
 }
 
+static int hostAsCuda(void) {
+  const char* v = getenv("TESTNET_GDR_HOST_AS_CUDA");
+  return v != NULL && strcmp(v, "1") == 0;
+}
+
+/* TESTNET_GDR_HOST_AS_CUDA: host memory registered as CUDA, with a plain mirror and no context. */
+static ncclResult_t regHostAsCuda(void* comm, void* data, size_t size, void** mhandle) {
+  struct gdrMr* m = newMr(comm, NCCL_PTR_CUDA, data, size);
+  if (m == NULL) return ncclSystemError;
+  if (posix_memalign((void**)&m->mirror, 4096, size > 0 ? size : 1) != 0) {
+    GDR_WARN("out of memory for a %zu-byte mirror", size);
+    free(m);
+    return ncclSystemError;
+  }
+  ncclResult_t res = inner->regMr(comm, m->mirror, size, NCCL_PTR_HOST, &m->innerMh);
+  if (res != ncclSuccess) {
+    free(m->mirror);
+    free(m);
+    return res;
+  }
+  COUNT(regCuda, 1);
+  *mhandle = m;
+  return ncclSuccess;
+}
+
 static ncclResult_t regCuda(void* comm, void* data, size_t size, void** mhandle) {
+  if (hostAsCuda()) return regHostAsCuda(comm, data, size, mhandle);
   if (!cudaUsable()) {
     GDR_WARN("regMr(NCCL_PTR_CUDA) of %p: no CUDA driver (%s)", data, cudaMissing);
     COUNT(regRefused, 1);
@@ -553,7 +591,7 @@ static ncclResult_t gdrDeregMr(void* comm, void* mhandle) {
   ncclResult_t res = inner->deregMr(comm, m->innerMh);
   if (m->type == NCCL_PTR_CUDA) {
     freeMirror(m);
-    ctxRelease(m->ctx);
+    if (m->ctx != NULL) ctxRelease(m->ctx);
   }
   m->magic = 0;
   free(m);

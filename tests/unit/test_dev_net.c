@@ -16,9 +16,14 @@
  *          only receive, starting 300 ms late; rank 0's "kernels" end with every step still in its
  *          slots, as a kernel does, and rank 0 then drains and destroys its proxy at once: every byte
  *          must still arrive (a destroy that stopped the proxy first lost them).
+ *   gdr    "data" through the gdrtest NIC (tests/plugins/testnet_gdr.c, NCCL_NET_PLUGIN) standing in for a
+ *          GPUDirect one, every end's slots marked as GPU memory (host memory here, which the plugin
+ *          takes as such with TESTNET_GDR_HOST_AS_CUDA=1): the proxy must register every end's slots
+ *          as NCCL_PTR_CUDA and flush every received step that carried bytes before publishing it.
  * The receiving threads announce their steps in works of 37 (need), as the kernel does per work; in
  * "data" the ranks that finish first close their comms, which must be no error for the others.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,12 +36,13 @@
 #include "log/log.h"
 #include "util/idle.h"
 #include "../test_mix.h"
+#include "../plugins/testnet_gdr_stats.h"
 
 #define KEYS 2
 #define KILL_AFTER 40
 #define DRAIN_LATE_US 300000
 
-enum { MODE_DATA, MODE_KILL, MODE_DRAIN };
+enum { MODE_DATA, MODE_KILL, MODE_DRAIN, MODE_GDR };
 static int gMode;
 static uint64_t gSteps = 400, gSlot = 16384; /* drain: 8 steps of 4 MiB slots */
 
@@ -72,7 +78,8 @@ struct kernel {
   struct rankState* rs;
   struct chrDevNetEnd end;
   int peer;
-  int result; /* 0 ok, 1 bad data, 2 gave up after the failure */
+  int result;        /* 0 ok, 1 bad data, 2 gave up after the failure */
+  uint64_t nonEmpty; /* receive: steps that carried bytes */
 };
 
 static void onFail(void* arg) { atomic_store(&((struct rankState*)arg)->failed, 1); }
@@ -133,6 +140,7 @@ static void kernelBody(struct kernel* k) {
           k->result = 1;
           return;
         }
+      k->nonEmpty += n > 0;
       if (rand_r(&seed) % 16 == 0) usleep(rand_r(&seed) % 2000); /* a slow consumer now and then */
       __atomic_store_n(k->end.head, s + 1, __ATOMIC_RELEASE);
     }
@@ -145,7 +153,7 @@ static char* makeEnd(struct chrDevNetEnd* e, int isSend, int key) {
   if (posix_memalign((void**)&block, 4096, 4096 + 8 * gSlot) != 0) return NULL;
   memset(block, 0, 4096 + 8 * gSlot);
   *e = (struct chrDevNetEnd){isSend, key, block + 4096, gSlot, (uint64_t*)block, (uint64_t*)(block + 64),
-                             (uint64_t*)(block + 128), (uint64_t*)(block + 192)};
+                             (uint64_t*)(block + 128), (uint64_t*)(block + 192), gMode == MODE_GDR};
   return block;
 }
 
@@ -159,6 +167,25 @@ static int endsWith(int rank, int p, int j, int* isSend) {
   if (rank != 0 && p != 0) return 0;
   *isSend = rank == 0;
   return 1;
+}
+
+/* GPUDirect through the gdrtest NIC: every end registered as GPU memory, every received step with
+ * bytes flushed, no buffer outside its registration (the plugin's counters, in this process). */
+static int checkGdr(int rank, const struct kernel* ks, int n) {
+  const char* path = getenv("NCCL_NET_PLUGIN");
+  void* lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  testNetGdrStatsFn statsOf = lib ? (testNetGdrStatsFn)dlsym(lib, "testNetGdrStats") : NULL;
+  if (statsOf == NULL) FAIL("the gdrtest plugin (NCCL_NET_PLUGIN=%s) is not loaded", path ? path : "(unset)");
+  const struct testNetGdrStats st = statsOf();
+  dlclose(lib);
+  uint64_t received = 0;
+  for (int i = 0; i < n; i++) received += ks[i].end.isSend ? 0 : ks[i].nonEmpty;
+  if (st.regCuda != n || st.regionErrors != 0 || st.flushes != (long long)received)
+    FAIL("gdrtest counted %lld CUDA registrations (want %d), %lld flushes (want %llu: the received steps with bytes), "
+         "%lld region errors", st.regCuda, n, st.flushes, (unsigned long long)received, st.regionErrors);
+  printf("rank %d: %d ends registered as GPU memory, %lld flushes, %lld bytes received into them\n", rank, n,
+         st.flushes, st.recvCudaBytes);
+  return 0;
 }
 
 static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
@@ -195,7 +222,7 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   pthread_t* th = calloc((size_t)nPeers * per, sizeof(pthread_t));
   const double t0 = chrLaunchNowSec();
   for (int i = 0; i < nPeers * per; i++) {
-    ks[i] = (struct kernel){&rs, ends[i], peers[i / per], 0};
+    ks[i] = (struct kernel){&rs, ends[i], peers[i / per], 0, 0};
     if (pthread_create(&th[i], NULL, kernelMain, &ks[i]) != 0) FAIL("thread");
   }
   int bad = 0, gaveUp = 0;
@@ -206,6 +233,7 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   }
   const double took = chrLaunchNowSec() - t0;
   if (bad) FAIL("%d ends saw wrong data", bad);
+  if (gMode == MODE_GDR && checkGdr(rank, ks, nPeers * per) != 0) return 1;
   if (gMode == MODE_KILL) {
     /* The dead rank's peers must all have failed (its links are gone) and none may hang. */
     if (!atomic_load(&rs.failed) || !chrDevNetFailed(rs.net)) FAIL("the proxy never reported the dead rank");
@@ -231,13 +259,13 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
 }
 
 int main(int argc, char** argv) {
-  const char* modes[] = {"data", "kill", "drain"};
+  const char* modes[] = {"data", "kill", "drain", "gdr"};
   gMode = -1;
-  for (int m = 0; argc == 3 && m < 3; m++)
+  for (int m = 0; argc == 3 && m < 4; m++)
     if (strcmp(argv[1], modes[m]) == 0) gMode = m;
   const int n = argc == 3 ? atoi(argv[2]) : 0;
   if (gMode < 0 || n < 2 || n > 8) {
-    fprintf(stderr, "usage: %s data|kill|drain <nranks 2..8>\n", argv[0]);
+    fprintf(stderr, "usage: %s data|kill|drain|gdr <nranks 2..8>\n", argv[0]);
     return 2;
   }
   if (gMode == MODE_DRAIN) {
