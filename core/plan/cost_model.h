@@ -18,19 +18,8 @@
 
 #include <math.h>
 #include <stddef.h>
+#include "config/cost_consts.h" /* the constants: struct chrCostModel */
 #include "nccl.h"
-
-enum { CHR_COST_SHM = 0, CHR_COST_NET = 1, CHR_COST_TRANSPORTS = 2 };
-enum { CHR_COST_RING = 0, CHR_COST_TREE = 1, CHR_COST_ALGOS = 2 };
-
-struct chrCostEntry {
-  float latencyUs; /* per hop */
-  float busGBs;    /* bus bandwidth */
-};
-
-struct chrCostModel {
-  struct chrCostEntry e[CHR_COST_TRANSPORTS][CHR_COST_ALGOS];
-};
 
 /* Hops an all-reduce of `algo` waits for on n >= 2 ranks. */
 static inline int chrCostAllReduceHops(int algo, int n) {

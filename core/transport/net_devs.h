@@ -22,22 +22,10 @@
 
 #include <stdint.h>
 #include "nccl.h"
+#include "plugin/net_dev_list.h" /* struct chrNetDevs */
 
 struct chrNet;
 struct chrTopoSystem;
-
-#define CHR_NET_MAX_DEVS 32
-
-struct chrNetDevs {
-  int dev[CHR_NET_MAX_DEVS]; /* plugin device indices */
-  int n;                     /* 0 until chosen: device 0 */
-  /* GPUDirect RDMA between this rank's GPU and dev[i], by the topology (topo/topo_nic.h,
-   * chrTopoCheckGdr): CHR_NET_GDR_WRITE the NIC may write GPU memory (receives), CHR_NET_GDR_READ it
-   * may read it (sends). 0 without a GPU or a topology. */
-  unsigned char gdr[CHR_NET_MAX_DEVS];
-};
-#define CHR_NET_GDR_WRITE 1
-#define CHR_NET_GDR_READ 2
 
 /* The devices rank `rank` uses of the open plugin `net`, by NCCL_NETDEVS_POLICY (logged at INFO). */
 ncclResult_t chrNetDevsChoose(struct chrNet* net, int rank, struct chrNetDevs* out);
