@@ -95,7 +95,7 @@ void chrCommSetAsyncError(struct ncclComm* comm, ncclResult_t res) {
 void chrCommRetain(struct ncclComm* comm) { atomic_fetch_add(&comm->refs, 1); }
 
 void chrCommRelease(struct ncclComm* comm) {
-  if (atomic_fetch_sub(&comm->refs, 1) == 1) chrCommFree(comm);
+  if (atomic_fetch_sub(&comm->refs, 1) == 1) comm->destroy(comm);
 }
 
 void chrCommRaiseAbort(struct ncclComm* comm) {

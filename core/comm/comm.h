@@ -121,6 +121,9 @@ struct ncclComm {
   _Atomic int busy;            /* calls running on this comm (abort waits for them) */
   _Atomic uintptr_t runner;    /* the thread running calls on this comm, 0: none (group/group.c) */
   _Atomic int refs;            /* 1 for the user's handle + 1 per task or split queued in an open group */
+  /* Frees the comm when the last reference goes (chrCommRelease): the lifecycle's teardown, set when
+   * the comm is allocated, so that releasing a reference never calls up into the lifecycle. */
+  ncclResult_t (*destroy)(struct ncclComm* comm);
   int finalized;               /* ncclCommFinalize was called (set with an atomic exchange) */
   _Atomic int revoked;         /* ncclCommRevoke was called: no new operation, a parent still */
   /* The text of the failure that put asyncError in error, written once, by the thread that did so,
@@ -159,7 +162,7 @@ ncclResult_t chrCommCheckParent(struct ncclComm* comm, const char* func);
 ncclResult_t chrCommFailedError(struct ncclComm* comm, const char* func);
 /* Copy the thread's last-error text into the comm (called by the API layer when a call fails). */
 void chrCommNoteError(struct ncclComm* comm);
-/* References (comm->refs): chrCommRelease frees the comm when the last one goes. */
+/* References (comm->refs): chrCommRelease calls comm->destroy when the last one goes. */
 void chrCommRetain(struct ncclComm* comm);
 void chrCommRelease(struct ncclComm* comm);
 /* Raise the abort flag and wake a call of this comm that sleeps on its peers (exec.c). */

@@ -183,6 +183,7 @@ ncclResult_t chrCommAllocPending(const ncclConfig_t* config, struct ncclComm** o
   pthread_mutex_init(&comm->lock, NULL);
   pthread_mutex_init(&comm->initLock, NULL);
   atomic_store(&comm->refs, 1);
+  comm->destroy = chrCommFree;
   atomic_store(&comm->asyncError, ncclInProgress);
   *out = comm;
   return ncclSuccess;
