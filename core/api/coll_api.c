@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "api/api.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "cuda/cuda_driver.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"

@@ -8,7 +8,8 @@
 #include <time.h>
 #include "api/api.h"
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "cuda/dev_state.h"
 #include "group/group.h"
 #include "log/check.h"

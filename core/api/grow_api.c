@@ -15,7 +15,8 @@
  */
 #include "api/api.h"
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"

@@ -15,8 +15,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "api/api.h"
-#include "comm/comm.h"
 #include "comm/window.h"
+#include "commstate/comm.h"
 #include "cuda/cuda_driver.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 #include "api/api.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "exec/reduce.h"
 #include "log/check.h"
 #include "log/log.h"

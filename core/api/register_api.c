@@ -3,8 +3,8 @@
  * register_api.c: buffer registration (comm/register.h keeps the handles).
  */
 #include "api/api.h"
-#include "comm/comm.h"
 #include "comm/register.h"
+#include "commstate/comm.h"
 #include "log/check.h"
 #include "log/log.h"
 

@@ -19,7 +19,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "api/api.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"

@@ -18,7 +18,8 @@
  */
 #include <stdatomic.h>
 #include "api/api.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"

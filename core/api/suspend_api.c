@@ -9,7 +9,8 @@
  */
 #include <stdatomic.h>
 #include "api/api.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "cuda/dev_state.h"
 #include "group/group.h"
 #include "log/check.h"

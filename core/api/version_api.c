@@ -11,7 +11,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "chorus.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "log/log.h"
 
 NCCL_API(ncclResult_t, ncclGetVersion, int* version) {

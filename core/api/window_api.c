@@ -9,8 +9,9 @@
  */
 #include <stdatomic.h>
 #include "api/api.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
 #include "comm/window.h"
+#include "commstate/comm.h"
 #include "group/group.h"
 #include "log/check.h"
 #include "log/log.h"

@@ -2,7 +2,7 @@
 /*
  * comm_jobs.c: the calls over a communicator's bootstrap that a group defers to its outermost
  * ncclGroupEnd: splits, shrinks, window registrations, suspends and resumes (struct chrCommJob,
- * comm/comm.h).
+ * comm/lifecycle.h).
  *
  * The jobs of one communicator run in call order on a thread of their own: they share its bootstrap,
  * whose exchanges every rank must make in the same order, while the jobs of different communicators
@@ -11,8 +11,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
 #include "comm/window.h"
+#include "commstate/comm.h"
 #include "log/check.h"
 #include "log/log.h"
 

@@ -8,7 +8,8 @@
  *   4. out-of-range values -> ncclInvalidArgument; UNDEF fields get defaults; env overrides.
  */
 #include <string.h>
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "log/log.h"
 

@@ -4,14 +4,16 @@
  */
 #include <stdlib.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
 #include "comm/register.h"
 #include "comm/window.h"
+#include "commstate/comm.h"
 #include "cuda/dev_state.h"
 #include "log/log.h"
 #include "plan/plan.h"
 #include "plugin/net_plugin.h"
 #include "profile/profile.h"
+#include "transport/transport.h"
 
 ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm == NULL) return ncclSuccess;

@@ -4,8 +4,8 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include "comm/comm.h"
 #include "comm/register.h"
+#include "commstate/comm.h"
 #include "log/check.h"
 #include "log/log.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * shrink.c: the exchange of ncclCommShrink (comm.h), among the parent's ranks that stay. Unlike a
+ * shrink.c: the exchange of ncclCommShrink (comm/lifecycle.h), among the parent's ranks that stay. Unlike a
  * split it cannot gather from every parent rank: the excluded ones do not call (after a failure they
  * may be gone), so the ranks that stay derive the child from the exclude list alone, and the leader's
  * message carries what they must agree on (the shrink's number on this parent, the child's size, a
@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "cuda/dev_state.h"
 #include "log/check.h"
 #include "log/log.h"

@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "log/check.h"
 #include "log/log.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * suspend.c: the collective part of ncclCommSuspend and ncclCommResume (comm/comm.h).
+ * suspend.c: the collective part of ncclCommSuspend and ncclCommResume (comm/lifecycle.h).
  *
  * What a suspend with NCCL_SUSPEND_MEM frees is the rank's device state: its arena (connection
  * FIFOs), its device comm and its copy-engine buffers, i.e. what ncclCommMemStats reports. The
@@ -12,7 +12,8 @@
  */
 #include <stdlib.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "cuda/dev_state.h"
 #include "log/check.h"
 #include "log/log.h"

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "comm/comm.h"
 #include "comm/topo.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "log/log.h"
 

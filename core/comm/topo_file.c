@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
 #include "comm/topo_file.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "cuda/cuda_driver.h"
 #include "log/check.h"

@@ -11,8 +11,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
 #include "comm/window.h"
+#include "commstate/comm.h"
 #include "cuda/cuda_driver.h"
 #include "cuda/device_lib.h"
 #include "log/check.h"

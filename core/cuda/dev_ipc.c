@@ -8,10 +8,11 @@
 #include <string.h>
 #include <time.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "cuda/dev_ipc.h"
 #include "cuda/dev_net.h"
 #include "plugin/net_plugin.h"
+#include "transport/net_devs.h"
 #include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"

@@ -8,13 +8,14 @@
 #include <string.h>
 #include <time.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "cuda/dev_net.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
 #include "transport/net_link.h"
+#include "transport/net_devs.h"
 #include "util/idle.h"
 
 /* Idle longer than this (no step moved, no launch), the proxy naps a millisecond at a time instead

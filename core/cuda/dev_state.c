@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "cuda/cuda_driver.h"
 #include "cuda/dev_ipc.h"

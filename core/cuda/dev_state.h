@@ -2,7 +2,7 @@
 /*
  * dev_state.h: the device state of a communicator's rank (the GPU path).
  *
- * Two modes, chosen at init (comm.h):
+ * Two modes, chosen at init (commstate/comm.h):
  * - GROUP (comm->devLocal: every rank in this process on one GPU). All ranks share one chrDevGroup
  *   (hostdev/dev_api.h). A process-wide registry keyed by comm->commHash holds it; the first rank to
  *   use a device buffer creates it for all, each rank that uses it holds a reference, and the last

@@ -23,7 +23,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"

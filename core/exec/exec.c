@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "exec/exec.h"
 #include "exec/reduce.h"

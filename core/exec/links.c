@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "transport/connect.h"

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "group/check_calls.h"
 #include "hostdev/task.h"
 #include "log/check.h"

@@ -13,7 +13,8 @@
  * one progress pass once the abort flag is up).
  */
 #include <stdlib.h>
-#include "comm/comm.h"
+#include "comm/lifecycle.h"
+#include "commstate/comm.h"
 #include "exec/dev_exec.h"
 #include "exec/exec.h"
 #include "config/param.h"

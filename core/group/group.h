@@ -18,7 +18,7 @@ ncclResult_t chrGroupEnqueue(struct chrCollTask* task);
  * inits of the thread run concurrently (one thread cannot otherwise init several ranks). */
 int chrGroupDepth(void);
 ncclResult_t chrGroupDeferInit(struct ncclComm* comm);
-/* A split, shrink, window registration, suspend or resume inside a group (comm/comm.h): run at the
+/* A split, shrink, window registration, suspend or resume inside a group (comm/lifecycle.h): run at the
  * outermost ncclGroupEnd. Takes a reference on the parent; a child, if any, is also deferred like an init. */
 struct chrCommJob;
 ncclResult_t chrGroupDeferCommJob(const struct chrCommJob* job);

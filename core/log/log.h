@@ -31,7 +31,7 @@ void chrLogSetDevice(int dev);
 #define TRACE(flags, ...) chrLog(NCCL_LOG_TRACE, (flags), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Last error: per thread. The API layer copies it to the communicator when a call on a comm fails
- * (see chrCommNoteError in comm/comm.h). Both setters keep the message up to 1023 bytes. */
+ * (see chrCommNoteError in commstate/comm.h). Both setters keep the message up to 1023 bytes. */
 void chrSetLastError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void chrSetLastErrorV(const char* fmt, va_list ap);
 const char* chrThreadLastError(void); /* "" when none */

@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/config_store.h"
 #include "config/param.h"
 #include "log/check.h"

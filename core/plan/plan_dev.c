@@ -25,7 +25,7 @@
  *   the algorithm and protocol, the ring's channel count and (v6) the step size, as for host buffers
  *   (plan/tuner_hook.c refuses what cannot run). Sends and receives are not tuned, as in NCCL.
  */
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "cuda/dev_state.h"
 #include "log/check.h"

@@ -14,7 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"

@@ -21,7 +21,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "exec/reduce.h"
 #include "hostdev/algo_ids.h"
 #include "log/check.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "hostdev/task.h"
 #include "log/check.h"
 #include "log/log.h"

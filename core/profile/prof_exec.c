@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "hostdev/task.h"
 #include "profile/profile.h"
 #include "transport/transport.h"

@@ -16,7 +16,7 @@
  */
 #include <string.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "util/idle.h"
 #include "log/check.h"

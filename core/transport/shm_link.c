@@ -23,7 +23,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "util/asym_fence.h"
 #include "util/futex.h"

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_internal.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "fuzz_util.h"
 #include "log/log.h"
 #include "nccl.h"

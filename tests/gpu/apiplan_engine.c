@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "apiplan_engine.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/algo_select.h"
 #include "config/param.h"
 #include "device/kernels/dev_work.h"

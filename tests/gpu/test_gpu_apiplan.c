@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/algo_select.h"
 #include "device/kernels/dev_work.h"
 #include "exec/dev_exec.h"

@@ -29,9 +29,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "log/log.h"
 #include "config/algo_select.h"
+#include "plan/cost_model.h"
 #include "plan/plan.h"
 #include "plugin/net_plugin.h"
 #include "plugin/tuner_plugin.h"

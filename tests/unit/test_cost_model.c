@@ -13,7 +13,7 @@
  */
 #include <math.h>
 
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/algo_select.h"
 #include "config_test_util.h"
 #include "log/log.h"

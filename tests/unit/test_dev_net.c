@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "cuda/dev_net.h"
 #include "launch.h"
 #include "log/log.h"

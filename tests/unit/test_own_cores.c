@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "nccl.h"
 #include "util/cpu_mask.h"
 #include "util/idle.h"

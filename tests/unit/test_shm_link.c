@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "util/futex.h"
 #include "util/idle.h"

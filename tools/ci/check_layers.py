@@ -43,13 +43,14 @@ LAYERS = [
     ("core/topo",        45, "the host's topology: NCCL's XML, nodes and links, paths, NIC choice, GPUDirect"),
     ("core/bootstrap",   50, "unique ids, the root, rendezvous, messages between ranks"),
     ("core/plugin",      60, "the net, tuner and profiler loaders, their adapters and call wrappers"),
+    ("core/commstate",   65, "the communicator object: struct ncclComm, handle checks, references, errors"),
     ("core/transport",   70, "links between ranks: shm, net (through the net plugin), connection"),
     ("core/cuda",        90, "the CUDA driver, the device library's loader, a rank's GPU state"),
     ("core/profile",     95, "the profiler plugin's events around groups, tasks and steps"),
     ("core/exec",       100, "the host executor, the GPU launch path, element-wise reductions"),
     ("core/plan",       110, "the planner: algorithm, protocol, channels, works; the tuner's hooks"),
-    ("core/group",      130, "ncclGroupStart/End, the per-thread task list, deferred inits"),
-    ("core/comm",       140, "the communicator: init, topology, split, shrink, windows, free"),
+    ("core/comm",       120, "the communicator's lifecycle: init, topology, split, shrink, windows, free"),
+    ("core/group",      130, "ncclGroupStart/End, the per-thread task list, deferred inits and calls"),
     ("core/api",        150, "public entry points: argument checks, then hand-off"),
 ]
 

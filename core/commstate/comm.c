@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * comm.c: communicator handle checks and error bookkeeping shared by the API layer.
+ * comm.c: the communicator object's functions: handle checks, error bookkeeping and references,
+ * used by every layer above this one. The last release calls the destructor the
+ * lifecycle set (comm->destroy), never the lifecycle itself.
  */
 #include <stdio.h>
 #include <string.h>
-#include "comm/comm.h"
+#include "commstate/comm.h"
 #include "util/futex.h"
 #include "log/log.h"
 
