@@ -141,6 +141,22 @@ static void runStep(const struct chrCollTask* t, const struct chrStep* st, int c
 
 static int slotOf(const struct linkState* ls, uint64_t k) { return (int)((ls->base + k) % CHR_STEPS); }
 
+/* "the receive of channel 1 from rank 0, via net device 1 (chrv1)": a link as error messages name it. */
+static void linkText(const struct chrLink* l, char* out, size_t size) {
+  snprintf(out, size, "the %s of channel %d %s rank %d, via %s", l->isSend ? "send" : "receive", l->channel,
+           l->isSend ? "to" : "from", l->peer, l->via);
+}
+
+/* A transport call on link l failed with res: its text (the transport set it) gains the link, so that
+ * a cut NIC is named however its failure shows. */
+static ncclResult_t linkFailed(const struct chrLink* l, ncclResult_t res) {
+  char cause[768], where[160];
+  snprintf(cause, sizeof(cause), "%s", chrThreadLastError());
+  linkText(l, where, sizeof(where));
+  chrSetLastError("%s; on %s", cause, where);
+  return res;
+}
+
 /* Link i of channel c of task t. */
 static ncclResult_t linkProgress(const struct chrCollTask* t, int c, struct chanState* cs, int i, int* progressed) {
   struct linkState* ls = &cs->links[i];
@@ -150,7 +166,8 @@ static ncclResult_t linkProgress(const struct chrCollTask* t, int c, struct chan
       int done = 0;
       size_t bytes = 0;
       int slot = slotOf(ls, ls->sendDone);
-      CHECK(l->ops->test(l, slot, &done, &bytes));
+      ncclResult_t res = l->ops->test(l, slot, &done, &bytes);
+      if (res != ncclSuccess) return linkFailed(l, res);
       if (!done) break;
       if (ls->prof.prof) chrProfStepStop(&ls->prof, l, slot);
       ls->sendDone++;
@@ -165,12 +182,9 @@ static ncclResult_t linkProgress(const struct chrCollTask* t, int c, struct chan
     void* mh = NULL;
     char* into = chrDirectRecvInto(&ls->direct, t, c, i, cs->nSteps, &bytes, &mh);
     ls->direct.into[slot] = into;
-    if (into) {
-      CHECK(l->ops->postUser(l, slot, into, bytes, mh));
-      t->comm->directSteps++;
-    } else {
-      CHECK(l->ops->post(l, slot, l->stepSize));
-    }
+    ncclResult_t res = into ? l->ops->postUser(l, slot, into, bytes, mh) : l->ops->post(l, slot, l->stepSize);
+    if (res != ncclSuccess) return linkFailed(l, res);
+    if (into) t->comm->directSteps++;
     ls->recvPosted++;
     *progressed = 1;
   }
@@ -178,7 +192,8 @@ static ncclResult_t linkProgress(const struct chrCollTask* t, int c, struct chan
     int done = 0;
     size_t bytes = 0;
     int slot = slotOf(ls, ls->recvDone);
-    CHECK(l->ops->test(l, slot, &done, &bytes));
+    ncclResult_t res = l->ops->test(l, slot, &done, &bytes);
+    if (res != ncclSuccess) return linkFailed(l, res);
     if (!done) break;
     ls->recvBytes[slot] = bytes;
     if (ls->prof.prof) {
@@ -198,12 +213,10 @@ static ncclResult_t postSend(struct chrCollTask* t, struct linkState* ls, size_t
     chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendPeerWait_v4, bytes); /* the slot was free */
     chrProfStepState(&ls->prof, slot, ncclProfilerProxyStepSendWait, bytes);
   }
-  if (from) {
-    CHECK(ls->link->ops->postUser(ls->link, slot, (void*)from, bytes, mh));
-    t->comm->directSteps++;
-  } else {
-    CHECK(ls->link->ops->post(ls->link, slot, bytes));
-  }
+  ncclResult_t res = from ? ls->link->ops->postUser(ls->link, slot, (void*)from, bytes, mh)
+                          : ls->link->ops->post(ls->link, slot, bytes);
+  if (res != ncclSuccess) return linkFailed(ls->link, res);
+  if (from) t->comm->directSteps++;
   ls->sendPosted++;
   return ncclSuccess;
 }
@@ -562,6 +575,20 @@ static const struct chrLink* waitedLink(const struct commRun* run) {
   return NULL;
 }
 
+/* A run that fails after making no progress for a while (its peer went away during the stall: the
+ * peer may have timed out on the link that stalled): the error also names the link it waited on. */
+#define STALL_NOTE_NS 1000000000ull
+static void noteStall(const struct commRun* run) {
+  const struct chrLink* l = waitedLink(run);
+  const uint64_t now = chrNowNs();
+  if (l == NULL || run->lastProgressNs == 0 || now - run->lastProgressNs < STALL_NOTE_NS) return;
+  char cause[768], where[160];
+  snprintf(cause, sizeof(cause), "%s", chrThreadLastError());
+  linkText(l, where, sizeof(where));
+  chrSetLastError("%s; before it, no progress for %.1f s, waiting on %s", cause,
+                  (double)(now - run->lastProgressNs) / 1e9, where);
+}
+
 ncclResult_t chrExecTasks(struct chrCollTask* list) {
   if (list == NULL) return ncclSuccess;
   struct commRun* runs = NULL;
@@ -595,15 +622,18 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
         if (run->lastProgressNs == 0) run->lastProgressNs = t;
         if (t - run->lastProgressNs > timeoutNs) {
           const struct chrLink* l = waitedLink(run);
-          char on[128] = "";
-          if (l)
-            snprintf(on, sizeof(on), "; waiting on the %s of channel %d %s rank %d, via %s", l->isSend ? "send" : "receive",
-                     l->channel, l->isSend ? "to" : "from", l->peer, l->via);
+          char on[192] = "";
+          if (l) {
+            char where[160];
+            linkText(l, where, sizeof(where));
+            snprintf(on, sizeof(on), "; waiting on %s", where);
+          }
           res = chrFail(ncclTimeout, "comm %p rank %d: no progress for %lld s%s (peer dead or stuck? CHORUS_TIMEOUT)",
                         (void*)run->comm, run->comm->rank, (long long)(timeoutNs / 1000000000ull), on);
         }
       }
       if (res != ncclSuccess) {
+        if (res != ncclTimeout) noteStall(run);
         if (first == ncclSuccess) first = res;
         failRun(run, res);
         continue;

@@ -243,7 +243,7 @@ if [ "$nics" -gt 1 ] || [ ${#shares[@]} -gt 0 ]; then
     total=0 bytes=()
     for ((j = 0; j < nics; j++)); do
       b=$(ip netns exec "$PFX-h$k" sh -c "cat /sys/class/net/chrv$j/statistics/rx_bytes /sys/class/net/chrv$j/statistics/tx_bytes" |
-          awk '{ s += $1 } END { print s + 0 }')
+          awk '{ s += $1 } END { printf "%.0f\n", s }')
       bytes[$j]=$b total=$((total + b))
     done
     line="netns_run.sh: host $k bytes per NIC:"
