@@ -147,13 +147,18 @@ static void linkText(const struct chrLink* l, char* out, size_t size) {
            l->isSend ? "to" : "from", l->peer, l->via);
 }
 
-/* A transport call on link l failed with res: its text (the transport set it) gains the link, so that
- * a cut NIC is named however its failure shows. */
-static ncclResult_t linkFailed(const struct chrLink* l, ncclResult_t res) {
+/* The thread's last error gains "; <lead> <link>". */
+static void appendLink(const char* lead, const struct chrLink* l) {
   char cause[768], where[160];
   snprintf(cause, sizeof(cause), "%s", chrThreadLastError());
   linkText(l, where, sizeof(where));
-  chrSetLastError("%s; on %s", cause, where);
+  chrSetLastError("%s; %s %s", cause, lead, where);
+}
+
+/* A transport call on link l failed with res: its text (the transport set it) gains the link, so that
+ * a cut NIC is named however its failure shows. */
+static ncclResult_t linkFailed(const struct chrLink* l, ncclResult_t res) {
+  appendLink("on", l);
   return res;
 }
 
@@ -582,11 +587,9 @@ static void noteStall(const struct commRun* run) {
   const struct chrLink* l = waitedLink(run);
   const uint64_t now = chrNowNs();
   if (l == NULL || run->lastProgressNs == 0 || now - run->lastProgressNs < STALL_NOTE_NS) return;
-  char cause[768], where[160];
-  snprintf(cause, sizeof(cause), "%s", chrThreadLastError());
-  linkText(l, where, sizeof(where));
-  chrSetLastError("%s; before it, no progress for %.1f s, waiting on %s", cause,
-                  (double)(now - run->lastProgressNs) / 1e9, where);
+  char lead[64];
+  snprintf(lead, sizeof(lead), "before it, no progress for %.1f s, waiting on", (double)(now - run->lastProgressNs) / 1e9);
+  appendLink(lead, l);
 }
 
 ncclResult_t chrExecTasks(struct chrCollTask* list) {
