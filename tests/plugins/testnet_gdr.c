@@ -19,6 +19,9 @@
  * exit, when some init was never finalized) appends them as one line to that file. Host memory goes
  * to the inner plugin untouched, so with host buffers this plugin behaves exactly as the inner one.
  *
+ * TESTNET_GDR_REFUSE_CUDA=1: NCCL_PTR_CUDA still advertised, every CUDA registration refused (counted),
+ * so a caller's fallback to host staging can be tested.
+ *
  * Without a GPU (TESTNET_GDR_HOST_AS_CUDA=1): a CUDA registration of host memory is taken as if that
  * memory were a GPU's, and the copies are memcpys, so that a GPUDirect caller's own logic (which
  * buffers it registers as CUDA, its flushes) can be tested on machines without one.
@@ -93,10 +96,10 @@ static void appendStatsLine(void) {
   struct testNetGdrStats s = testNetGdrStats();
   char line[512];
   int len = snprintf(line, sizeof(line),
-                     "pid=%ld reg_host=%lld reg_cuda=%lld send_host_bytes=%lld send_cuda_bytes=%lld "
+                     "pid=%ld reg_host=%lld reg_cuda=%lld reg_refused=%lld send_host_bytes=%lld send_cuda_bytes=%lld "
                      "recv_host_bytes=%lld recv_cuda_bytes=%lld flushes=%lld region_errors=%lld\n",
-                     (long)getpid(), s.regHost, s.regCuda, s.sendHostBytes, s.sendCudaBytes, s.recvHostBytes,
-                     s.recvCudaBytes, s.flushes, s.regionErrors);
+                     (long)getpid(), s.regHost, s.regCuda, s.regRefused, s.sendHostBytes, s.sendCudaBytes,
+                     s.recvHostBytes, s.recvCudaBytes, s.flushes, s.regionErrors);
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     GDR_WARN("cannot open TESTNET_GDR_STATS file %s: %s", path, strerror(errno));
@@ -527,7 +530,19 @@ static ncclResult_t regHostAsCuda(void* comm, void* data, size_t size, void** mh
   return ncclSuccess;
 }
 
+/* TESTNET_GDR_REFUSE_CUDA=1: ptrSupport still claims NCCL_PTR_CUDA, but every CUDA registration
+ * fails, as a NIC whose peer-memory module is missing does. */
+static int refuseCuda(void) {
+  const char* v = getenv("TESTNET_GDR_REFUSE_CUDA");
+  return v != NULL && strcmp(v, "1") == 0;
+}
+
 static ncclResult_t regCuda(void* comm, void* data, size_t size, void** mhandle) {
+  if (refuseCuda()) {
+    GDR_WARN("regMr(NCCL_PTR_CUDA) of %p refused (TESTNET_GDR_REFUSE_CUDA=1)", data);
+    COUNT(regRefused, 1);
+    return ncclSystemError;
+  }
   if (hostAsCuda()) return regHostAsCuda(comm, data, size, mhandle);
   if (!cudaUsable()) {
     GDR_WARN("regMr(NCCL_PTR_CUDA) of %p: no CUDA driver (%s)", data, cudaMissing);
