@@ -29,6 +29,13 @@ static int resolve(void* lib, const char* name, void* fnPtr, size_t fnSize) {
   return 1;
 }
 
+/* An optional entry point: left NULL when the library lacks it. */
+#define OPTIONAL(lib, name, field)                              \
+  do {                                                          \
+    void* sym_ = dlsym(lib, name);                              \
+    if (sym_ != NULL) memcpy(&driver.field, &sym_, sizeof sym_); \
+  } while (0)
+
 static void loadDriver(void) {
   int state = CHR_CUDA_ABSENT;
   void* lib = dlopen(CHR_CUDA_DRIVER_LIB, RTLD_NOW | RTLD_LOCAL);
@@ -45,12 +52,18 @@ static void loadDriver(void) {
     goto publish;
   }
   /* Optional: the GPU path needs them, buffer classification does not. */
-  void* sym;
-  if ((sym = dlsym(lib, "cuCtxGetCurrent")) != NULL) memcpy(&driver.cuCtxGetCurrent, &sym, sizeof(sym));
-  if ((sym = dlsym(lib, "cuCtxGetDevice")) != NULL) memcpy(&driver.cuCtxGetDevice, &sym, sizeof(sym));
-  if ((sym = dlsym(lib, "cuDeviceGet")) != NULL) memcpy(&driver.cuDeviceGet, &sym, sizeof(sym));
-  if ((sym = dlsym(lib, "cuDeviceGetAttribute")) != NULL) memcpy(&driver.cuDeviceGetAttribute, &sym, sizeof(sym));
-  if ((sym = dlsym(lib, "cuPointerGetAttributes")) != NULL) memcpy(&driver.cuPointerGetAttributes, &sym, sizeof(sym));
+  OPTIONAL(lib, "cuCtxGetCurrent", cuCtxGetCurrent);
+  OPTIONAL(lib, "cuCtxGetDevice", cuCtxGetDevice);
+  OPTIONAL(lib, "cuDeviceGet", cuDeviceGet);
+  OPTIONAL(lib, "cuDeviceGetAttribute", cuDeviceGetAttribute);
+  OPTIONAL(lib, "cuPointerGetAttributes", cuPointerGetAttributes);
+  OPTIONAL(lib, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain);
+  OPTIONAL(lib, "cuDevicePrimaryCtxRelease_v2", cuDevicePrimaryCtxRelease);
+  OPTIONAL(lib, "cuCtxSetCurrent", cuCtxSetCurrent);
+  OPTIONAL(lib, "cuStreamCreate", cuStreamCreate);
+  OPTIONAL(lib, "cuStreamDestroy_v2", cuStreamDestroy);
+  OPTIONAL(lib, "cuStreamSynchronize", cuStreamSynchronize);
+  OPTIONAL(lib, "cuMemcpyAsync", cuMemcpyAsync);
   /* From here the library stays loaded even on failure: a driver that ran cuInit may have started
    * threads or registered exit handlers, so unloading it is not safe. */
   chrCuResult r = driver.cuInit(0);

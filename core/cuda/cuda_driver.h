@@ -14,6 +14,7 @@
 #ifndef CHORUS_CUDA_DRIVER_H_
 #define CHORUS_CUDA_DRIVER_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef int chrCuResult;                  /* CUresult */
@@ -43,6 +44,9 @@ typedef unsigned long long chrCuDevicePtr; /* CUdeviceptr */
 
 typedef void* chrCuContext; /* CUcontext */
 typedef int chrCuDevice;    /* CUdevice */
+typedef void* chrCuStream;  /* CUstream */
+
+#define CHR_CU_STREAM_NON_BLOCKING 0x1
 
 /* The driver entry points (names and signatures as the driver exports them). The first three are
  * required; the context and device queries are optional (NULL when the library lacks them), and the
@@ -58,6 +62,14 @@ struct chrCudaDriver {
   chrCuResult (*cuCtxGetDevice)(chrCuDevice* device);
   chrCuResult (*cuDeviceGet)(chrCuDevice* device, int ordinal);
   chrCuResult (*cuDeviceGetAttribute)(int* value, int attribute, chrCuDevice device);
+  /* Optional: copies on a stream of the proxy's own (cuda/net_staging.c). */
+  chrCuResult (*cuDevicePrimaryCtxRetain)(chrCuContext* ctx, chrCuDevice device);
+  chrCuResult (*cuDevicePrimaryCtxRelease)(chrCuDevice device);
+  chrCuResult (*cuCtxSetCurrent)(chrCuContext ctx);
+  chrCuResult (*cuStreamCreate)(chrCuStream* stream, unsigned int flags);
+  chrCuResult (*cuStreamDestroy)(chrCuStream stream);
+  chrCuResult (*cuStreamSynchronize)(chrCuStream stream);
+  chrCuResult (*cuMemcpyAsync)(chrCuDevicePtr dst, chrCuDevicePtr src, size_t bytes, chrCuStream stream);
 };
 
 /* The loaded driver, with cuInit(0) done; NULL when there is no usable driver. The first call loads

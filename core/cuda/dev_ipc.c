@@ -11,6 +11,7 @@
 #include "commstate/comm.h"
 #include "cuda/dev_ipc.h"
 #include "cuda/dev_net.h"
+#include "cuda/net_staging.h"
 #include "plugin/net_plugin.h"
 #include "transport/net_devs.h"
 #include "util/idle.h"
@@ -154,7 +155,11 @@ static ncclResult_t connectRemote(struct ncclComm* comm, const unsigned char* ne
   int k = 0;
   for (int r = 0; r < n; r++) k += need[r] && !x->connected[r] && !sameHost(comm, r);
   if (k == 0) return ncclSuccess;
-  if (x->net == NULL) CHECK(chrDevNetCreate(comm, netFailed, comm, &x->net));
+  if (x->net == NULL) {
+    struct chrDevNetCopier copier;
+    CHECK(chrNetStagingCopier(comm->cudaDev, &copier));
+    CHECK(chrDevNetCreate(comm, netFailed, comm, &copier, &x->net));
+  }
   const int maxEnds = lib->rankNetEndsMax(st->rank);
   int* peers = calloc((size_t)k, sizeof(int));
   int* nEnds = calloc((size_t)k, sizeof(int));

@@ -29,11 +29,13 @@ struct proxyEnd {
   uint64_t posted, done;   /* steps handed to the plugin, steps it finished */
   void* flush;             /* GPU-memory receive end: the plugin's flush of step `done`, not finished yet */
   uint64_t flushes;        /* flushes the plugin was asked for (logged when the proxy ends) */
+  int staged;              /* GPU slots the plugin refused: the link's host slots, copied to and from */
 };
 
 /* One proxy thread and the ends it drives. */
 struct proxyThread {
   struct chrDevNet* net;
+  int index;
   pthread_mutex_t lock; /* ends, nEnds, cap: chrDevNetAdd appends while the thread runs */
   struct proxyEnd* ends;
   int nEnds, cap;
@@ -45,6 +47,8 @@ struct chrDevNet {
   struct ncclComm* comm;
   void (*onFail)(void* arg);
   void* failArg;
+  struct chrDevNetCopier copier; /* copy NULL: none */
+  int warnedStaged;              /* the one WARN of ends staged through host memory is out */
   int nThreads;
   struct proxyThread threads[CHR_DEV_NET_MAX_THREADS];
   _Atomic int stop;
@@ -52,17 +56,23 @@ struct chrDevNet {
   _Atomic uint64_t kicks;
 };
 
-ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), void* arg, struct chrDevNet** out) {
+ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), void* arg,
+                             const struct chrDevNetCopier* copier, struct chrDevNet** out) {
   struct chrDevNet* net = calloc(1, sizeof(*net));
-  if (net == NULL) return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its net proxy", (void*)comm, comm->rank);
+  if (net == NULL) {
+    if (copier && copier->destroy) copier->destroy(copier->arg);
+    return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its net proxy", (void*)comm, comm->rank);
+  }
   net->comm = comm;
   net->onFail = onFail;
   net->failArg = arg;
+  if (copier) net->copier = *copier;
   net->nThreads = (int)chrParamInt(CHR_P_GPU_NET_PROXY_THREADS);
   if (net->nThreads < 1) net->nThreads = 1;
   if (net->nThreads > CHR_DEV_NET_MAX_THREADS) net->nThreads = CHR_DEV_NET_MAX_THREADS;
   for (int t = 0; t < net->nThreads; t++) {
     net->threads[t].net = net;
+    net->threads[t].index = t;
     pthread_mutex_init(&net->threads[t].lock, NULL);
   }
   *out = net;
@@ -75,8 +85,22 @@ void chrDevNetKick(struct chrDevNet* net) {
   if (net) atomic_fetch_add_explicit(&net->kicks, 1, memory_order_relaxed);
 }
 
+/* A staged end's step `slot` of `bytes`, between the GPU slots and the link's host slots. */
+static ncclResult_t copyStep(struct proxyThread* pt, struct proxyEnd* e, int slot, uint64_t bytes) {
+  if (bytes == 0) return ncclSuccess;
+  char* gpu = e->end.slots + (size_t)slot * e->end.slotBytes;
+  char* host = e->link->slots[slot];
+  const struct chrDevNetCopier* c = &pt->net->copier;
+  ncclResult_t res = e->end.isSend ? c->copy(c->arg, pt->index, host, gpu, (size_t)bytes)
+                                   : c->copy(c->arg, pt->index, gpu, host, (size_t)bytes);
+  if (res != ncclSuccess)
+    return chrFail(res, "GPU net end %s rank %d: staging %llu bytes through host memory: %s",
+                   e->end.isSend ? "to" : "from", e->peer, (unsigned long long)bytes, chrThreadLastError());
+  return ncclSuccess;
+}
+
 /* Send end: post what the kernel published, give back what the plugin finished. */
-static ncclResult_t progressSend(struct proxyEnd* e, int* moved) {
+static ncclResult_t progressSend(struct proxyThread* pt, struct proxyEnd* e, int* moved) {
   const uint64_t tail = __atomic_load_n(e->end.tail, __ATOMIC_ACQUIRE);
   if (tail > e->done + CHR_STEPS)
     return chrFail(ncclInternalError, "GPU net end to rank %d: the kernel published step %llu with only %llu returned",
@@ -87,6 +111,7 @@ static ncclResult_t progressSend(struct proxyEnd* e, int* moved) {
     if (bytes > e->end.slotBytes)
       return chrFail(ncclInternalError, "GPU net end to rank %d: step %llu of %llu bytes in a slot of %llu", e->peer,
                      (unsigned long long)e->posted, (unsigned long long)bytes, (unsigned long long)e->end.slotBytes);
+    if (e->staged) CHECK(copyStep(pt, e, slot, bytes));
     CHECK(e->link->ops->post(e->link, slot, (size_t)bytes));
     e->posted++;
     *moved = 1;
@@ -110,7 +135,7 @@ static void publishRecv(struct proxyEnd* e, int* moved) {
  * flush of the step is done); then a receive in every slot the kernel freed, for steps its works will
  * take (need): never ahead of them, so a peer that closes its comm after its last step leaves no
  * receive of ours waiting. */
-static ncclResult_t progressRecv(struct proxyEnd* e, int* moved) {
+static ncclResult_t progressRecv(struct proxyThread* pt, struct proxyEnd* e, int* moved) {
   const uint64_t head = __atomic_load_n(e->end.head, __ATOMIC_ACQUIRE);
   const uint64_t need = __atomic_load_n(e->end.need, __ATOMIC_ACQUIRE);
   if (head > e->done)
@@ -134,7 +159,9 @@ static ncclResult_t progressRecv(struct proxyEnd* e, int* moved) {
       return chrFail(ncclRemoteError, "GPU net end from rank %d: %zu bytes received into a slot of %llu", e->peer, bytes,
                      (unsigned long long)e->end.slotBytes);
     e->end.sizes[slot] = bytes;
-    if (e->end.gpuSlots) {
+    if (e->staged) {
+      CHECK(copyStep(pt, e, slot, bytes));
+    } else if (e->end.gpuSlots) {
       CHECK(chrNetLinkFlush(e->link, slot, bytes, &e->flush));
       e->flushes += e->flush != NULL;
       if (e->flush != NULL) continue;
@@ -166,7 +193,7 @@ static void* proxyMain(void* arg) {
       pthread_mutex_lock(&pt->lock);
       for (int i = 0; i < pt->nEnds; i++) {
         struct proxyEnd* e = &pt->ends[i];
-        if ((e->end.isSend ? progressSend(e, &moved) : progressRecv(e, &moved)) != ncclSuccess) {
+        if ((e->end.isSend ? progressSend(pt, e, &moved) : progressRecv(pt, e, &moved)) != ncclSuccess) {
           if (!atomic_exchange(&net->failed, 1)) failProxy(net, e->peer);
           break;
         }
@@ -346,6 +373,19 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
                            e->end.slots, e->end.gpuSlots ? NCCL_PTR_CUDA : NCCL_PTR_HOST, &e->link);
     p[made].comm = NULL; /* the link owns it now, or closed it */
     if (res != ncclSuccess) break;
+    const char* why = chrNetLinkStagedWhy(e->link);
+    if (why == NULL) continue;
+    if (net->copier.copy == NULL) {
+      res = chrFail(ncclInternalError, "comm %p rank %d: GPU net end %s rank %d: %s, and no copier to stage through "
+                    "host memory", (void*)comm, comm->rank, e->end.isSend ? "to" : "from", e->peer, why);
+      break;
+    }
+    e->staged = 1;
+    if (!net->warnedStaged) {
+      net->warnedStaged = 1;
+      WARN("comm %p rank %d: %s; its GPU connections to other hosts through it stage through host memory (no "
+           "GPUDirect RDMA)", (void*)comm, comm->rank, why);
+    }
   }
   if (res != ncclSuccess) {
     for (int i = 0; i < n; i++) {
@@ -368,11 +408,15 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
   }
   for (int t = 0; t < net->nThreads; t++) listEnds(net, t, fresh, n);
   for (int i = 0, k = 0; i < nPeers; i++) {
-    int gpu = 0;
-    for (int j = 0; j < nEnds[i]; j++, k++) gpu += fresh[k].end.gpuSlots;
+    int gpu = 0, staged = 0;
+    for (int j = 0; j < nEnds[i]; j++, k++) {
+      gpu += fresh[k].end.gpuSlots && !fresh[k].staged;
+      staged += fresh[k].staged;
+    }
     INFO(NCCL_INIT | NCCL_NET, "comm %p rank %d: GPU connections with rank %d (another host) through the net plugin: %d "
-         "ends carried by the proxy, %d of them with their slots in GPU memory (GPUDirect RDMA)", (void*)comm,
-         comm->rank, peers[i], nEnds[i], gpu);
+         "ends carried by the proxy, %d of them with their slots in GPU memory (GPUDirect RDMA), %d staged through "
+         "host memory by the proxy (the plugin refused their GPU memory)", (void*)comm, comm->rank, peers[i], nEnds[i],
+         gpu, staged);
   }
 out:
   free(fresh);
@@ -433,13 +477,15 @@ void chrDevNetDestroy(struct chrDevNet* net) {
     for (int i = 0; i < pt->nEnds; i++) {
       const struct proxyEnd* e = &pt->ends[i];
       if (e->end.gpuSlots)
-        INFO(NCCL_NET, "comm %p rank %d: GPUDirect end %s rank %d (key %d): %llu steps, %llu plugin flushes",
+        INFO(NCCL_NET, "comm %p rank %d: GPU-memory end %s rank %d (key %d): %llu steps, %s, %llu plugin flushes",
              (void*)net->comm, net->comm->rank, e->end.isSend ? "to" : "from", e->peer, e->end.key,
-             (unsigned long long)e->done, (unsigned long long)e->flushes);
+             (unsigned long long)e->done, e->staged ? "staged through host memory" : "GPUDirect RDMA",
+             (unsigned long long)e->flushes);
       e->link->ops->close(e->link);
     }
     free(pt->ends);
     pthread_mutex_destroy(&pt->lock);
   }
+  if (net->copier.destroy) net->copier.destroy(net->copier.arg);
   free(net);
 }

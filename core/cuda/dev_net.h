@@ -16,6 +16,9 @@
  *                not come, so a peer that destroys its comm after its last step is no error);
  *                when one completes it writes the size received, then tail = s + 1; the kernel
  *                checks the size against its own step and reads the slot.
+ * Slots in GPU memory (GPUDirect RDMA) are the plugin's to read and write; a receive is published
+ * once the plugin's flush of it is done. Where the plugin refuses GPU memory, that end's link has
+ * host slots and the proxy copies each step between them and the GPU slots (chrDevNetCopier).
  * The proxy knows nothing of plans: it follows the words, so CUDA graph replays need nothing from
  * the host. It runs while the rank's state exists; idle, it backs off to sleeping (a launch wakes
  * it sooner, chrDevNetKick). A plugin error (the peer is gone, the link cut, while a step is under
@@ -41,9 +44,22 @@ struct chrDevNet;
 /* Bootstrap tags of the handles: + (generation & 0xff) << 8 + the end's key. */
 #define CHR_DEV_NET_TAG 0x70000
 
+/* How the proxy moves a step between an end's GPU slots and host slots, for an end whose plugin
+ * refused to register its GPU memory (the link stages through host memory then: net_link.h).
+ * copy(arg, thread, dst, src, bytes) returns once the bytes are there; thread is the proxy thread's
+ * index (below CHR_DEV_NET_MAX_THREADS), so each thread may keep its own stream. destroy(arg), when
+ * set, runs once the proxy threads are stopped. */
+struct chrDevNetCopier {
+  ncclResult_t (*copy)(void* arg, int thread, void* dst, const void* src, size_t bytes);
+  void (*destroy)(void* arg);
+  void* arg;
+};
+
 /* Makes the (idle) proxy state of a rank. onFail(arg) runs once, on the proxy thread, when the rank's
- * connections fail. */
-ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), void* arg, struct chrDevNet** out);
+ * connections fail. copier (copied; NULL: GPU slots a plugin refuses fail the connection) is the
+ * proxy's from now on, destroyed with it, or here on failure. */
+ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), void* arg,
+                             const struct chrDevNetCopier* copier, struct chrDevNet** out);
 
 /* Connects ends[i][0 .. nEnds[i]) to peers[i] (each peer's ends as chrDevRankNetConnect listed them,
  * the peer doing the same for this rank) and hands them to the proxy, which starts with the first.

@@ -150,16 +150,30 @@ static ncclResult_t checkRegType(const struct chrNet* net, const char* fn, int t
   return ncclSuccess;
 }
 
-ncclResult_t chrNetRegMr(struct chrNet* net, void* comm, void* data, size_t size, int type, void** mhandle) {
+static ncclResult_t regMr(struct chrNet* net, void* comm, void* data, size_t size, int type, void** mhandle,
+                          int quiet) {
   NET_CHECK_OBJ(net, "chrNetRegMr");
   CHECK(checkPtr(comm, "chrNetRegMr", "comm"));
   CHECK(checkPtr(mhandle, "chrNetRegMr", "mhandle"));
   CHECK(checkRegType(net, "chrNetRegMr", type));
   *mhandle = NULL;
   ncclResult_t res = net->ncclNet->regMr(comm, data, size, type, mhandle);
+  if (res != ncclSuccess && quiet) {
+    if (!chrNetAdaptTakeReported())
+      chrSetLastError("net plugin %s (ABI v%d): regMr returned error %d", net->name, net->version, (int)res);
+    return res;
+  }
   if (res != ncclSuccess) return pluginFailed(net, "regMr", res);
   TRACE(NCCL_NET, "net %s: regMr(%p, %p, %zu, %d) -> %p", net->name, comm, data, size, type, *mhandle);
   return ncclSuccess;
+}
+
+ncclResult_t chrNetRegMr(struct chrNet* net, void* comm, void* data, size_t size, int type, void** mhandle) {
+  return regMr(net, comm, data, size, type, mhandle, 0);
+}
+
+ncclResult_t chrNetTryRegMr(struct chrNet* net, void* comm, void* data, size_t size, int type, void** mhandle) {
+  return regMr(net, comm, data, size, type, mhandle, 1);
 }
 
 ncclResult_t chrNetRegMrDmaBuf(struct chrNet* net, void* comm, void* data, size_t size, int type, uint64_t offset,

@@ -76,6 +76,8 @@ ncclResult_t chrNetAccept(struct chrNet* net, void* listenComm, void** recvComm,
 /* Memory registration on a send or recv comm. chrNetRegMrDmaBuf fails with ncclInternalError when
  * the plugin has no regMrDmaBuf slot. */
 ncclResult_t chrNetRegMr(struct chrNet* net, void* comm, void* data, size_t size, int type, void** mhandle);
+/* chrNetRegMr for a caller with a fallback: the plugin's refusal is the thread's last error, not a WARN. */
+ncclResult_t chrNetTryRegMr(struct chrNet* net, void* comm, void* data, size_t size, int type, void** mhandle);
 ncclResult_t chrNetRegMrDmaBuf(struct chrNet* net, void* comm, void* data, size_t size, int type,
                                uint64_t offset, int fd, void** mhandle);
 ncclResult_t chrNetDeregMr(struct chrNet* net, void* comm, void* mhandle);

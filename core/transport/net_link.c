@@ -122,14 +122,25 @@ ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int 
   ncclNetProperties_v12_t props;
   const int named = chrNetGetProperties(comm->net, dev, &props) == ncclSuccess && props.name != NULL;
   snprintf(link->via, sizeof(link->via), "net device %d (%.24s)", dev, named ? props.name : "?");
-  for (int i = 0; i < CHR_STEPS; i++) link->slots[i] = buffer + (size_t)i * stepSize;
-  res = chrNetRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, nl->memType, &nl->mhandle);
-  if (res != ncclSuccess && nl->memType == NCCL_PTR_CUDA) {
-    res = chrFail(res, "net plugin device %d (%.24s) refused to register the GPU memory of the link %s rank %d "
-                  "(NCCL_PTR_CUDA, GPUDirect RDMA): %s; NCCL_NET_GDR_LEVEL=LOC stages through host memory instead",
-                  dev, named ? props.name : "?", isSend ? "to" : "from", peer, chrThreadLastError());
+  res = nl->memType == NCCL_PTR_CUDA ? chrNetTryRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_CUDA,
+                                                     &nl->mhandle)
+                                      : chrNetRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_HOST,
+                                                    &nl->mhandle);
+  if (res != ncclSuccess && nl->memType == NCCL_PTR_CUDA) { /* no GPUDirect here: host slots of its own */
+    snprintf(nl->stagedWhy, sizeof(nl->stagedWhy), "net plugin device %d (%.24s) refused to register GPU memory "
+             "(NCCL_PTR_CUDA): %s", dev, named ? props.name : "?", chrThreadLastError());
+    nl->memType = NCCL_PTR_HOST;
+    char* host = NULL;
+    if (posix_memalign((void**)&host, 4096, stepSize * CHR_STEPS) != 0) {
+      res = chrFail(ncclSystemError, "out of memory for the host slots of a net link (%zu bytes)", stepSize * CHR_STEPS);
+      goto fail_close;
+    }
+    nl->buffer = buffer = host;
+    nl->ownsBuffer = 1;
+    res = chrNetRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_HOST, &nl->mhandle);
   }
   if (res != ncclSuccess) goto fail_close;
+  for (int i = 0; i < CHR_STEPS; i++) link->slots[i] = buffer + (size_t)i * stepSize;
   *out = link;
   return ncclSuccess;
 fail_close:
@@ -142,6 +153,11 @@ fail_free:
   if (isSend) chrNetCloseSend(comm->net, netComm);
   else chrNetCloseRecv(comm->net, netComm);
   return res;
+}
+
+const char* chrNetLinkStagedWhy(const struct chrLink* link) {
+  const struct chrNetLink* nl = link->priv;
+  return nl->stagedWhy[0] ? nl->stagedWhy : NULL;
 }
 
 ncclResult_t chrNetLinkFlush(struct chrLink* link, int slot, size_t bytes, void** request) {

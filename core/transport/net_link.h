@@ -20,14 +20,20 @@ struct chrNetLink {
   void* user[CHR_STEPS];   /* a direct step's user memory in place of the slot (NULL: the slot) */
   void* userMh[CHR_STEPS]; /* and its registration */
   int pending[CHR_STEPS]; /* the plugin returned a NULL request: post again from test */
+  char stagedWhy[256];    /* the plugin refused the caller's GPU slots: why ("" when not) */
 };
 
 /* Wrap a connected plugin comm (made on plugin device `dev`) into a link with registered slots:
  * `slots` (CHR_STEPS * stepSize bytes, page-aligned, kept by the caller until the link is closed, of
  * memory type memType: NCCL_PTR_HOST, or NCCL_PTR_CUDA for GPU memory) or, when NULL, its own (host).
- * On failure netComm is closed. */
+ * GPU slots the plugin refuses to register: the link takes host slots of its own instead, which the
+ * caller must copy to and from (chrNetLinkStagedWhy). On failure netComm is closed. */
 ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, int dev, void* netComm,
                               size_t stepSize, char* slots, int memType, struct chrLink** out);
+
+/* NULL, or why the link stages through host slots of its own (link->slots) in place of the caller's
+ * GPU slots: the plugin's refusal, with the plugin device named. */
+const char* chrNetLinkStagedWhy(const struct chrLink* link);
 
 /* After a receive of `bytes` into `slot` of a GPU-memory link completed: starts the plugin's flush
  * (iflush), which makes the data the NIC wrote visible to the GPU before the kernel reads it.

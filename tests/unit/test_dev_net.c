@@ -20,6 +20,10 @@
  *          GPUDirect one, every end's slots marked as GPU memory (host memory here, which the plugin
  *          takes as such with TESTNET_GDR_HOST_AS_CUDA=1): the proxy must register every end's slots
  *          as NCCL_PTR_CUDA and flush every received step that carried bytes before publishing it.
+ *   stage  "gdr" with a gdrtest NIC that refuses GPU memory (TESTNET_GDR_REFUSE_CUDA=1) while it
+ *          advertises it: every end must fall back to host slots of its link, the proxy copying each
+ *          step with bytes between them and the "GPU" slots (the test's copier, a counting memcpy):
+ *          no CUDA registration, no flush, every byte right.
  * The receiving threads announce their steps in works of 37 (need), as the kernel does per work; in
  * "data" the ranks that finish first close their comms, which must be no error for the others.
  */
@@ -42,7 +46,7 @@
 #define KILL_AFTER 40
 #define DRAIN_LATE_US 300000
 
-enum { MODE_DATA, MODE_KILL, MODE_DRAIN, MODE_GDR };
+enum { MODE_DATA, MODE_KILL, MODE_DRAIN, MODE_GDR, MODE_STAGE };
 static int gMode;
 static uint64_t gSteps = 400, gSlot = 16384; /* drain: 8 steps of 4 MiB slots */
 
@@ -79,7 +83,7 @@ struct kernel {
   struct chrDevNetEnd end;
   int peer;
   int result;        /* 0 ok, 1 bad data, 2 gave up after the failure */
-  uint64_t nonEmpty; /* receive: steps that carried bytes */
+  uint64_t nonEmpty; /* steps that carried bytes */
 };
 
 static void onFail(void* arg) { atomic_store(&((struct rankState*)arg)->failed, 1); }
@@ -123,6 +127,7 @@ static void kernelBody(struct kernel* k) {
       const uint64_t n = stepBytes(me, k->peer, key, s);
       for (uint64_t i = 0; i < n; i++) data[i] = (char)byteAt(me, k->peer, key, s, i);
       k->end.sizes[slot] = n;
+      k->nonEmpty += n > 0;
       __atomic_store_n(k->end.tail, s + 1, __ATOMIC_RELEASE);
     } else {
       if ((k->result = waitWord(k, k->end.tail, s + 1)) != 0) return;
@@ -153,7 +158,7 @@ static char* makeEnd(struct chrDevNetEnd* e, int isSend, int key) {
   if (posix_memalign((void**)&block, 4096, 4096 + 8 * gSlot) != 0) return NULL;
   memset(block, 0, 4096 + 8 * gSlot);
   *e = (struct chrDevNetEnd){isSend, key, block + 4096, gSlot, (uint64_t*)block, (uint64_t*)(block + 64),
-                             (uint64_t*)(block + 128), (uint64_t*)(block + 192), gMode == MODE_GDR};
+                             (uint64_t*)(block + 128), (uint64_t*)(block + 192), gMode >= MODE_GDR};
   return block;
 }
 
@@ -188,13 +193,48 @@ static int checkGdr(int rank, const struct kernel* ks, int n) {
   return 0;
 }
 
+/* The staging copier of "stage": a memcpy ("GPU" slots are host memory here) that counts each
+ * proxy thread's copies. */
+static _Atomic long long gCopies, gCopyBytes;
+static ncclResult_t countingCopy(void* arg, int thread, void* dst, const void* src, size_t bytes) {
+  (void)arg;
+  if (thread < 0 || thread >= CHR_DEV_NET_MAX_THREADS || bytes == 0 || bytes > gSlot) return ncclInternalError;
+  memcpy(dst, src, bytes);
+  atomic_fetch_add(&gCopies, 1);
+  atomic_fetch_add(&gCopyBytes, (long long)bytes);
+  return ncclSuccess;
+}
+
+/* Staged: every end fell back to host slots, nothing registered as GPU memory nor flushed, and
+ * one copy per step that carried bytes, sent or received. */
+static int checkStaged(int rank, const struct kernel* ks, int n) {
+  const char* path = getenv("NCCL_NET_PLUGIN");
+  void* lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  testNetGdrStatsFn statsOf = lib ? (testNetGdrStatsFn)dlsym(lib, "testNetGdrStats") : NULL;
+  if (statsOf == NULL) FAIL("the gdrtest plugin (NCCL_NET_PLUGIN=%s) is not loaded", path ? path : "(unset)");
+  const struct testNetGdrStats st = statsOf();
+  dlclose(lib);
+  uint64_t steps = 0;
+  for (int i = 0; i < n; i++) steps += ks[i].nonEmpty;
+  if (st.regCuda != 0 || st.regRefused != n || st.flushes != 0 || st.regionErrors != 0)
+    FAIL("gdrtest counted %lld CUDA registrations (want 0), %lld refused (want %d), %lld flushes (want 0), %lld region "
+         "errors", st.regCuda, st.regRefused, n, st.flushes, st.regionErrors);
+  if (atomic_load(&gCopies) != (long long)steps)
+    FAIL("the proxy made %lld staging copies, want %llu (the steps with bytes)", atomic_load(&gCopies),
+         (unsigned long long)steps);
+  printf("rank %d: %d ends refused as GPU memory and staged: %lld copies, %lld bytes\n", rank, n,
+         atomic_load(&gCopies), atomic_load(&gCopyBytes));
+  return 0;
+}
+
 static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   (void)arg;
   struct rankState rs = {rank, nranks, 0, NULL};
   ncclComm_t comm = NULL;
   if (ncclCommInitRank(&comm, nranks, *id, rank) != ncclSuccess) FAIL("init");
   if (comm->net == NULL) FAIL("no net plugin opened for a comm of %d hosts", nranks);
-  if (chrDevNetCreate(comm, onFail, &rs, &rs.net) != ncclSuccess) FAIL("create");
+  const struct chrDevNetCopier copier = {countingCopy, NULL, NULL};
+  if (chrDevNetCreate(comm, onFail, &rs, gMode == MODE_STAGE ? &copier : NULL, &rs.net) != ncclSuccess) FAIL("create");
   const int per = gMode == MODE_DRAIN ? KEYS : 2 * KEYS, maxPeers = nranks - 1;
   struct chrDevNetEnd* ends = calloc((size_t)maxPeers * per, sizeof(*ends));
   struct chrDevNetEnd** lists = calloc((size_t)maxPeers, sizeof(*lists));
@@ -234,6 +274,7 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
   const double took = chrLaunchNowSec() - t0;
   if (bad) FAIL("%d ends saw wrong data", bad);
   if (gMode == MODE_GDR && checkGdr(rank, ks, nPeers * per) != 0) return 1;
+  if (gMode == MODE_STAGE && checkStaged(rank, ks, nPeers * per) != 0) return 1;
   if (gMode == MODE_KILL) {
     /* The dead rank's peers must all have failed (its links are gone) and none may hang. */
     if (!atomic_load(&rs.failed) || !chrDevNetFailed(rs.net)) FAIL("the proxy never reported the dead rank");
@@ -259,13 +300,13 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
 }
 
 int main(int argc, char** argv) {
-  const char* modes[] = {"data", "kill", "drain", "gdr"};
+  const char* modes[] = {"data", "kill", "drain", "gdr", "stage"};
   gMode = -1;
-  for (int m = 0; argc == 3 && m < 4; m++)
+  for (int m = 0; argc == 3 && m < 5; m++)
     if (strcmp(argv[1], modes[m]) == 0) gMode = m;
   const int n = argc == 3 ? atoi(argv[2]) : 0;
   if (gMode < 0 || n < 2 || n > 8) {
-    fprintf(stderr, "usage: %s data|kill|drain|gdr <nranks 2..8>\n", argv[0]);
+    fprintf(stderr, "usage: %s data|kill|drain|gdr|stage <nranks 2..8>\n", argv[0]);
     return 2;
   }
   if (gMode == MODE_DRAIN) {

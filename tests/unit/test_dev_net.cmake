@@ -12,10 +12,16 @@ foreach(n 2 3)
   endforeach()
 endforeach()
 # The same through the gdrtest NIC, every end's slots registered as GPU memory (host memory taken as
-# such by the plugin here): the proxy's GPUDirect side, its registrations and flushes.
+# such by the plugin here): the proxy's GPUDirect side, its registrations and flushes; and its
+# fallback to host staging when the NIC refuses the GPU memory.
 if(TARGET chorus_net_common AND TARGET nccl-net-socket) # tests/plugins builds testnet_gdr then
   add_dependencies(test_dev_net testnet_gdr)
   add_test(NAME unit.dev_net.gdr.n2 COMMAND test_dev_net gdr 2)
   set_tests_properties(unit.dev_net.gdr.n2 PROPERTIES TIMEOUT 120 PROCESSORS 2
     ENVIRONMENT "CHORUS_BOOTSTRAP_TIMEOUT=30;NCCL_SOCKET_IFNAME=lo;NCCL_COMM_ID=;NCCL_DEBUG=WARN;NCCL_NET_PLUGIN=$<TARGET_FILE:testnet_gdr>;CHORUS_PLUGIN_STRICT=1;TESTNET_GDR_HOST_AS_CUDA=1")
+  # A NIC that advertises GPU memory and refuses it: every end staged through host memory, one WARN.
+  add_test(NAME unit.dev_net.stage.n2 COMMAND ${CHORUS_EXPECT_OUTPUT} --has "stage through host memory"
+           -- $<TARGET_FILE:test_dev_net> stage 2)
+  set_tests_properties(unit.dev_net.stage.n2 PROPERTIES TIMEOUT 120 PROCESSORS 2
+    ENVIRONMENT "CHORUS_BOOTSTRAP_TIMEOUT=30;NCCL_SOCKET_IFNAME=lo;NCCL_COMM_ID=;NCCL_DEBUG=WARN;NCCL_NET_PLUGIN=$<TARGET_FILE:testnet_gdr>;CHORUS_PLUGIN_STRICT=1;TESTNET_GDR_HOST_AS_CUDA=1;TESTNET_GDR_REFUSE_CUDA=1")
 endif()
