@@ -67,8 +67,12 @@ ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), v
   net->onFail = onFail;
   net->failArg = arg;
   if (copier) net->copier = *copier;
+  /* Auto (0): a thread per NIC, at least 2. An end of key k goes through NIC dev[k mod NICs]
+   * (chrNetDevFor) and to thread k mod threads, so with as many threads as NICs each thread drives
+   * one NIC, and no NIC's traffic waits behind another's. */
+  const int nics = comm->netDevs.n > 0 ? comm->netDevs.n : 1;
   net->nThreads = (int)chrParamInt(CHR_P_GPU_NET_PROXY_THREADS);
-  if (net->nThreads < 1) net->nThreads = 1;
+  if (net->nThreads == 0) net->nThreads = nics < 2 ? 2 : nics;
   if (net->nThreads > CHR_DEV_NET_MAX_THREADS) net->nThreads = CHR_DEV_NET_MAX_THREADS;
   for (int t = 0; t < net->nThreads; t++) {
     net->threads[t].net = net;

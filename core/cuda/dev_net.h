@@ -4,8 +4,9 @@
  *
  * A kernel cannot reach a GPU on another host, so each such connection end lives in host-mapped
  * memory of its own rank (device/launch/net_ends.cu) and the rank's proxy threads stand in for the far
- * end (CHORUS_GPU_NET_PROXY_THREADS, 2: the ends of ring channel or lane k go to thread k mod 2, so
- * the channels' transfers, and the net plugin's work on them, run side by side), through links of
+ * end (CHORUS_GPU_NET_PROXY_THREADS, by default one per NIC the rank uses and at least 2: the ends of
+ * ring channel or lane k go to thread k mod threads, so the channels' transfers, and the net plugin's
+ * work on them, run side by side, a thread per NIC), through links of
  * the net plugin (transport/net_link.c) whose slots are those same ends:
  *   send end:    the kernel fills slot s, writes its size, then tail = s + 1; the proxy posts the
  *                slot to the plugin (isend) and, once the plugin is done with it, sets head = s + 1,
