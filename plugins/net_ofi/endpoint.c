@@ -384,10 +384,25 @@ static void* progressMain(void* arg) {
   return NULL;
 }
 
+/* At unload or exit an endpoint's lock may be held for good: by the very thread running exit (a
+ * provider library's SIGSEGV handler that calls exit inside one of our calls, as libinfinipath's
+ * does) or by a thread that will never run again. Waiting for it would hang the process instead of
+ * ending it, so the wait is bounded, and a thread whose lock cannot be had is left to the exit. */
+#define OFI_EXIT_LOCK_WAIT_MS 2000
+
 void ofiStopThreads(void) {
+  const int64_t until = ofiNowNs() + OFI_EXIT_LOCK_WAIT_MS * 1000000LL;
   for (int d = 0; d < ofiNDevs; d++) {
     if (!ofiDevs[d].open || ofiDevs[d].pid != getpid()) continue;
-    for (int i = 0; i < OFI_MAX_EPS; i++) stopThread(&ofiDevs[d].eps[i]);
+    for (int i = 0; i < OFI_MAX_EPS; i++) {
+      ofiEp* e = &ofiDevs[d].eps[i];
+      if (!e->threadOn) continue;
+      int locked = 0;
+      while (!(locked = pthread_mutex_trylock(e->lock) == 0) && ofiNowNs() < until) usleep(1000);
+      if (!locked) continue; /* nothing logged: the logger's own lock may be the one held */
+      pthread_mutex_unlock(e->lock);
+      stopThread(e);
+    }
   }
 }
 

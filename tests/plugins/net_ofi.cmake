@@ -57,6 +57,21 @@ foreach(case inflight grouped sizes)
   ofi_add_test(${case}_nothr_shortqueue ${case} ENV "CHORUS_OFI_PROGRESS_THREADS=0;FI_OFI_RXM_TX_SIZE=4;FI_OFI_RXM_RX_SIZE=4")
 endforeach()
 ofi_add_test(flush_nothr flush ENV "CHORUS_OFI_PROGRESS_THREADS=0;CHORUS_OFI_FORCE_FLUSH=1")
+# The process exits (status 42) from inside the plugin's call that reports the killed sender, with the
+# endpoint's lock held, as a provider's SIGSEGV handler that calls exit does: the plugin's exit-time
+# stop of its progress threads must not wait for that lock forever (a hang is the test's timeout).
+foreach(mode thr_eps1 nothr)
+  if(mode STREQUAL "thr_eps1")
+    set(exit_env "CHORUS_OFI_PROGRESS_THREADS=1;CHORUS_OFI_ENDPOINTS=1")
+  else()
+    set(exit_env "CHORUS_OFI_PROGRESS_THREADS=0")
+  endif()
+  add_test(NAME plugins.net_ofi.exit_at_warn_${mode} COMMAND sh -c
+           "\"$@\"; s=$?; [ $s = 42 ] && exit 0; [ $s = ${CHORUS_SKIP_CODE} ] && exit $s; echo \"exit status $s, expected 42\"; exit 1"
+           -- $<TARGET_FILE:test_net_ofi> ${OFI_LIB} kill_sender 12)
+  set_tests_properties(plugins.net_ofi.exit_at_warn_${mode} PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE ${CHORUS_SKIP_CODE}
+                       ENVIRONMENT "${OFI_ENV};${exit_env};NT_EXIT_AT_WARN=42")
+endforeach()
 
 # chorus-netcheck drives it as a core does (several comms, depths, grouped receives, churn), as ABI v12
 # and through Chorus's v8 adapter; the first one also prints the table against raw TCP.
