@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "bootstrap/bootstrap.h"
 #include "commstate/comm.h"
 #include "config/param.h"
 #include "cuda/dev_net.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
+#include "transport/net_connect.h"
 #include "transport/net_link.h"
 #include "transport/net_devs.h"
 #include "util/idle.h"
@@ -270,81 +270,8 @@ static void listEnds(struct chrDevNet* net, int t, struct proxyEnd* ends, int n)
   pthread_mutex_unlock(&pt->lock);
 }
 
-/* Every new end's plugin comm: listen and send handles, receive handles, then connect and accept
- * together (dev_net.h). comms[i] gets end i's send or recv comm; on failure every comm made is closed. */
-struct pending {
-  struct proxyEnd* e;
-  int dev;      /* the plugin device the end connects through (transport/net_devs.h) */
-  void* listen;
-  void* comm;
-  char handle[NCCL_NET_HANDLE_MAXSIZE];
-};
-
 static int endTag(const struct ncclComm* comm, const struct proxyEnd* e) {
   return CHR_DEV_NET_TAG + (int)((comm->devGeneration & 0xffu) << 8) + e->end.key;
-}
-
-static ncclResult_t connectAll(struct ncclComm* comm, struct pending* p, int n) {
-  ncclResult_t res = ncclSuccess;
-  for (int i = 0; i < n; i++) {
-    if (p[i].e->end.isSend) continue;
-    memset(p[i].handle, 0, sizeof(p[i].handle));
-    CHECK_GOTO(chrNetListen(comm->net, p[i].dev, p[i].handle, &p[i].listen), res, fail);
-    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, p[i].e->peer, endTag(comm, p[i].e), p[i].handle, sizeof(p[i].handle)),
-               res, fail);
-  }
-  for (int i = 0; i < n; i++)
-    if (p[i].e->end.isSend)
-      CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, p[i].e->peer, endTag(comm, p[i].e), p[i].handle, sizeof(p[i].handle)),
-                 res, fail);
-  const int64_t timeoutSec = chrParamInt(CHR_P_TIMEOUT);
-  const uint64_t start = chrNowNs();
-  uint64_t lastPeerCheck = start;
-  for (;;) {
-    int left = 0, waitPeer = -1;
-    for (int i = 0; i < n; i++) {
-      if (p[i].comm) continue;
-      if (p[i].e->end.isSend) CHECK_GOTO(chrNetConnect(comm->net, p[i].dev, p[i].handle, &p[i].comm, NULL), res, fail);
-      else CHECK_GOTO(chrNetAccept(comm->net, p[i].listen, &p[i].comm, NULL), res, fail);
-      if (p[i].comm == NULL) {
-        left++;
-        waitPeer = p[i].e->peer;
-      }
-    }
-    if (left == 0) break;
-    if (comm->abortFlag) {
-      res = chrFail(ncclRemoteError, "comm %p rank %d: connecting its GPU ends to other hosts: communicator aborted",
-                    (void*)comm, comm->rank);
-      goto fail;
-    }
-    const uint64_t now = chrNowNs();
-    if (timeoutSec > 0 && now - start > (uint64_t)timeoutSec * 1000000000ull) {
-      res = chrFail(ncclTimeout, "comm %p rank %d: rank %d did not connect its GPU ends within %lld s (CHORUS_TIMEOUT)",
-                    (void*)comm, comm->rank, waitPeer, (long long)timeoutSec);
-      goto fail;
-    }
-    if (now - lastPeerCheck > 100000000ull) { /* a peer that died after sending its handle never connects */
-      lastPeerCheck = now;
-      int checked = -1; /* every peer still pending (its ends are adjacent): a dead one must not wait behind a slow one */
-      for (int i = 0; i < n; i++)
-        if (p[i].comm == NULL && p[i].e->peer != checked) {
-          checked = p[i].e->peer;
-          CHECK_GOTO(chrBootstrapCheckPeer(comm->bootstrap, checked), res, fail);
-        }
-    }
-    chrIdleWait(now - start);
-  }
-fail:
-  for (int i = 0; i < n; i++) {
-    if (p[i].listen) chrNetCloseListen(comm->net, p[i].listen);
-    p[i].listen = NULL;
-    if (res != ncclSuccess && p[i].comm) {
-      if (p[i].e->end.isSend) chrNetCloseSend(comm->net, p[i].comm);
-      else chrNetCloseRecv(comm->net, p[i].comm);
-      p[i].comm = NULL;
-    }
-  }
-  return res;
 }
 
 ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, struct chrDevNetEnd* const* ends,
@@ -355,7 +282,7 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
   for (int i = 0; i < nPeers; i++) n += nEnds[i];
   if (n == 0) return ncclSuccess;
   struct proxyEnd* fresh = calloc((size_t)n, sizeof(*fresh));
-  struct pending* p = calloc((size_t)n, sizeof(*p));
+  struct chrNetEndReq* p = calloc((size_t)n, sizeof(*p));
   ncclResult_t res = ncclSuccess;
   if (fresh == NULL || p == NULL) {
     res = chrFail(ncclSystemError, "comm %p rank %d: out of memory for %d GPU net ends", (void*)comm, comm->rank, n);
@@ -365,11 +292,13 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
     for (int j = 0; j < nEnds[i]; j++, k++) {
       fresh[k].end = ends[i][j];
       fresh[k].peer = peers[i];
-      p[k].e = &fresh[k];
+      p[k].peer = peers[i];
+      p[k].isSend = fresh[k].end.isSend;
+      p[k].tag = endTag(comm, &fresh[k]);
       p[k].dev = fresh[k].end.isSend ? chrNetDevFor(&comm->netDevs, fresh[k].end.key, 0, comm->rank, peers[i])
                                      : chrNetDevFor(&comm->netDevs, fresh[k].end.key, 0, peers[i], comm->rank);
     }
-  CHECK_GOTO(connectAll(comm, p, n), res, out);
+  CHECK_GOTO(chrNetConnectAll(comm, p, n, "connecting GPU ends to other hosts"), res, out);
   int made = 0;
   for (; made < n; made++) {
     struct proxyEnd* e = &fresh[made];

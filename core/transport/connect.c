@@ -9,20 +9,18 @@
  * accept loop), so no wait can close a cycle around the ring.
  *
  * Net: the receiving side listens and sends its handle to its predecessor over the bootstrap; the
- * sending side receives the handle from its successor and connects. connect and accept are
- * non-blocking in the net ABI, so both are driven in one loop until both are done, with the abort flag
- * checked on every pass, the peer's liveness every 100 ms (a dead peer is an error at once), and a
- * deadline only when CHORUS_TIMEOUT > 0 (by default a slow peer is waited for, as NCCL does).
+ * sending side receives the handle from its successor and connects (transport/net_connect.c, which
+ * drives both until done, abort-aware, a dead peer an error at once, CHORUS_TIMEOUT when set).
  */
+#include <stdio.h>
 #include <string.h>
-#include "bootstrap/bootstrap.h"
 #include "commstate/comm.h"
 #include "config/param.h"
-#include "util/idle.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
 #include "transport/connect.h"
+#include "transport/net_connect.h"
 #include "transport/net_devs.h"
 #include "transport/net_link.h"
 #include "transport/shm_link.h"
@@ -74,80 +72,38 @@ static int netDevFor(const struct ncclComm* comm, int channel, int sendRank, int
 
 ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
                                struct chrLink** send, struct chrLink** recv) {
-  char myHandle[NCCL_NET_HANDLE_MAXSIZE];
-  char peerHandle[NCCL_NET_HANDLE_MAXSIZE];
-  void* listenComm = NULL;
-  void* sendComm = NULL;
-  void* recvComm = NULL;
-  struct chrLink* s = NULL;
-  struct chrLink* r = NULL;
+  struct chrNetEndReq reqs[2];
+  int n = 0;
+  if (sendPeer >= 0)
+    reqs[n++] = (struct chrNetEndReq){.peer = sendPeer, .isSend = 1, .tag = TAG_RING_CONNECT + channel,
+                                      .dev = netDevFor(comm, channel, comm->rank, sendPeer)};
+  if (recvPeer >= 0)
+    reqs[n++] = (struct chrNetEndReq){.peer = recvPeer, .isSend = 0, .tag = TAG_RING_CONNECT + channel,
+                                      .dev = netDevFor(comm, channel, recvPeer, comm->rank)};
+  char what[48];
+  snprintf(what, sizeof(what), "connecting channel %d", channel);
+  CHECK(chrNetConnectAll(comm, reqs, n, what));
+  struct chrLink* links[2] = {NULL, NULL};
   ncclResult_t res = ncclSuccess;
-  int tag = TAG_RING_CONNECT + channel;
-  int wantSend = sendPeer >= 0, wantRecv = recvPeer >= 0;
-  memset(myHandle, 0, sizeof(myHandle));
-  if (comm->net == NULL) return chrFail(ncclInternalError, "no net plugin open on comm %p", (void*)comm);
-
-  if (wantRecv) {
-    CHECK(chrNetListen(comm->net, netDevFor(comm, channel, recvPeer, comm->rank), myHandle, &listenComm));
-    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, recvPeer, tag, myHandle, sizeof(myHandle)), res, fail_listen);
-  }
-  if (wantSend)
-    CHECK_GOTO(chrBootstrapRecv(comm->bootstrap, sendPeer, tag, peerHandle, sizeof(peerHandle)), res, fail_listen);
-
-  uint64_t start = chrNowNs(), lastPeerCheck = start;
-  int64_t timeoutSec = chrParamInt(CHR_P_TIMEOUT);
-  uint64_t deadline = timeoutSec > 0 ? start + (uint64_t)timeoutSec * 1000000000ull : UINT64_MAX; /* 0: no limit */
-  while ((wantSend && sendComm == NULL) || (wantRecv && recvComm == NULL)) {
-    if (wantSend && sendComm == NULL)
-      CHECK_GOTO(chrNetConnect(comm->net, netDevFor(comm, channel, comm->rank, sendPeer), peerHandle, &sendComm, NULL),
-                 res, fail_comms);
-    if (wantRecv && recvComm == NULL) CHECK_GOTO(chrNetAccept(comm->net, listenComm, &recvComm, NULL), res, fail_comms);
-    if ((!wantSend || sendComm) && (!wantRecv || recvComm)) break;
-    if (comm->abortFlag) {
-      res = chrFail(ncclRemoteError, "connecting channel %d: communicator aborted", channel);
-      goto fail_comms;
+  for (int i = 0; i < n; i++) {
+    if (res == ncclSuccess) {
+      res = chrNetLinkCreate(comm, channel, reqs[i].peer, reqs[i].isSend, reqs[i].dev, reqs[i].comm, stepSize, NULL,
+                             NCCL_PTR_HOST, &links[i]);
+      continue; /* the link owns the plugin comm now, or closed it */
     }
-    int toPeer = wantSend && sendComm == NULL;
-    uint64_t now = chrNowNs();
-    if (now > deadline) {
-      res = chrFail(ncclTimeout, "connecting channel %d: %s rank %d not reached within %lld s (CHORUS_TIMEOUT)", channel,
-                    toPeer ? "to" : "from", toPeer ? sendPeer : recvPeer, (long long)timeoutSec);
-      goto fail_comms;
-    }
-    /* A peer that died after sending its handle never connects or accepts: ask the bootstrap. */
-    if (now - lastPeerCheck > 100000000ull) {
-      lastPeerCheck = now;
-      CHECK_GOTO(chrBootstrapCheckPeer(comm->bootstrap, toPeer ? sendPeer : recvPeer), res, fail_comms);
-    }
-    chrIdleWait(chrNowNs() - start);
+    if (reqs[i].isSend) chrNetCloseSend(comm->net, reqs[i].comm);
+    else chrNetCloseRecv(comm->net, reqs[i].comm);
   }
-  if (listenComm) chrNetCloseListen(comm->net, listenComm);
-  listenComm = NULL;
-
-  if (wantSend) {
-    res = chrNetLinkCreate(comm, channel, sendPeer, 1, netDevFor(comm, channel, comm->rank, sendPeer), sendComm, stepSize,
-                           NULL, NCCL_PTR_HOST, &s);
-    sendComm = NULL; /* owned (or closed) by the link now */
-    if (res != ncclSuccess) goto fail_comms;
+  if (res != ncclSuccess) {
+    for (int i = 0; i < n; i++)
+      if (links[i]) links[i]->ops->close(links[i]);
+    return res;
   }
-  if (wantRecv) {
-    res = chrNetLinkCreate(comm, channel, recvPeer, 0, netDevFor(comm, channel, recvPeer, comm->rank), recvComm, stepSize,
-                           NULL, NCCL_PTR_HOST, &r);
-    recvComm = NULL;
-    if (res != ncclSuccess) goto fail_comms;
+  for (int i = 0; i < n; i++) {
+    if (reqs[i].isSend && send) *send = links[i];
+    if (!reqs[i].isSend && recv) *recv = links[i];
   }
-  if (send) *send = s;
-  if (recv) *recv = r;
   return ncclSuccess;
-
-fail_comms:
-  if (sendComm) chrNetCloseSend(comm->net, sendComm);
-  if (recvComm) chrNetCloseRecv(comm->net, recvComm);
-  if (s) s->ops->close(s);
-  if (r) r->ops->close(r);
-fail_listen:
-  if (listenComm) chrNetCloseListen(comm->net, listenComm);
-  return res;
 }
 
 ncclResult_t chrTransportConnectPeers(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t step,
