@@ -108,7 +108,7 @@ struct ncclComm {
   /* GPU path (cuda/dev_state.h). devLocal: every rank is in this process and on this comm's CUDA
    * device (cudaDev): one device group for all of them. devIpc: otherwise, every rank has a GPU:
    * per-rank device state, connected through CUDA IPC / peer access on this host and, when devNet
-   * (some rank is on another host), through the net plugin's proxy (cuda/dev_net.h) across hosts.
+   * (some rank is on another host), through the net plugin's proxy (transport/dev_net.h) across hosts.
    * dev: this rank's device state, made at the first device-buffer call. */
   int devLocal;
   int devIpc;

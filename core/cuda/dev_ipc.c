@@ -10,7 +10,7 @@
 #include "bootstrap/bootstrap.h"
 #include "commstate/comm.h"
 #include "cuda/dev_ipc.h"
-#include "cuda/dev_net.h"
+#include "transport/dev_net.h"
 #include "cuda/net_staging.h"
 #include "plugin/net_plugin.h"
 #include "transport/net_devs.h"

@@ -6,7 +6,7 @@
 #ifndef CHORUS_CUDA_NET_STAGING_H_
 #define CHORUS_CUDA_NET_STAGING_H_
 
-#include "cuda/dev_net.h"
+#include "transport/dev_net.h"
 
 /* A copier for GPU `cudaDev` (the runtime's ordinal). Nothing is asked of the driver until the first
  * copy; each proxy thread then copies on a non-blocking stream of its own in the device's primary

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_connect.h: making plugin comms with peers, many at once, for the host links (connect.c) and the
- * GPU path's proxy ends (cuda/dev_net.c) alike.
+ * GPU path's proxy ends (transport/dev_net.c) alike.
  */
 #ifndef CHORUS_NET_CONNECT_H_
 #define CHORUS_NET_CONNECT_H_

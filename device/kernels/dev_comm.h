@@ -20,7 +20,7 @@
  * polls the data itself and no tail or fence is needed. Both protocols share the step sequence and
  * the head credit, so a link may mix them from one work to the next.
  *
- * A net end (a peer on another host, core/cuda/dev_net.c) has its FIFO and control words in
+ * A net end (a peer on another host, core/transport/dev_net.c) has its FIFO and control words in
  * host-mapped memory of its own rank, and a proxy thread stands in for the peer: it sends a
  * published slot through the net plugin and then advances head, or receives into a free slot and
  * then advances tail. Only SIMPLE runs there (no LL slots: ll is NULL).

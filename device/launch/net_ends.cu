@@ -3,7 +3,7 @@
  * net_ends.cu: a rank's connection ends to a peer on another host (hostdev/dev_api.h: chrDevRankNetConnect).
  *
  * The peer's memory cannot be mapped, so each end's FIFO and control words live in this rank's own
- * host-mapped memory (one cudaHostAlloc per peer), and the core's proxy (core/cuda/dev_net.c) plays
+ * host-mapped memory (one cudaHostAlloc per peer), and the core's proxy (core/transport/dev_net.c) plays
  * the far end through the net plugin: on a send end it sends each slot the kernel published (tail,
  * with the step's size in sizes[slot]) and advances head once the plugin is done with the slot; on a
  * receive end it receives into every slot the kernel has freed (head) and advances tail, after

@@ -55,7 +55,7 @@
  * after its stream already waits (with CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting, every
  * stream shares one hardware queue). CHORUS_TEST_HOSTS=H (default 1): rank r acts out host r % H
  * (NCCL_HOSTID), so ranks of different hosts connect through the net plugin and the GPU path's
- * proxy (core/cuda/dev_net.h) instead of CUDA IPC. Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
+ * proxy (core/transport/dev_net.h) instead of CUDA IPC. Exits 77 (SKIP) without a CUDA device (asked in a child, so this process never
  * initialises CUDA before forking). Every wait has a deadline: a hang fails, naming the case.
  */
 #include <cuda.h>

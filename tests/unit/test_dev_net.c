@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_dev_net.c: the GPU path's net proxy (core/cuda/dev_net.c) between real processes, each its own
+ * test_dev_net.c: the GPU path's net proxy (core/transport/dev_net.c) between real processes, each its own
  * acted-out host, with threads in place of the kernels: they drive the ends' words exactly as the
  * kernel does (dev_comm.h: the sender fills a slot, writes its size, then tail; the receiver waits
  * for tail, checks the size and the bytes, then writes head), so nothing here needs a GPU.
@@ -35,7 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "commstate/comm.h"
-#include "cuda/dev_net.h"
+#include "transport/dev_net.h"
 #include "launch.h"
 #include "log/log.h"
 #include "util/idle.h"

@@ -9,7 +9,7 @@
 #include <time.h>
 #include "commstate/comm.h"
 #include "config/param.h"
-#include "cuda/dev_net.h"
+#include "transport/dev_net.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"

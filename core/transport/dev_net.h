@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dev_net.h: the GPU path's connections to ranks on other hosts. Internal to core/cuda.
+ * dev_net.h: the GPU path's connections to ranks on other hosts: the net proxy.
  *
  * A kernel cannot reach a GPU on another host, so each such connection end lives in host-mapped
  * memory of its own rank (device/launch/net_ends.cu) and the rank's proxy threads stand in for the far
@@ -30,8 +30,8 @@
  * peer over the bootstrap (which never waits), then every send end receives its peer's handle,
  * then all connects and accepts are driven together.
  */
-#ifndef CHORUS_CUDA_DEV_NET_H_
-#define CHORUS_CUDA_DEV_NET_H_
+#ifndef CHORUS_TRANSPORT_DEV_NET_H_
+#define CHORUS_TRANSPORT_DEV_NET_H_
 
 #include "hostdev/dev_api.h" /* struct chrDevNetEnd */
 #include "nccl.h"
@@ -85,4 +85,4 @@ ncclResult_t chrDevNetDrain(struct chrDevNet* net, const char* func);
  * may still use the ends. NULL is fine. */
 void chrDevNetDestroy(struct chrDevNet* net);
 
-#endif /* CHORUS_CUDA_DEV_NET_H_ */
+#endif /* CHORUS_TRANSPORT_DEV_NET_H_ */
