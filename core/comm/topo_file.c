@@ -93,6 +93,10 @@ static void orderNetDevs(struct ncclComm* comm, const struct chrTopoSystem* sys)
   }
   if (chrNetDevsFromTopo(sys, comm->peers[comm->rank].busId, ndev, &comm->netDevs))
     INFO(NCCL_INIT | NCCL_NET, "rank %d uses %d net devices, in the topology's order", comm->rank, comm->netDevs.n);
+  if (chrParamInt(CHR_P_CROSS_NIC) == 0 &&
+      chrNetRailsFromTopo(sys, comm->peers[comm->rank].busId, ndev, &comm->netRails) == 0)
+    INFO(NCCL_INIT | NCCL_NET, "rank %d: NCCL_CROSS_NIC=0, but its GPU is not in the topology: links send through its "
+         "own NICs", comm->rank);
 }
 
 ncclResult_t chrCommTopoFile(struct ncclComm* comm) {

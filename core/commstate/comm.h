@@ -87,6 +87,7 @@ struct ncclComm {
 
   struct chrNet* net;          /* the net plugin chosen for this comm (chrNetOpen) */
   struct chrNetDevs netDevs;   /* the plugin devices this rank's links use */
+  struct chrNetRails netRails; /* NCCL_CROSS_NIC=0: the devices to send through, by the peer's GPU */
 
   /* The planner's cost model (plan/cost_model.h), read from the configuration at init so that one
    * comm plans with one model for its whole life. */

@@ -130,20 +130,27 @@ static void netFailed(void* arg) {
   chrCommSetAsyncError(comm, ncclRemoteError);
 }
 
-/* Which ends keep their slots in GPU memory (GPUDirect RDMA), by key (chrDevRankNetConnect): a ring
- * channel's (or point-to-point lane's) receive end when its NIC may write this GPU's memory, its send
- * end when the NIC may read it (the topology's rule: transport/net_devs.h), and only through a
+/* The GPUDirect bit `bit` of key k's device in `devs` (chrNetDevFor: ring keys take the same device
+ * at both ends), when that plugin device takes NCCL_PTR_CUDA memory; else 0. */
+static unsigned gdrOf(const struct ncclComm* comm, const struct chrNetDevs* devs, int k, unsigned bit) {
+  const int dev = chrNetDevFor(devs, k, 0, 0, 0);
+  ncclNetProperties_v12_t props;
+  if (!(chrNetDevGdr(devs, dev) & bit) || chrNetGetProperties(comm->net, dev, &props) != ncclSuccess ||
+      !(props.ptrSupport & NCCL_PTR_CUDA))
+    return 0;
+  return bit;
+}
+
+/* Which ends to `peer` keep their slots in GPU memory (GPUDirect RDMA), by key
+ * (chrDevRankNetConnect): a ring channel's (or point-to-point lane's) receive end when its NIC may
+ * write this GPU's memory, its send end when the NIC it sends through (the peer's rail under
+ * NCCL_CROSS_NIC=0) may read it (the topology's rule: transport/net_devs.h), and only through a
  * plugin device that takes NCCL_PTR_CUDA memory. */
-static void gdrByKey(const struct ncclComm* comm, uint8_t* out, int nKeys) {
-  for (int k = 0; k < nKeys; k++) {
-    const int dev = chrNetDevFor(&comm->netDevs, k, 0, 0, 0); /* ring keys: the same device at both ends */
-    const unsigned gdr = chrNetDevGdr(&comm->netDevs, dev);
-    ncclNetProperties_v12_t props;
-    out[k] = 0;
-    if (gdr == 0 || chrNetGetProperties(comm->net, dev, &props) != ncclSuccess || !(props.ptrSupport & NCCL_PTR_CUDA))
-      continue;
-    out[k] = (uint8_t)((gdr & CHR_NET_GDR_WRITE ? 1u : 0u) | (gdr & CHR_NET_GDR_READ ? 2u : 0u));
-  }
+static void gdrByKey(const struct ncclComm* comm, int peer, uint8_t* out, int nKeys) {
+  const struct chrNetDevs* toward = chrNetDevsToward(&comm->netDevs, &comm->netRails, comm->peers[peer].busId);
+  for (int k = 0; k < nKeys; k++)
+    out[k] = (uint8_t)((gdrOf(comm, &comm->netDevs, k, CHR_NET_GDR_WRITE) ? 1u : 0u) |
+                       (gdrOf(comm, toward, k, CHR_NET_GDR_READ) ? 2u : 0u));
 }
 
 /* The needed peers on other hosts: their ends through the net proxy. */
@@ -172,11 +179,11 @@ static ncclResult_t connectRemote(struct ncclComm* comm, const unsigned char* ne
                   comm->rank, k);
     goto out;
   }
-  gdrByKey(comm, gdr, maxEnds);
   k = 0;
   for (int r = 0; r < n; r++) {
     if (!need[r] || x->connected[r] || sameHost(comm, r)) continue;
     ends[k] = all + (size_t)k * (size_t)maxEnds;
+    gdrByKey(comm, r, gdr, maxEnds);
     if (lib->rankNetConnect(st->rank, r, gdr, ends[k], maxEnds, &nEnds[k]) != ncclSuccess) {
       res = chrFail(ncclUnhandledCudaError, "comm %p rank %d: GPU ends for rank %d (another host): %s", (void*)comm,
                     comm->rank, r, lib->lastError());

@@ -9,6 +9,8 @@
 #ifndef CHORUS_PLUGIN_NET_DEV_LIST_H_
 #define CHORUS_PLUGIN_NET_DEV_LIST_H_
 
+#include <stdint.h>
+
 #define CHR_NET_MAX_DEVS 32
 
 struct chrNetDevs {
@@ -21,5 +23,16 @@ struct chrNetDevs {
 };
 #define CHR_NET_GDR_WRITE 1
 #define CHR_NET_GDR_READ 2
+
+/* NCCL_CROSS_NIC=0: per GPU of this host (by PCI address), the devices the topology gives that GPU,
+ * with the GPUDirect bits of this rank's GPU toward them. A link to a peer on another host sends
+ * through the list of the GPU at the peer GPU's address (the same slot on identical hosts), so
+ * both of its ends use the same rail. n = 0: not asked, or no topology. */
+#define CHR_NET_MAX_RAILS 16
+struct chrNetRails {
+  int n;
+  int64_t busId[CHR_NET_MAX_RAILS]; /* the bus id form of chrCudaDeviceBusId */
+  struct chrNetDevs devs[CHR_NET_MAX_RAILS];
+};
 
 #endif /* CHORUS_PLUGIN_NET_DEV_LIST_H_ */

@@ -295,7 +295,8 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
       p[k].peer = peers[i];
       p[k].isSend = fresh[k].end.isSend;
       p[k].tag = endTag(comm, &fresh[k]);
-      p[k].dev = fresh[k].end.isSend ? chrNetDevFor(&comm->netDevs, fresh[k].end.key, 0, comm->rank, peers[i])
+      const struct chrNetDevs* toward = chrNetDevsToward(&comm->netDevs, &comm->netRails, comm->peers[peers[i]].busId);
+      p[k].dev = fresh[k].end.isSend ? chrNetDevFor(toward, fresh[k].end.key, 0, comm->rank, peers[i])
                                      : chrNetDevFor(&comm->netDevs, fresh[k].end.key, 0, peers[i], comm->rank);
     }
   CHECK_GOTO(chrNetConnectAll(comm, p, n, "connecting GPU ends to other hosts"), res, out);

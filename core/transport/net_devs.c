@@ -33,49 +33,91 @@ ncclResult_t chrNetDevsChoose(struct chrNet* net, int rank, struct chrNetDevs* o
   return ncclSuccess;
 }
 
-int chrNetDevsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nPluginDevs, struct chrNetDevs* out) {
-  char bus[32];
-  chrTopoBusIdText(gpuBusId, bus, sizeof(bus));
-  int gpu = -1;
-  for (int i = 0; i < sys->count[CHR_TOPO_GPU] && gpu < 0; i++)
-    if (sys->nodes[sys->list[CHR_TOPO_GPU][i]].id == gpuBusId) gpu = sys->list[CHR_TOPO_GPU][i];
-  if (gpu < 0) {
-    INFO(NCCL_INIT | NCCL_NET, "GPU %s: not in the topology; net devices keep the plugin's order", bus);
-    return 0;
-  }
+static int gpuNode(const struct chrTopoSystem* sys, int64_t busId) {
+  for (int i = 0; i < sys->count[CHR_TOPO_GPU]; i++)
+    if (sys->nodes[sys->list[CHR_TOPO_GPU][i]].id == busId) return sys->list[CHR_TOPO_GPU][i];
+  return -1;
+}
+
+/* GPU node `gpu`'s devices per channel, with the GPUDirect bits of GPU node `gdrGpu` toward them,
+ * into *out (names: their text for the log); 0 with *why set when the topology does not say. */
+static int listFor(const struct chrTopoSystem* sys, int gpu, int gdrGpu, int nPluginDevs, struct chrNetDevs* out,
+                   char* names, size_t size, char* why, size_t whySize) {
   /* chrTopoNetForChannel cycles with period netsPerGpu over distinct NETs: the list ends where the
    * cycle comes back to channel 0's NET. */
   int nets[CHR_NET_MAX_DEVS], n = 0;
   for (int c = 0; c < CHR_NET_MAX_DEVS; c++) {
     int net = chrTopoNetForChannel(sys, gpu, c);
     if (net < 0) {
-      INFO(NCCL_INIT | NCCL_NET, "GPU %s: reaches no NET in the topology; net devices keep the plugin's order", bus);
+      snprintf(why, whySize, "reaches no NET in the topology");
       return 0;
     }
     if (c > 0 && net == nets[0]) break;
     nets[n++] = net;
   }
   struct chrNetDevs devs = {.n = n};
-  char names[512] = "";
   size_t used = 0;
+  names[0] = '\0';
   for (int c = 0; c < n; c++) {
     devs.dev[c] = sys->nodes[nets[c]].dev;
-    devs.gdr[c] = (unsigned char)((chrTopoCheckGdr(sys, gpu, nets[c], 0) ? CHR_NET_GDR_WRITE : 0) |
-                                  (chrTopoCheckGdr(sys, gpu, nets[c], 1) ? CHR_NET_GDR_READ : 0));
+    devs.gdr[c] = (unsigned char)((chrTopoCheckGdr(sys, gdrGpu, nets[c], 0) ? CHR_NET_GDR_WRITE : 0) |
+                                  (chrTopoCheckGdr(sys, gdrGpu, nets[c], 1) ? CHR_NET_GDR_READ : 0));
     if (devs.dev[c] < 0 || devs.dev[c] >= nPluginDevs) {
-      INFO(NCCL_INIT | NCCL_NET, "GPU %s: channel %d's NET has dev %d, not one of the net plugin's %d devices; "
-           "net devices keep the plugin's order", bus, c, devs.dev[c], nPluginDevs);
+      snprintf(why, whySize, "channel %d's NET has dev %d, not one of the net plugin's %d devices", c, devs.dev[c],
+               nPluginDevs);
       return 0;
     }
     const char* name = chrTopoNodeAttr(sys, nets[c], "name");
-    int w = snprintf(names + used, sizeof(names) - used, "%s%d:%d(%s%s%s)", c ? " " : "", c, devs.dev[c],
-                     name ? name : "?", devs.gdr[c] & CHR_NET_GDR_WRITE ? ", gdr write" : "",
+    int w = snprintf(names + used, size - used, "%s%d:%d(%s%s%s)", c ? " " : "", c, devs.dev[c], name ? name : "?",
+                     devs.gdr[c] & CHR_NET_GDR_WRITE ? ", gdr write" : "",
                      devs.gdr[c] & CHR_NET_GDR_READ ? ", gdr read" : "");
-    if (w > 0 && (size_t)w < sizeof(names) - used) used += (size_t)w;
+    if (w > 0 && (size_t)w < size - used) used += (size_t)w;
   }
   *out = devs;
+  return 1;
+}
+
+int chrNetDevsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nPluginDevs, struct chrNetDevs* out) {
+  char bus[32], names[512], why[160];
+  chrTopoBusIdText(gpuBusId, bus, sizeof(bus));
+  const int gpu = gpuNode(sys, gpuBusId);
+  if (gpu < 0) {
+    INFO(NCCL_INIT | NCCL_NET, "GPU %s: not in the topology; net devices keep the plugin's order", bus);
+    return 0;
+  }
+  if (!listFor(sys, gpu, gpu, nPluginDevs, out, names, sizeof(names), why, sizeof(why))) {
+    INFO(NCCL_INIT | NCCL_NET, "GPU %s: %s; net devices keep the plugin's order", bus, why);
+    return 0;
+  }
   INFO(NCCL_INIT | NCCL_NET, "GPU %s: net device per channel from the topology (channel:dev(name)): %s", bus, names);
   return 1;
+}
+
+int chrNetRailsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nPluginDevs, struct chrNetRails* out) {
+  char bus[32], names[512], why[160];
+  out->n = 0;
+  const int own = gpuNode(sys, gpuBusId);
+  if (own < 0) return 0;
+  for (int i = 0; i < sys->count[CHR_TOPO_GPU] && out->n < CHR_NET_MAX_RAILS; i++) {
+    const int gpu = sys->list[CHR_TOPO_GPU][i];
+    chrTopoBusIdText(sys->nodes[gpu].id, bus, sizeof(bus));
+    if (!listFor(sys, gpu, own, nPluginDevs, &out->devs[out->n], names, sizeof(names), why, sizeof(why))) {
+      INFO(NCCL_INIT | NCCL_NET, "NCCL_CROSS_NIC=0: GPU %s %s; links to peers at its address use this GPU's NICs",
+           bus, why);
+      continue;
+    }
+    out->busId[out->n++] = sys->nodes[gpu].id;
+    INFO(NCCL_INIT | NCCL_NET, "NCCL_CROSS_NIC=0: to a peer GPU at %s, sends go through (channel:dev(name)): %s", bus,
+         names);
+  }
+  return out->n;
+}
+
+const struct chrNetDevs* chrNetDevsToward(const struct chrNetDevs* own, const struct chrNetRails* rails,
+                                          int64_t peerBusId) {
+  for (int i = 0; i < rails->n; i++)
+    if (rails->busId[i] == peerBusId) return &rails->devs[i];
+  return own;
 }
 
 unsigned chrNetDevGdr(const struct chrNetDevs* devs, int dev) {

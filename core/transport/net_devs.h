@@ -38,6 +38,16 @@ ncclResult_t chrNetDevsChoose(struct chrNet* net, int rank, struct chrNetDevs* o
  * plugin's `nPluginDevs` devices. */
 int chrNetDevsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nPluginDevs, struct chrNetDevs* out);
 
+/* NCCL_CROSS_NIC=0: for every GPU of `sys`, its devices per channel as chrNetDevsFromTopo orders
+ * them, with the GPUDirect bits of this rank's GPU (bus id gpuBusId) toward them (one INFO line
+ * each). Returns the GPUs listed; 0 when this rank's GPU is not in the topology. */
+int chrNetRailsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int nPluginDevs, struct chrNetRails* out);
+
+/* The devices a link to a peer whose GPU has bus id peerBusId sends through: the rails' list for
+ * that address, or `own` when there is none. */
+const struct chrNetDevs* chrNetDevsToward(const struct chrNetDevs* own, const struct chrNetRails* rails,
+                                          int64_t peerBusId);
+
 /* The plugin device of the link on `channel` from sendRank to recvRank; p2p: a point-to-point
  * connection, else a ring channel. */
 int chrNetDevFor(const struct chrNetDevs* devs, int channel, int p2p, int sendRank, int recvRank);

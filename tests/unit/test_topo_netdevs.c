@@ -4,7 +4,8 @@
  * transport/net_devs.h) on the real machines' files of tests/data/topologies, and the cases that
  * keep the plugin's order. Usage: test_topo_netdevs DATA_DIR (unit.topo_netdevs). Each check is an
  * exact device list: entry c is the plugin device of the NIC NCCL gives the GPU for channel c, with
- * whether GPUDirect RDMA may be used with it.
+ * whether GPUDirect RDMA may be used with it. And NCCL_CROSS_NIC=0's rails (chrNetRailsFromTopo):
+ * every link's two ends on one NIC index.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,56 @@ static void caseNoDev(void) {
   chrTopoFree(sys);
 }
 
+/* NCCL_CROSS_NIC=0: a sender on any GPU, toward a peer on an identical host at any GPU, sends on
+ * every channel and point-to-point index through the device the peer receives on (its own list):
+ * one rail per link. The lists carry the sender's GPUDirect bits; an unknown address falls back to
+ * the sender's own list. `wantGdr`: the bits of sender GPU `gpuA` toward the rail of GPU `gpuB`. */
+static void expectRails(const char* what, const struct chrTopoSystem* sys, int nGpus, int nPlugin, int gpuA, int gpuB,
+                        const char* wantGdr) {
+  for (int g = 0; g < nGpus; g++) {
+    struct chrNetRails rails;
+    memset(&rails, 0, sizeof(rails));
+    int listed = chrNetRailsFromTopo(sys, gpuBusId(sys, g), nPlugin, &rails);
+    EXPECT(listed == nGpus, "%s: sender GPU %d lists %d rails, want %d", what, g, listed, nGpus);
+    struct chrNetDevs own = kBefore;
+    chrNetDevsFromTopo(sys, gpuBusId(sys, g), nPlugin, &own);
+    for (int peer = 0; peer < nGpus; peer++) {
+      struct chrNetDevs recv = kBefore;
+      chrNetDevsFromTopo(sys, gpuBusId(sys, peer), nPlugin, &recv);
+      const struct chrNetDevs* send = chrNetDevsToward(&own, &rails, gpuBusId(sys, peer));
+      for (int c = 0; c < 2 * CHR_NET_MAX_DEVS; c++)
+        for (int p2p = 0; p2p < 2; p2p++) {
+          int s = chrNetDevFor(send, c, p2p, 3, 12), r = chrNetDevFor(&recv, c, p2p, 3, 12);
+          EXPECT(s == r, "%s: GPU %d to a peer's GPU %d, channel %d%s: sends on dev %d, the peer receives on %d", what,
+                 g, peer, c, p2p ? " (p2p)" : "", s, r);
+        }
+    }
+    EXPECT(chrNetDevsToward(&own, &rails, 0xab1f0) == &own, "%s: an unknown peer address left GPU %d's own list", what,
+           g);
+    if (g == gpuA) {
+      char got[256];
+      gdrText(chrNetDevsToward(&own, &rails, gpuBusId(sys, gpuB)), got, sizeof(got));
+      EXPECT(strcmp(got, wantGdr) == 0, "%s: GPU %d toward GPU %d's rail: GPUDirect %s, want %s", what, gpuA, gpuB, got,
+             wantGdr);
+    }
+  }
+}
+
+static void caseRails(void) {
+  struct chrTopoFillOptions ndv5 = {.sm = 90, .netSpeed = 400000};
+  struct chrTopoSystem* sys = loadReal("azure-ndv5-topo.xml", &ndv5);
+  expectRails("NDv5", sys, 8, 8, 7, 7, "3"); /* its own PIX NIC */
+  expectRails("NDv5", sys, 8, 8, 7, 0, "0"); /* GPU 0's NIC, across the CPUs: no GPUDirect */
+  chrTopoFree(sys);
+  struct chrTopoFillOptions p4d = {.sm = 80, .netSpeed = 400000};
+  sys = loadReal("aws-p4d.24xlarge-topo.xml", &p4d);
+  expectRails("p4d", sys, 8, 4, 1, 0, "3"); /* GPUs 0 and 1 share NIC 0 */
+  chrTopoFree(sys);
+  sys = loadReal("aws-p5.48xlarge-topo.xml", &kP5Fill);
+  expectRails("p5", sys, 8, 32, 0, 0, "3,3,3,3");
+  chrTopoFree(sys);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s DATA_DIR\n", argv[0]);
@@ -223,5 +274,6 @@ int main(int argc, char** argv) {
   caseGdrSettings();
   caseNotInFile();
   caseNoDev();
+  caseRails();
   return finishTest();
 }
