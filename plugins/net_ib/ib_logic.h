@@ -7,6 +7,7 @@
  *   - the listen handle and the connection info exchanged at connect, from untrusted bytes (wire.c)
  *   - the receiver-posted flow-control FIFO     (fifo.c)
  *   - the request pool                          (reqpool.c)
+ *   - whether a peer-memory driver is loaded    (peermem.c)
  * Everything here is hidden inside libnccl-net-ib.so.
  */
 #ifndef CHORUS_NET_IB_LOGIC_H_
@@ -153,5 +154,14 @@ IB_HIDDEN int ibReqAlloc(ibReqPool* p);
 /* Returns 0, or -1 if idx is out of range or not in use (double free). */
 IB_HIDDEN int ibReqFree(ibReqPool* p, int idx);
 IB_HIDDEN int ibReqInUse(const ibReqPool* p);
+
+/* ---------------------------------------------------------------- peer memory (peermem.c) */
+
+/* Whether a peer-memory driver lets ibv_reg_mr pin GPU memory (GPUDirect RDMA without dma-buf): the
+ * files NCCL looks for, the nv_peer_mem module's two entries under /sys/kernel/mm/memory_peers and
+ * the nvidia_peermem module's version file. root is prepended to each (NULL or "": the real root),
+ * so tests can lay out a fake tree. Returns 1 and the path found in which (whichLen bytes, may be
+ * NULL), or 0 when none exists (a path longer than PATH_MAX counts as absent). */
+IB_HIDDEN int ibPeerMemFind(const char* root, char* which, size_t whichLen);
 
 #endif /* CHORUS_NET_IB_LOGIC_H_ */

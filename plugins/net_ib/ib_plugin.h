@@ -49,6 +49,7 @@ typedef struct {
   int speedMbps;
   uint64_t guid;
   int dmabuf;              /* ibv_reg_dmabuf_mr is worth offering (NCCL_DMABUF_ENABLE != 0) */
+  int peerMem;             /* a peer-memory driver is loaded: ibv_reg_mr takes GPU addresses */
   int maxQpWr;             /* device limit on outstanding work requests per QP */
 } ibDev;
 
@@ -68,11 +69,15 @@ extern ibDev ibDevs[IB_MAX_DEVS];
 extern int ibNDevs;
 extern ibSettings ibConf;
 
+/* The device takes GPU memory (NCCL_PTR_CUDA): through a peer-memory driver or as dma-bufs. */
+static inline int ibDevTakesGpu(const ibDev* d) { return d->peerMem || d->dmabuf; }
+
 /* ---- memory registration (mr.c) ---- */
 #define IB_MR_MAGIC 0x49424d52u /* "IBMR" */
 typedef struct {
   uint32_t magic;
   int dev;
+  int type;          /* NCCL_PTR_HOST or NCCL_PTR_CUDA, as registered */
   struct ibv_mr* mr;
 } ibMr;
 

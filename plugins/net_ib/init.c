@@ -7,6 +7,9 @@
  * ports route by LID; RoCE ports by the GID gid_select.c picks (NCCL_IB_GID_INDEX, NCCL_IB_ADDR_FAMILY).
  * No device at all (no RDMA hardware, no kernel support, NCCL_IB_DISABLE=1) is not an error: init
  * succeeds, devices() reports 0 and the core moves on to its next net plugin.
+ *
+ * GPU memory (NCCL_PTR_CUDA) is offered where a peer-memory driver is loaded (one check for the
+ * process: peermem.c) or the device registers dma-bufs (probed per device; NCCL_PTR_DMABUF only then).
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -137,7 +140,7 @@ static int probeDmabuf(struct ibv_pd* pd) {
   return errno != EOPNOTSUPP && errno != EPROTONOSUPPORT && errno != ENOSYS;
 }
 
-static void addPorts(struct ibv_device* device, const ibHcaFilter* filter) {
+static void addPorts(struct ibv_device* device, const ibHcaFilter* filter, int peerMem) {
   const char* devName = ibv_get_device_name(device);
   struct ibv_context* ctx = ibv_open_device(device);
   if (ctx == NULL) {
@@ -188,14 +191,15 @@ static void addPorts(struct ibv_device* device, const ibHcaFilter* filter) {
     }
     d->pd = pd;
     d->dmabuf = probeDmabuf(pd);
+    d->peerMem = peerMem;
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", devName);
     d->pciPath = realpath(path, NULL);
     char g[INET6_ADDRSTRLEN] = "-";
     if (link == IB_LINK_ETHERNET) inet_ntop(AF_INET6, d->gid.raw, g, sizeof(g));
-    IB_INFO(NCCL_INIT | NCCL_NET, "[%d] %s %s, LID %u, GID[%d] %s, MTU %d, %d Mbps%s", ibNDevs, d->fullName,
+    IB_INFO(NCCL_INIT | NCCL_NET, "[%d] %s %s, LID %u, GID[%d] %s, MTU %d, %d Mbps%s%s", ibNDevs, d->fullName,
             link == IB_LINK_IB ? "InfiniBand" : "RoCE", d->lid, link == IB_LINK_ETHERNET ? d->gidIndex : -1, g,
-            mtuBytes(d->mtu), d->speedMbps, d->dmabuf ? ", dmabuf" : "");
+            mtuBytes(d->mtu), d->speedMbps, d->dmabuf ? ", dmabuf" : "", d->peerMem ? ", peer memory" : "");
     ibNDevs++;
     kept++;
   }
@@ -244,7 +248,11 @@ static ncclResult_t discover(void) {
     if (list) ibv_free_device_list(list);
     return ncclSuccess;
   }
-  for (int i = 0; i < n; i++) addPorts(list[i], &filter);
+  /* CHORUS_TEST_IB_PEERMEM_ROOT: a test's fake tree in place of / (README, settings). */
+  char found[PATH_MAX];
+  int peerMem = ibPeerMemFind(getenv("CHORUS_TEST_IB_PEERMEM_ROOT"), found, sizeof(found));
+  if (peerMem) IB_INFO(NCCL_INIT | NCCL_NET, "peer-memory driver loaded (%s): GPU memory registers with ibv_reg_mr", found);
+  for (int i = 0; i < n; i++) addPorts(list[i], &filter, peerMem);
   ibv_free_device_list(list);
   if (ibNDevs == 0) {
     IB_INFO(NCCL_INIT | NCCL_NET, "%d RDMA device(s) but no active port that NCCL_IB_HCA=\"%s\" takes: 0 devices", n,
@@ -304,7 +312,7 @@ ncclResult_t ibGetProperties(int dev, ncclNetProperties_v12_t* props) {
   props->name = (char*)d->fullName;
   props->pciPath = d->pciPath;
   props->guid = d->guid;
-  props->ptrSupport = NCCL_PTR_HOST | (d->dmabuf ? NCCL_PTR_CUDA | NCCL_PTR_DMABUF : 0);
+  props->ptrSupport = NCCL_PTR_HOST | (ibDevTakesGpu(d) ? NCCL_PTR_CUDA : 0) | (d->dmabuf ? NCCL_PTR_DMABUF : 0);
   props->regIsGlobal = 0;
   props->forceFlush = 0;
   props->speed = d->speedMbps;

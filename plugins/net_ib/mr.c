@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mr.c: memory registration. Every comm of a device shares the device's protection domain, so a
- * registration is an ibv_mr of that domain, with local write and remote write access. Host memory and, where the device takes them, CUDA buffers
- * (ibv_reg_mr through a peer-memory driver, or a dmabuf with ibv_reg_dmabuf_mr).
+ * registration is an ibv_mr of that domain. Host memory, and GPU memory (NCCL_PTR_CUDA) where the
+ * device takes it: through a peer-memory driver with ibv_reg_mr (the GPU address is pinned by
+ * nvidia_peermem / nv_peer_mem), or as a dma-buf with ibv_reg_dmabuf_mr. A device with neither
+ * refuses GPU memory here, with a WARN, instead of letting ibv_reg_mr fail obscurely.
+ *
+ * Access: local write and remote write (the peer's NIC writes receive buffers); nothing is ever read
+ * remotely, so no remote read.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,8 +15,10 @@
 
 #include "ib_plugin.h"
 
-/* Receive buffers are written by the peer's NIC; nothing is ever read remotely, so no remote read. */
-#define IB_MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+static int accessOf(int type) {
+  (void)type;
+  return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+}
 
 static ncclResult_t checkArgs(const ibComm* c, const void* data, size_t size, int type, void** mhandle) {
   if (c == NULL || mhandle == NULL) return ncclInternalError;
@@ -25,16 +32,23 @@ static ncclResult_t checkArgs(const ibComm* c, const void* data, size_t size, in
     IB_WARN("regMr: unknown memory type %d", type);
     return ncclInvalidArgument;
   }
-  if (type == NCCL_PTR_CUDA && !ibDevs[c->dev].dmabuf) {
-    IB_WARN("regMr: %s does not take GPU memory", ibDevs[c->dev].fullName);
+  if (type == NCCL_PTR_CUDA && !ibDevTakesGpu(&ibDevs[c->dev])) {
+    IB_WARN("regMr: %s does not take GPU memory: no peer-memory driver (nvidia_peermem, nv_peer_mem) is loaded and "
+            "the device registers no dma-bufs (NCCL_DMABUF_ENABLE)",
+            ibDevs[c->dev].fullName);
     return ncclInvalidUsage;
   }
   return ncclSuccess;
 }
 
-static ncclResult_t wrap(const ibComm* c, struct ibv_mr* mr, const void* data, size_t size, void** mhandle) {
+static ncclResult_t wrap(const ibComm* c, struct ibv_mr* mr, const void* data, size_t size, int type, void** mhandle) {
   if (mr == NULL) {
-    IB_WARN("registering %zu bytes at %p on %s failed: %s", size, data, ibDevs[c->dev].fullName, strerror(errno));
+    const ibDev* d = &ibDevs[c->dev];
+    IB_WARN("registering %zu bytes of %s memory at %p on %s failed: %s%s", size, type == NCCL_PTR_CUDA ? "GPU" : "host",
+            data, d->fullName, strerror(errno),
+            type == NCCL_PTR_CUDA && !d->peerMem ? " (no peer-memory driver is loaded: GPU memory registers here only "
+                                                   "as a dma-buf, through regMrDmaBuf)"
+                                                 : "");
     return ncclSystemError;
   }
   ibMr* m = calloc(1, sizeof(*m));
@@ -45,6 +59,7 @@ static ncclResult_t wrap(const ibComm* c, struct ibv_mr* mr, const void* data, s
   }
   m->magic = IB_MR_MAGIC;
   m->dev = c->dev;
+  m->type = type;
   m->mr = mr;
   *mhandle = m;
   return ncclSuccess;
@@ -54,19 +69,24 @@ ncclResult_t ibRegMr(void* comm, void* data, size_t size, int type, void** mhand
   ibComm* c = comm;
   ncclResult_t res = checkArgs(c, data, size, type, mhandle);
   if (res != ncclSuccess) return res;
-  return wrap(c, ibv_reg_mr(ibDevs[c->dev].pd, data, size, IB_MR_ACCESS), data, size, mhandle);
+  return wrap(c, ibv_reg_mr(ibDevs[c->dev].pd, data, size, accessOf(type)), data, size, type, mhandle);
 }
 
 ncclResult_t ibRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle) {
   ibComm* c = comm;
   ncclResult_t res = checkArgs(c, data, size, type, mhandle);
   if (res != ncclSuccess) return res;
+  if (!ibDevs[c->dev].dmabuf) {
+    IB_WARN("regMrDmaBuf: %s registers no dma-bufs (ptrSupport has no NCCL_PTR_DMABUF)", ibDevs[c->dev].fullName);
+    return ncclInvalidUsage;
+  }
   if (fd < 0) {
     IB_WARN("regMrDmaBuf: bad dmabuf fd %d", fd);
     return ncclInvalidArgument;
   }
-  struct ibv_mr* mr = ibv_reg_dmabuf_mr(ibDevs[c->dev].pd, offset, size, (uint64_t)(uintptr_t)data, fd, IB_MR_ACCESS);
-  return wrap(c, mr, data, size, mhandle);
+  struct ibv_mr* mr =
+      ibv_reg_dmabuf_mr(ibDevs[c->dev].pd, offset, size, (uint64_t)(uintptr_t)data, fd, accessOf(type));
+  return wrap(c, mr, data, size, type, mhandle);
 }
 
 ncclResult_t ibDeregMr(void* comm, void* mhandle) {

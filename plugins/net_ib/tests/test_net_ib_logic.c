@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_net_ib_logic.c: the IB plugin's plain-C parts, on any machine (no RDMA device needed):
- *   test_net_ib_logic <case>   cases: hca gid handle info fifo reqpool env
+ *   test_net_ib_logic <case>   cases: hca gid handle info fifo reqpool env peermem
  * Expected results are written out here; the wire and FIFO cases also throw random bytes at the
  * decoders and check that nothing malformed is ever accepted.
  */
@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ib_logic.h"
 #include "plugin_support.h"
@@ -381,6 +383,58 @@ static void caseEnv(void) {
   EXPECT(memcmp(a, b, sizeof(a)) != 0 && (a[0] | a[1] | a[2] | a[3]) != 0);
 }
 
+/* ---------------------------------------------------------------- peer memory */
+
+/* Each of NCCL's three files alone says "loaded"; none, a sibling name, or a root that makes the path
+ * too long says "not loaded". The tree is made and removed here. */
+static void casePeermem(void) {
+  char root[] = "/tmp/chorus_ib_peermem_XXXXXX";
+  if (mkdtemp(root) == NULL) {
+    EXPECT(!"mkdtemp");
+    return;
+  }
+  const char* files[] = {"/sys/kernel/mm/memory_peers/nv_mem/version", "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+                         "/sys/module/nvidia_peermem/version"};
+  const char* dirs[] = {"/sys", "/sys/kernel", "/sys/kernel/mm", "/sys/kernel/mm/memory_peers",
+                        "/sys/kernel/mm/memory_peers/nv_mem", "/sys/kernel/mm/memory_peers/nv_mem_nc",
+                        "/sys/module", "/sys/module/nvidia_peermem", "/sys/module/nvidia"};
+  char path[512], which[512];
+  for (int i = 0; i < 9; i++) {
+    snprintf(path, sizeof(path), "%s%s", root, dirs[i]);
+    EXPECT(mkdir(path, 0700) == 0);
+  }
+  EXPECT(ibPeerMemFind(root, which, sizeof(which)) == 0 && which[0] == '\0'); /* folders, no version file */
+  snprintf(path, sizeof(path), "%s/sys/module/nvidia/version", root);         /* the GPU driver is not peer memory */
+  FILE* f = fopen(path, "w");
+  EXPECT(f != NULL);
+  if (f) fclose(f);
+  EXPECT(ibPeerMemFind(root, NULL, 0) == 0);
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof(path), "%s%s", root, files[i]);
+    f = fopen(path, "w");
+    EXPECT(f != NULL);
+    if (f) fclose(f);
+    EXPECT(ibPeerMemFind(root, which, sizeof(which)) == 1 && strcmp(which, path) == 0);
+    char small[8];
+    EXPECT(ibPeerMemFind(root, small, sizeof(small)) == 1 && strlen(small) == 7); /* truncated, terminated */
+    EXPECT(ibPeerMemFind(root, NULL, 0) == 1);
+    EXPECT(remove(path) == 0);
+    EXPECT(ibPeerMemFind(root, NULL, 0) == 0);
+  }
+  char longRoot[5000];
+  memset(longRoot, 'a', sizeof(longRoot) - 1);
+  longRoot[0] = '/';
+  longRoot[sizeof(longRoot) - 1] = '\0';
+  EXPECT(ibPeerMemFind(longRoot, which, sizeof(which)) == 0);
+  snprintf(path, sizeof(path), "%s/sys/module/nvidia/version", root);
+  remove(path);
+  for (int i = 8; i >= 0; i--) {
+    snprintf(path, sizeof(path), "%s%s", root, dirs[i]);
+    EXPECT(rmdir(path) == 0);
+  }
+  EXPECT(rmdir(root) == 0);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s hca|gid|handle|info|fifo|reqpool|env\n", argv[0]);
@@ -394,6 +448,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "fifo")) caseFifo();
   else if (!strcmp(c, "reqpool")) caseReqpool();
   else if (!strcmp(c, "env")) caseEnv();
+  else if (!strcmp(c, "peermem")) casePeermem();
   else {
     fprintf(stderr, "unknown case %s\n", c);
     return 2;
