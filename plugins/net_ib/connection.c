@@ -14,6 +14,8 @@
  * connect itself goes to a socket that is already listening, which the kernel completes at once.
  * The socket stays open for the life of the comms: when the peer process dies the kernel closes it,
  * and the data path turns that into an error instead of waiting forever (data.c, ibCheckPeer).
+ * accept also makes the recv comm's flush QP when the device takes GPU memory and flushing is on
+ * (NCCL_GDR_FLUSH_DISABLE unset): the core may register GPU receive buffers on any such comm.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,6 +292,7 @@ static ncclResult_t acceptProgress(ibListenComm* lc, int* complete) {
     res = ibCommCreateVerbs(c, (int)remote.nQps, &p->local);
     if (res != ncclSuccess) return res;
     res = ibCommConnectQps(c, &p->local, &remote);
+    if (res == ncclSuccess && ibDevTakesGpu(&ibDevs[c->dev]) && ibConf.gdrFlush) res = ibCommCreateFlush(c);
     if (res != ncclSuccess) return res;
     p->local.nonce = lc->h.nonce;
     ibInfoEncode(&p->local, p->out);

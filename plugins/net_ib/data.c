@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * data.c: isend, irecv, test, iflush: the receiver-posted flow control of ib_logic.h over verbs.
+ * data.c: isend, irecv, test: the receiver-posted flow control of ib_logic.h over verbs (iflush, whose
+ * requests test() completes too, is in flush.c).
  *
  * irecv posts one receive work request per QP (each will take one RDMA write-with-immediate), then
  * RDMA-writes the FIFO entry for this receive into the sender's FIFO. isend waits (returns a NULL
@@ -48,8 +49,8 @@ static void profStop(ibComm* c, ibRequest* r) {
   r->phandle = NULL;
 }
 
-static ncclResult_t broken(ibComm* c, ncclResult_t res) {
-  c->broken = 1;
+ncclResult_t ibCommFail(ibComm* c, ncclResult_t res) {
+  if (c->broken == ncclSuccess) c->broken = res;
   return res;
 }
 
@@ -60,13 +61,17 @@ ncclResult_t ibCheckPeer(ibComm* c) {
   if (chrSockPeerClosed(c->fd)) {
     IB_WARN("%s comm on %s: the peer closed its connection (its process exited or died)", c->isSend ? "send" : "recv",
             ibDevs[c->dev].fullName);
-    return broken(c, ncclRemoteError);
+    return ibCommFail(c, ncclRemoteError);
   }
   return ncclSuccess;
 }
 
 static const char* wrKindName(int kind) {
-  return kind == IB_WR_SEND ? "data write" : kind == IB_WR_FIFO ? "FIFO write" : kind == IB_WR_RECV ? "receive" : "?";
+  return kind == IB_WR_SEND    ? "data write"
+         : kind == IB_WR_FIFO  ? "FIFO write"
+         : kind == IB_WR_RECV  ? "receive"
+         : kind == IB_WR_FLUSH ? "flush read"
+                               : "?";
 }
 
 static int qpIndex(const ibComm* c, uint32_t qpNum) {
@@ -82,11 +87,14 @@ static ncclResult_t onCompletion(ibComm* c, const struct ibv_wc* wc) {
     int remote = wc->status == IBV_WC_RETRY_EXC_ERR || wc->status == IBV_WC_RNR_RETRY_EXC_ERR ||
                  wc->status == IBV_WC_REM_ACCESS_ERR || wc->status == IBV_WC_REM_INV_REQ_ERR ||
                  wc->status == IBV_WC_REM_OP_ERR || wc->status == IBV_WC_REM_ABORT_ERR;
+    /* The flush QP reads this process's own memory: its failures are never the peer's. */
+    int flush = kind == IB_WR_FLUSH;
     IB_WARN("%s on %s, QP %u: completion error: %s (status %d, vendor error 0x%x)%s", wrKindName(kind),
             ibDevs[c->dev].fullName, wc->qp_num, ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err,
-            wc->status == IBV_WC_RETRY_EXC_ERR ? "; the peer is unreachable or gone (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT)"
-                                               : "");
-    return broken(c, remote ? ncclRemoteError : ncclSystemError);
+            flush ? "; reading back received GPU memory failed (NCCL_GDR_FLUSH_DISABLE=1 turns the flush off)"
+            : wc->status == IBV_WC_RETRY_EXC_ERR ? "; the peer is unreachable or gone (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT)"
+                                                 : "");
+    return ibCommFail(c, remote && !flush ? ncclRemoteError : ncclSystemError);
   }
   if (kind == IB_WR_FIFO) {
     if (idx < 0 || idx >= IB_FIFO_DEPTH) goto bad_id;
@@ -99,12 +107,16 @@ static ncclResult_t onCompletion(ibComm* c, const struct ibv_wc* wc) {
     r->pending--;
     return ncclSuccess;
   }
-  if (kind == IB_WR_RECV && !c->isSend) {
+  if (kind == IB_WR_FLUSH && !c->isSend && r->isFlush && c->flushQp && wc->qp_num == c->flushQp->qp_num) {
+    r->pending--;
+    return ncclSuccess;
+  }
+  if (kind == IB_WR_RECV && !c->isSend && !r->isFlush) {
     int q = qpIndex(c, wc->qp_num);
     if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc->wc_flags & IBV_WC_WITH_IMM) || q < 0) {
       IB_WARN("recv comm on %s: a receive completed by opcode %d (flags 0x%x), not by a write with immediate",
               ibDevs[c->dev].fullName, (int)wc->opcode, (unsigned)wc->wc_flags);
-      return broken(c, ncclRemoteError);
+      return ibCommFail(c, ncclRemoteError);
     }
     c->recvArrived[q]++;
     r->size += ntohl(wc->imm_data);
@@ -114,7 +126,7 @@ static ncclResult_t onCompletion(ibComm* c, const struct ibv_wc* wc) {
 bad_id:
   IB_WARN("%s comm on %s: completion with an unknown work request id 0x%llx", c->isSend ? "send" : "recv",
           ibDevs[c->dev].fullName, (unsigned long long)wc->wr_id);
-  return broken(c, ncclInternalError);
+  return ibCommFail(c, ncclInternalError);
 }
 
 static ncclResult_t pollCq(ibComm* c) {
@@ -123,7 +135,7 @@ static ncclResult_t pollCq(ibComm* c) {
     int n = ibv_poll_cq(c->cq, 16, wcs);
     if (n < 0) {
       IB_WARN("ibv_poll_cq on %s failed (%d)", ibDevs[c->dev].fullName, n);
-      return broken(c, ncclSystemError);
+      return ibCommFail(c, ncclSystemError);
     }
     for (int i = 0; i < n; i++) {
       ncclResult_t res = onCompletion(c, &wcs[i]);
@@ -135,7 +147,7 @@ static ncclResult_t pollCq(ibComm* c) {
 
 /* The registration must be this plugin's, on this comm's device, and cover the bytes moved. An empty
  * transfer needs no registration (its RDMA write touches no memory). */
-static ncclResult_t checkMr(const ibComm* c, const ibMr* m, const void* data, size_t size, const char* who) {
+ncclResult_t ibCheckMr(const ibComm* c, const ibMr* m, const void* data, size_t size, const char* who) {
   if (m == NULL && size == 0) return ncclSuccess;
   if (m == NULL || m->magic != IB_MR_MAGIC || m->dev != c->dev) {
     IB_WARN("%s: %p is not a registration made on %s", who, (const void*)m, ibDevs[c->dev].fullName);
@@ -155,13 +167,13 @@ ncclResult_t ibIsend(void* sendComm, void* data, size_t size, int tag, void* mha
   ibComm* c = sendComm;
   if (c == NULL || request == NULL || !c->isSend) return ncclInternalError;
   *request = NULL;
-  if (c->broken) return ncclRemoteError;
+  if (c->broken) return c->broken;
   if (size > (size_t)MAX_NET_SIZE) {
     IB_WARN("isend of %zu bytes: larger than maxP2pBytes (%lld)", size, (long long)MAX_NET_SIZE);
     return ncclInvalidArgument;
   }
   ibMr* m = mhandle;
-  ncclResult_t res = checkMr(c, m, data, size, "isend");
+  ncclResult_t res = ibCheckMr(c, m, data, size, "isend");
   if (res != ncclSuccess) return res;
   if (ibReqInUse(&c->pool) == IB_MAX_REQUESTS) return pollCq(c); /* full: the core retries */
   ibFifoEntry e;
@@ -173,17 +185,17 @@ ncclResult_t ibIsend(void* sendComm, void* data, size_t size, int tag, void* mha
   if (st == IB_FIFO_TOO_SMALL) {
     IB_WARN("send #%llu of %zu bytes (tag %d) on %s matches a receive of only %llu bytes", (unsigned long long)c->sendSeq,
             size, tag, ibDevs[c->dev].fullName, (unsigned long long)e.size);
-    return broken(c, ncclInvalidUsage);
+    return ibCommFail(c, ncclInvalidUsage);
   }
   if (st == IB_FIFO_BAD_TAG) {
     IB_WARN("send #%llu with tag %d on %s matches a receive that expects tag %d", (unsigned long long)c->sendSeq, tag,
             ibDevs[c->dev].fullName, e.tag);
-    return broken(c, ncclInvalidUsage);
+    return ibCommFail(c, ncclInvalidUsage);
   }
   if (st != IB_FIFO_READY) {
     IB_WARN("send #%llu on %s: the peer wrote a FIFO entry out of sequence", (unsigned long long)c->sendSeq,
             ibDevs[c->dev].fullName);
-    return broken(c, ncclRemoteError);
+    return ibCommFail(c, ncclRemoteError);
   }
   int idx = ibReqAlloc(&c->pool);
   ibRequest* r = &c->reqs[idx];
@@ -214,7 +226,7 @@ ncclResult_t ibIsend(void* sendComm, void* data, size_t size, int tag, void* mha
     int rc = ibv_post_send(c->qps[q], &wr, &bad);
     if (rc != 0) {
       IB_WARN("posting a data write on %s failed: %s", ibDevs[c->dev].fullName, strerror(rc));
-      return broken(c, ncclSystemError);
+      return ibCommFail(c, ncclSystemError);
     }
   }
   c->sendSeq++;
@@ -234,9 +246,9 @@ ncclResult_t ibIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tag
             (void*)sizes, (void*)tags, (void*)mhandles);
     return ncclInternalError;
   }
-  if (c->broken) return ncclRemoteError;
+  if (c->broken) return c->broken;
   ibMr* m = mhandles[0];
-  ncclResult_t res = checkMr(c, m, data[0], sizes[0], "irecv");
+  ncclResult_t res = ibCheckMr(c, m, data[0], sizes[0], "irecv");
   if (res != ncclSuccess) return res;
   int slot = (int)(c->recvSeq % IB_FIFO_DEPTH);
   uint64_t arrived = c->recvArrived[0];
@@ -262,7 +274,7 @@ ncclResult_t ibIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tag
     int rc = ibv_post_recv(c->qps[q], &wr, &bad);
     if (rc != 0) {
       IB_WARN("posting a receive on %s failed: %s", ibDevs[c->dev].fullName, strerror(rc));
-      return broken(c, ncclSystemError);
+      return ibCommFail(c, ncclSystemError);
     }
   }
   int slot2;
@@ -282,7 +294,7 @@ ncclResult_t ibIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tag
   int rc = ibv_post_send(c->qps[0], &wr, &bad);
   if (rc != 0) {
     IB_WARN("posting a FIFO write on %s failed: %s", ibDevs[c->dev].fullName, strerror(rc));
-    return broken(c, ncclSystemError);
+    return ibCommFail(c, ncclSystemError);
   }
   c->recvSeq++;
   profStart(c, r, phandles ? phandles[0] : NULL, IBV_WR_RDMA_WRITE, sizes[0]);
@@ -302,25 +314,15 @@ ncclResult_t ibTest(void* request, int* done, int* sizes) {
   }
   ncclResult_t res = pollCq(c);
   if (res != ncclSuccess) return res;
-  if (r->pending > 0) return ibCheckPeer(c);
-  if (!r->isSend && r->size > r->capacity) {
+  if (r->pending > 0) return c->broken ? c->broken : ibCheckPeer(c); /* a failed comm never completes it */
+  if (!r->isSend && !r->isFlush && r->size > r->capacity) {
     IB_WARN("recv comm on %s: %zu bytes arrived for a receive of %zu", ibDevs[c->dev].fullName, r->size, r->capacity);
-    return broken(c, ncclRemoteError);
+    return ibCommFail(c, ncclRemoteError);
   }
   *done = 1;
-  if (sizes) sizes[0] = (int)r->size;
+  if (sizes && !r->isFlush) sizes[0] = (int)r->size; /* a flush moves no data of the caller's */
   r->pdescr.qp.length = r->size;
   profStop(c, r);
   ibReqFree(&c->pool, r->idx);
-  return ncclSuccess;
-}
-
-ncclResult_t ibIflush(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request) {
-  (void)n;
-  (void)data;
-  (void)sizes;
-  (void)mhandles;
-  if (recvComm == NULL || request == NULL) return ncclInternalError;
-  *request = NULL; /* nothing to flush: forceFlush is 0 and no GPU read-back flush is implemented (README) */
   return ncclSuccess;
 }

@@ -6,7 +6,8 @@
  *
  * One connection = one TCP socket (setup, and later a liveness probe) + nQps RC queue pairs between
  * a send comm and a recv comm, one completion queue per comm. The send comm owns the FIFO array the
- * receiver writes its receive descriptions into.
+ * receiver writes its receive descriptions into. A recv comm on a device that takes GPU memory also
+ * owns a flush QP connected to itself, whose RDMA reads make received GPU data visible (flush.c).
  */
 #ifndef CHORUS_NET_IB_PLUGIN_H_
 #define CHORUS_NET_IB_PLUGIN_H_
@@ -61,6 +62,7 @@ typedef struct {
   int tc;            /* NCCL_IB_TC */
   int pkeyIndex;     /* NCCL_IB_PKEY */
   int64_t connectTimeoutMs;
+  int gdrFlush;      /* NCCL_GDR_FLUSH_DISABLE is 0: receives into GPU memory are flushed */
   chrSockAddr ifAddr; /* where listen sockets bind (NCCL_SOCKET_IFNAME) */
   char ifName[IF_NAMESIZE];
 } ibSettings;
@@ -77,14 +79,14 @@ static inline int ibDevTakesGpu(const ibDev* d) { return d->peerMem || d->dmabuf
 typedef struct {
   uint32_t magic;
   int dev;
-  int type;          /* NCCL_PTR_HOST or NCCL_PTR_CUDA, as registered */
+  int type;          /* NCCL_PTR_HOST or NCCL_PTR_CUDA, as registered: iflush reads back only CUDA */
   struct ibv_mr* mr;
 } ibMr;
 
 /* ---- connections (connection.c) ---- */
 
 /* Work request ids: the low byte says what the completion is for, the rest indexes a request. */
-enum { IB_WR_SEND = 1, IB_WR_FIFO = 2, IB_WR_RECV = 3 };
+enum { IB_WR_SEND = 1, IB_WR_FIFO = 2, IB_WR_RECV = 3, IB_WR_FLUSH = 4 };
 #define IB_WRID(kind, idx) (((uint64_t)(idx) << 8) | (uint64_t)(kind))
 #define IB_WRID_KIND(id) ((int)((id)&0xff))
 #define IB_WRID_IDX(id) ((int)((id) >> 8))
@@ -94,8 +96,9 @@ struct ibComm;
 typedef struct {
   struct ibComm* comm;
   int isSend;
+  int isFlush;     /* a flush read (recv comm): one completion, no sizes */
   int idx;
-  int pending;     /* data completions still to come: one per QP */
+  int pending;     /* completions still to come: one per QP (data), one (flush) */
   size_t size;     /* send: bytes; receive: bytes received so far (sum of immediates) */
   size_t capacity; /* receive: posted size */
   void* phandle;   /* profiler parent given to isend/irecv (NULL: no event) */
@@ -113,7 +116,7 @@ typedef struct ibComm {
   ibReqPool pool;
   ibRequest reqs[IB_MAX_REQUESTS];
   int64_t lastProbeNs;          /* last liveness check of the peer */
-  int broken;                   /* a fatal error was seen: every later call fails */
+  ncclResult_t broken;          /* the first fatal error (ncclSuccess: none): every later call returns it */
   ncclProfilerCallback_t prof;  /* from the init whose ctx made this comm (NULL: no events) */
   /* send side */
   volatile ibFifoEntry* fifo;   /* IB_FIFO_DEPTH entries written by the receiver */
@@ -127,6 +130,9 @@ typedef struct ibComm {
   uint64_t recvSeq;
   uint8_t stagingBusy[IB_FIFO_DEPTH]; /* the FIFO write sent from this staging entry is not complete */
   uint64_t recvArrived[IB_MAX_QPS];   /* per QP: data completions seen so far */
+  struct ibv_qp* flushQp;       /* connected to itself; NULL: receives are never flushed */
+  void* flushBuf;               /* host bytes the flush reads land in (contents unused) */
+  struct ibv_mr* flushMr;
 } ibComm;
 
 struct ibPending;
@@ -143,10 +149,14 @@ typedef struct {
 ncclResult_t ibCommCreateVerbs(ibComm* c, int nQps, ibConnInfo* local);
 ncclResult_t ibCommConnectQps(ibComm* c, const ibConnInfo* local, const ibConnInfo* remote);
 void ibCommDestroy(ibComm* c);
+ncclResult_t ibCommCreateFlush(ibComm* c); /* recv comm: the flush QP and its landing buffer */
 /* connection.c */
 void ibConnectForget(void* ctx); /* drop unfinished connects made through ctx */
 /* data.c */
 ncclResult_t ibCheckPeer(ibComm* c); /* the setup socket says the peer is gone: ncclRemoteError */
+ncclResult_t ibCommFail(ibComm* c, ncclResult_t res); /* mark the comm failed; returns res */
+/* mhandle m is this plugin's, on c's device, and covers [data, data+size) (size 0: m may be NULL) */
+ncclResult_t ibCheckMr(const ibComm* c, const ibMr* m, const void* data, size_t size, const char* who);
 
 /* The v12 entry points (versions.c puts them in the table). */
 ncclResult_t ibInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config, ncclDebugLogger_t logFunction,

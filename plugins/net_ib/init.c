@@ -40,16 +40,18 @@ static ncclResult_t envInt(const char* name, long lo, long hi, long def, int* ou
 }
 
 static ncclResult_t readSettings(void) {
-  int connectMs = 0;
+  int connectMs = 0, flushOff = 0;
   if (envInt("NCCL_IB_QPS_PER_CONNECTION", 1, IB_MAX_QPS, 1, &ibConf.qpsPerConn) != ncclSuccess ||
       envInt("NCCL_IB_TIMEOUT", 1, 31, 20, &ibConf.timeout) != ncclSuccess ||
       envInt("NCCL_IB_RETRY_CNT", 0, 7, 7, &ibConf.retryCnt) != ncclSuccess ||
       envInt("NCCL_IB_SL", 0, 15, 0, &ibConf.sl) != ncclSuccess ||
       envInt("NCCL_IB_TC", 0, 255, 0, &ibConf.tc) != ncclSuccess ||
       envInt("NCCL_IB_PKEY", 0, 65535, 0, &ibConf.pkeyIndex) != ncclSuccess ||
-      envInt("CHORUS_IB_CONNECT_TIMEOUT_MS", 100, 3600000, 60000, &connectMs) != ncclSuccess)
+      envInt("CHORUS_IB_CONNECT_TIMEOUT_MS", 100, 3600000, 60000, &connectMs) != ncclSuccess ||
+      envInt("NCCL_GDR_FLUSH_DISABLE", 0, 1, 0, &flushOff) != ncclSuccess)
     return ncclInvalidUsage;
   ibConf.connectTimeoutMs = connectMs;
+  ibConf.gdrFlush = !flushOff;
   return ncclSuccess;
 }
 
@@ -265,8 +267,9 @@ static ncclResult_t discover(void) {
     return res;
   }
   char a[CHR_SOCK_ADDR_STRLEN];
-  IB_INFO(NCCL_INIT | NCCL_NET, "%d device(s); %d QP(s) per connection; setup over %s %s", ibNDevs, ibConf.qpsPerConn,
-          ibConf.ifName, chrSockAddrToString(&ibConf.ifAddr, a, sizeof(a)));
+  IB_INFO(NCCL_INIT | NCCL_NET, "%d device(s); %d QP(s) per connection; setup over %s %s; flush of GPU receives %s", ibNDevs,
+          ibConf.qpsPerConn, ibConf.ifName, chrSockAddrToString(&ibConf.ifAddr, a, sizeof(a)),
+          ibConf.gdrFlush ? "on" : "off (NCCL_GDR_FLUSH_DISABLE=1)");
   return ncclSuccess;
 }
 
@@ -314,6 +317,9 @@ ncclResult_t ibGetProperties(int dev, ncclNetProperties_v12_t* props) {
   props->guid = d->guid;
   props->ptrSupport = NCCL_PTR_HOST | (ibDevTakesGpu(d) ? NCCL_PTR_CUDA : 0) | (d->dmabuf ? NCCL_PTR_DMABUF : 0);
   props->regIsGlobal = 0;
+  /* 0, as NCCL's verbs plugin off Data-Direct NICs: a core may skip iflush where the GPU needs no
+   * flush (NCCL does from sm 90, off C2C paths); Chorus's calls it after every GPU receive. iflush
+   * reads back whenever it is asked (flush.c). */
   props->forceFlush = 0;
   props->speed = d->speedMbps;
   props->port = d->port;

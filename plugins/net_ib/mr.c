@@ -6,8 +6,9 @@
  * nvidia_peermem / nv_peer_mem), or as a dma-buf with ibv_reg_dmabuf_mr. A device with neither
  * refuses GPU memory here, with a WARN, instead of letting ibv_reg_mr fail obscurely.
  *
- * Access: local write and remote write (the peer's NIC writes receive buffers); nothing is ever read
- * remotely, so no remote read.
+ * Access: local write and remote write (the peer's NIC writes receive buffers). GPU memory also gets
+ * remote read while flushing is on: the flush is an RDMA read of the received bytes through the recv
+ * comm's own loopback QP (flush.c), which the key must allow. Host memory is never read remotely.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,8 +17,9 @@
 #include "ib_plugin.h"
 
 static int accessOf(int type) {
-  (void)type;
-  return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  int a = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  if (type == NCCL_PTR_CUDA && ibConf.gdrFlush) a |= IBV_ACCESS_REMOTE_READ;
+  return a;
 }
 
 static ncclResult_t checkArgs(const ibComm* c, const void* data, size_t size, int type, void** mhandle) {

@@ -2,7 +2,8 @@
 /*
  * qp.c: the verbs objects of one comm: its completion queue, its RC queue pairs (INIT at creation;
  * RTR and RTS once the peer's numbers are known), the FIFO (send side) or the staging entries the
- * FIFO writes go out from (receive side), and their teardown.
+ * FIFO writes go out from (receive side), the flush QP of a receive side that takes GPU memory, and
+ * their teardown.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,34 +26,89 @@ static uint32_t randomPsn(void) {
   return v & 0xffffff;
 }
 
+/* One RC QP on the comm's CQ, moved to INIT with the given remote access. */
+static ncclResult_t qpCreate(ibComm* c, int sendDepth, int recvDepth, int access, struct ibv_qp** out) {
+  const ibDev* d = &ibDevs[c->dev];
+  struct ibv_qp_init_attr ia;
+  memset(&ia, 0, sizeof(ia));
+  ia.send_cq = c->cq;
+  ia.recv_cq = c->cq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = (uint32_t)sendDepth;
+  ia.cap.max_recv_wr = (uint32_t)recvDepth;
+  ia.cap.max_send_sge = 1;
+  ia.cap.max_recv_sge = 1;
+  struct ibv_qp* qp = ibv_create_qp(d->pd, &ia);
+  if (qp == NULL) return verbsFail("ibv_create_qp", d, 0);
+  struct ibv_qp_attr qa;
+  memset(&qa, 0, sizeof(qa));
+  qa.qp_state = IBV_QPS_INIT;
+  qa.pkey_index = (uint16_t)ibConf.pkeyIndex;
+  qa.port_num = (uint8_t)d->port;
+  qa.qp_access_flags = (unsigned)access;
+  int rc = ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  if (rc != 0) {
+    ibv_destroy_qp(qp);
+    return verbsFail("moving a QP to INIT", d, rc);
+  }
+  *out = qp;
+  return ncclSuccess;
+}
+
+/* INIT -> RTR -> RTS towards QP dqpn at (lid, gid), one outstanding RDMA read each way. */
+static ncclResult_t qpConnect(ibComm* c, struct ibv_qp* qp, enum ibv_mtu mtu, uint32_t dqpn, uint32_t rqPsn,
+                              uint32_t sqPsn, uint32_t lid, const uint8_t gid[16]) {
+  const ibDev* d = &ibDevs[c->dev];
+  struct ibv_qp_attr qa;
+  memset(&qa, 0, sizeof(qa));
+  qa.qp_state = IBV_QPS_RTR;
+  qa.path_mtu = mtu;
+  qa.dest_qp_num = dqpn;
+  qa.rq_psn = rqPsn;
+  qa.max_dest_rd_atomic = 1;
+  qa.min_rnr_timer = 12;
+  qa.ah_attr.port_num = (uint8_t)d->port;
+  qa.ah_attr.sl = (uint8_t)ibConf.sl;
+  if (d->linkLayer == IB_LINK_ETHERNET) {
+    qa.ah_attr.is_global = 1;
+    memcpy(qa.ah_attr.grh.dgid.raw, gid, 16);
+    qa.ah_attr.grh.sgid_index = (uint8_t)d->gidIndex;
+    qa.ah_attr.grh.hop_limit = 255;
+    qa.ah_attr.grh.traffic_class = (uint8_t)ibConf.tc;
+  } else {
+    qa.ah_attr.dlid = (uint16_t)lid;
+  }
+  int rc = ibv_modify_qp(qp, &qa,
+                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                             IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+  if (rc != 0) return verbsFail("moving a QP to RTR", d, rc);
+  memset(&qa, 0, sizeof(qa));
+  qa.qp_state = IBV_QPS_RTS;
+  qa.timeout = (uint8_t)ibConf.timeout;
+  qa.retry_cnt = (uint8_t)ibConf.retryCnt;
+  qa.rnr_retry = 7;
+  qa.sq_psn = sqPsn;
+  qa.max_rd_atomic = 1;
+  rc = ibv_modify_qp(qp, &qa,
+                     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                         IBV_QP_MAX_QP_RD_ATOMIC);
+  if (rc != 0) return verbsFail("moving a QP to RTS", d, rc);
+  return ncclSuccess;
+}
+
 ncclResult_t ibCommCreateVerbs(ibComm* c, int nQps, ibConnInfo* local) {
   const ibDev* d = &ibDevs[c->dev];
   int depth = IB_QP_DEPTH;
   if (d->maxQpWr > 0 && depth > d->maxQpWr) depth = d->maxQpWr;
+  /* Room for every completion at once: per data QP its requests and FIFO writes, and the flush QP's
+   * reads (at most one per request) in the extra QP's share. */
   c->cq = ibv_create_cq(d->ctx, 2 * depth * (nQps + 1), NULL, NULL, 0);
   if (c->cq == NULL) return verbsFail("ibv_create_cq", d, 0);
   memset(local, 0, sizeof(*local));
   for (int q = 0; q < nQps; q++) {
-    struct ibv_qp_init_attr ia;
-    memset(&ia, 0, sizeof(ia));
-    ia.send_cq = c->cq;
-    ia.recv_cq = c->cq;
-    ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = (uint32_t)depth;
-    ia.cap.max_recv_wr = (uint32_t)depth;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    c->qps[q] = ibv_create_qp(d->pd, &ia);
-    if (c->qps[q] == NULL) return verbsFail("ibv_create_qp", d, 0);
+    ncclResult_t res = qpCreate(c, depth, depth, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE, &c->qps[q]);
+    if (res != ncclSuccess) return res;
     c->nQps = q + 1;
-    struct ibv_qp_attr qa;
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_INIT;
-    qa.pkey_index = (uint16_t)ibConf.pkeyIndex;
-    qa.port_num = (uint8_t)d->port;
-    qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-    int rc = ibv_modify_qp(c->qps[q], &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    if (rc != 0) return verbsFail("moving a QP to INIT", d, rc);
     local->qpn[q] = c->qps[q]->qp_num;
     local->psn[q] = randomPsn();
   }
@@ -100,40 +156,8 @@ ncclResult_t ibCommConnectQps(ibComm* c, const ibConnInfo* local, const ibConnIn
   }
   enum ibv_mtu mtu = (enum ibv_mtu)(remote->mtu < (uint32_t)d->mtu ? remote->mtu : (uint32_t)d->mtu);
   for (int q = 0; q < c->nQps; q++) {
-    struct ibv_qp_attr qa;
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RTR;
-    qa.path_mtu = mtu;
-    qa.dest_qp_num = remote->qpn[q];
-    qa.rq_psn = remote->psn[q];
-    qa.max_dest_rd_atomic = 1;
-    qa.min_rnr_timer = 12;
-    qa.ah_attr.port_num = (uint8_t)d->port;
-    qa.ah_attr.sl = (uint8_t)ibConf.sl;
-    if (d->linkLayer == IB_LINK_ETHERNET) {
-      qa.ah_attr.is_global = 1;
-      memcpy(qa.ah_attr.grh.dgid.raw, remote->gid, 16);
-      qa.ah_attr.grh.sgid_index = (uint8_t)d->gidIndex;
-      qa.ah_attr.grh.hop_limit = 255;
-      qa.ah_attr.grh.traffic_class = (uint8_t)ibConf.tc;
-    } else {
-      qa.ah_attr.dlid = (uint16_t)remote->lid;
-    }
-    int rc = ibv_modify_qp(c->qps[q], &qa,
-                           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    if (rc != 0) return verbsFail("moving a QP to RTR", d, rc);
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RTS;
-    qa.timeout = (uint8_t)ibConf.timeout;
-    qa.retry_cnt = (uint8_t)ibConf.retryCnt;
-    qa.rnr_retry = 7;
-    qa.sq_psn = local->psn[q];
-    qa.max_rd_atomic = 1;
-    rc = ibv_modify_qp(c->qps[q], &qa,
-                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                           IBV_QP_MAX_QP_RD_ATOMIC);
-    if (rc != 0) return verbsFail("moving a QP to RTS", d, rc);
+    ncclResult_t res = qpConnect(c, c->qps[q], mtu, remote->qpn[q], remote->psn[q], local->psn[q], remote->lid, remote->gid);
+    if (res != ncclSuccess) return res;
   }
   if (!c->isSend) {
     c->remFifoAddr = remote->fifoAddr;
@@ -142,13 +166,40 @@ ncclResult_t ibCommConnectQps(ibComm* c, const ibConnInfo* local, const ibConnIn
   return ncclSuccess;
 }
 
+/* The flush QP reads from this comm's own GPU receive buffers, so it is connected to itself: the
+ * responder side needs remote-read access, the requester a local buffer to land in. A read of GPU
+ * memory completes only after the NIC's earlier writes to it have reached the GPU (PCIe ordering),
+ * which is what a flush must wait for. */
+ncclResult_t ibCommCreateFlush(ibComm* c) {
+  const ibDev* d = &ibDevs[c->dev];
+  int depth = IB_MAX_REQUESTS; /* one read per request at most */
+  if (d->maxQpWr > 0 && depth > d->maxQpWr) depth = d->maxQpWr;
+  ncclResult_t res = qpCreate(c, depth, 1, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, &c->flushQp);
+  if (res != ncclSuccess) return res;
+  uint32_t psn = randomPsn();
+  res = qpConnect(c, c->flushQp, d->mtu, c->flushQp->qp_num, psn, psn, d->lid, d->gid.raw);
+  if (res != ncclSuccess) return res;
+  if (posix_memalign(&c->flushBuf, 64, 64) != 0) {
+    c->flushBuf = NULL;
+    IB_WARN("out of memory for the flush buffer of a connection on %s", d->fullName);
+    return ncclSystemError;
+  }
+  memset(c->flushBuf, 0, 64);
+  c->flushMr = ibv_reg_mr(d->pd, c->flushBuf, 64, IBV_ACCESS_LOCAL_WRITE);
+  if (c->flushMr == NULL) return verbsFail("registering the flush buffer", d, 0);
+  return ncclSuccess;
+}
+
 void ibCommDestroy(ibComm* c) {
   if (c == NULL) return;
   for (int q = 0; q < c->nQps; q++)
     if (c->qps[q]) ibv_destroy_qp(c->qps[q]);
+  if (c->flushQp) ibv_destroy_qp(c->flushQp);
   if (c->cq) ibv_destroy_cq(c->cq);
   if (c->fifoMr) ibv_dereg_mr(c->fifoMr);
   if (c->stagingMr) ibv_dereg_mr(c->stagingMr);
+  if (c->flushMr) ibv_dereg_mr(c->flushMr);
+  free(c->flushBuf);
   free((void*)c->fifo);
   free(c->staging);
   chrSockClose(&c->fd);
