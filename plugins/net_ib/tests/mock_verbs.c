@@ -8,14 +8,27 @@
  *   - RDMA write (with immediate): the remote key must name a registration with remote-write access
  *     that covers the target range, the local key one that covers the source; the bytes are copied;
  *     with immediate, the peer QP's oldest posted receive completes (none posted: an RNR error);
- *   - QPs must be in RTS to send and at least RTR to take writes; the peer is found by QP number;
- *     a QP number that is not in this process (its owner died, or forked away) gives a
- *     retry-exceeded completion, as a real peer that stopped answering does;
- *   - completions go to the QPs' CQs in order; a full CQ is an error.
+ *   - RDMA read: the remote key must name a registration with remote-read access that covers the
+ *     source range, the local key one with local-write access that covers the destination; the
+ *     bytes are copied (counted, and the last read remembered, for the tests: mock_verbs.h);
+ *   - QPs must be in RTS to send and at least RTR to take writes and reads, with the remote-write or
+ *     remote-read access flag set at INIT; the peer is found by QP number, and a QP may be connected
+ *     to itself (loopback); a QP number that is not in this process (its owner died, or forked away)
+ *     gives a retry-exceeded completion, as a real peer that stopped answering does;
+ *   - completions go to the QPs' CQs in order; a full CQ is an error; a QP whose work request failed
+ *     goes to the error state.
+ * Memory: ibv_reg_mr takes any host address; "GPU memory" is host memory here, and the kind of each
+ * registration (ibv_reg_mr or ibv_reg_dmabuf_mr) and its access flags are kept for the tests. dma-bufs
+ * are taken with MOCK_VERBS_DMABUF=1 only (any open fd; the range is iova .. iova+length of this
+ * process); otherwise ibv_reg_dmabuf_mr is unsupported (EOPNOTSUPP), as on a kernel without it.
+ * Faults for tests: MOCK_VERBS_FAULT=flipbyte corrupts large data writes, =noremoteread drops remote
+ * read from every registration; MOCK_VERBS_FAIL_QP=N / MOCK_VERBS_FAIL_MR=N fail the N-th
+ * ibv_create_qp / ibv_reg_mr of the process (ENOMEM).
  * It checks the plugin's use of verbs as hardware would, not more: it does not model timing, packet
  * loss, PCIe ordering or memory outside this process.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -23,6 +36,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mock_verbs.h"
+
+#define MOCK_EXPORT __attribute__((visibility("default")))
 #define MAX_OBJS 4096
 #define RQ_DEPTH 1024
 
@@ -34,6 +50,7 @@ typedef struct {
 
 typedef struct {
   struct ibv_qp qp;
+  int access;          /* qp_access_flags given at INIT: what a peer may do to this QP's memory */
   uint32_t remoteQpn;
   uint64_t rq[RQ_DEPTH];
   int rqHead, rqCount;
@@ -42,6 +59,9 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mockQp* qps[MAX_OBJS];
 static struct ibv_mr* mrs[MAX_OBJS];
+static int mrKinds[MAX_OBJS]; /* MOCK_MR_* of mrs[i] */
+static mockVerbsStats stats;  /* reads, last read; live counts are computed when asked */
+static int qpsCreated, mrsRegistered; /* for MOCK_VERBS_FAIL_QP / MOCK_VERBS_FAIL_MR */
 static uint32_t nextKey = 0x100;
 static uint32_t nextQp = 1;
 static struct ibv_device mockDevice;
@@ -50,6 +70,17 @@ static struct ibv_device* deviceList[2];
 static int linkIsIb(void) {
   const char* v = getenv("MOCK_VERBS_LINK");
   return v != NULL && strcmp(v, "ib") == 0;
+}
+
+static int envIs(const char* name, const char* value) {
+  const char* v = getenv(name);
+  return v != NULL && strcmp(v, value) == 0;
+}
+
+/* 1 when this is the n-th call (count is the caller's counter) that MOCK_VERBS_FAIL_<what>=n names. */
+static int failNth(const char* var, int* count) {
+  const char* v = getenv(var);
+  return ++*count == (v ? atoi(v) : 0);
 }
 
 /* ---------------------------------------------------------------- devices */
@@ -148,15 +179,18 @@ const char* ibv_wc_status_str(enum ibv_wc_status status) {
     case IBV_WC_REM_ACCESS_ERR: return "remote access error";
     case IBV_WC_RETRY_EXC_ERR: return "transport retry counter exceeded";
     case IBV_WC_RNR_RETRY_EXC_ERR: return "RNR retry counter exceeded";
+    case IBV_WC_REM_INV_REQ_ERR: return "remote invalid request error";
+    case IBV_WC_REM_OP_ERR: return "remote operation error";
     default: return "other error";
   }
 }
 
 /* ---------------------------------------------------------------- memory */
 
-static struct ibv_mr* addMr(struct ibv_pd* pd, void* addr, size_t len, int access) {
+static struct ibv_mr* addMr(struct ibv_pd* pd, void* addr, size_t len, int access, int kind) {
   struct ibv_mr* mr = calloc(1, sizeof(*mr));
   if (mr == NULL) return NULL;
+  if (envIs("MOCK_VERBS_FAULT", "noremoteread")) access &= ~IBV_ACCESS_REMOTE_READ;
   pthread_mutex_lock(&lock);
   int slot = -1;
   for (int i = 0; i < MAX_OBJS && slot < 0; i++)
@@ -174,6 +208,7 @@ static struct ibv_mr* addMr(struct ibv_pd* pd, void* addr, size_t len, int acces
   mr->lkey = mr->rkey = nextKey++;
   mr->handle = (uint32_t)access;
   mrs[slot] = mr;
+  mrKinds[slot] = kind;
   pthread_mutex_unlock(&lock);
   return mr;
 }
@@ -183,7 +218,14 @@ struct ibv_mr*(ibv_reg_mr)(struct ibv_pd* pd, void* addr, size_t length, int acc
     errno = EINVAL;
     return NULL;
   }
-  return addMr(pd, addr, length, access);
+  pthread_mutex_lock(&lock);
+  int fail = failNth("MOCK_VERBS_FAIL_MR", &mrsRegistered);
+  pthread_mutex_unlock(&lock);
+  if (fail) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return addMr(pd, addr, length, access, MOCK_MR_PLAIN);
 }
 
 /* verbs.h makes ibv_reg_mr an inline that calls ibv_reg_mr_iova2 unless the compiler can prove the
@@ -197,15 +239,24 @@ struct ibv_mr* ibv_reg_mr_iova2(struct ibv_pd* pd, void* addr, size_t length, ui
   return (ibv_reg_mr)(pd, addr, length, (int)(access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE));
 }
 
+/* With MOCK_VERBS_DMABUF=1 a dma-buf is taken as the host range iova .. iova+length (the mock has no
+ * GPU memory and does not map the fd); fd must be open, as the kernel needs it to be. The plugin's
+ * probe (fd -1) then sees EBADF, i.e. "supported". */
 struct ibv_mr* ibv_reg_dmabuf_mr(struct ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access) {
-  (void)pd;
   (void)offset;
-  (void)length;
-  (void)iova;
-  (void)fd;
-  (void)access;
-  errno = EOPNOTSUPP; /* the mock has no GPU memory */
-  return NULL;
+  if (!envIs("MOCK_VERBS_DMABUF", "1")) {
+    errno = EOPNOTSUPP;
+    return NULL;
+  }
+  if (fd < 0 || fcntl(fd, F_GETFD) < 0) {
+    errno = EBADF;
+    return NULL;
+  }
+  if (pd == NULL || iova == 0 || length == 0) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return addMr(pd, (void*)(uintptr_t)iova, length, access, MOCK_MR_DMABUF);
 }
 
 int ibv_dereg_mr(struct ibv_mr* mr) {
@@ -214,6 +265,7 @@ int ibv_dereg_mr(struct ibv_mr* mr) {
   for (int i = 0; i < MAX_OBJS; i++)
     if (mrs[i] == mr) {
       mrs[i] = NULL;
+      mrKinds[i] = MOCK_MR_NONE;
       found = 1;
     }
   pthread_mutex_unlock(&lock);
@@ -292,6 +344,12 @@ struct ibv_qp* ibv_create_qp(struct ibv_pd* pd, struct ibv_qp_init_attr* ia) {
   mockQp* q = calloc(1, sizeof(*q));
   if (q == NULL) return NULL;
   pthread_mutex_lock(&lock);
+  if (failNth("MOCK_VERBS_FAIL_QP", &qpsCreated)) {
+    pthread_mutex_unlock(&lock);
+    free(q);
+    errno = ENOMEM;
+    return NULL;
+  }
   int slot = -1;
   for (int i = 0; i < MAX_OBJS && slot < 0; i++)
     if (qps[i] == NULL) slot = i;
@@ -329,7 +387,10 @@ int ibv_modify_qp(struct ibv_qp* qp, struct ibv_qp_attr* a, int mask) {
   pthread_mutex_lock(&lock);
   int ok = 0;
   switch (a->qp_state) {
-    case IBV_QPS_INIT: ok = q->qp.state == IBV_QPS_RESET && (mask & IBV_QP_PORT) && a->port_num == 1; break;
+    case IBV_QPS_INIT:
+      ok = q->qp.state == IBV_QPS_RESET && (mask & IBV_QP_PORT) && a->port_num == 1;
+      if (ok) q->access = (mask & IBV_QP_ACCESS_FLAGS) ? (int)a->qp_access_flags : 0;
+      break;
     case IBV_QPS_RTR:
       ok = q->qp.state == IBV_QPS_INIT && (mask & IBV_QP_DEST_QPN) && (mask & IBV_QP_AV) && a->dest_qp_num != 0;
       /* the address must suit the link: a LID on IB, a GRH with a non-zero GID on RoCE */
@@ -371,6 +432,7 @@ static int mockPostRecv(struct ibv_qp* qp, struct ibv_recv_wr* wr, struct ibv_re
 static enum ibv_wc_status doWrite(mockQp* q, const struct ibv_send_wr* wr) {
   mockQp* peer = findQp(q->remoteQpn);
   if (peer == NULL || peer->qp.state < IBV_QPS_RTR || peer->remoteQpn != q->qp.qp_num) return IBV_WC_RETRY_EXC_ERR;
+  if (!(peer->access & IBV_ACCESS_REMOTE_WRITE)) return IBV_WC_REM_ACCESS_ERR;
   size_t len = 0;
   for (int i = 0; i < wr->num_sge; i++) {
     if (findMr(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length, 0) == NULL) return IBV_WC_LOC_PROT_ERR;
@@ -405,23 +467,46 @@ static enum ibv_wc_status doWrite(mockQp* q, const struct ibv_send_wr* wr) {
   return IBV_WC_SUCCESS;
 }
 
+/* One RDMA read of the peer's memory (the QP itself when it is connected to itself) into the local
+ * buffer: returns the completion status the reader sees. */
+static enum ibv_wc_status doRead(mockQp* q, const struct ibv_send_wr* wr) {
+  mockQp* peer = findQp(q->remoteQpn);
+  if (peer == NULL || peer->qp.state < IBV_QPS_RTR || peer->remoteQpn != q->qp.qp_num) return IBV_WC_RETRY_EXC_ERR;
+  if (!(peer->access & IBV_ACCESS_REMOTE_READ)) return IBV_WC_REM_ACCESS_ERR;
+  const struct ibv_sge* sg = &wr->sg_list[0];
+  if (findMr(sg->lkey, sg->addr, sg->length, IBV_ACCESS_LOCAL_WRITE) == NULL) return IBV_WC_LOC_PROT_ERR;
+  if (findMr(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, sg->length, IBV_ACCESS_REMOTE_READ) == NULL)
+    return IBV_WC_REM_ACCESS_ERR;
+  memmove((void*)(uintptr_t)sg->addr, (const void*)(uintptr_t)wr->wr.rdma.remote_addr, sg->length);
+  stats.reads++;
+  stats.lastReadAddr = wr->wr.rdma.remote_addr;
+  stats.lastReadLen = sg->length;
+  memset(stats.lastReadData, 0, sizeof(stats.lastReadData));
+  memcpy(stats.lastReadData, (const void*)(uintptr_t)sg->addr,
+         sg->length < sizeof(stats.lastReadData) ? sg->length : sizeof(stats.lastReadData));
+  return IBV_WC_SUCCESS;
+}
+
 static int mockPostSend(struct ibv_qp* qp, struct ibv_send_wr* wr, struct ibv_send_wr** bad) {
   mockQp* q = (mockQp*)qp;
   pthread_mutex_lock(&lock);
   for (; wr; wr = wr->next) {
+    int isRead = wr->opcode == IBV_WR_RDMA_READ;
     if (q->qp.state != IBV_QPS_RTS ||
-        (wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) || wr->num_sge > 1) {
+        (wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM && !isRead) || wr->num_sge > 1 ||
+        (isRead && (wr->num_sge != 1 || wr->sg_list[0].length == 0))) {
       *bad = wr;
       pthread_mutex_unlock(&lock);
       return EINVAL;
     }
-    enum ibv_wc_status st = doWrite(q, wr);
+    enum ibv_wc_status st = isRead ? doRead(q, wr) : doWrite(q, wr);
+    if (isRead && st != IBV_WC_SUCCESS) stats.readErrors++;
     if (st != IBV_WC_SUCCESS || (wr->send_flags & IBV_SEND_SIGNALED)) {
       struct ibv_wc wc;
       memset(&wc, 0, sizeof(wc));
       wc.wr_id = wr->wr_id;
       wc.status = st;
-      wc.opcode = IBV_WC_RDMA_WRITE;
+      wc.opcode = isRead ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
       wc.qp_num = q->qp.qp_num;
       if (pushWc(q->qp.send_cq, &wc) != 0) {
         *bad = wr;
@@ -433,4 +518,35 @@ static int mockPostSend(struct ibv_qp* qp, struct ibv_send_wr* wr, struct ibv_se
   }
   pthread_mutex_unlock(&lock);
   return 0;
+}
+
+/* ---------------------------------------------------------------- what the tests ask (mock_verbs.h) */
+
+MOCK_EXPORT void mockVerbsGetStats(mockVerbsStats* out) {
+  pthread_mutex_lock(&lock);
+  *out = stats;
+  out->liveQps = out->loopbackQps = out->liveMrs = 0;
+  for (int i = 0; i < MAX_OBJS; i++) {
+    if (qps[i]) {
+      out->liveQps++;
+      out->loopbackQps += qps[i]->remoteQpn == qps[i]->qp.qp_num;
+    }
+    out->liveMrs += mrs[i] != NULL;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+MOCK_EXPORT int mockVerbsMrAt(const void* addr, size_t len, int* access) {
+  pthread_mutex_lock(&lock);
+  int kind = MOCK_MR_NONE;
+  uint32_t newest = 0;
+  for (int i = 0; i < MAX_OBJS; i++) {
+    struct ibv_mr* mr = mrs[i];
+    if (mr == NULL || mr->addr != addr || mr->length < len || mr->lkey < newest) continue;
+    newest = mr->lkey;
+    kind = mrKinds[i];
+    if (access) *access = (int)mr->handle;
+  }
+  pthread_mutex_unlock(&lock);
+  return kind;
 }
