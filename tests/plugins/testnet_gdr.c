@@ -19,12 +19,21 @@
  * exit, when some init was never finalized) appends them as one line to that file. Host memory goes
  * to the inner plugin untouched, so with host buffers this plugin behaves exactly as the inner one.
  *
- * TESTNET_GDR_REFUSE_CUDA=1: NCCL_PTR_CUDA still advertised, every CUDA registration refused (counted),
- * so a caller's fallback to host staging can be tested.
- *
  * Without a GPU (TESTNET_GDR_HOST_AS_CUDA=1): a CUDA registration of host memory is taken as if that
  * memory were a GPU's, and the copies are memcpys, so that a GPUDirect caller's own logic (which
  * buffers it registers as CUDA, its flushes) can be tested on machines without one.
+ *
+ * Knobs for testing callers (chorus-netcheck's GPU rules above all), read at every use; init refuses
+ * a value it does not know:
+ *   TESTNET_GDR_FLUSH_COPIES=1   test() leaves the bytes of a GPU receive in the mirror and iflush
+ *                                copies them to the GPU: a NIC whose writes are visible only after a
+ *                                flush, so a caller that reads before flushing, or flushes the wrong
+ *                                buffer or size, sees stale bytes. Still a correct NIC.
+ *   TESTNET_GDR_FAULT=noflush    as FLUSH_COPIES, but iflush copies nothing: the flush completes and
+ *                                the bytes never reach the GPU (broken)
+ *   TESTNET_GDR_FAULT=flush-error  iflush fails with ncclSystemError (broken)
+ *   TESTNET_GDR_FAULT=refuse-cuda  regMr(NCCL_PTR_CUDA) fails although ptrSupport has NCCL_PTR_CUDA
+ *                                (a claim without support)
  *
  * ABI v12; plugins/net_common builds v11..v8 from it, so NVIDIA's NCCL loads it too. The CUDA driver is
  * opened with dlopen at the first CUDA registration: no CUDA header, no link to libcuda.
@@ -337,10 +346,44 @@ static ncclResult_t innerLoaded(const char* call) {
   return ncclInternalError;
 }
 
+/* ---- test knobs (header comment) ---------------------------------------------------------------- */
+
+enum gdrFault { GDR_FAULT_NONE, GDR_FAULT_NOFLUSH, GDR_FAULT_FLUSH_ERROR, GDR_FAULT_REFUSE_CUDA, GDR_FAULT_UNKNOWN };
+
+static enum gdrFault gdrFault(void) {
+  const char* v = getenv("TESTNET_GDR_FAULT");
+  if (v == NULL || *v == '\0') return GDR_FAULT_NONE;
+  if (strcmp(v, "noflush") == 0) return GDR_FAULT_NOFLUSH;
+  if (strcmp(v, "flush-error") == 0) return GDR_FAULT_FLUSH_ERROR;
+  if (strcmp(v, "refuse-cuda") == 0) return GDR_FAULT_REFUSE_CUDA;
+  return GDR_FAULT_UNKNOWN;
+}
+
+/* The bytes of a GPU receive wait in the mirror until iflush (which, under noflush, drops them). */
+static int flushCopies(void) {
+  const char* v = getenv("TESTNET_GDR_FLUSH_COPIES");
+  return (v != NULL && strcmp(v, "1") == 0) || gdrFault() == GDR_FAULT_NOFLUSH;
+}
+
+static ncclResult_t checkKnobs(void) {
+  const char* copies = getenv("TESTNET_GDR_FLUSH_COPIES");
+  if (gdrFault() == GDR_FAULT_UNKNOWN) {
+    GDR_WARN("TESTNET_GDR_FAULT=%s: not noflush, flush-error or refuse-cuda", getenv("TESTNET_GDR_FAULT"));
+    return ncclInvalidUsage;
+  }
+  if (copies != NULL && *copies != '\0' && strcmp(copies, "0") != 0 && strcmp(copies, "1") != 0) {
+    GDR_WARN("TESTNET_GDR_FLUSH_COPIES=%s: not 0 or 1", copies);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
 static ncclResult_t gdrInit(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config, ncclDebugLogger_t log,
                             ncclProfilerCallback_t prof) {
   if (log != NULL) atomic_store(&logger, log);
-  ncclResult_t res = loadInner();
+  ncclResult_t res = checkKnobs();
+  if (res != ncclSuccess) return res;
+  res = loadInner();
   if (res != ncclSuccess) return res;
   res = inner->init(ctx, commId, config, log, prof);
   if (res == ncclSuccess) atomic_fetch_add(&liveContexts, 1);
@@ -530,16 +573,9 @@ static ncclResult_t regHostAsCuda(void* comm, void* data, size_t size, void** mh
   return ncclSuccess;
 }
 
-/* TESTNET_GDR_REFUSE_CUDA=1: ptrSupport still claims NCCL_PTR_CUDA, but every CUDA registration
- * fails, as a NIC whose peer-memory module is missing does. */
-static int refuseCuda(void) {
-  const char* v = getenv("TESTNET_GDR_REFUSE_CUDA");
-  return v != NULL && strcmp(v, "1") == 0;
-}
-
 static ncclResult_t regCuda(void* comm, void* data, size_t size, void** mhandle) {
-  if (refuseCuda()) {
-    GDR_WARN("regMr(NCCL_PTR_CUDA) of %p refused (TESTNET_GDR_REFUSE_CUDA=1)", data);
+  if (gdrFault() == GDR_FAULT_REFUSE_CUDA) {
+    GDR_WARN("regMr(NCCL_PTR_CUDA) of %p refused (TESTNET_GDR_FAULT=refuse-cuda)", data);
     COUNT(regRefused, 1);
     return ncclSystemError;
   }
@@ -754,7 +790,8 @@ static ncclResult_t gdrIrecv(void* recvComm, int n, void** data, size_t* sizes, 
   return ncclSuccess;
 }
 
-/* The copies in isend and test() are finished when they return: nothing is left to flush. */
+/* The copies in isend and test() are finished when they return: nothing is left to flush, unless
+ * TESTNET_GDR_FLUSH_COPIES left the received bytes in the mirrors for the flush to copy. */
 static ncclResult_t gdrIflush(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request) {
   COUNT(flushes, 1);
   if (request == NULL || data == NULL || sizes == NULL || mhandles == NULL || n < 1 || n > GDR_MAX_RECVS) {
@@ -770,13 +807,26 @@ static ncclResult_t gdrIflush(void* recvComm, int n, void** data, int* sizes, vo
     ncclResult_t res = checkRegion("iflush", recvComm, mhandles[i], data[i], (size_t)sizes[i]);
     if (res != ncclSuccess) return res;
   }
+  enum gdrFault fault = gdrFault();
+  if (fault == GDR_FAULT_FLUSH_ERROR) {
+    GDR_WARN("iflush of %d buffers fails (TESTNET_GDR_FAULT=flush-error)", n);
+    return ncclSystemError;
+  }
+  int copy = flushCopies() && fault != GDR_FAULT_NOFLUSH;
+  for (int i = 0; i < n && copy; i++) {
+    struct gdrMr* m = mhandles[i];
+    if (m->type != NCCL_PTR_CUDA) continue;
+    ncclResult_t res = copyAndWait(m->ctx, 1, data[i], wireAddress(m, data[i]), (size_t)sizes[i]);
+    if (res != ncclSuccess) return res;
+  }
   struct gdrReq* r = newReq(GDR_REQ_FLUSH, 0);
   if (r == NULL) return ncclSystemError;
   *request = r;
   return ncclSuccess;
 }
 
-/* A completed receive: the bytes that arrived in the mirror of each GPU buffer go to the GPU. */
+/* A completed receive: the bytes that arrived in the mirror of each GPU buffer go to the GPU (under
+ * TESTNET_GDR_FLUSH_COPIES, only in iflush). */
 static ncclResult_t finishRecv(struct gdrReq* r, const int* got) {
   for (int i = 0; i < r->n; i++) {
     struct gdrBuf* b = &r->bufs[i];
@@ -785,7 +835,8 @@ static ncclResult_t finishRecv(struct gdrReq* r, const int* got) {
       return ncclInternalError;
     }
     if (b->mr->type == NCCL_PTR_CUDA) {
-      ncclResult_t res = copyAndWait(b->mr->ctx, 1, b->data, wireAddress(b->mr, b->data), (size_t)got[i]);
+      ncclResult_t res = flushCopies() ? ncclSuccess /* iflush copies them */
+                                       : copyAndWait(b->mr->ctx, 1, b->data, wireAddress(b->mr, b->data), (size_t)got[i]);
       if (res != ncclSuccess) return res;
       COUNT(recvCudaBytes, got[i]);
     } else {

@@ -11,7 +11,8 @@
 struct testNetGdrStats {
   long long regHost;        /* regMr of NCCL_PTR_HOST that succeeded */
   long long regCuda;        /* regMr of NCCL_PTR_CUDA that succeeded (device memory, mirrored) */
-  long long regRefused;     /* regMr refused: not device memory, no CUDA driver, bad type, dma-buf */
+  long long regRefused;     /* regMr refused: not device memory, no CUDA driver, bad type, dma-buf,
+                               TESTNET_GDR_FAULT=refuse-cuda */
   long long sendHostBytes;  /* bytes of completed sends from host regions */
   long long sendCudaBytes;  /* bytes of completed sends from GPU regions */
   long long recvHostBytes;  /* bytes of completed receives into host regions */
