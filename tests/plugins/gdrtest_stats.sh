@@ -6,7 +6,7 @@
 # region errors, and by the memory the program's buffers should have used:
 #   host (default)  host buffers only: reg_host > 0, reg_cuda = 0, no GPU bytes, host bytes both ways
 #   --cuda          GPUDirect: reg_cuda > 0, GPU bytes received, flushes > 0
-#   --staged        GPU memory refused (TESTNET_GDR_REFUSE_CUDA=1): reg_refused > 0, reg_cuda = 0, no GPU
+#   --staged        GPU memory refused (TESTNET_GDR_FAULT=refuse-cuda): reg_refused > 0, reg_cuda = 0, no GPU
 #                   bytes, host bytes both ways
 #
 #   gdrtest_stats.sh STATS_FILE RANKS [--cuda|--staged] -- PROGRAM [ARGS...]

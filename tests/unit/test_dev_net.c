@@ -20,7 +20,7 @@
  *          GPUDirect one, every end's slots marked as GPU memory (host memory here, which the plugin
  *          takes as such with TESTNET_GDR_HOST_AS_CUDA=1): the proxy must register every end's slots
  *          as NCCL_PTR_CUDA and flush every received step that carried bytes before publishing it.
- *   stage  "gdr" with a gdrtest NIC that refuses GPU memory (TESTNET_GDR_REFUSE_CUDA=1) while it
+ *   stage  "gdr" with a gdrtest NIC that refuses GPU memory (TESTNET_GDR_FAULT=refuse-cuda) while it
  *          advertises it: every end must fall back to host slots of its link, the proxy copying each
  *          step with bytes between them and the "GPU" slots (the test's copier, a counting memcpy):
  *          no CUDA registration, no flush, every byte right.
