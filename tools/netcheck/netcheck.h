@@ -11,7 +11,9 @@
  *
  * Files: main.c (options, processes, report), rank.c (one rank's phases), rules.c (the rules and
  * their tally), oob.c (the side channel between the ranks), schedule.c (message schedules and
- * payload patterns), traffic.c (the checked traffic), perf.c (bandwidth and latency table).
+ * payload patterns), traffic.c (the checked traffic), perf.c (bandwidth and latency table),
+ * gpumem.c (the GPU memory of --mem cuda and cuda-host, and the copies to it), cuda_loader.c (the
+ * CUDA driver, opened at run time).
  */
 #ifndef CHORUS_NETCHECK_H_
 #define CHORUS_NETCHECK_H_
@@ -28,6 +30,13 @@
 #define NC_MAX_DEPTH NCCL_NET_MAX_REQUESTS
 #define NC_GUARD 64       /* guard bytes checked past every posted receive buffer */
 
+/* Where the checked traffic's buffers live (--mem). */
+typedef enum {
+  NC_MEM_HOST,      /* host memory, registered as NCCL_PTR_HOST (the default) */
+  NC_MEM_CUDA,      /* GPU memory (CUDA driver), registered as NCCL_PTR_CUDA or through dma-buf */
+  NC_MEM_CUDA_HOST, /* host memory handed to the plugin as NCCL_PTR_CUDA: a plugin's CI without GPUs */
+} ncMemKind;
+
 /* ---- options (main.c) ---- */
 typedef struct {
   const char* plugin; /* path (or name) of the net plugin library */
@@ -43,6 +52,8 @@ typedef struct {
   uint64_t seed;
   int abi;            /* bind at most this ABI version (0: the newest the library exports) */
   const char* tcpAddr; /* address the raw TCP baseline listens on (rank 1) */
+  ncMemKind mem;      /* --mem */
+  int gpu;            /* --gpu: the CUDA device of --mem cuda */
 } ncOptions;
 extern ncOptions ncOpt;
 
@@ -166,6 +177,28 @@ void ncCallClockStop(ncCallClock* c);
  * slowest call of the run, asleep or not, is kept for the report (rules.c). */
 #define NC_SLOW_CALL_SEC 1.0
 void ncCheckCall(const char* who, const char* what, const ncCallClock* c);
+
+/* ---- GPU memory and netcheck's copies to it (gpumem.c) ---- */
+const char* ncMemName(ncMemKind k);
+/* --mem cuda before the ranks start: can GPU --gpu be used? Asked in a child process, so that the
+ * process that forks the ranks never initialises CUDA. 0, or -1 with the reason in why. */
+int ncGpuProbe(char* why, size_t len);
+/* In a rank: the driver and GPU --gpu's primary context (--mem cuda; nothing otherwise). */
+int ncGpuOpen(char* why, size_t len);
+void ncGpuClose(void);
+int ncGpuDriverVersion(void); /* 1000 * major + 10 * minor; 0 without a driver */
+/* A buffer of at least `bytes` at a page boundary; *raw is what ncGpuFree takes. NULL on failure. */
+char* ncGpuAlloc(size_t bytes, uintptr_t* raw);
+void ncGpuFree(uintptr_t raw);
+/* Copies and fills, done when they return; 0 or -1 (ncGpuError says why). */
+int ncGpuWrite(void* gpu, const void* host, size_t n);
+int ncGpuRead(void* host, const void* gpu, size_t n);
+int ncGpuSet(void* gpu, int byte, size_t n);
+/* A dma-buf fd for the pages around [gpu, gpu + n) and the offset of gpu in it; the caller closes it. */
+int ncGpuDmaBuf(const void* gpu, size_t n, int* fd, uint64_t* offset);
+/* 1 when ncGpuDmaBuf works here, else 0 with the reason in why. */
+int ncGpuDmaBufUsable(char* why, size_t len);
+const char* ncGpuError(void); /* this thread's last failure in gpumem.c */
 
 /* Exchange listen handles: each side listens n times and gets the other's n handles. */
 int ncExchangeHandles(ncRank* r, int n, void** listenComms, char (*myHandles)[NCCL_NET_HANDLE_MAXSIZE],
