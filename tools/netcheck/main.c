@@ -10,7 +10,7 @@
  * whole check in two fresh processes with those environment variables (a plugin reads its settings
  * at its first init). Exit status: 0 when every rule passed in every setting, 1 otherwise, 2 for
  * bad usage (an unknown option, or a value not read whole or out of range: args.h), after a line
- * that names the option.
+ * that names the option, and for --mem cuda where GPU --gpu cannot be used (no driver, no such GPU).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,6 +38,8 @@ ncOptions ncOpt = {
     .timeoutSec = 20,
     .seed = 0x6e6574636865636bULL,
     .abi = 0,
+    .mem = NC_MEM_HOST,
+    .gpu = 0,
 };
 
 static void usage(FILE* f) {
@@ -51,6 +53,13 @@ static void usage(FILE* f) {
           "  --scale X            multiply the number of messages of the checked traffic (0 < X <= 1000; default 1)\n"
           "  --dev N              device to use (default 0)\n"
           "  --abi N              bind at most ABI version N (8..12; default: the newest the library exports)\n"
+          "  --mem host|cuda|cuda-host  memory of the checked traffic's buffers (default host). cuda: GPU memory,\n"
+          "                       registered with regMr(NCCL_PTR_CUDA) or regMrDmaBuf, flushed with iflush after\n"
+          "                       every receive, when the device advertises NCCL_PTR_CUDA/NCCL_PTR_DMABUF (the\n"
+          "                       gpu.* rules); needs the CUDA driver. cuda-host: for a plugin's own CI on\n"
+          "                       machines without GPUs: host memory handed to the plugin as NCCL_PTR_CUDA, no\n"
+          "                       dma-buf; only test plugins (gdrtest with TESTNET_GDR_HOST_AS_CUDA=1) take it\n"
+          "  --gpu N              the GPU of --mem cuda (default 0)\n"
           "  --timeout S          no progress for S seconds counts as a hang (default 20)\n"
           "  --seed N             seed of the schedules and payloads\n"
           "  --no-perf            skip the bandwidth/latency table\n"
@@ -237,6 +246,16 @@ static int badUsage(const char* what, const char* opt, const char* value) {
   return 2;
 }
 
+static int parseMem(const char* v, ncMemKind* out) {
+  static const ncMemKind kinds[] = {NC_MEM_HOST, NC_MEM_CUDA, NC_MEM_CUDA_HOST};
+  for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+    if (strcmp(v, ncMemName(kinds[k])) == 0) {
+      *out = kinds[k];
+      return 0;
+    }
+  return -1;
+}
+
 /* What the command line asks beyond ncOpt. */
 typedef struct {
   const char* settings[64];
@@ -252,7 +271,7 @@ static int parseArgs(int argc, char** argv, ncCommand* cmd) {
   /* Every option not handled before this list takes a value, which must be read whole and in range. */
   static const char* const withValue[] = {"-s", "--setting", "--comms", "--depth", "--scale", "--dev",
                                           "--abi", "--timeout", "--seed", "--perf-bytes", "--perf-reps",
-                                          "--tcp-addr", "--time-limit", "--listen", "--peer"};
+                                          "--tcp-addr", "--time-limit", "--listen", "--peer", "--mem", "--gpu"};
   int port;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -291,6 +310,8 @@ static int parseArgs(int argc, char** argv, ncCommand* cmd) {
     else if (strcmp(a, "--scale") == 0) bad = chrArgDouble(v, &ncOpt.scale) || !(ncOpt.scale > 0 && ncOpt.scale <= 1000);
     else if (strcmp(a, "--dev") == 0) bad = chrArgInt(v, 0, 1 << 20, &ncOpt.dev);
     else if (strcmp(a, "--abi") == 0) bad = chrArgInt(v, 8, 12, &ncOpt.abi);
+    else if (strcmp(a, "--mem") == 0) bad = parseMem(v, &ncOpt.mem);
+    else if (strcmp(a, "--gpu") == 0) bad = chrArgInt(v, 0, 1 << 20, &ncOpt.gpu);
     else if (strcmp(a, "--timeout") == 0) bad = chrArgDouble(v, &ncOpt.timeoutSec) || !(ncOpt.timeoutSec > 0);
     else if (strcmp(a, "--seed") == 0) bad = chrArgU64(v, &ncOpt.seed);
     else if (strcmp(a, "--perf-bytes") == 0) bad = chrArgSize(v, &ncOpt.perfBytes) || ncOpt.perfBytes == 0;
@@ -321,6 +342,15 @@ int main(int argc, char** argv) {
   int rc = parseArgs(argc, argv, &cmd);
   if (rc >= 0) return rc;
   signal(SIGPIPE, SIG_IGN);
+  if (ncOpt.mem == NC_MEM_CUDA) {
+    char why[320] = "";
+    if (ncGpuProbe(why, sizeof(why)) != 0) {
+      fprintf(stderr, "chorus-netcheck: --mem cuda: %s\n"
+                      "chorus-netcheck: (--mem cuda-host runs the same rules on host memory, for plugins that take it: README)\n",
+              why);
+      return 2;
+    }
+  }
   prepareEnv();
 
   if (cmd.listenPort || cmd.peer) {

@@ -12,8 +12,8 @@
  * Files: main.c (options, processes, report), rank.c (one rank's phases), rules.c (the rules and
  * their tally), oob.c (the side channel between the ranks), schedule.c (message schedules and
  * payload patterns), traffic.c (the checked traffic), perf.c (bandwidth and latency table),
- * gpumem.c (the GPU memory of --mem cuda and cuda-host, and the copies to it), cuda_loader.c (the
- * CUDA driver, opened at run time).
+ * gpurules.c (the GPU-memory rules of --mem cuda and cuda-host), gpumem.c (that memory and the
+ * copies to it), cuda_loader.c (the CUDA driver, opened at run time).
  */
 #ifndef CHORUS_NETCHECK_H_
 #define CHORUS_NETCHECK_H_
@@ -84,6 +84,11 @@ typedef enum {
   NC_R_DATA_BOUNDS,
   NC_R_DATA_SENDBUF,
   NC_R_GROUPED,
+  NC_R_GPU_REG,
+  NC_R_GPU_DMABUF,
+  NC_R_GPU_FLUSH,
+  NC_R_GPU_DATA,
+  NC_R_GPU_DEREG,
   NC_R_CLOSE,
   NC_R_PEER,
   NC_R_COUNT
@@ -144,6 +149,17 @@ uint8_t ncPatternByte(uint64_t key, size_t offset);
 uint64_t ncRand(uint64_t* state); /* xorshift-style generator for choices */
 
 /* ---- one rank (rank.c) ---- */
+
+/* What a rank does with GPU memory (gpurules.c), and what it did. */
+typedef struct {
+  int on;         /* the checked traffic's buffers are GPU memory (or the cuda-host stand-in) */
+  int viaCuda;    /* the device advertises NCCL_PTR_CUDA: regMr(NCCL_PTR_CUDA) */
+  int viaDmaBuf;  /* it advertises NCCL_PTR_DMABUF and the driver gives fds: regMrDmaBuf */
+  int hasFlush;   /* the plugin has an iflush */
+  uint64_t nth;   /* registrations so far: with both ways, they alternate */
+  uint64_t cudaRegs, dmabufRegs, flushes, flushNull, zeroRecvs;
+} ncGpuState;
+
 typedef struct {
   int rank;  /* 0 or 1 */
   int oob;   /* stream socket to the other rank */
@@ -151,6 +167,7 @@ typedef struct {
   ncclNetProperties_v12_t props;
   int maxGroup; /* n used for grouped receives: min(props.maxRecvs, NC_MAX_GROUP) */
   char peerIp[64]; /* numeric address of the other rank, for the raw TCP baseline */
+  ncGpuState gpu;
 } ncRank;
 
 /* Run every phase as this rank. Rank 0 prints the report. Returns the exit status. */
@@ -177,6 +194,22 @@ void ncCallClockStop(ncCallClock* c);
  * slowest call of the run, asleep or not, is kept for the report (rules.c). */
 #define NC_SLOW_CALL_SEC 1.0
 void ncCheckCall(const char* who, const char* what, const ncCallClock* c);
+
+/* ---- the GPU-memory rules (gpurules.c) ---- */
+/* From the device's ptrSupport and the plugin's slots: which GPU rules apply (the others are
+ * skipped, saying why), how GPU memory is registered; claims without the slots behind them fail. */
+void ncGpuPlan(ncRank* r, FILE* out);
+/* Register a GPU buffer on comm: 0, or -1 when the plugin refused it (the failure is recorded; the
+ * caller goes on in host memory, as NCCL_NET_GDR_LEVEL=LOC would). who names the connection. */
+int ncGpuReg(ncRank* r, void* comm, const char* who, void* data, size_t size, void** mh);
+void ncGpuDereg(ncRank* r, void* comm, const char* who, void* mh);
+/* After a receive into GPU memory completed: iflush when it carried bytes. 1: *req is a flush
+ * request to test; 0: nothing to wait for (no bytes, a NULL request); -1: iflush failed (recorded). */
+int ncGpuFlushStart(ncRank* r, void* comm, const char* who, int n, void** data, int* sizes, void** mh, void** req);
+/* Test a flush request once: 1 done, 0 not yet, -1 failed (recorded). */
+int ncGpuFlushTest(ncRank* r, const char* who, void* req);
+/* One line of what the rank did with GPU memory. */
+void ncGpuReport(const ncRank* r, FILE* out);
 
 /* ---- GPU memory and netcheck's copies to it (gpumem.c) ---- */
 const char* ncMemName(ncMemKind k);

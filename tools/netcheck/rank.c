@@ -140,6 +140,7 @@ int ncRunRank(int rank, int oobFd, const char* peerIp) {
     checkProperties(&r, out);
     usable = r.props.name != NULL && (r.props.ptrSupport & NCCL_PTR_HOST) && r.props.maxRecvs >= 1;
     r.maxGroup = r.props.maxRecvs > NC_MAX_GROUP ? NC_MAX_GROUP : r.props.maxRecvs;
+    if (usable) ncGpuPlan(&r, out);
   }
   if (out) fflush(out);
 
@@ -158,6 +159,7 @@ int ncRunRank(int rank, int oobFd, const char* peerIp) {
     res = chrNetClose(r.net);
     ncCheck(NC_R_CLOSE, res == ncclSuccess, "rank %d: finalize failed: %s", rank, ncLastError());
   }
+  ncGpuClose();
   exchangeTally(&r);
   if (rank != 0) return 0;
   int broken = ncTallyPrint(stdout);

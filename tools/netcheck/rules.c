@@ -32,7 +32,7 @@ static const struct {
     [NC_R_PROPS_DEVTYPE] = {"props.netDeviceType", "netDeviceType/Version is HOST/0 or UNPACK/7"},
     [NC_R_PROPS_VPROPS] = {"props.vProps", "vProps lists 1..8 existing devices; byte limits within 1..2^40"},
     [NC_R_CONN_LISTEN] = {"conn.listen", "listen succeeds with a listen comm and writes <= 128 handle bytes"},
-    [NC_R_CONN_NONBLOCKING] = {"nonblocking", "listen/connect/accept/regMr/isend/irecv/test never sleep >= 1 s (time on a CPU or waiting for one is not sleep)"},
+    [NC_R_CONN_NONBLOCKING] = {"nonblocking", "listen/connect/accept/regMr/isend/irecv/iflush/test never sleep >= 1 s (time on a CPU or waiting for one is not sleep)"},
     [NC_R_CONN_COMPLETE] = {"conn.complete", "connect and accept complete, all comms both ways at once, with data flowing"},
     [NC_R_MR] = {"mr.reg", "regMr/deregMr of host memory succeed (per-message churn, sub-ranges)"},
     [NC_R_CALL_RC] = {"call.rc", "isend/irecv/test return ncclSuccess on healthy connections"},
@@ -45,6 +45,11 @@ static const struct {
     [NC_R_DATA_BOUNDS] = {"data.bounds", "nothing is written past the bytes sent into a receive buffer"},
     [NC_R_DATA_SENDBUF] = {"data.sendbuf", "send buffers are left unchanged"},
     [NC_R_GROUPED] = {"recv.grouped", "a grouped irecv (n > 1) puts each send into the buffer of its tag"},
+    [NC_R_GPU_REG] = {"gpu.reg", "with NCCL_PTR_CUDA advertised, regMr(NCCL_PTR_CUDA) takes GPU memory (slots, per-message buffers, sub-ranges)"},
+    [NC_R_GPU_DMABUF] = {"gpu.dmabuf", "with NCCL_PTR_DMABUF advertised, regMrDmaBuf takes a dma-buf fd of GPU memory (closed once it returns)"},
+    [NC_R_GPU_FLUSH] = {"gpu.flush", "iflush after a GPU receive with bytes succeeds; its request (NULL: nothing to flush) completes under test()"},
+    [NC_R_GPU_DATA] = {"gpu.data", "every byte of a GPU receive is in GPU memory once its iflush completed"},
+    [NC_R_GPU_DEREG] = {"gpu.dereg", "deregMr of GPU registrations succeeds"},
     [NC_R_CLOSE] = {"close", "closeSend/closeRecv/closeListen/finalize succeed"},
     [NC_R_PEER] = {"peer", "the other rank finishes and reports (no crash, no hang)"},
 };
@@ -129,7 +134,7 @@ int ncFailures(void) {
   return n > 0x7fffffff ? 0x7fffffff : (int)n;
 }
 
-#define NC_TALLY_MAGIC 0x4e43544132ULL /* "NCTA2" */
+#define NC_TALLY_MAGIC 0x4e43544133ULL /* "NCTA3": the GPU rules came in */
 
 size_t ncTallySize(void) { return sizeof(uint64_t) + sizeof(tally) + sizeof(slowest); }
 

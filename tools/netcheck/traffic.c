@@ -17,6 +17,13 @@
  *     buffer registered just for it, and sub-ranges are registered and released in between.
  * Every completed receive is checked byte by byte, with its reported size and the guard bytes behind
  * it; a misplaced message is named by whose payload it holds.
+ *
+ * With GPU memory (--mem cuda or cuda-host, on a device that advertises it: gpurules.c) the slot
+ * buffers are GPU memory registered as such; a send is filled on the host and copied in, a receive
+ * buffer is set to the guard byte all through before it is posted, and after a receive with bytes
+ * completes, its flush is tested to completion (the slot stays in flight meanwhile) before the
+ * buffers are copied back to the host and checked as above. A connection whose GPU registration the
+ * plugin refused goes on in host memory; each buffer knows which memory it is.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -36,6 +43,8 @@ typedef struct {
   char* base;
   size_t cap;
   void* mh;
+  int gpu;       /* GPU memory (gpumem.c), registered through gpurules.c */
+  uintptr_t raw; /* GPU memory: what ncGpuFree takes */
 } ncBuf;
 
 typedef struct {
@@ -44,6 +53,10 @@ typedef struct {
   void* req;
   uint64_t id; /* send: message number; recv: group index */
   int useTmp;
+  int flushing; /* a receive is done and its iflush request (flushReq) in flight; req is dead */
+  int flushFailed;
+  void* flushReq;
+  int got[NC_MAX_GROUP]; /* a receive: the sizes test() reported */
   ncBuf own[NC_MAX_GROUP]; /* long-lived, registered once (again when grown) */
   ncBuf tmp[NC_MAX_GROUP]; /* registered for this request only */
   char* data[NC_MAX_GROUP];
@@ -67,6 +80,7 @@ typedef struct {
   int nSlots;
   ncSlot* slots;
   int pending; /* slot whose post returned NULL and must be retried first, or -1 */
+  int gpu;     /* new buffers are GPU memory (0 from the plugin's first refusal on) */
   uint64_t next; /* send: next message; recv: next group */
   int g, p;      /* send: group and position of message `next` */
   int inflight;
@@ -82,6 +96,8 @@ typedef struct {
   int nConns;
   double lastProgress;
   uint64_t rng;
+  char* scratch; /* GPU memory: host copy of one buffer, for filling and checking */
+  size_t scratchLen;
 } ncTraffic_t;
 
 const char* ncLastError(void) {
@@ -115,15 +131,60 @@ static void killConn(ncTraffic_t* t, ncConn* c, ncRule rule, const char* what) {
 
 /* ---------------------------------------------------------------- buffers */
 
+/* The buffer's memory, without its registration. */
+static void freeMem(ncBuf* b) {
+  if (b->gpu) ncGpuFree(b->raw);
+  else free(b->base);
+  b->base = NULL;
+  b->cap = 0;
+  b->gpu = 0;
+  b->raw = 0;
+}
+
+/* GPU memory for b, registered through gpurules.c: 0, or -1 when the connection must go on in host
+ * memory (the plugin refused, or netcheck found no memory; either is recorded). */
+static int regGpuBuf(ncTraffic_t* t, ncConn* c, ncBuf* b, size_t cap) {
+  char d[96];
+  dirName(t, c, d, sizeof(d));
+  uintptr_t raw = 0;
+  char* p = ncGpuAlloc(cap, &raw);
+  if (p == NULL) {
+    ncFail(NC_R_GPU_REG, "%s: netcheck found no %zu bytes of GPU memory (not the plugin's fault): %s", d, cap, ncGpuError());
+    return -1;
+  }
+  if (ncGpuReg(t->r, c->comm, d, p, cap, &b->mh) != 0) {
+    ncGpuFree(raw);
+    return -1;
+  }
+  *b = (ncBuf){.base = p, .cap = cap, .mh = b->mh, .gpu = 1, .raw = raw};
+  return 0;
+}
+
+static void deregBuf(ncTraffic_t* t, ncConn* c, ncBuf* b) {
+  if (b->mh != NULL && c->comm != NULL) {
+    char d[96];
+    if (b->gpu) ncGpuDereg(t->r, c->comm, dirName(t, c, d, sizeof(d)), b->mh);
+    else {
+      ncclResult_t res = chrNetDeregMr(t->r->net, c->comm, b->mh);
+      ncCheck(NC_R_MR, res == ncclSuccess, "deregMr returned %d: %s", (int)res, ncLastError());
+    }
+  }
+  b->mh = NULL;
+}
+
 static int regBuf(ncTraffic_t* t, ncConn* c, ncBuf* b, size_t need) {
   if (b->cap >= need && b->base != NULL) return 0;
-  if (b->mh != NULL) {
+  if (b->mh != NULL && b->gpu) {
+    deregBuf(t, c, b);
+  } else if (b->mh != NULL) {
     ncclResult_t res = TIMED(t, c, "deregMr", chrNetDeregMr(t->r->net, c->comm, b->mh));
     ncCheck(NC_R_MR, res == ncclSuccess, "deregMr of a %zu-byte buffer returned %d: %s", b->cap, (int)res, ncLastError());
     b->mh = NULL;
   }
-  free(b->base);
+  freeMem(b);
   size_t cap = need < 4096 ? 4096 : need;
+  if (c->gpu && regGpuBuf(t, c, b, cap) == 0) return 0;
+  c->gpu = 0; /* from here this connection's new buffers are host memory */
   if (posix_memalign((void**)&b->base, 4096, cap) != 0) {
     b->base = NULL;
     b->cap = 0;
@@ -139,22 +200,12 @@ static int regBuf(ncTraffic_t* t, ncConn* c, ncBuf* b, size_t need) {
   return 0;
 }
 
-static void deregBuf(ncTraffic_t* t, ncConn* c, ncBuf* b) {
-  if (b->mh != NULL && c->comm != NULL) {
-    ncclResult_t res = chrNetDeregMr(t->r->net, c->comm, b->mh);
-    ncCheck(NC_R_MR, res == ncclSuccess, "deregMr returned %d: %s", (int)res, ncLastError());
-  }
-  b->mh = NULL;
-}
-
 static void dropBuf(ncTraffic_t* t, ncConn* c, ncBuf* b) {
   deregBuf(t, c, b);
-  free(b->base);
-  b->base = NULL;
-  b->cap = 0;
+  freeMem(b);
 }
 
-/* Register and release a sub-range of an idle slot buffer (registration churn). */
+/* Register and release a sub-range of an idle slot buffer (registration churn), in the buffer's memory. */
 static void churn(ncTraffic_t* t, ncConn* c) {
   for (int i = 0; i < c->nSlots; i++) {
     ncSlot* s = &c->slots[(i + (int)(ncRand(&t->rng) % (uint64_t)c->nSlots)) % c->nSlots];
@@ -162,6 +213,14 @@ static void churn(ncTraffic_t* t, ncConn* c) {
     size_t off = (size_t)(ncRand(&t->rng) % (s->own[0].cap / 4096)) * 4096;
     size_t len = 1 + (size_t)(ncRand(&t->rng) % (s->own[0].cap - off));
     void* mh = NULL;
+    if (s->own[0].gpu) { /* at any 64-byte offset: a dma-buf registration then starts inside its fd's pages */
+      char d[96];
+      dirName(t, c, d, sizeof(d));
+      off += (size_t)(ncRand(&t->rng) % 64) * 64 % (s->own[0].cap - off);
+      len = 1 + (size_t)(ncRand(&t->rng) % (s->own[0].cap - off));
+      if (ncGpuReg(t->r, c->comm, d, s->own[0].base + off, len, &mh) == 0) ncGpuDereg(t->r, c->comm, d, mh);
+      return;
+    }
     ncclResult_t res = TIMED(t, c, "regMr", chrNetRegMr(t->r->net, c->comm, s->own[0].base + off, len, NCCL_PTR_HOST, &mh));
     ncCheck(NC_R_MR, res == ncclSuccess, "regMr of a %zu-byte sub-range returned %d: %s", len, (int)res, ncLastError());
     if (res == ncclSuccess) {
@@ -172,14 +231,25 @@ static void churn(ncTraffic_t* t, ncConn* c) {
   }
 }
 
+static ncBuf* slotBuf(ncSlot* s, int k) { return s->useTmp ? &s->tmp[k] : &s->own[k]; }
+
 /* Give the slot's buffer k room for `need` bytes at a 64-byte multiple offset; returns the data pointer. */
 static char* slotBuffer(ncTraffic_t* t, ncConn* c, ncSlot* s, int k, size_t need, uint64_t salt, void** mh) {
   size_t off = (size_t)(salt % 4) * 64;
-  ncBuf* b = s->useTmp ? &s->tmp[k] : &s->own[k];
+  ncBuf* b = slotBuf(s, k);
   if (s->useTmp) dropBuf(t, c, b); /* a fresh registration for this message */
   if (regBuf(t, c, b, need + off) != 0) return NULL;
   *mh = b->mh;
   return b->base + off;
+}
+
+/* netcheck's own copy to or from GPU memory failed: not the plugin's doing, but nothing of this
+ * connection can be checked any more. */
+static void copyFailed(ncTraffic_t* t, ncConn* c, const char* what) {
+  char d[96];
+  ncFail(NC_R_GPU_DATA, "%s: netcheck's copy %s GPU memory failed (not the plugin's fault): %s", dirName(t, c, d, sizeof(d)),
+         what, ncGpuError());
+  c->dead = 1;
 }
 
 /* ---------------------------------------------------------------- posting */
@@ -222,7 +292,16 @@ static int postSend(ncTraffic_t* t, ncConn* c) {
     s->useTmp = (c->next % 7) == 3;
     s->data[0] = slotBuffer(t, c, s, 0, size, c->next, &s->mh[0]);
     if (s->data[0] == NULL) return 0;
-    ncFill(s->data[0], size, ncMsgKey(ncOpt.seed, c->fromRank, c->index, c->next));
+    uint64_t key = ncMsgKey(ncOpt.seed, c->fromRank, c->index, c->next);
+    if (!slotBuf(s, 0)->gpu) {
+      ncFill(s->data[0], size, key);
+    } else { /* filled on the host, copied in */
+      ncFill(t->scratch, size, key);
+      if (ncGpuWrite(s->data[0], t->scratch, size) != 0) {
+        copyFailed(t, c, "to");
+        return 0;
+      }
+    }
     s->postSize[0] = size;
     s->tags[0] = g->tags[bi];
     s->bytes = size;
@@ -273,7 +352,13 @@ static int postRecv(ncTraffic_t* t, ncConn* c) {
       size_t posted = g->sizes[i] + g->extra[i];
       s->data[i] = slotBuffer(t, c, s, i, posted + NC_GUARD, c->next * 8 + (uint64_t)i, &s->mh[i]);
       if (s->data[i] == NULL) return 0;
-      memset(s->data[i] + g->sizes[i], NC_GUARD_BYTE, posted + NC_GUARD - g->sizes[i]);
+      if (!slotBuf(s, i)->gpu) {
+        memset(s->data[i] + g->sizes[i], NC_GUARD_BYTE, posted + NC_GUARD - g->sizes[i]);
+      } else if (ncGpuSet(s->data[i], NC_GUARD_BYTE, posted + NC_GUARD) != 0) {
+        /* All of it: bytes a flush failed to deliver must not pass for an older message's. */
+        copyFailed(t, c, "to");
+        return 0;
+      }
       s->postSize[i] = posted;
       s->tags[i] = g->tags[i];
     }
@@ -331,12 +416,20 @@ static void checkSend(ncTraffic_t* t, ncConn* c, ncSlot* s, int reported, int si
     ncCheck(NC_R_TEST_SIZE, (size_t)reported == size, "%s: test() of the send of message %llu reported %d bytes, %zu were sent",
             dirName(t, c, d, sizeof(d)), (unsigned long long)s->id, reported, size);
   uint64_t key = ncMsgKey(ncOpt.seed, c->fromRank, c->index, s->id);
+  const char* data = s->data[0];
+  if (slotBuf(s, 0)->gpu) { /* read back what the plugin left in GPU memory */
+    if (ncGpuRead(t->scratch, data, size) != 0) {
+      copyFailed(t, c, "from");
+      return;
+    }
+    data = t->scratch;
+  }
   size_t head = size < 64 ? size : 64;
-  size_t bad = ncVerify(s->data[0], head, key);
+  size_t bad = ncVerify(data, head, key);
   if (bad == head && size > 64) {
     size_t tailOff = size - 64;
     for (size_t j = tailOff; j < size && bad == head; j++)
-      if ((uint8_t)s->data[0][j] != ncPatternByte(key, j)) bad = j;
+      if ((uint8_t)data[j] != ncPatternByte(key, j)) bad = j;
   }
   ncCheck(NC_R_DATA_SENDBUF, bad == head, "%s: the plugin changed byte %zu of the %zu-byte send buffer of message %llu",
           dirName(t, c, d, sizeof(d)), bad, size, (unsigned long long)s->id);
@@ -352,6 +445,14 @@ static void checkRecv(ncTraffic_t* t, ncConn* c, ncSlot* s, const int* sizes) {
     uint64_t msg = g->firstMsg + (uint64_t)p;
     size_t sent = g->sizes[i];
     const char* data = s->data[i];
+    int gpu = slotBuf(s, i)->gpu, good = 1;
+    if (gpu) { /* flushed (or failed to) by now: read back what GPU memory holds */
+      if (ncGpuRead(t->scratch, data, s->postSize[i] + NC_GUARD) != 0) {
+        copyFailed(t, c, "from");
+        return;
+      }
+      data = t->scratch;
+    }
     char where[160];
     if (g->n > 1) snprintf(where, sizeof(where), "receive of message %llu (group %llu, buffer %d of %d, tag %d, posted %zu)",
                            (unsigned long long)msg, (unsigned long long)s->id, i, g->n, g->tags[i], s->postSize[i]);
@@ -368,6 +469,7 @@ static void checkRecv(ncTraffic_t* t, ncConn* c, ncSlot* s, const int* sizes) {
       ncPass(NC_R_DATA_ORDER);
       if (g->n > 1) ncPass(NC_R_GROUPED);
     } else {
+      good = 0;
       int comm = c->index;
       uint64_t other = msg;
       if (identify(t, data, sent, c->fromRank, &comm, &other, msg)) {
@@ -394,11 +496,65 @@ static void checkRecv(ncTraffic_t* t, ncConn* c, ncSlot* s, const int* sizes) {
       }
     ncCheck(NC_R_DATA_BOUNDS, firstBad == end, "%s: %s: byte %zu was written, %zu bytes were sent%s", d, where, firstBad,
             sent, firstBad >= s->postSize[i] ? " (past the posted buffer)" : "");
+    good &= firstBad == end;
+    /* A failed flush was named already; what it left behind says nothing more. */
+    if (gpu && !s->flushFailed)
+      ncCheck(NC_R_GPU_DATA, good, "%s: %s into GPU memory: wrong once %s (data.* says which bytes)", d, where,
+              sent > 0 ? "its iflush completed" : "test() said done");
   }
 }
 
-/* Test one in-flight request; returns 1 if it completed. */
+/* A request is over: its slot is free again. */
+static void finishSlot(ncTraffic_t* t, ncConn* c, ncSlot* s) {
+  if (s->useTmp)
+    for (int i = 0; i < NC_MAX_GROUP; i++) dropBuf(t, c, &s->tmp[i]);
+  s->busy = 0;
+  s->posted = 0;
+  s->req = NULL;
+  s->flushing = 0;
+  s->flushReq = NULL;
+  c->inflight--;
+  c->inflightBytes -= s->bytes;
+  c->completed++;
+  ncPass(NC_R_PROGRESS);
+}
+
+static const char* flushWho(const ncTraffic_t* t, const ncConn* c, const ncSlot* s, char* buf, size_t len) {
+  char d[96];
+  snprintf(buf, len, "%s, receive %llu", dirName(t, c, d, sizeof(d)), (unsigned long long)s->id);
+  return buf;
+}
+
+/* A receive completed with these sizes: flush it when all its buffers are GPU memory (as NCCL, which
+ * flushes GPUDirect receives only). Returns 1 when the slot now waits for its flush. */
+static int startFlush(ncTraffic_t* t, ncConn* c, ncSlot* s) {
+  const ncGroup* g = &c->sched.groups[s->id];
+  int gpuBufs = 0, sane = 1;
+  for (int i = 0; i < g->n; i++) {
+    gpuBufs += slotBuf(s, i)->gpu;
+    sane &= s->got[i] >= 0; /* test.size has failed already: no size to flush */
+  }
+  if (gpuBufs < g->n || !sane) return 0;
+  char who[160];
+  int st = ncGpuFlushStart(t->r, c->comm, flushWho(t, c, s, who, sizeof(who)), g->n, (void**)s->data, s->got, s->mh,
+                           &s->flushReq);
+  s->flushFailed = st < 0;
+  s->flushing = st == 1;
+  s->req = NULL; /* the receive request is dead; the slot stays in flight for its flush */
+  return s->flushing;
+}
+
+/* Test one in-flight request (or the flush of a completed receive); returns 1 on progress. */
 static int testSlot(ncTraffic_t* t, ncConn* c, ncSlot* s) {
+  if (s->flushing) {
+    char who[160];
+    int st = ncGpuFlushTest(t->r, flushWho(t, c, s, who, sizeof(who)), s->flushReq);
+    if (st == 0) return 0;
+    s->flushFailed = st < 0;
+    checkRecv(t, c, s, s->got);
+    finishSlot(t, c, s);
+    return 1;
+  }
   int sizes[NC_MAX_GROUP];
   for (int i = 0; i < NC_MAX_GROUP; i++) sizes[i] = -1;
   int sizesGiven = !(c->isSend && (ncRand(&c->rng) & 7) == 0);
@@ -412,17 +568,14 @@ static int testSlot(ncTraffic_t* t, ncConn* c, ncSlot* s) {
   char d[96];
   ncCheck(NC_R_TEST_DONE, done == 0 || done == 1, "%s: test() set done to %d", dirName(t, c, d, sizeof(d)), done);
   if (!done) return 0;
-  if (c->isSend) checkSend(t, c, s, sizes[0], sizesGiven);
-  else checkRecv(t, c, s, sizes);
-  if (s->useTmp)
-    for (int i = 0; i < NC_MAX_GROUP; i++) dropBuf(t, c, &s->tmp[i]);
-  s->busy = 0;
-  s->posted = 0;
-  s->req = NULL;
-  c->inflight--;
-  c->inflightBytes -= s->bytes;
-  c->completed++;
-  ncPass(NC_R_PROGRESS);
+  if (c->isSend) {
+    checkSend(t, c, s, sizes[0], sizesGiven);
+  } else {
+    memcpy(s->got, sizes, sizeof(s->got));
+    if (startFlush(t, c, s)) return 1;
+    checkRecv(t, c, s, s->got);
+  }
+  finishSlot(t, c, s);
   return 1;
 }
 
@@ -450,6 +603,19 @@ static int connStep(ncTraffic_t* t, ncConn* c) {
 
 static int finished(const ncConn* c) { return c->dead || (c->up && c->completed == c->total && c->inflight == 0); }
 
+/* A hang with a flush in flight is the flush's: name it (once per connection). */
+static int flushStuck(ncTraffic_t* t, ncConn* c) {
+  for (int i = 0; i < c->nSlots; i++) {
+    ncSlot* s = &c->slots[i];
+    if (!s->flushing) continue;
+    char who[160];
+    ncFail(NC_R_GPU_FLUSH, "%s: its iflush request did not complete in %.0f s", flushWho(t, c, s, who, sizeof(who)),
+           ncOpt.timeoutSec);
+    return 1;
+  }
+  return 0;
+}
+
 static void reportHang(ncTraffic_t* t) {
   char d[96];
   int reported = 0;
@@ -459,6 +625,8 @@ static void reportHang(ncTraffic_t* t) {
     if (!c->up) {
       if (reported++ < 3) ncFail(NC_R_CONN_COMPLETE, "%s: %s still not complete after %.0f s", dirName(t, c, d, sizeof(d)),
                                  c->isSend ? "connect" : "accept", ncOpt.timeoutSec);
+    } else if (flushStuck(t, c)) {
+      reported++;
     } else if (reported++ < 3) {
       ncFail(NC_R_PROGRESS, "%s: nothing completed for %.0f s; %d requests in flight, %llu of %llu done, %s%llu NULL retries",
              dirName(t, c, d, sizeof(d)), ncOpt.timeoutSec, c->inflight, (unsigned long long)c->completed,
@@ -546,6 +714,7 @@ void ncTraffic(ncRank* r) {
     c->fromRank = c->isSend ? r->rank : 1 - r->rank;
     c->depth = depthOf(c->index);
     c->pending = -1;
+    c->gpu = r->gpu.on;
     c->rng = ncOpt.seed + (uint64_t)k * 7919;
     if (c->isSend) memcpy(c->handle, theirs[c->index], NCCL_NET_HANDLE_MAXSIZE);
     else c->listen = listens[c->index];
@@ -559,6 +728,11 @@ void ncTraffic(ncRank* r) {
     if (c->nSlots > NC_MAX_SLOTS) c->nSlots = NC_MAX_SLOTS;
     c->slots = calloc((size_t)c->nSlots, sizeof(ncSlot));
     if (c->slots == NULL) c->dead = 1;
+    if (c->sched.maxPosted + NC_GUARD > t->scratchLen) t->scratchLen = c->sched.maxPosted + NC_GUARD;
+  }
+  if (r->gpu.on && (t->scratch = malloc(t->scratchLen)) == NULL) {
+    ncFail(NC_R_GPU_DATA, "rank %d: no host memory for a %zu-byte copy of a GPU buffer", r->rank, t->scratchLen);
+    for (int k = 0; k < t->nConns; k++) t->conns[k].gpu = 0;
   }
   if (r->maxGroup < 2) ncSkip(NC_R_GROUPED, "the plugin reports maxRecvs = 1");
 
@@ -580,6 +754,7 @@ void ncTraffic(ncRank* r) {
     printf("checked traffic: %d comms each way, %llu messages (%llu grouped receives) and %.1f MiB into rank 0, "
            "%llu NULL requests retried\n",
            K, (unsigned long long)msgs, (unsigned long long)groups, (double)bytes / (1 << 20), (unsigned long long)retries);
+    ncGpuReport(r, stdout);
     fflush(stdout);
   }
 
@@ -604,11 +779,12 @@ void ncTraffic(ncRank* r) {
     }
     for (int i = 0; i < c->nSlots; i++)
       for (int b = 0; b < NC_MAX_GROUP; b++) {
-        free(c->slots[i].own[b].base);
-        free(c->slots[i].tmp[b].base);
+        freeMem(&c->slots[i].own[b]);
+        freeMem(&c->slots[i].tmp[b]);
       }
     free(c->slots);
     ncScheduleFree(&c->sched);
   }
+  free(t->scratch);
   free(t);
 }
