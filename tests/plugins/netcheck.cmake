@@ -23,21 +23,22 @@ foreach(fault REORDER DROPBYTE WRONGSIZE SLEEPLISTEN SPINLISTEN)
   add_dependencies(testnet_faulty_${lower} nccl-net-socket)
 endforeach()
 
-# nc_test(<name> <plugin> [ENV k=v ...] [EXPECT --has ERE ...] [HAS ERE ...] ARGS <netcheck args>)
+# nc_test(<name> <plugin> [ENV k=v ...] [WRAP cmd ...] [EXPECT --has ERE ...] [HAS ERE ...] ARGS <netcheck args>)
 # --time-limit (a setting that runs longer is killed as a hang) and TIMEOUT leave room for a busy
 # machine: with two CPU-bound processes and the suite beside it, socket_v11_4x4 took over 50 s.
 # Without EXPECT the check must pass (plus any HAS lines); with EXPECT it must fail as described.
+# WRAP runs the check under another command (gdrtest_stats.sh ... --).
 function(nc_test name plugin)
-  cmake_parse_arguments(T "" "" "ENV;EXPECT;HAS;ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "" "ENV;WRAP;EXPECT;HAS;ARGS" ${ARGN})
   set(test plugins.netcheck.${name})
   if(T_EXPECT)
-    add_test(NAME ${test} COMMAND ${CHORUS_EXPECT_OUTPUT} --status fail ${T_EXPECT} -- ${NC_BIN} ${T_ARGS} ${plugin})
+    add_test(NAME ${test} COMMAND ${T_WRAP} ${CHORUS_EXPECT_OUTPUT} --status fail ${T_EXPECT} -- ${NC_BIN} ${T_ARGS} ${plugin})
   else()
     set(has "")
     foreach(h ${T_HAS})
       list(APPEND has --has ${h})
     endforeach()
-    add_test(NAME ${test} COMMAND ${CHORUS_EXPECT_OUTPUT} --has "^result: PASS" --lacks "^  FAIL" ${has}
+    add_test(NAME ${test} COMMAND ${T_WRAP} ${CHORUS_EXPECT_OUTPUT} --has "^result: PASS" --lacks "^  FAIL" ${has}
              -- ${NC_BIN} ${T_ARGS} ${plugin})
   endif()
   set_tests_properties(${test} PROPERTIES TIMEOUT 240 ENVIRONMENT
@@ -77,4 +78,40 @@ if(TARGET testnet_gdr)
           ARGS --no-perf --time-limit 200 -s "NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2")
   nc_test(gdrtest_v11_inline $<TARGET_FILE:testnet_gdr> HAS "name gdrtest, ABI v11"
           ARGS --no-perf --abi 11 --time-limit 200 -s "NCCL_SOCKET_NTHREADS=0")
+
+  # The GPU rules without a GPU (--mem cuda-host): host memory the NIC takes as GPU memory
+  # (TESTNET_GDR_HOST_AS_CUDA=1). It must pass them, and its own counters (gdrtest_stats.sh --gpu)
+  # must show CUDA registrations, GPU bytes both ways and flushes in both rank processes.
+  set(NC_GDR $<TARGET_FILE:testnet_gdr>)
+  set(NC_GDR_STATS sh ${CMAKE_CURRENT_SOURCE_DIR}/gdrtest_stats.sh --gpu)
+  nc_test(gdrtest_gpu_host ${NC_GDR} ENV TESTNET_GDR_HOST_AS_CUDA=1
+          WRAP ${NC_GDR_STATS} ${TESTNET_LOG_DIR}/netcheck-gdrtest-gpu-host.stats 2 --
+          HAS "^GPU memory \\(--mem cuda-host," "^  PASS  gpu\\.reg " "^  PASS  gpu\\.flush " "^  PASS  gpu\\.data "
+              "^  PASS  gpu\\.dereg " "^  SKIP  gpu\\.dmabuf .*: plugin does not advertise NCCL_PTR_DMABUF"
+              "^GPU memory, rank 0: [1-9][0-9]* regMr\\(NCCL_PTR_CUDA\\).*; [1-9][0-9]* receives flushed"
+          ARGS --mem cuda-host --no-perf --time-limit 200)
+  # A NIC whose received bytes reach the GPU only in iflush: right only if every receive with bytes
+  # is flushed, with its buffers and sizes, before it is read. As NCCL 2.28 binds it (v11).
+  nc_test(gdrtest_gpu_flushcopies_v11 ${NC_GDR} ENV TESTNET_GDR_HOST_AS_CUDA=1 TESTNET_GDR_FLUSH_COPIES=1
+          WRAP ${NC_GDR_STATS} ${TESTNET_LOG_DIR}/netcheck-gdrtest-gpu-flushcopies.stats 2 --
+          HAS "name gdrtest, ABI v11" "^  PASS  gpu\\.data "
+          ARGS --mem cuda-host --no-perf --abi 11 --scale 0.5 --time-limit 200)
+  # Broken GPUDirect sides fail, naming the rule: a flush that leaves the bytes behind, a flush that
+  # fails, CUDA registrations refused while ptrSupport claims them (the rest still passes).
+  nc_test(gdrtest_gpu_noflush ${NC_GDR} ENV TESTNET_GDR_HOST_AS_CUDA=1 TESTNET_GDR_FAULT=noflush
+          ARGS --mem cuda-host --no-perf --scale 0.3 --time-limit 200
+          EXPECT --has "^  FAIL  gpu\\.data " --has "into GPU memory: wrong once its iflush completed"
+                 --has "^  PASS  gpu\\.flush " --has "^result: FAIL")
+  nc_test(gdrtest_gpu_flusherror ${NC_GDR} ENV TESTNET_GDR_HOST_AS_CUDA=1 TESTNET_GDR_FAULT=flush-error
+          ARGS --mem cuda-host --no-perf --scale 0.3 --time-limit 200
+          EXPECT --has "^  FAIL  gpu\\.flush " --has "receive [0-9]+: iflush of [0-9]+ buffers? failed"
+                 --has "^result: FAIL")
+  nc_test(gdrtest_gpu_refusecuda ${NC_GDR} ENV TESTNET_GDR_HOST_AS_CUDA=1 TESTNET_GDR_FAULT=refuse-cuda
+          ARGS --mem cuda-host --no-perf --scale 0.3 --time-limit 200
+          EXPECT --has "^  FAIL  gpu\\.reg " --has "failed, although ptrSupport has NCCL_PTR_CUDA"
+                 --has "^  PASS  data\\.bytes " --has "^result: FAIL \\(1 rule broken\\)")
 endif()
+# A plugin without NCCL_PTR_CUDA: the GPU rules are skipped, not failed.
+nc_test(socket_gpu_skip ${NC_SOCKET} HAS "^  SKIP  gpu\\.reg .*: plugin does not advertise NCCL_PTR_CUDA"
+        "^  SKIP  gpu\\.flush .*: plugin does not advertise NCCL_PTR_CUDA" "^  PASS  mr\\.reg "
+        ARGS --mem cuda-host --no-perf --scale 0.3 --time-limit 200)
