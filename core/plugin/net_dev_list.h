@@ -23,6 +23,7 @@ struct chrNetDevs {
 };
 #define CHR_NET_GDR_WRITE 1
 #define CHR_NET_GDR_READ 2
+#define CHR_NET_GDR_NOFLUSH 4 /* with WRITE: the GPU orders the NIC's writes itself, no flush (chrTopoNeedFlush) */
 
 /* NCCL_CROSS_NIC=0: per GPU of this host (by PCI address), the devices the topology gives that GPU,
  * with the GPUDirect bits of this rank's GPU toward them. A link to a peer on another host sends

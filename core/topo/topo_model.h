@@ -65,6 +65,7 @@ struct chrTopoSettings {
   int gdrLevel;   /* NCCL_NET_GDR_LEVEL as a path type; -1: the default (P2C with gdrC2c, else PXB) */
   int gdrRead;    /* NCCL_NET_GDR_READ: 0 no, 1 yes, < 0 by sm (yes from sm 80) */
   int gdrC2c;     /* NCCL_NET_GDR_C2C */
+  int forceFlush; /* NCCL_NET_FORCE_FLUSH */
   int policy;     /* NCCL_NETDEVS_POLICY: enum chrNetDevsPolicy */
   int policyMax;  /* N of MAX:N */
   int pxnDisable; /* NCCL_PXN_DISABLE */

@@ -93,6 +93,16 @@ int chrTopoCheckGdr(const struct chrTopoSystem* sys, int gpu, int net, int read)
   return distance <= level;
 }
 
+int chrTopoNeedFlush(const struct chrTopoSystem* sys, int gpu, int net) {
+  if (sys->settings.forceFlush || sys->nodes[gpu].sm < 90) return 1;
+  /* From sm 90 the GPU orders the NIC's PCIe writes before its own later reads, unless its CPU link
+   * is C2C and the NIC is close (PXB or nearer): data over PCIe, control over C2C, unordered. */
+  if (chrTopoPathOf(sys, gpu, net)->type > CHR_PATH_PXB) return 0;
+  for (int i = 0; i < sys->count[CHR_TOPO_CPU]; i++)
+    if (chrTopoPathOf(sys, gpu, sys->list[CHR_TOPO_CPU][i])->type == CHR_PATH_C2C) return 1;
+  return 0;
+}
+
 /* ---- settings -------------------------------------------------------------------------------- */
 
 /* The syntax is config's (net_settings.h), checked when the configuration is loaded; these wrap it
@@ -123,6 +133,7 @@ ncclResult_t chrTopoSettingsRead(struct chrTopoSettings* out) {
   CHECK(chrTopoParseNetDevsPolicy(chrParamStr(CHR_P_NETDEVS_POLICY), &s.policy, &s.policyMax));
   s.gdrRead = (int)chrParamInt(CHR_P_NET_GDR_READ);
   s.gdrC2c = (int)chrParamInt(CHR_P_NET_GDR_C2C);
+  s.forceFlush = (int)chrParamInt(CHR_P_NET_FORCE_FLUSH);
   s.pxnDisable = (int)chrParamInt(CHR_P_PXN_DISABLE);
   s.pxnC2c = (int)chrParamInt(CHR_P_PXN_C2C);
   s.nvbDisable = (int)chrParamInt(CHR_P_NVB_DISABLE);

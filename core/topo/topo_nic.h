@@ -24,6 +24,10 @@ int chrTopoLocalGpuOfNet(const struct chrTopoSystem* sys, int net);
 /* 1 when GPUDirect RDMA may be used between GPU node `gpu` and NET node `net`: read = 1 for the send
  * side (the NIC reads GPU memory), 0 for the receive side (the NIC writes it). */
 int chrTopoCheckGdr(const struct chrTopoSystem* sys, int gpu, int net, int read);
+/* 1 when a receive that NET node `net` wrote into GPU node `gpu`'s memory must be flushed (the
+ * plugin's iflush) before the GPU reads it, as NCCL decides: NCCL_NET_FORCE_FLUSH, a GPU below sm 90,
+ * or a GPU whose CPU link is C2C with the NIC PXB or nearer. The plugin's forceFlush is the caller's. */
+int chrTopoNeedFlush(const struct chrTopoSystem* sys, int gpu, int net);
 
 /* Setting syntax (ncclInvalidUsage with what is accepted when the text is not valid). */
 ncclResult_t chrTopoParseGdrLevel(const char* text, int* level);              /* "" -> -1 */

@@ -30,6 +30,7 @@ struct proxyEnd {
   void* flush;             /* GPU-memory receive end: the plugin's flush of step `done`, not finished yet */
   uint64_t flushes;        /* flushes the plugin was asked for (logged when the proxy ends) */
   int staged;              /* GPU slots the plugin refused: the link's host slots, copied to and from */
+  int noFlush;             /* GPU-memory receive end whose GPU orders the NIC's writes: no flush */
 };
 
 /* One proxy thread and the ends it drives. */
@@ -136,7 +137,7 @@ static void publishRecv(struct proxyEnd* e, int* moved) {
 }
 
 /* Receive end: a finished receive gets its size, then tail (slots in GPU memory: once the plugin's
- * flush of the step is done); then a receive in every slot the kernel freed, for steps its works will
+ * flush of the step is done, where the GPU needs one: chrTopoNeedFlush, the plugin's forceFlush); then a receive in every slot the kernel freed, for steps its works will
  * take (need): never ahead of them, so a peer that closes its comm after its last step leaves no
  * receive of ours waiting. */
 static ncclResult_t progressRecv(struct proxyThread* pt, struct proxyEnd* e, int* moved) {
@@ -165,7 +166,7 @@ static ncclResult_t progressRecv(struct proxyThread* pt, struct proxyEnd* e, int
     e->end.sizes[slot] = bytes;
     if (e->staged) {
       CHECK(copyStep(pt, e, slot, bytes));
-    } else if (e->end.gpuSlots) {
+    } else if (e->end.gpuSlots && !e->noFlush) {
       CHECK(chrNetLinkFlush(e->link, slot, bytes, &e->flush));
       e->flushes += e->flush != NULL;
       if (e->flush != NULL) continue;
@@ -308,7 +309,12 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
     p[made].comm = NULL; /* the link owns it now, or closed it */
     if (res != ncclSuccess) break;
     const char* why = chrNetLinkStagedWhy(e->link);
-    if (why == NULL) continue;
+    if (why == NULL) {
+      ncclNetProperties_v12_t props;
+      e->noFlush = !e->end.isSend && e->end.gpuSlots && (chrNetDevGdr(&comm->netDevs, p[made].dev) & CHR_NET_GDR_NOFLUSH) &&
+                   chrNetGetProperties(comm->net, p[made].dev, &props) == ncclSuccess && !props.forceFlush;
+      continue;
+    }
     if (net->copier.copy == NULL) {
       res = chrFail(ncclInternalError, "comm %p rank %d: GPU net end %s rank %d: %s, and no copier to stage through "
                     "host memory", (void*)comm, comm->rank, e->end.isSend ? "to" : "from", e->peer, why);
@@ -411,10 +417,10 @@ void chrDevNetDestroy(struct chrDevNet* net) {
     for (int i = 0; i < pt->nEnds; i++) {
       const struct proxyEnd* e = &pt->ends[i];
       if (e->end.gpuSlots)
-        INFO(NCCL_NET, "comm %p rank %d: GPU-memory end %s rank %d (key %d): %llu steps, %s, %llu plugin flushes",
+        INFO(NCCL_NET, "comm %p rank %d: GPU-memory end %s rank %d (key %d): %llu steps, %s, %llu plugin flushes%s",
              (void*)net->comm, net->comm->rank, e->end.isSend ? "to" : "from", e->peer, e->end.key,
              (unsigned long long)e->done, e->staged ? "staged through host memory" : "GPUDirect RDMA",
-             (unsigned long long)e->flushes);
+             (unsigned long long)e->flushes, e->noFlush ? " (none needed: the GPU orders the NIC's writes)" : "");
       e->link->ops->close(e->link);
     }
     free(pt->ends);

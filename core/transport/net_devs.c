@@ -60,17 +60,20 @@ static int listFor(const struct chrTopoSystem* sys, int gpu, int gdrGpu, int nPl
   names[0] = '\0';
   for (int c = 0; c < n; c++) {
     devs.dev[c] = sys->nodes[nets[c]].dev;
-    devs.gdr[c] = (unsigned char)((chrTopoCheckGdr(sys, gdrGpu, nets[c], 0) ? CHR_NET_GDR_WRITE : 0) |
-                                  (chrTopoCheckGdr(sys, gdrGpu, nets[c], 1) ? CHR_NET_GDR_READ : 0));
+    const int write = chrTopoCheckGdr(sys, gdrGpu, nets[c], 0);
+    devs.gdr[c] = (unsigned char)((write ? CHR_NET_GDR_WRITE : 0) |
+                                  (chrTopoCheckGdr(sys, gdrGpu, nets[c], 1) ? CHR_NET_GDR_READ : 0) |
+                                  (write && !chrTopoNeedFlush(sys, gdrGpu, nets[c]) ? CHR_NET_GDR_NOFLUSH : 0));
     if (devs.dev[c] < 0 || devs.dev[c] >= nPluginDevs) {
       snprintf(why, whySize, "channel %d's NET has dev %d, not one of the net plugin's %d devices", c, devs.dev[c],
                nPluginDevs);
       return 0;
     }
     const char* name = chrTopoNodeAttr(sys, nets[c], "name");
-    int w = snprintf(names + used, size - used, "%s%d:%d(%s%s%s)", c ? " " : "", c, devs.dev[c], name ? name : "?",
-                     devs.gdr[c] & CHR_NET_GDR_WRITE ? ", gdr write" : "",
-                     devs.gdr[c] & CHR_NET_GDR_READ ? ", gdr read" : "");
+    int w = snprintf(names + used, size - used, "%s%d:%d(%s%s%s%s)", c ? " " : "", c, devs.dev[c],
+                     name ? name : "?", devs.gdr[c] & CHR_NET_GDR_WRITE ? ", gdr write" : "",
+                     devs.gdr[c] & CHR_NET_GDR_READ ? ", gdr read" : "",
+                     devs.gdr[c] & CHR_NET_GDR_NOFLUSH ? ", no flush" : "");
     if (w > 0 && (size_t)w < size - used) used += (size_t)w;
   }
   *out = devs;

@@ -19,6 +19,10 @@ if(TARGET chorus_net_common AND TARGET nccl-net-socket) # tests/plugins builds t
   add_test(NAME unit.dev_net.gdr.n2 COMMAND test_dev_net gdr 2)
   set_tests_properties(unit.dev_net.gdr.n2 PROPERTIES TIMEOUT 120 PROCESSORS 2
     ENVIRONMENT "CHORUS_BOOTSTRAP_TIMEOUT=30;NCCL_SOCKET_IFNAME=lo;NCCL_COMM_ID=;NCCL_DEBUG=WARN;NCCL_NET_PLUGIN=$<TARGET_FILE:testnet_gdr>;CHORUS_PLUGIN_STRICT=1;TESTNET_GDR_HOST_AS_CUDA=1;TESTNET_GDR_FLUSH_COPIES=1")
+  # A GPU that orders the NIC's writes itself (the topology's NOFLUSH bit): no flush at all.
+  add_test(NAME unit.dev_net.noflush.n2 COMMAND test_dev_net noflush 2)
+  set_tests_properties(unit.dev_net.noflush.n2 PROPERTIES TIMEOUT 120 PROCESSORS 2
+    ENVIRONMENT "CHORUS_BOOTSTRAP_TIMEOUT=30;NCCL_SOCKET_IFNAME=lo;NCCL_COMM_ID=;NCCL_DEBUG=WARN;NCCL_NET_PLUGIN=$<TARGET_FILE:testnet_gdr>;CHORUS_PLUGIN_STRICT=1;TESTNET_GDR_HOST_AS_CUDA=1")
   # A NIC that advertises GPU memory and refuses it: every end staged through host memory, one WARN.
   add_test(NAME unit.dev_net.stage.n2 COMMAND ${CHORUS_EXPECT_OUTPUT} --has "stage through host memory"
            -- $<TARGET_FILE:test_dev_net> stage 2)

@@ -15,6 +15,8 @@
 #include "topo_test_util.h"
 #include "log/log.h"
 #include "topo/topo_model.h"
+#include "topo/topo_nic.h"
+#include "topo/topo_paths.h"
 #include "transport/net_devs.h"
 
 static const char* dataDir;
@@ -66,7 +68,8 @@ static void gdrText(const struct chrNetDevs* d, char* out, size_t size) {
     used += (size_t)snprintf(out + used, size - used, "%s%d", i ? "," : "", d->gdr[i]);
 }
 
-/* The GPUDirect bits of each entry (CHR_NET_GDR_WRITE 1 | CHR_NET_GDR_READ 2): `want` = "a,b,..". */
+/* The GPUDirect bits of each entry (CHR_NET_GDR_WRITE 1 | CHR_NET_GDR_READ 2 | CHR_NET_GDR_NOFLUSH 4):
+ * `want` = "a,b,..". */
 static void expectGdr(const char* what, const struct chrTopoSystem* sys, int gpu, int nPlugin, const char* want) {
   struct chrNetDevs d = kBefore;
   int filled = chrNetDevsFromTopo(sys, gpuBusId(sys, gpu), nPlugin, &d);
@@ -79,9 +82,10 @@ static void expectGdr(const char* what, const struct chrTopoSystem* sys, int gpu
 /* NCCL_NET_GDR_LEVEL and NCCL_NET_GDR_READ, as the topology's rule reads them, change the bits. */
 static void caseGdrSettings(void) {
   struct chrTopoFillOptions fill = {.sm = 90, .netSpeed = 400000};
-  const char* settings[][3] = {{"NCCL_NET_GDR_LEVEL", "LOC", "0"}, {"NCCL_NET_GDR_READ", "0", "1"},
-                               {"NCCL_NET_GDR_LEVEL", "SYS", "3"}};
-  for (int i = 0; i < 3; i++) {
+  /* sm 90, no C2C: the GPU orders the NIC's writes, so no flush unless NCCL_NET_FORCE_FLUSH=1 */
+  const char* settings[][3] = {{"NCCL_NET_GDR_LEVEL", "LOC", "0"}, {"NCCL_NET_GDR_READ", "0", "5"},
+                               {"NCCL_NET_GDR_LEVEL", "SYS", "7"}, {"NCCL_NET_FORCE_FLUSH", "1", "3"}};
+  for (int i = 0; i < 4; i++) {
     setenv(settings[i][0], settings[i][1], 1);
     chrConfigReload();
     struct chrTopoSystem* sys = loadReal("azure-ndv5-topo.xml", &fill);
@@ -106,7 +110,7 @@ static void caseNdv5(void) {
     char want[8];
     snprintf(want, sizeof(want), "%d", g); /* GPU and NIC n share switch n: PIX, one NIC per GPU */
     expectList("NDv5", sys, g, 8, want);
-    expectGdr("NDv5", sys, g, 8, "3"); /* PIX, sm 90: the NIC reads and writes GPU memory */
+    expectGdr("NDv5", sys, g, 8, "7"); /* PIX, sm 90: the NIC reads and writes GPU memory, no flush */
   }
   chrTopoFree(sys);
 }
@@ -120,7 +124,7 @@ static void caseP4d(void) {
       char want[8];
       snprintf(want, sizeof(want), "%d", g / 2); /* GPUs 2k and 2k+1 share the PIX NIC k */
       expectList(files[f], sys, g, 4, want);
-      expectGdr(files[f], sys, g, 4, "3");
+      expectGdr(files[f], sys, g, 4, "3"); /* sm 80: every receive flushed */
     }
     chrTopoFree(sys);
   }
@@ -135,7 +139,7 @@ static void caseP5(void) {
     char want[32];
     snprintf(want, sizeof(want), "%d,%d,%d,%d", 4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3); /* its switch's 4 EFA */
     expectList("p5", sys, g, 32, want);
-    expectGdr("p5", sys, g, 32, "3,3,3,3");
+    expectGdr("p5", sys, g, 32, "7,7,7,7");
   }
   /* A NET whose dev is past the plugin's devices: the plugin's order stays. */
   expectList("p5 with 4 plugin devices", sys, 1, 4, NULL);
@@ -246,7 +250,7 @@ static void expectRails(const char* what, const struct chrTopoSystem* sys, int n
 static void caseRails(void) {
   struct chrTopoFillOptions ndv5 = {.sm = 90, .netSpeed = 400000};
   struct chrTopoSystem* sys = loadReal("azure-ndv5-topo.xml", &ndv5);
-  expectRails("NDv5", sys, 8, 8, 7, 7, "3"); /* its own PIX NIC */
+  expectRails("NDv5", sys, 8, 8, 7, 7, "7"); /* its own PIX NIC */
   expectRails("NDv5", sys, 8, 8, 7, 0, "0"); /* GPU 0's NIC, across the CPUs: no GPUDirect */
   chrTopoFree(sys);
   struct chrTopoFillOptions p4d = {.sm = 80, .netSpeed = 400000};
@@ -254,8 +258,48 @@ static void caseRails(void) {
   expectRails("p4d", sys, 8, 4, 1, 0, "3"); /* GPUs 0 and 1 share NIC 0 */
   chrTopoFree(sys);
   sys = loadReal("aws-p5.48xlarge-topo.xml", &kP5Fill);
-  expectRails("p5", sys, 8, 32, 0, 0, "3,3,3,3");
+  expectRails("p5", sys, 8, 32, 0, 0, "7,7,7,7");
   chrTopoFree(sys);
+}
+
+/* chrTopoNeedFlush on a GPU tied to its CPU by C2C, whose NICs it reaches over C2C (P2C) with
+ * NCCL_NET_GDR_LEVEL=SYS: from sm 90 no flush, below it (an sm 80 copy of the file) and with
+ * NCCL_NET_FORCE_FLUSH=1 a flush of every receive. */
+static void caseFlushRule(void) {
+  static const char kXml[] =
+      "<system version=\"1\">\n"
+      " <cpu numaid=\"0\" arch=\"arm64\" vendor=\"ARM\">\n"
+      "  <pci busid=\"0000:01:00.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+      "   <pci busid=\"0000:02:00.0\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+      "    <gpu dev=\"0\" sm=\"SM\" gdr=\"1\"><c2c bw=\"40000\" count=\"10\"/></gpu>\n"
+      "   </pci>\n"
+      "  </pci>\n"
+      "  <pci busid=\"0000:04:00.0\" class=\"0x020700\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+      "   <nic><net name=\"mlx5_0\" dev=\"0\" speed=\"400000\" gdr=\"1\"/></nic>\n"
+      "  </pci>\n"
+      " </cpu>\n"
+      "</system>\n";
+  const struct {
+    const char* sm;
+    int force, want;
+  } cases[] = {{"90", 0, 0}, {"80", 0, 1}, {"90", 1, 1}};
+  setenv("NCCL_NET_GDR_LEVEL", "SYS", 1);
+  for (int i = 0; i < 3; i++) {
+    if (cases[i].force) setenv("NCCL_NET_FORCE_FLUSH", "1", 1);
+    chrConfigReload();
+    char xml[sizeof(kXml)];
+    snprintf(xml, sizeof(xml), "%s", kXml);
+    memcpy(strstr(xml, "sm=\"SM\"") + 4, cases[i].sm, 2);
+    struct chrTopoSystem* sys = topoTestLoadText("c2c", xml, NULL);
+    const int gpu = sys->list[CHR_TOPO_GPU][0], net = sys->list[CHR_TOPO_NET][0];
+    const int got = chrTopoNeedFlush(sys, gpu, net);
+    EXPECT(got == cases[i].want, "sm %s, NCCL_NET_FORCE_FLUSH=%d, path %s: flush %d, want %d", cases[i].sm,
+           cases[i].force, chrTopoPathName(chrTopoPathOf(sys, gpu, net)->type), got, cases[i].want);
+    chrTopoFree(sys);
+    unsetenv("NCCL_NET_FORCE_FLUSH");
+  }
+  unsetenv("NCCL_NET_GDR_LEVEL");
+  chrConfigReload();
 }
 
 int main(int argc, char** argv) {
@@ -275,5 +319,6 @@ int main(int argc, char** argv) {
   caseNotInFile();
   caseNoDev();
   caseRails();
+  caseFlushRule();
   return finishTest();
 }
