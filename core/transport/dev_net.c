@@ -9,10 +9,10 @@
 #include <time.h>
 #include "commstate/comm.h"
 #include "config/param.h"
-#include "transport/dev_net.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
+#include "transport/dev_net.h"
 #include "transport/net_connect.h"
 #include "transport/net_link.h"
 #include "transport/net_devs.h"
@@ -137,9 +137,10 @@ static void publishRecv(struct proxyEnd* e, int* moved) {
 }
 
 /* Receive end: a finished receive gets its size, then tail (slots in GPU memory: once the plugin's
- * flush of the step is done, where the GPU needs one: chrTopoNeedFlush, the plugin's forceFlush); then a receive in every slot the kernel freed, for steps its works will
- * take (need): never ahead of them, so a peer that closes its comm after its last step leaves no
- * receive of ours waiting. */
+ * flush of the step is done, where the GPU needs one: chrTopoNeedFlush, the plugin's forceFlush;
+ * staged: once copied to them); then a receive in every slot the kernel freed, for steps its works
+ * will take (need): never ahead of them, so a peer that closes its comm after its last step leaves
+ * no receive of ours waiting. */
 static ncclResult_t progressRecv(struct proxyThread* pt, struct proxyEnd* e, int* moved) {
   const uint64_t head = __atomic_load_n(e->end.head, __ATOMIC_ACQUIRE);
   const uint64_t need = __atomic_load_n(e->end.need, __ATOMIC_ACQUIRE);
