@@ -178,13 +178,21 @@ static int endsWith(int rank, int p, int j, int* isSend) {
 
 /* GPUDirect through the gdrtest NIC: every end registered as GPU memory, every received step with
  * bytes flushed, no buffer outside its registration (the plugin's counters, in this process). */
-static int checkGdr(int rank, const struct kernel* ks, int n) {
+/* The gdrtest plugin's counters in this process (NCCL_NET_PLUGIN names it); 0, or 1 when it is not
+ * loaded. */
+static int gdrStats(struct testNetGdrStats* st) {
   const char* path = getenv("NCCL_NET_PLUGIN");
   void* lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
   testNetGdrStatsFn statsOf = lib ? (testNetGdrStatsFn)dlsym(lib, "testNetGdrStats") : NULL;
   if (statsOf == NULL) FAIL("the gdrtest plugin (NCCL_NET_PLUGIN=%s) is not loaded", path ? path : "(unset)");
-  const struct testNetGdrStats st = statsOf();
+  *st = statsOf();
   dlclose(lib);
+  return 0;
+}
+
+static int checkGdr(int rank, const struct kernel* ks, int n) {
+  struct testNetGdrStats st;
+  if (gdrStats(&st) != 0) return 1;
   uint64_t received = 0;
   for (int i = 0; i < n; i++) received += ks[i].end.isSend ? 0 : ks[i].nonEmpty;
   const uint64_t flushes = gMode == MODE_NOFLUSH ? 0 : received; /* every received step with bytes, or none */
@@ -211,12 +219,8 @@ static ncclResult_t countingCopy(void* arg, int thread, void* dst, const void* s
 /* Staged: every end fell back to host slots, nothing registered as GPU memory nor flushed, and
  * one copy per step that carried bytes, sent or received. */
 static int checkStaged(int rank, const struct kernel* ks, int n) {
-  const char* path = getenv("NCCL_NET_PLUGIN");
-  void* lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-  testNetGdrStatsFn statsOf = lib ? (testNetGdrStatsFn)dlsym(lib, "testNetGdrStats") : NULL;
-  if (statsOf == NULL) FAIL("the gdrtest plugin (NCCL_NET_PLUGIN=%s) is not loaded", path ? path : "(unset)");
-  const struct testNetGdrStats st = statsOf();
-  dlclose(lib);
+  struct testNetGdrStats st;
+  if (gdrStats(&st) != 0) return 1;
   uint64_t steps = 0;
   for (int i = 0; i < n; i++) steps += ks[i].nonEmpty;
   if (st.regCuda != 0 || st.regRefused != n || st.flushes != 0 || st.regionErrors != 0)
