@@ -11,12 +11,16 @@
  *                                             the library must ask one attribute at a time
  *   CHORUS_TEST_FAKE_GPU=n                    the process's GPUs sit at PCI bus 0x10 + n + ordinal (default
  *                                             n = 0: every process sees the same GPU 0)
+ *   CHORUS_TEST_FAKE_MEMCPY_FAIL=1            cuMemcpyAsync fails (CUDA_ERROR_INVALID_VALUE)
  * Any other pointer is unknown to the driver (CUDA_ERROR_INVALID_VALUE), as plain malloc memory is.
+ * Primary contexts, streams and cuMemcpyAsync (a memcpy: every "device" address is host memory here)
+ * are modelled for the proxy's staging copies; chorusFakeCudaCounts reports their use.
  * Numbers are C literals (0x... or decimal). Values are those of CUDA's cuda.h.
  */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define FAKE_CUDA_SUCCESS 0
 #define FAKE_CUDA_ERROR_INVALID_VALUE 1
@@ -125,3 +129,63 @@ int cuDeviceGetAttribute(int* value, int attribute, int device) {
 
 /* For the tests: how often cuInit was called (proves the library was loaded, and cuInit ran once). */
 int chorusFakeCudaInitCalls(void) { return atomic_load(&initCalls); }
+
+/* ---- primary contexts, streams, copies (core/cuda/net_staging.c) ------------------------------- */
+
+#define FAKE_STREAM_NON_BLOCKING 0x1
+static char fakeContexts[8];
+static _Thread_local void* currentCtx;
+static atomic_int retains, releases, streamsMade, streamsBlocking, streamsFreed, copies, copiesOffContext;
+
+int cuDevicePrimaryCtxRetain(void** ctx, int device) {
+  if (!atomic_load(&initialized)) return FAKE_CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx == NULL || device < 0 || device > 7) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  *ctx = &fakeContexts[device];
+  atomic_fetch_add(&retains, 1);
+  return FAKE_CUDA_SUCCESS;
+}
+
+int cuDevicePrimaryCtxRelease_v2(int device) {
+  if (device < 0 || device > 7) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  atomic_fetch_add(&releases, 1);
+  return FAKE_CUDA_SUCCESS;
+}
+
+int cuCtxSetCurrent(void* ctx) {
+  currentCtx = ctx;
+  return FAKE_CUDA_SUCCESS;
+}
+
+int cuStreamCreate(void** stream, unsigned int flags) {
+  if (stream == NULL || currentCtx == NULL) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  *stream = malloc(1);
+  atomic_fetch_add(&streamsMade, 1);
+  if (!(flags & FAKE_STREAM_NON_BLOCKING)) atomic_fetch_add(&streamsBlocking, 1);
+  return FAKE_CUDA_SUCCESS;
+}
+
+int cuStreamDestroy_v2(void* stream) {
+  if (stream == NULL) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  free(stream);
+  atomic_fetch_add(&streamsFreed, 1);
+  return FAKE_CUDA_SUCCESS;
+}
+
+int cuStreamSynchronize(void* stream) { return stream == NULL ? FAKE_CUDA_ERROR_INVALID_VALUE : FAKE_CUDA_SUCCESS; }
+
+int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t bytes, void* stream) {
+  const char* fail = getenv("CHORUS_TEST_FAKE_MEMCPY_FAIL");
+  if (stream == NULL || (fail != NULL && atoi(fail) == 1)) return FAKE_CUDA_ERROR_INVALID_VALUE;
+  if (currentCtx == NULL) atomic_fetch_add(&copiesOffContext, 1);
+  memcpy((void*)(uintptr_t)dst, (const void*)(uintptr_t)src, bytes);
+  atomic_fetch_add(&copies, 1);
+  return FAKE_CUDA_SUCCESS;
+}
+
+/* For the tests: out[0..7] = primary context retains, releases, streams made, of them blocking,
+ * streams destroyed, copies, copies with no current context. */
+void chorusFakeCudaCounts(int* out) {
+  out[0] = atomic_load(&retains), out[1] = atomic_load(&releases), out[2] = atomic_load(&streamsMade);
+  out[3] = atomic_load(&streamsBlocking), out[4] = atomic_load(&streamsFreed), out[5] = atomic_load(&copies);
+  out[6] = atomic_load(&copiesOffContext);
+}
