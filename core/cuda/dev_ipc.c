@@ -130,10 +130,12 @@ static void netFailed(void* arg) {
   chrCommSetAsyncError(comm, ncclRemoteError);
 }
 
-/* The GPUDirect bit `bit` of key k's device in `devs` (chrNetDevFor: ring keys take the same device
- * at both ends), when that plugin device takes NCCL_PTR_CUDA memory; else 0. */
-static unsigned gdrOf(const struct ncclComm* comm, const struct chrNetDevs* devs, int k, unsigned bit) {
-  const int dev = chrNetDevFor(devs, k, 0, 0, 0);
+/* The GPUDirect bit `bit` of the device in `devs` that key k's link from sendRank to recvRank takes
+ * (chrNetDevFor, as the proxy picks it: keys from `ringKeys` on are point-to-point lanes), when that
+ * plugin device takes NCCL_PTR_CUDA memory; else 0. */
+static unsigned gdrOf(const struct ncclComm* comm, const struct chrNetDevs* devs, int k, int ringKeys, int sendRank,
+                      int recvRank, unsigned bit) {
+  const int dev = chrNetDevFor(devs, k, k >= ringKeys, sendRank, recvRank);
   ncclNetProperties_v12_t props;
   if (!(chrNetDevGdr(devs, dev) & bit) || chrNetGetProperties(comm->net, dev, &props) != ncclSuccess ||
       !(props.ptrSupport & NCCL_PTR_CUDA))
@@ -146,11 +148,12 @@ static unsigned gdrOf(const struct ncclComm* comm, const struct chrNetDevs* devs
  * write this GPU's memory, its send end when the NIC it sends through (the peer's rail under
  * NCCL_CROSS_NIC=0) may read it (the topology's rule: transport/net_devs.h), and only through a
  * plugin device that takes NCCL_PTR_CUDA memory. */
-static void gdrByKey(const struct ncclComm* comm, int peer, uint8_t* out, int nKeys) {
+static void gdrByKey(const struct ncclComm* comm, int peer, int ringKeys, uint8_t* out, int nKeys) {
   const struct chrNetDevs* toward = chrNetDevsToward(&comm->netDevs, &comm->netRails, comm->peers[peer].busId);
+  const int me = comm->rank;
   for (int k = 0; k < nKeys; k++)
-    out[k] = (uint8_t)((gdrOf(comm, &comm->netDevs, k, CHR_NET_GDR_WRITE) ? 1u : 0u) |
-                       (gdrOf(comm, toward, k, CHR_NET_GDR_READ) ? 2u : 0u));
+    out[k] = (uint8_t)((gdrOf(comm, &comm->netDevs, k, ringKeys, peer, me, CHR_NET_GDR_WRITE) ? 1u : 0u) |
+                       (gdrOf(comm, toward, k, ringKeys, me, peer, CHR_NET_GDR_READ) ? 2u : 0u));
 }
 
 /* The needed peers on other hosts: their ends through the net proxy. */
@@ -183,7 +186,7 @@ static ncclResult_t connectRemote(struct ncclComm* comm, const unsigned char* ne
   for (int r = 0; r < n; r++) {
     if (!need[r] || x->connected[r] || sameHost(comm, r)) continue;
     ends[k] = all + (size_t)k * (size_t)maxEnds;
-    gdrByKey(comm, r, gdr, maxEnds);
+    gdrByKey(comm, r, st->shape.nChannels, gdr, maxEnds);
     if (lib->rankNetConnect(st->rank, r, gdr, ends[k], maxEnds, &nEnds[k]) != ncclSuccess) {
       res = chrFail(ncclUnhandledCudaError, "comm %p rank %d: GPU ends for rank %d (another host): %s", (void*)comm,
                     comm->rank, r, lib->lastError());
@@ -191,7 +194,7 @@ static ncclResult_t connectRemote(struct ncclComm* comm, const unsigned char* ne
     }
     peers[k++] = r;
   }
-  if (res == ncclSuccess) res = chrDevNetAdd(x->net, k, peers, ends, nEnds);
+  if (res == ncclSuccess) res = chrDevNetAdd(x->net, st->shape.nChannels, k, peers, ends, nEnds);
   if (res == ncclSuccess)
     for (int i = 0; i < k; i++) x->connected[peers[i]] = 1;
   else if (k > 0) /* the library holds ends no proxy carries: the connections cannot be made again */

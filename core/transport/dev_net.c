@@ -31,6 +31,7 @@ struct proxyEnd {
   uint64_t flushes;        /* flushes the plugin was asked for (logged when the proxy ends) */
   int staged;              /* GPU slots the plugin refused: the link's host slots, copied to and from */
   int noFlush;             /* GPU-memory receive end whose GPU orders the NIC's writes: no flush */
+  int thread;              /* the proxy thread that drives it (endRoute) */
 };
 
 /* One proxy thread and the ends it drives. */
@@ -222,12 +223,19 @@ static void* proxyMain(void* arg) {
   return NULL;
 }
 
-/* Thread t's share of ends[0 .. n): the ends whose key % nThreads is t. Ends of one key (one channel
- * or lane) share a thread; the keys are spread over the threads, so the channels' transfers, and the
- * plugin's work on them, run side by side. */
+/* An end's route: its NIC is the rank's devices[route mod NICs] (chrNetDevFor) and its proxy thread
+ * route mod threads. A ring channel's route is its key (the same NIC at both ends and on every host:
+ * transport/net_devs.h); a point-to-point lane's adds both ranks, as the host links' do, so a rank's
+ * peers spread over its NICs and the threads, and the two ends of a lane still agree. With as many
+ * threads as NICs (the default) each thread drives one NIC. */
+static unsigned endRoute(int key, int ringKeys, int me, int peer) {
+  return key < ringKeys ? (unsigned)key : (unsigned)key + (unsigned)me + (unsigned)peer;
+}
+
+/* Thread t's share of ends[0 .. n). */
 static int shareOf(const struct chrDevNet* net, int t, const struct proxyEnd* ends, int n) {
   int k = 0;
-  for (int i = 0; i < n; i++) k += ends[i].end.key % net->nThreads == t;
+  for (int i = 0; i < n; i++) k += ends[i].thread == t;
   return k;
 }
 
@@ -265,7 +273,7 @@ static void listEnds(struct chrDevNet* net, int t, struct proxyEnd* ends, int n)
   struct proxyThread* pt = &net->threads[t];
   pthread_mutex_lock(&pt->lock);
   for (int i = 0; i < n; i++) {
-    if (ends[i].end.key % net->nThreads != t) continue;
+    if (ends[i].thread != t) continue;
     pt->ends[pt->nEnds++] = ends[i];
     ends[i].link = NULL;
   }
@@ -276,8 +284,8 @@ static int endTag(const struct ncclComm* comm, const struct proxyEnd* e) {
   return CHR_DEV_NET_TAG + (int)((comm->devGeneration & 0xffu) << 8) + e->end.key;
 }
 
-ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, struct chrDevNetEnd* const* ends,
-                          const int* nEnds) {
+ncclResult_t chrDevNetAdd(struct chrDevNet* net, int ringKeys, int nPeers, const int* peers,
+                          struct chrDevNetEnd* const* ends, const int* nEnds) {
   struct ncclComm* comm = net->comm;
   if (comm->net == NULL) return chrFail(ncclInternalError, "comm %p rank %d: no net plugin open", (void*)comm, comm->rank);
   int n = 0;
@@ -297,9 +305,11 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, s
       p[k].peer = peers[i];
       p[k].isSend = fresh[k].end.isSend;
       p[k].tag = endTag(comm, &fresh[k]);
+      const int key = fresh[k].end.key, lane = key >= ringKeys;
       const struct chrNetDevs* toward = chrNetDevsToward(&comm->netDevs, &comm->netRails, comm->peers[peers[i]].busId);
-      p[k].dev = fresh[k].end.isSend ? chrNetDevFor(toward, fresh[k].end.key, 0, comm->rank, peers[i])
-                                     : chrNetDevFor(&comm->netDevs, fresh[k].end.key, 0, peers[i], comm->rank);
+      p[k].dev = fresh[k].end.isSend ? chrNetDevFor(toward, key, lane, comm->rank, peers[i])
+                                     : chrNetDevFor(&comm->netDevs, key, lane, peers[i], comm->rank);
+      fresh[k].thread = (int)(endRoute(key, ringKeys, comm->rank, peers[i]) % (unsigned)net->nThreads);
     }
   CHECK_GOTO(chrNetConnectAll(comm, p, n, "connecting GPU ends to other hosts"), res, out);
   int made = 0;

@@ -4,9 +4,9 @@
  *
  * A kernel cannot reach a GPU on another host, so each such connection end lives in host-mapped
  * memory of its own rank (device/launch/net_ends.cu) and the rank's proxy threads stand in for the far
- * end (CHORUS_GPU_NET_PROXY_THREADS, by default one per NIC the rank uses and at least 2: the ends of
- * ring channel or lane k go to thread k mod threads, so the channels' transfers, and the net plugin's
- * work on them, run side by side, a thread per NIC), through links of
+ * end (CHORUS_GPU_NET_PROXY_THREADS, by default one per NIC the rank uses and at least 2: ring channel
+ * c's ends go to thread c mod threads, a lane's by lane and peer, so the channels' and peers'
+ * transfers, and the net plugin's work on them, run side by side, a thread per NIC), through links of
  * the net plugin (transport/net_link.c) whose slots are those same ends:
  *   send end:    the kernel fills slot s, writes its size, then tail = s + 1; the proxy posts the
  *                slot to the plugin (isend) and, once the plugin is done with it, sets head = s + 1,
@@ -64,10 +64,12 @@ ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), v
 
 /* Connects ends[i][0 .. nEnds[i]) to peers[i] (each peer's ends as chrDevRankNetConnect listed them,
  * the peer doing the same for this rank) and hands them to the proxy, which starts with the first.
+ * Keys below ringKeys are ring channels, the others point-to-point lanes (spread over the NICs and
+ * proxy threads by peer).
  * Blocks until every link is up (abort-aware; a dead peer fails at once, CHORUS_TIMEOUT bounds a
  * slow one). On failure no link of the call is left. */
-ncclResult_t chrDevNetAdd(struct chrDevNet* net, int nPeers, const int* peers, struct chrDevNetEnd* const* ends,
-                          const int* nEnds);
+ncclResult_t chrDevNetAdd(struct chrDevNet* net, int ringKeys, int nPeers, const int* peers,
+                          struct chrDevNetEnd* const* ends, const int* nEnds);
 
 /* A launch that may use the ends was queued: the proxy polls at once rather than after its nap. */
 void chrDevNetKick(struct chrDevNet* net);

@@ -45,6 +45,7 @@
 #include "../plugins/testnet_gdr_stats.h"
 
 #define KEYS 2
+#define RING_KEYS 1 /* key 0 a ring channel, key 1 a point-to-point lane (its NIC and thread by peer) */
 #define KILL_AFTER 40
 #define DRAIN_LATE_US 300000
 
@@ -269,7 +270,7 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
     }
     nPeers++;
   }
-  if (chrDevNetAdd(rs.net, nPeers, peers, lists, nEnds) != ncclSuccess) FAIL("connecting %d peers", nPeers);
+  if (chrDevNetAdd(rs.net, RING_KEYS, nPeers, peers, lists, nEnds) != ncclSuccess) FAIL("connecting %d peers", nPeers);
   pthread_t* th = calloc((size_t)nPeers * per, sizeof(pthread_t));
   const double t0 = chrLaunchNowSec();
   for (int i = 0; i < nPeers * per; i++) {
