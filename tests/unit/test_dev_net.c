@@ -22,6 +22,9 @@
  *          as NCCL_PTR_CUDA and flush every received step that carried bytes before publishing it.
  *   noflush  "gdr" where the topology says the GPU orders the NIC's writes itself (sm 90, no C2C:
  *          CHR_NET_GDR_NOFLUSH on every device): every end registered as GPU memory, no flush.
+ *   rate   a benchmark, not a test: 8-byte steps as fast as the proxy moves them (no pause, no slow
+ *          consumer, CHORUS_TEST_RATE_STEPS of them, 20000 by default), bytes still checked; prints
+ *          the steps per second of an end and of a proxy thread (CHORUS_GPU_NET_PROXY_THREADS).
  *   stage  "gdr" with a gdrtest NIC that refuses GPU memory (TESTNET_GDR_FAULT=refuse-cuda) while it
  *          advertises it: every end must fall back to host slots of its link, the proxy copying each
  *          step with bytes between them and the "GPU" slots (the test's copier, a counting memcpy):
@@ -37,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "commstate/comm.h"
+#include "config/param.h"
 #include "transport/dev_net.h"
 #include "launch.h"
 #include "log/log.h"
@@ -49,7 +53,7 @@
 #define KILL_AFTER 40
 #define DRAIN_LATE_US 300000
 
-enum { MODE_DATA, MODE_KILL, MODE_DRAIN, MODE_GDR, MODE_STAGE, MODE_NOFLUSH };
+enum { MODE_DATA, MODE_KILL, MODE_DRAIN, MODE_GDR, MODE_STAGE, MODE_NOFLUSH, MODE_RATE };
 static int gMode;
 static uint64_t gSteps = 400, gSlot = 16384; /* drain: 8 steps of 4 MiB slots */
 
@@ -65,6 +69,7 @@ static uint64_t gSteps = 400, gSlot = 16384; /* drain: 8 steps of 4 MiB slots */
 /* The size of step s from src to dst on key: both ends compute it (as both kernels walk one program). */
 static uint64_t stepBytes(int src, int dst, int key, uint64_t s) {
   uint64_t h = chrTestFinalMix(((uint64_t)src << 48) ^ ((uint64_t)dst << 32) ^ ((uint64_t)key << 24) ^ s);
+  if (gMode == MODE_RATE) return 8;
   switch (h % 8) {
   case 0: return 0;
   case 1: return gSlot;
@@ -116,7 +121,7 @@ static void kernelBody(struct kernel* k) {
   unsigned seed = (unsigned)(me * 131 + k->peer * 7 + key + (k->end.isSend ? 1000 : 0));
   for (uint64_t s = 0; s < gSteps; s++) {
     if (gMode == MODE_KILL && me == k->rs->nranks - 1 && s == KILL_AFTER) _exit(0); /* sockets close, no goodbye */
-    if (gMode != MODE_DRAIN && s == gSteps / 2) { /* everyone pauses: the proxy dozes off, then is kicked awake */
+    if (gMode != MODE_DRAIN && gMode != MODE_RATE && s == gSteps / 2) { /* everyone pauses: the proxy dozes off, then is kicked awake */
       usleep(150000);
       chrDevNetKick(k->rs->net);
     }
@@ -149,7 +154,7 @@ static void kernelBody(struct kernel* k) {
           return;
         }
       k->nonEmpty += n > 0;
-      if (rand_r(&seed) % 16 == 0) usleep(rand_r(&seed) % 2000); /* a slow consumer now and then */
+      if (gMode != MODE_RATE && rand_r(&seed) % 16 == 0) usleep(rand_r(&seed) % 2000); /* a slow consumer now and then */
       __atomic_store_n(k->end.head, s + 1, __ATOMIC_RELEASE);
     }
   }
@@ -161,7 +166,8 @@ static char* makeEnd(struct chrDevNetEnd* e, int isSend, int key) {
   if (posix_memalign((void**)&block, 4096, 4096 + 8 * gSlot) != 0) return NULL;
   memset(block, 0, 4096 + 8 * gSlot);
   *e = (struct chrDevNetEnd){isSend, key, block + 4096, gSlot, (uint64_t*)block, (uint64_t*)(block + 64),
-                             (uint64_t*)(block + 128), (uint64_t*)(block + 192), gMode >= MODE_GDR};
+                             (uint64_t*)(block + 128), (uint64_t*)(block + 192),
+                             gMode == MODE_GDR || gMode == MODE_STAGE || gMode == MODE_NOFLUSH};
   return block;
 }
 
@@ -303,6 +309,12 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
     }
     printf("rank %d: %d ends x %llu steps through the proxy, every byte right (%.2f s)\n", rank, nPeers * per,
            (unsigned long long)gSteps, took);
+    if (gMode == MODE_RATE) {
+      const int set = (int)chrParamInt(CHR_P_GPU_NET_PROXY_THREADS);
+      const double steps = (double)gSteps * nPeers * per;
+      printf("rank %d: %.0f steps/s per end, %.0f steps/s in all, %d proxy threads\n", rank, (double)gSteps / took,
+             steps / took, set > 0 ? set : 2 /* one per NIC, at least 2: the loopback NIC is one */);
+    }
   }
   chrDevNetDestroy(rs.net);
   ncclCommAbort(comm); /* a killed peer leaves nothing to finalize with */
@@ -312,18 +324,22 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
 }
 
 int main(int argc, char** argv) {
-  const char* modes[] = {"data", "kill", "drain", "gdr", "stage", "noflush"};
+  const char* modes[] = {"data", "kill", "drain", "gdr", "stage", "noflush", "rate"};
   gMode = -1;
-  for (int m = 0; argc == 3 && m < 6; m++)
+  for (int m = 0; argc == 3 && m < 7; m++)
     if (strcmp(argv[1], modes[m]) == 0) gMode = m;
   const int n = argc == 3 ? atoi(argv[2]) : 0;
   if (gMode < 0 || n < 2 || n > 8) {
-    fprintf(stderr, "usage: %s data|kill|drain|gdr|stage|noflush <nranks 2..8>\n", argv[0]);
+    fprintf(stderr, "usage: %s data|kill|drain|gdr|stage|noflush|rate <nranks 2..8>\n", argv[0]);
     return 2;
   }
   if (gMode == MODE_DRAIN) {
     gSteps = 8;
     gSlot = 4u << 20;
+  }
+  if (gMode == MODE_RATE) {
+    const char* v = getenv("CHORUS_TEST_RATE_STEPS");
+    gSteps = v && atoll(v) > 0 ? (uint64_t)atoll(v) : 20000;
   }
   return chrLaunchRanks(n, n, 90, rankMain, NULL);
 }
