@@ -36,7 +36,8 @@
  *                                (a claim without support)
  *
  * ABI v12; plugins/net_common builds v11..v8 from it, so NVIDIA's NCCL loads it too. The CUDA driver is
- * opened with dlopen at the first CUDA registration: no CUDA header, no link to libcuda.
+ * opened with dlopen at the first CUDA registration (testnet_gdr_cuda.c): no CUDA header, no link to
+ * libcuda.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,6 +52,7 @@
 #include <unistd.h>
 
 #include "net_versions.h"
+#include "testnet_gdr_cuda.h"
 #include "testnet_gdr_stats.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -65,8 +67,7 @@
 
 static _Atomic(ncclDebugLogger_t) logger; /* the host's, from init; NULL before the first init */
 
-static void gdrLog(ncclDebugLogLevel level, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-static void gdrLog(ncclDebugLogLevel level, int line, const char* fmt, ...) {
+void gdrLog(ncclDebugLogLevel level, int line, const char* fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -76,8 +77,6 @@ static void gdrLog(ncclDebugLogLevel level, int line, const char* fmt, ...) {
   if (log != NULL) log(level, NCCL_NET, __FILE__, line, "NET/gdrtest : %s", msg);
   else if (level == NCCL_LOG_WARN) fprintf(stderr, "NET/gdrtest : %s\n", msg);
 }
-#define GDR_WARN(...) gdrLog(NCCL_LOG_WARN, __LINE__, __VA_ARGS__)
-#define GDR_INFO(...) gdrLog(NCCL_LOG_INFO, __LINE__, __VA_ARGS__)
 
 /* ---- counters ----------------------------------------------------------------------------------- */
 
@@ -124,172 +123,6 @@ __attribute__((destructor)) static void writeStatsAtExit(void) {
   if (atomic_load(&liveContexts) <= 0) return;
   atomic_store(&logger, NULL);
   appendStatsLine();
-}
-
-/* ---- the CUDA driver: the few calls a copying NIC needs (values as in CUDA's cuda.h) ------------- */
-
-typedef int gdrCuResult;
-typedef unsigned long long gdrCuDevicePtr;
-typedef void* gdrCuContext;
-typedef void* gdrCuStream;
-#define GDR_CUDA_SUCCESS 0
-#define GDR_CU_POINTER_ATTRIBUTE_CONTEXT 1
-#define GDR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
-#define GDR_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
-#define GDR_CU_POINTER_ATTRIBUTE_RANGE_SIZE 12
-#define GDR_CU_MEMORYTYPE_DEVICE 2
-#define GDR_CU_STREAM_NON_BLOCKING 0x1
-#define GDR_CU_MEMHOSTALLOC_PORTABLE 0x1
-
-static struct {
-  gdrCuResult (*cuInit)(unsigned int flags);
-  gdrCuResult (*cuGetErrorString)(gdrCuResult error, const char** text);
-  gdrCuResult (*cuPointerGetAttribute)(void* data, int attribute, gdrCuDevicePtr ptr);
-  gdrCuResult (*cuCtxGetCurrent)(gdrCuContext* ctx);
-  gdrCuResult (*cuCtxPushCurrent)(gdrCuContext ctx);
-  gdrCuResult (*cuCtxPopCurrent)(gdrCuContext* ctx);
-  gdrCuResult (*cuMemHostAlloc)(void** p, size_t bytes, unsigned int flags);
-  gdrCuResult (*cuMemFreeHost)(void* p);
-  gdrCuResult (*cuStreamCreate)(gdrCuStream* stream, unsigned int flags);
-  gdrCuResult (*cuStreamDestroy)(gdrCuStream stream);
-  gdrCuResult (*cuStreamSynchronize)(gdrCuStream stream);
-  gdrCuResult (*cuMemcpyDtoHAsync)(void* dst, gdrCuDevicePtr src, size_t bytes, gdrCuStream stream);
-  gdrCuResult (*cuMemcpyHtoDAsync)(gdrCuDevicePtr dst, const void* src, size_t bytes, gdrCuStream stream);
-} cu;
-static int cudaLoaded;          /* written once, under cudaOnce */
-static char cudaMissing[256];   /* why there is no driver */
-static pthread_once_t cudaOnce = PTHREAD_ONCE_INIT;
-
-static void loadCuda(void) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == NULL) {
-    snprintf(cudaMissing, sizeof(cudaMissing), "cannot load libcuda.so.1: %s", dlerror());
-    return;
-  }
-  /* Versioned names where the driver has several (cuda.h maps the plain names to these). */
-  const struct { const char* name; void* slot; } syms[] = {
-      {"cuInit", &cu.cuInit}, {"cuGetErrorString", &cu.cuGetErrorString},
-      {"cuPointerGetAttribute", &cu.cuPointerGetAttribute}, {"cuCtxGetCurrent", &cu.cuCtxGetCurrent},
-      {"cuCtxPushCurrent_v2", &cu.cuCtxPushCurrent}, {"cuCtxPopCurrent_v2", &cu.cuCtxPopCurrent},
-      {"cuMemHostAlloc", &cu.cuMemHostAlloc}, {"cuMemFreeHost", &cu.cuMemFreeHost},
-      {"cuStreamCreate", &cu.cuStreamCreate}, {"cuStreamDestroy_v2", &cu.cuStreamDestroy},
-      {"cuStreamSynchronize", &cu.cuStreamSynchronize}, {"cuMemcpyDtoHAsync_v2", &cu.cuMemcpyDtoHAsync},
-      {"cuMemcpyHtoDAsync_v2", &cu.cuMemcpyHtoDAsync},
-  };
-  for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-    void* sym = dlsym(lib, syms[i].name);
-    if (sym == NULL) {
-      snprintf(cudaMissing, sizeof(cudaMissing), "libcuda.so.1 has no %s", syms[i].name);
-      return; /* the library stays loaded: unloading a driver is not safe */
-    }
-    memcpy(syms[i].slot, &sym, sizeof(sym)); /* ISO C has no object -> function pointer cast */
-  }
-  gdrCuResult r = cu.cuInit(0);
-  if (r != GDR_CUDA_SUCCESS) {
-    snprintf(cudaMissing, sizeof(cudaMissing), "cuInit(0) returned %d", r);
-    return;
-  }
-  cudaLoaded = 1;
-}
-
-static int cudaUsable(void) {
-  pthread_once(&cudaOnce, loadCuda);
-  return cudaLoaded;
-}
-
-static ncclResult_t cuCheck(gdrCuResult r, const char* what) {
-  if (r == GDR_CUDA_SUCCESS) return ncclSuccess;
-  const char* text = NULL;
-  if (cu.cuGetErrorString == NULL || cu.cuGetErrorString(r, &text) != GDR_CUDA_SUCCESS || text == NULL)
-    text = "unknown CUDA error";
-  GDR_WARN("%s failed: CUDA error %d (%s)", what, r, text);
-  return ncclUnhandledCudaError;
-}
-
-/* The caller's current context is kept: each use of a region's context is a push and a pop. */
-static ncclResult_t pushContext(gdrCuContext context) { return cuCheck(cu.cuCtxPushCurrent(context), "cuCtxPushCurrent"); }
-static void popContext(void) {
-  gdrCuContext popped = NULL;
-  (void)cuCheck(cu.cuCtxPopCurrent(&popped), "cuCtxPopCurrent");
-}
-
-/* ---- contexts: one non-blocking stream each, kept while a CUDA registration uses it -------------- */
-
-struct gdrCtx {
-  gdrCuContext context;
-  gdrCuStream stream; /* CU_STREAM_NON_BLOCKING: never ordered after the legacy stream's kernels */
-  int regions;        /* CUDA registrations using it; the last one's deregMr destroys the stream */
-  struct gdrCtx* next;
-};
-static pthread_mutex_t ctxLock = PTHREAD_MUTEX_INITIALIZER;
-static struct gdrCtx* ctxList; /* under ctxLock */
-
-static ncclResult_t ctxCreate(gdrCuContext context, struct gdrCtx** out) {
-  struct gdrCtx* c = calloc(1, sizeof(*c));
-  if (c == NULL) {
-    GDR_WARN("out of memory");
-    return ncclSystemError;
-  }
-  ncclResult_t res = pushContext(context);
-  if (res == ncclSuccess) {
-    res = cuCheck(cu.cuStreamCreate(&c->stream, GDR_CU_STREAM_NON_BLOCKING), "cuStreamCreate(CU_STREAM_NON_BLOCKING)");
-    popContext();
-  }
-  if (res != ncclSuccess) {
-    free(c);
-    return res;
-  }
-  c->context = context;
-  c->next = ctxList;
-  ctxList = c;
-  *out = c;
-  return ncclSuccess;
-}
-
-static ncclResult_t ctxAcquire(gdrCuContext context, struct gdrCtx** out) {
-  pthread_mutex_lock(&ctxLock);
-  struct gdrCtx* c = ctxList;
-  while (c != NULL && c->context != context) c = c->next;
-  ncclResult_t res = c != NULL ? ncclSuccess : ctxCreate(context, &c);
-  if (res == ncclSuccess) {
-    c->regions++;
-    *out = c;
-  }
-  pthread_mutex_unlock(&ctxLock);
-  return res;
-}
-
-static void ctxRelease(struct gdrCtx* c) {
-  pthread_mutex_lock(&ctxLock);
-  if (--c->regions == 0) {
-    struct gdrCtx** link = &ctxList;
-    while (*link != c) link = &(*link)->next;
-    *link = c->next;
-    if (pushContext(c->context) == ncclSuccess) {
-      (void)cuCheck(cu.cuStreamDestroy(c->stream), "cuStreamDestroy");
-      popContext();
-    }
-    free(c);
-  }
-  pthread_mutex_unlock(&ctxLock);
-}
-
-/* Copy between a region's device memory and its mirror, and wait for the copy (it runs alone on the
- * context's non-blocking stream, so the wait is for these bytes only). */
-static ncclResult_t copyAndWait(struct gdrCtx* c, int toDevice, void* device, void* host, size_t bytes) {
-  if (bytes == 0) return ncclSuccess;
-  if (c == NULL) { /* TESTNET_GDR_HOST_AS_CUDA: the "device" memory is host memory */
-    memcpy(toDevice ? device : host, toDevice ? host : device, bytes);
-    return ncclSuccess;
-  }
-  ncclResult_t res = pushContext(c->context);
-  if (res != ncclSuccess) return res;
-  gdrCuDevicePtr dptr = (gdrCuDevicePtr)(uintptr_t)device;
-  gdrCuResult r = toDevice ? cu.cuMemcpyHtoDAsync(dptr, host, bytes, c->stream)
-                           : cu.cuMemcpyDtoHAsync(host, dptr, bytes, c->stream);
-  if (r == GDR_CUDA_SUCCESS) r = cu.cuStreamSynchronize(c->stream);
-  popContext();
-  return cuCheck(r, toDevice ? "copy mirror -> device" : "copy device -> mirror");
 }
 
 /* ---- the inner plugin --------------------------------------------------------------------------- */
@@ -496,44 +329,9 @@ static ncclResult_t regHost(void* comm, void* data, size_t size, void** mhandle)
   return ncclSuccess;
 }
 
-/* [data, data + size) is device memory inside one allocation; *context is the context it belongs to
- * (for memory of no context, such as cuMemMap'd memory, the caller's current one). */
-static ncclResult_t checkDeviceRegion(void* data, size_t size, gdrCuContext* context) {
-  gdrCuDevicePtr p = (gdrCuDevicePtr)(uintptr_t)data;
-  unsigned int memType = 0;
-  gdrCuResult r = cu.cuPointerGetAttribute(&memType, GDR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
-  if (r != GDR_CUDA_SUCCESS || memType != GDR_CU_MEMORYTYPE_DEVICE) {
-    GDR_WARN("regMr(NCCL_PTR_CUDA): %p is not device memory (%s %u)", data,
-             r != GDR_CUDA_SUCCESS ? "unknown to the CUDA driver, error" : "memory type", r != GDR_CUDA_SUCCESS ? (unsigned)r : memType);
-    return ncclInvalidArgument;
-  }
-  gdrCuDevicePtr start = 0;
-  size_t length = 0;
-  ncclResult_t res = cuCheck(cu.cuPointerGetAttribute(&start, GDR_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p),
-                             "cuPointerGetAttribute(RANGE_START_ADDR)");
-  if (res == ncclSuccess)
-    res = cuCheck(cu.cuPointerGetAttribute(&length, GDR_CU_POINTER_ATTRIBUTE_RANGE_SIZE, p), "cuPointerGetAttribute(RANGE_SIZE)");
-  if (res != ncclSuccess) return res;
-  if (p < start || p - start > length || size > length - (p - start)) {
-    GDR_WARN("regMr(NCCL_PTR_CUDA): [%p, +%zu) runs past its allocation [0x%llx, +%zu)", data, size, start, length);
-    return ncclInvalidArgument;
-  }
-  *context = NULL;
-  res = cuCheck(cu.cuPointerGetAttribute(context, GDR_CU_POINTER_ATTRIBUTE_CONTEXT, p), "cuPointerGetAttribute(CONTEXT)");
-  if (res == ncclSuccess && *context == NULL) res = cuCheck(cu.cuCtxGetCurrent(context), "cuCtxGetCurrent");
-  if (res == ncclSuccess && *context == NULL) {
-    GDR_WARN("regMr(NCCL_PTR_CUDA): %p belongs to no CUDA context, and the calling thread has none", data);
-    return ncclInvalidArgument;
-  }
-  return res;
-}
-
 static ncclResult_t allocMirror(struct gdrMr* m) {
-  ncclResult_t res = pushContext(m->ctx->context);
-  if (res != ncclSuccess) return res;
   void* mirror = NULL;
-  res = cuCheck(cu.cuMemHostAlloc(&mirror, m->size > 0 ? m->size : 1, GDR_CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
-  popContext();
+  ncclResult_t res = gdrCudaHostAlloc(m->ctx, m->size, &mirror);
   m->mirror = mirror;
   return res;
 }
@@ -543,9 +341,7 @@ static void freeMirror(struct gdrMr* m) {
     free(m->mirror);
     return;
   }
-  if (pushContext(m->ctx->context) != ncclSuccess) return;
-  (void)cuCheck(cu.cuMemFreeHost(m->mirror), "cuMemFreeHost");
-  popContext();
+  gdrCudaHostFree(m->ctx, m->mirror);
 }
 
 static int hostAsCuda(void) {
@@ -580,20 +376,21 @@ static ncclResult_t regCuda(void* comm, void* data, size_t size, void** mhandle)
     return ncclSystemError;
   }
   if (hostAsCuda()) return regHostAsCuda(comm, data, size, mhandle);
-  if (!cudaUsable()) {
-    GDR_WARN("regMr(NCCL_PTR_CUDA) of %p: no CUDA driver (%s)", data, cudaMissing);
+  const char* missing = NULL;
+  if (!gdrCudaUsable(&missing)) {
+    GDR_WARN("regMr(NCCL_PTR_CUDA) of %p: no CUDA driver (%s)", data, missing);
     COUNT(regRefused, 1);
     return ncclSystemError;
   }
-  gdrCuContext context = NULL;
-  ncclResult_t res = checkDeviceRegion(data, size, &context);
+  void* context = NULL;
+  ncclResult_t res = gdrCudaDeviceRegion(data, size, &context);
   if (res != ncclSuccess) {
     COUNT(regRefused, 1);
     return res;
   }
   struct gdrMr* m = newMr(comm, NCCL_PTR_CUDA, data, size);
   if (m == NULL) return ncclSystemError;
-  res = ctxAcquire(context, &m->ctx);
+  res = gdrCtxAcquire(context, &m->ctx);
   if (res != ncclSuccess) goto fail_free;
   res = allocMirror(m);
   if (res != ncclSuccess) goto fail_release_ctx;
@@ -605,7 +402,7 @@ static ncclResult_t regCuda(void* comm, void* data, size_t size, void** mhandle)
 fail_free_mirror:
   freeMirror(m);
 fail_release_ctx:
-  ctxRelease(m->ctx);
+  gdrCtxRelease(m->ctx);
 fail_free:
   free(m);
   return res;
@@ -642,7 +439,7 @@ static ncclResult_t gdrDeregMr(void* comm, void* mhandle) {
   ncclResult_t res = inner->deregMr(comm, m->innerMh);
   if (m->type == NCCL_PTR_CUDA) {
     freeMirror(m);
-    if (m->ctx != NULL) ctxRelease(m->ctx);
+    if (m->ctx != NULL) gdrCtxRelease(m->ctx);
   }
   m->magic = 0;
   free(m);
@@ -740,7 +537,7 @@ static ncclResult_t gdrIsend(void* sendComm, void* data, size_t size, int tag, v
   struct gdrMr* m = mhandle;
   void* wire = wireAddress(m, data);
   /* The bytes leave from the mirror; if the inner plugin says "not now", the retry copies again. */
-  if (m->type == NCCL_PTR_CUDA && (res = copyAndWait(m->ctx, 0, data, wire, size)) != ncclSuccess) return res;
+  if (m->type == NCCL_PTR_CUDA && (res = gdrCopyAndWait(m->ctx, 0, data, wire, size)) != ncclSuccess) return res;
   struct gdrReq* r = newReq(GDR_REQ_SEND, 1);
   if (r == NULL) return ncclSystemError;
   res = inner->isend(sendComm, wire, size, tag, m->innerMh, phandle, &r->inner);
@@ -816,7 +613,7 @@ static ncclResult_t gdrIflush(void* recvComm, int n, void** data, int* sizes, vo
   for (int i = 0; i < n && copy; i++) {
     struct gdrMr* m = mhandles[i];
     if (m->type != NCCL_PTR_CUDA) continue;
-    ncclResult_t res = copyAndWait(m->ctx, 1, data[i], wireAddress(m, data[i]), (size_t)sizes[i]);
+    ncclResult_t res = gdrCopyAndWait(m->ctx, 1, data[i], wireAddress(m, data[i]), (size_t)sizes[i]);
     if (res != ncclSuccess) return res;
   }
   struct gdrReq* r = newReq(GDR_REQ_FLUSH, 0);
@@ -836,7 +633,7 @@ static ncclResult_t finishRecv(struct gdrReq* r, const int* got) {
     }
     if (b->mr->type == NCCL_PTR_CUDA) {
       ncclResult_t res = flushCopies() ? ncclSuccess /* iflush copies them */
-                                       : copyAndWait(b->mr->ctx, 1, b->data, wireAddress(b->mr, b->data), (size_t)got[i]);
+                                       : gdrCopyAndWait(b->mr->ctx, 1, b->data, wireAddress(b->mr, b->data), (size_t)got[i]);
       if (res != ncclSuccess) return res;
       COUNT(recvCudaBytes, got[i]);
     } else {
