@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "plugin/net.h"
+#include "gdrtest_check.h"
 #include "testnet_gdr_stats.h"
 
 #define SKIP 77
@@ -38,21 +39,11 @@
 #define GUARD 0xEE
 #define DEADLINE_S 30.0
 
-#define CHECK(cond, ...)                                  \
-  do {                                                    \
-    if (!(cond)) {                                        \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                       \
-      fprintf(stderr, "\n");                              \
-      exit(1);                                            \
-    }                                                     \
-  } while (0)
 #define CUDA(call)                                                                     \
   do {                                                                                 \
     cudaError_t e_ = (call);                                                           \
     CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
   } while (0)
-#define NET(call) CHECK((call) == ncclSuccess, "%s failed", #call)
 
 static const ncclNet_v12_t* net;
 static atomic_int warnings;

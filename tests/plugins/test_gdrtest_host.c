@@ -22,21 +22,12 @@
 #include <unistd.h>
 
 #include "plugin/net.h"
+#include "gdrtest_check.h"
 #include "testnet_gdr_stats.h"
 
 #define BUF_BYTES 65536
 #define DEADLINE_S 30
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      exit(1);                                             \
-    }                                                      \
-  } while (0)
-#define NET(call) CHECK((call) == ncclSuccess, "%s failed", #call)
 
 static const ncclNet_v12_t* net;
 static int warnings;
