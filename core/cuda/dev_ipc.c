@@ -130,11 +130,11 @@ static void netFailed(void* arg) {
   chrCommSetAsyncError(comm, ncclRemoteError);
 }
 
-/* The GPUDirect bit `bit` of the device in `devs` that key k's link from sendRank to recvRank takes
- * (chrNetDevFor, as the proxy picks it: keys from `ringKeys` on are point-to-point lanes), when that
- * plugin device takes NCCL_PTR_CUDA memory; else 0. */
-static unsigned gdrOf(const struct ncclComm* comm, const struct chrNetDevs* devs, int k, int ringKeys, int sendRank,
-                      int recvRank, unsigned bit) {
+/* The GPUDirect bit `bit` of the device key k's link from sendRank to recvRank takes (as the proxy
+ * picks it: keys from `ringKeys` on are point-to-point lanes), when that plugin device takes
+ * NCCL_PTR_CUDA memory; else 0. */
+static unsigned gdrOf(const struct ncclComm* comm, int k, int ringKeys, int sendRank, int recvRank, unsigned bit) {
+  const struct chrNetDevs* devs = chrNetDevsOfLink(comm, sendRank, recvRank);
   const int dev = chrNetDevFor(devs, k, k >= ringKeys, sendRank, recvRank);
   ncclNetProperties_v12_t props;
   if (!(chrNetDevGdr(devs, dev) & bit) || chrNetGetProperties(comm->net, dev, &props) != ncclSuccess ||
@@ -149,11 +149,10 @@ static unsigned gdrOf(const struct ncclComm* comm, const struct chrNetDevs* devs
  * NCCL_CROSS_NIC=0) may read it (the topology's rule: transport/net_devs.h), and only through a
  * plugin device that takes NCCL_PTR_CUDA memory. */
 static void gdrByKey(const struct ncclComm* comm, int peer, int ringKeys, uint8_t* out, int nKeys) {
-  const struct chrNetDevs* toward = chrNetDevsToward(&comm->netDevs, &comm->netRails, comm->peers[peer].busId);
   const int me = comm->rank;
   for (int k = 0; k < nKeys; k++)
-    out[k] = (uint8_t)((gdrOf(comm, &comm->netDevs, k, ringKeys, peer, me, CHR_NET_GDR_WRITE) ? 1u : 0u) |
-                       (gdrOf(comm, toward, k, ringKeys, me, peer, CHR_NET_GDR_READ) ? 2u : 0u));
+    out[k] = (uint8_t)((gdrOf(comm, k, ringKeys, peer, me, CHR_NET_GDR_WRITE) ? 1u : 0u) |
+                       (gdrOf(comm, k, ringKeys, me, peer, CHR_NET_GDR_READ) ? 2u : 0u));
 }
 
 /* The needed peers on other hosts: their ends through the net proxy. */

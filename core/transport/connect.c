@@ -65,13 +65,10 @@ ncclResult_t chrTransportNeedsNet(struct ncclComm* comm, int* needNet) {
   return ncclSuccess;
 }
 
-/* Ring channels are below CHR_MAX_CHANNELS; point-to-point connections above (net_devs.h). The
- * sending end takes the receiver's rail when NCCL_CROSS_NIC=0 asked for rails (comm->netRails). */
+/* Ring channels are below CHR_MAX_CHANNELS; point-to-point connections above (net_devs.h). */
 static int netDevFor(const struct ncclComm* comm, int channel, int sendRank, int recvRank) {
-  const struct chrNetDevs* devs = sendRank == comm->rank
-                                      ? chrNetDevsToward(&comm->netDevs, &comm->netRails, comm->peers[recvRank].busId)
-                                      : &comm->netDevs;
-  return chrNetDevFor(devs, channel, channel >= CHR_MAX_CHANNELS, sendRank, recvRank);
+  return chrNetDevFor(chrNetDevsOfLink(comm, sendRank, recvRank), channel, channel >= CHR_MAX_CHANNELS, sendRank,
+                      recvRank);
 }
 
 ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,

@@ -306,9 +306,8 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int ringKeys, int nPeers, const
       p[k].isSend = fresh[k].end.isSend;
       p[k].tag = endTag(comm, &fresh[k]);
       const int key = fresh[k].end.key, lane = key >= ringKeys;
-      const struct chrNetDevs* toward = chrNetDevsToward(&comm->netDevs, &comm->netRails, comm->peers[peers[i]].busId);
-      p[k].dev = fresh[k].end.isSend ? chrNetDevFor(toward, key, lane, comm->rank, peers[i])
-                                     : chrNetDevFor(&comm->netDevs, key, lane, peers[i], comm->rank);
+      const int from = fresh[k].end.isSend ? comm->rank : peers[i], to = fresh[k].end.isSend ? peers[i] : comm->rank;
+      p[k].dev = chrNetDevFor(chrNetDevsOfLink(comm, from, to), key, lane, from, to);
       fresh[k].thread = (int)(endRoute(key, ringKeys, comm->rank, peers[i]) % (unsigned)net->nThreads);
     }
   CHECK_GOTO(chrNetConnectAll(comm, p, n, "connecting GPU ends to other hosts"), res, out);

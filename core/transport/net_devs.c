@@ -3,6 +3,7 @@
 #include "transport/net_devs.h"
 
 #include <stdio.h>
+#include "commstate/comm.h"
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -127,6 +128,11 @@ unsigned chrNetDevGdr(const struct chrNetDevs* devs, int dev) {
   for (int i = 0; i < devs->n; i++)
     if (devs->dev[i] == dev) return devs->gdr[i];
   return 0;
+}
+
+const struct chrNetDevs* chrNetDevsOfLink(const struct ncclComm* comm, int sendRank, int recvRank) {
+  return sendRank == comm->rank ? chrNetDevsToward(&comm->netDevs, &comm->netRails, comm->peers[recvRank].busId)
+                                : &comm->netDevs;
 }
 
 int chrNetDevFor(const struct chrNetDevs* devs, int channel, int p2p, int sendRank, int recvRank) {

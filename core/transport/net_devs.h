@@ -48,6 +48,11 @@ int chrNetRailsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int n
 const struct chrNetDevs* chrNetDevsToward(const struct chrNetDevs* own, const struct chrNetRails* rails,
                                           int64_t peerBusId);
 
+/* The devices the link from sendRank to recvRank of comm picks from: this rank's own, or, when this
+ * rank sends under NCCL_CROSS_NIC=0, the receiver's rail (chrNetDevsToward). */
+struct ncclComm;
+const struct chrNetDevs* chrNetDevsOfLink(const struct ncclComm* comm, int sendRank, int recvRank);
+
 /* The plugin device of the link on `channel` from sendRank to recvRank; p2p: a point-to-point
  * connection, else a ring channel. */
 int chrNetDevFor(const struct chrNetDevs* devs, int channel, int p2p, int sendRank, int recvRank);
