@@ -566,30 +566,41 @@ cannot:
   return -1;
 }
 
-/* A link a stalled run waits on: the first with a step posted and not done, for the timeout's message. */
-static const struct chrLink* waitedLink(const struct commRun* run) {
+/* The links a stalled run waits on, for its error: every one with a step posted and not done (a cut
+ * NIC stalls its own links, and the others once the peer stops), as "A, and B"; 0 when none. */
+static int waitedLinks(const struct commRun* run, char* out, size_t size) {
+  int n = 0;
+  size_t used = 0;
+  out[0] = '\0';
   for (int k = 0; k < run->nTasks; k++) {
     const struct taskRun* tr = &run->tasks[k];
     if (!tr->started || tr->finished) continue;
     for (int c = 0; c < tr->task->nChannels; c++)
       for (int i = 0; i < tr->ch[c].nLinks; i++) {
         const struct linkState* ls = &tr->ch[c].links[i];
-        if (ls->isSend ? ls->sendDone < ls->sendPosted : ls->recvDone < ls->recvPosted) return ls->link;
+        if (!(ls->isSend ? ls->sendDone < ls->sendPosted : ls->recvDone < ls->recvPosted)) continue;
+        char where[160];
+        linkText(ls->link, where, sizeof(where));
+        int w = snprintf(out + used, size - used, "%s%s", n ? ", and " : "", where);
+        if (w < 0 || (size_t)w >= size - used) return n; /* no room for more: the first ones stand */
+        used += (size_t)w;
+        n++;
       }
   }
-  return NULL;
+  return n;
 }
 
 /* A run that fails after making no progress for a while (its peer went away during the stall: the
  * peer may have timed out on the link that stalled): the error also names the link it waited on. */
 #define STALL_NOTE_NS 1000000000ull
 static void noteStall(const struct commRun* run) {
-  const struct chrLink* l = waitedLink(run);
   const uint64_t now = chrNowNs();
-  if (l == NULL || run->lastProgressNs == 0 || now - run->lastProgressNs < STALL_NOTE_NS) return;
-  char lead[64];
-  snprintf(lead, sizeof(lead), "before it, no progress for %.1f s, waiting on", (double)(now - run->lastProgressNs) / 1e9);
-  appendLink(lead, l);
+  char links[512], cause[768];
+  if (run->lastProgressNs == 0 || now - run->lastProgressNs < STALL_NOTE_NS || waitedLinks(run, links, sizeof(links)) == 0)
+    return;
+  snprintf(cause, sizeof(cause), "%s", chrThreadLastError());
+  chrSetLastError("%s; before it, no progress for %.1f s, waiting on %s", cause,
+                  (double)(now - run->lastProgressNs) / 1e9, links);
 }
 
 ncclResult_t chrExecTasks(struct chrCollTask* list) {
@@ -624,15 +635,11 @@ ncclResult_t chrExecTasks(struct chrCollTask* list) {
         const uint64_t t = chrNowNs();
         if (run->lastProgressNs == 0) run->lastProgressNs = t;
         if (t - run->lastProgressNs > timeoutNs) {
-          const struct chrLink* l = waitedLink(run);
-          char on[192] = "";
-          if (l) {
-            char where[160];
-            linkText(l, where, sizeof(where));
-            snprintf(on, sizeof(on), "; waiting on %s", where);
-          }
-          res = chrFail(ncclTimeout, "comm %p rank %d: no progress for %lld s%s (peer dead or stuck? CHORUS_TIMEOUT)",
-                        (void*)run->comm, run->comm->rank, (long long)(timeoutNs / 1000000000ull), on);
+          char links[512];
+          const int waited = waitedLinks(run, links, sizeof(links));
+          res = chrFail(ncclTimeout, "comm %p rank %d: no progress for %lld s%s%s (peer dead or stuck? CHORUS_TIMEOUT)",
+                        (void*)run->comm, run->comm->rank, (long long)(timeoutNs / 1000000000ull),
+                        waited ? "; waiting on " : "", waited ? links : "");
         }
       }
       if (res != ncclSuccess) {
