@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # device_build.sh: sourced by the GPU machine's scripts (run_on_device.sh: one GPU; run_gpus.sh: several
 # GPUs). Prints the environment, configures a fresh build directory ($BUILD, CUDA arch 90) and builds
-# it, timed; sets ROOT, OUT (default ./gpu-run-<date>), SUMMARY, BUILD, JOBS, MODE (full or
+# it, timed (CHORUS_GPU_BUILD names a folder to reuse); sets ROOT, OUT (default ./gpu-run-<date>), SUMMARY, BUILD, JOBS, MODE (full or
 # device-only) and the helpers note (a line to the summary) and section (a heading). Exits the
 # calling script when configure or build fails.
 set -uo pipefail
@@ -10,7 +10,10 @@ OUT=${OUT:-$PWD/gpu-run-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
-BUILD=$(mktemp -d /tmp/chorus-gpu-build.XXXXXX)
+# CHORUS_GPU_BUILD: a build folder to reuse (a later call on the same warm machine rebuilds only
+# what changed); by default a fresh one.
+BUILD=${CHORUS_GPU_BUILD:-$(mktemp -d /tmp/chorus-gpu-build.XXXXXX)}
+mkdir -p "$BUILD"
 JOBS=$(nproc 2>/dev/null || echo 4)
 export NCCL_NVLS_ENABLE=0 # nothing here uses NVLink multicast; keep it that way for anything loaded
 
