@@ -218,10 +218,9 @@ ncclResult_t chrDevCommConnect(struct ncclComm* comm, const unsigned char* need)
   return chrDevIpcConnect(comm, need);
 }
 
-ncclResult_t chrDevCommLaunch(struct ncclComm* comm, const struct chrWork* works, const int* nWorks, int nChannels,
-                              cudaStream_t stream) {
+ncclResult_t chrDevCommLaunch(struct ncclComm* comm, const struct chrDevLaunch* launch, cudaStream_t stream) {
   const struct chrDevLib* lib = chrDevLibGet();
-  ncclResult_t res = lib->rankLaunch(comm->dev->rank, works, nWorks, nChannels, stream);
+  ncclResult_t res = lib->rankLaunch(comm->dev->rank, launch, stream);
   chrDevIpcKick(comm->dev->ipc);
   return res;
 }

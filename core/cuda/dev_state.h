@@ -28,7 +28,7 @@
 #include "nccl.h"
 
 struct ncclComm;
-struct chrWork;
+struct chrDevLaunch;
 
 /* The device state's shape, a function of the communicator alone (so every rank agrees). */
 struct chrDevShape {
@@ -83,9 +83,8 @@ int chrDevCommConnectsLazily(const struct ncclComm* comm);
  * blob, i.e. for its attach); nothing to do in group mode. */
 ncclResult_t chrDevCommConnect(struct ncclComm* comm, const unsigned char* need);
 
-/* Launch this rank's plan (hostdev/dev_api.h: chrDevRankLaunch). */
-ncclResult_t chrDevCommLaunch(struct ncclComm* comm, const struct chrWork* works, const int* nWorks, int nChannels,
-                              cudaStream_t stream);
+/* Queue one launch of this rank (hostdev/dev_api.h: chrDevRankLaunch). */
+ncclResult_t chrDevCommLaunch(struct ncclComm* comm, const struct chrDevLaunch* launch, cudaStream_t stream);
 
 /* Asynchronous state of an attached comm: a kernel error of this rank (ncclInternalError), another
  * rank aborted, timed out or died (ncclRemoteError) becomes the comm's async error, which is

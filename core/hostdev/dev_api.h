@@ -54,8 +54,9 @@ extern "C" {
  * configurations' copyEngine. 8: their ceWaitUs. 9: their ceShareFd. 10: chrDevRankCeStats. 11: the
  * configurations' cePull, the counts' recvsPulled. 12: chrDevRankDeviceBytes. 13: one-sided
  * signals (the arena's signal words, chrDevRankPutSignal, chrDevRankWaitSignal) and shared ranges. 14: net
- * ends to peers on other hosts (chrDevRankNetConnect; chrDevConn.sizes). */
-#define CHR_DEV_API_VERSION 15
+ * ends to peers on other hosts (chrDevRankNetConnect; chrDevConn.sizes). 16: chrDevRankLaunch takes a
+ * struct chrDevLaunch, planned whole by the core. */
+#define CHR_DEV_API_VERSION 16
 
 /* The library is built with hidden visibility; these are its exports. */
 #define CHR_DEV_API __attribute__((visibility("default")))
@@ -136,11 +137,35 @@ CHR_DEV_API ncclResult_t chrDevRankNetConnect(struct chrDevRank* rk, int peer, c
 /* 1 when `peer` is connected. */
 CHR_DEV_API int chrDevRankConnected(const struct chrDevRank* rk, int peer);
 
-/* Runs the rank's plan on `stream`: nWorks[c] works for channel c, laid out channel after channel in
- * `works` (channels with no work may be given 0). Works are checked (patterns, links to connected
- * peers, types, ops, slot sizes) before anything is launched. Returns once the kernels are queued. */
-CHR_DEV_API ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
-                                          int nChannels, cudaStream_t stream);
+/* One launch of a rank as the core planned it (core/exec/dev_launch.c), in the order it runs: the
+ * launcher checks it and queues it, and reorders or reclassifies nothing.
+ *   works, nWorks[c], nChannels: the kernels' works, channel after channel (one CTA per channel).
+ *     Channel c's first nCut[c] works (collectives, and a rank's copies to itself) run in the kernel
+ *     of their call's reduction: the launch is cut into several kernels between calls where the
+ *     reduction changes (chrDevLaunchNext); the rest of the channel's works, sends and receives to
+ *     other ranks, ride in the last kernel.
+ *   copies: a rank's copies to itself by the copy engine (CHR_PAT_LOCAL, CHR_WORK_ENGINE), on a side
+ *     stream that forks from the launch stream before the kernels and joins it after them.
+ *   ceSends: sends and receives to other ranks by the copy engine (P2P works flagged
+ *     CHR_WORK_ENGINE, device/copy_engine/ce_sends.h), in the order both ends number them.
+ *   capturing: the launch stream is being captured into a CUDA graph (the caller asked once); no
+ *     ceSends then, and works past the kernel arguments go to graph-owned memory. */
+struct chrDevLaunch {
+  const struct chrWork* works;
+  int nWorks[CHR_DEV_MAX_CHANNELS];
+  int nCut[CHR_DEV_MAX_CHANNELS];
+  int nChannels;
+  const struct chrWork* copies;
+  int nCopies;
+  const struct chrWork* ceSends;
+  int nCeSends;
+  int capturing;
+};
+
+/* Runs one launch on `stream`. Every work is checked (patterns, links to connected peers, types,
+ * ops, slot sizes, each list holding only its kind) before anything is queued. Returns once the
+ * kernels and copies are queued. */
+CHR_DEV_API ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chrDevLaunch* launch, cudaStream_t stream);
 
 /* Sets (value != 0) or clears the rank's abort word: its running kernels leave every wait loop and
  * return; its connections are then out of step and the communicator must be destroyed. */
@@ -230,8 +255,9 @@ CHR_DEV_API ncclResult_t chrDevGroupCreate(const struct chrDevGroupConfig* cfg, 
 CHR_DEV_API ncclResult_t chrDevGroupDestroy(struct chrDevGroup* group);
 
 /* Runs rank `rank`'s plan on `stream`: nWorks[c] works for channel c, laid out channel after channel
- * in `works` (channels with no work may be given 0). Works are checked against the group (patterns,
- * links, types, ops, slot sizes) before anything is launched. Returns once the kernels are queued. */
+ * in `works` (channels with no work may be given 0), each channel's sends and receives after its
+ * other works; no copy-engine work. A thin layer over chrDevRankLaunch for tests: checked the same
+ * way. Returns once the kernels are queued. */
 CHR_DEV_API ncclResult_t chrDevLaunch(struct chrDevGroup* group, int rank, const struct chrWork* works, const int* nWorks,
                           int nChannels, cudaStream_t stream);
 
@@ -243,11 +269,9 @@ CHR_DEV_API void chrDevSetAbort(struct chrDevGroup* group, int rank, uint32_t va
 /* The error a kernel of `rank` reported (CHR_DEV_ERR_*, hostdev/dev_consts.h); 0 when none. */
 CHR_DEV_API uint32_t chrDevKernelError(struct chrDevGroup* group, int rank);
 
-/* Most works one launch can take (kernel arguments or the host-mapped area). While the stream is
- * being captured into a CUDA graph, a launch's works must fit in the kernel arguments (the
- * host-mapped slots are reused, so a graph replayed later would read other works): the last launch
- * of a plan is then cut into several by point-to-point lanes (device/launch/launch.cu), and a plan whose
- * collectives, or one lane's sends and receives, do not fit is refused with ncclInvalidUsage. */
+/* Most works one kernel launch can take outside graph capture (kernel arguments or a slot of the
+ * host-mapped area). Under capture the slots, which later launches reuse, are not used: works past
+ * the kernel arguments go to memory the graph owns (device/launch/graph_works.h). */
 CHR_DEV_API int chrDevMaxWorks(void);
 
 /* The calling thread's last error message ("" when none). */
@@ -288,8 +312,7 @@ struct chrDevLib {
   ncclResult_t (*rankCreate)(const struct chrDevRankConfig* cfg, struct chrDevRank** out);
   ncclResult_t (*rankExport)(struct chrDevRank* rk, struct chrDevRankBlob* blob);
   ncclResult_t (*rankConnect)(struct chrDevRank* rk, int nPeers, const int* peers, const struct chrDevRankBlob* blobs);
-  ncclResult_t (*rankLaunch)(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks, int nChannels,
-                             cudaStream_t stream);
+  ncclResult_t (*rankLaunch)(struct chrDevRank* rk, const struct chrDevLaunch* launch, cudaStream_t stream);
   void (*rankSetAbort)(struct chrDevRank* rk, uint32_t value);
   uint32_t (*rankKernelError)(const struct chrDevRank* rk);
   ncclResult_t (*rankDestroy)(struct chrDevRank* rk);

@@ -40,7 +40,7 @@ struct chrCollTask {
   int onDevice, noop;
   cudaStream_t stream;
   int chanBase;          /* device collectives: works[c] runs on channel chanBase + c (a send or receive:
-                            lane c, on channel 2c or 2c + 1, dev_exec.c) */
+                            lane c, on channel 2c or 2c + 1, dev_launch.c) */
   /* Plan (plan/plan.c). */
   int algo, proto;       /* CHR_ALGO_*, CHR_PROTO_* (hostdev/algo_ids.h) */
   int nChannels;
@@ -50,7 +50,7 @@ struct chrCollTask {
   float estimatedUs;
   struct chrWork* works; /* nChannels entries, one per channel (plan/works.c) */
   int worksCap;          /* entries works has room for */
-  /* Device launch (dev_exec.c): a rank's send to itself and its receive from itself that run as
+  /* Device launch (dev_launch.c): a rank's send to itself and its receive from itself that run as
    * local copies point at each other (func tells which is the send); NULL otherwise. Set afresh for
    * every launch of the comm, so a pairing never outlives its launch. */
   struct chrCollTask* selfPair;

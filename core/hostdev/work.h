@@ -67,7 +67,7 @@ struct chrWorkLink {
 /* Work flags. */
 #define CHR_WORK_SCALAR_PTR 0x1 /* opArg is the address of the PreMulSum scalar (device-resident) */
 #define CHR_WORK_ENGINE 0x2     /* a local copy, or a send/receive to another rank, that the device launcher runs as
-                                   a separate copy beside the kernel (core/exec/dev_exec.c) */
+                                   a separate copy beside the kernel (core/exec/dev_launch.c) */
 
 /* The transfer class of an engine send or receive (CHR_WORK_ENGINE on a P2P work): its links[0].conn.
  * The device library numbers engine transfers per peer, direction and class, so a rank's
@@ -91,7 +91,7 @@ struct chrWork {
   int32_t dist;        /* broadcast: ring distance from the root; reduce: distance from the root's
                           successor (the chain ends at the root) */
   int32_t call;        /* the collective's index among its rank's collectives in one launch plan, in
-                          call order (core/exec/dev_exec.c): launches are cut between calls */
+                          call order (core/exec/dev_launch.c): launches are cut between calls */
   uint64_t count;      /* elements of the whole operation, as the API defines them for func */
   uint64_t start;      /* this work's elements: [start, start + len) of a block */
   uint64_t len;

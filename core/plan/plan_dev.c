@@ -19,7 +19,7 @@
  * - a send or receive over as many lanes as it fills (one per CHORUS_GPU_P2P_BYTES_PER_LANE, up to the
  *   shape's p2pLanes; the count alone decides, so both ends agree): lane k is p2p connection index k
  *   and carries share k of the elements; the launch runs lane k's sends on channel 2k and its
- *   receives on 2k + 1 (dev_exec.c): a device channel runs its works strictly in order, so a receive
+ *   receives on 2k + 1 (dev_launch.c): a device channel runs its works strictly in order, so a receive
  *   queued behind a send that waits for its peer would never run.
  * - a tuner plugin, when one is loaded, sees the collectives' cost table (devCostTable) and may pick
  *   the algorithm and protocol, the ring's channel count and (v6) the step size, as for host buffers

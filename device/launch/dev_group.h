@@ -75,13 +75,8 @@ struct chrDevRank {
   int slotUsed[CHR_DEV_WORK_SLOTS];
   int nextSlot;
   /* Launch-path scratch, sized once so a launch allocates nothing: the channel that uses each
-   * point-to-point end in the plan being checked (p2pConns * nRanks * 2), and the plan's works
-   * reordered with point-to-point last (grown to the largest plan seen). */
+   * point-to-point end in the plan being checked (p2pConns * nRanks * 2). */
   signed char* p2pOwner;
-  struct chrWork* sorted;
-  int sortedCap;
-  struct chrWork* engine;         /* the plan's engine works (grown like sorted) */
-  int engineCap;
 };
 
 /* The device comm's image (host) parts. */

@@ -91,7 +91,23 @@ extern "C" ncclResult_t chrDevLaunch(struct chrDevGroup* g, int rank, const stru
   if (g == NULL) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: NULL group");
   if (rank < 0 || rank >= g->cfg.nRanks)
     return chrDevFail(ncclInvalidArgument, "chrDevLaunch: rank %d of %d", rank, g->cfg.nRanks);
-  return chrDevRankLaunch(g->ranks[rank], works, nWorks, nChannels, stream);
+  if (nWorks == NULL) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: NULL work counts");
+  if (nChannels < 1 || nChannels > CHR_DEV_MAX_CHANNELS)
+    return chrDevFail(ncclInvalidArgument, "chrDevLaunch: %d channels (1..%d)", nChannels, CHR_DEV_MAX_CHANNELS);
+  struct chrDevLaunch launch;
+  memset(&launch, 0, sizeof launch);
+  launch.works = works;
+  launch.nChannels = nChannels;
+  /* Each channel's sends and receives follow its other works (the rank launch checks that they do). */
+  for (int c = 0, k = 0; c < nChannels; k += nWorks[c] > 0 ? nWorks[c] : 0, c++) {
+    launch.nWorks[c] = nWorks[c];
+    while (works != NULL && launch.nCut[c] < nWorks[c] && works[k + launch.nCut[c]].pattern != CHR_PAT_P2P_SEND &&
+           works[k + launch.nCut[c]].pattern != CHR_PAT_P2P_RECV)
+      launch.nCut[c]++;
+  }
+  ncclResult_t res = chrDevStreamCapturing(g->ranks[rank]->cfg.cudaDev, stream, &launch.capturing);
+  if (res != ncclSuccess) return res;
+  return chrDevRankLaunch(g->ranks[rank], &launch, stream);
 }
 
 extern "C" void chrDevSetAbort(struct chrDevGroup* g, int rank, uint32_t value) {

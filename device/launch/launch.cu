@@ -1,26 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * launch.cu: chrDevRankLaunch (hostdev/dev_api.h). A plan is checked, cut into launches by reduction kernel,
- * and each launch gets its works in kernel arguments (up to CHR_DEV_INLINE_WORKS) or in a host-mapped
- * slot.
+ * launch.cu: chrDevRankLaunch (hostdev/dev_api.h). The core plans a launch whole (struct chrDevLaunch,
+ * core/exec/dev_launch.c); here it is checked, cut into kernels by reduction, and each kernel gets its
+ * works in kernel arguments (up to CHR_DEV_INLINE_WORKS) or in a host-mapped slot.
  *
  * Cutting. Kernels are instantiated per (type, op); works that only copy run in any kernel. Each
- * launch holds whole calls on every channel (chrDevLaunchNext, device/kernels/dev_work.h): the kernel of the
+ * kernel holds whole calls on every channel (chrDevLaunchNext, device/kernels/dev_work.h): the kernel of the
  * earliest call that reduces, and every call before the first one that needs another kernel (a
  * call's works wait for each other across channels, so a launch cut inside a call could wait for a
- * later launch forever). Point-to-point works all go into the LAST launch: a send and its receive
- * (on another channel, or another rank whose group listed its calls in another order) must run in
- * kernels that are resident at the same time. Moving them behind the collectives of their group is
- * allowed: the operations of one group are unordered, as with NCCL.
+ * later launch forever). Sends and receives (past nCut[c] on each channel) all go into the LAST
+ * kernel: a send and its receive (on another channel, or another rank whose group listed its calls
+ * in another order) must run in kernels that are resident at the same time.
  *
- * Engine works (CHR_WORK_ENGINE) leave the kernels. A rank's large copy to itself runs as
- * cudaMemcpyAsync (the driver's device-to-device copy) on the rank's side stream, forked from the launch's stream before its kernels and
- * joined back after them, so the copy and the kernels run at the same time (graph capture records
- * the fork and join as its own dependencies). A large send or receive to another rank runs through
- * ce_sends.cu: its ready word is queued before the kernels and its post and done wait after them
- * (never under capture: a host mailbox cannot be replayed).
+ * Copy-engine works never reach the kernels. A rank's large copy to itself runs as cudaMemcpyAsync
+ * on the rank's side stream, forked from the launch's stream before its kernels and joined back
+ * after them, so the copy and the kernels run at the same time (graph capture records the fork and
+ * join as its own dependencies). A large send or receive to another rank runs through ce_sends.cu:
+ * its ready word is queued before the kernels and its post and done wait after them (never under
+ * capture: a host mailbox cannot be replayed).
  *
- * Under CUDA graph capture a launch whose works do not fit in the arguments gets graph-owned storage
+ * Under CUDA graph capture a kernel whose works do not fit in the arguments gets graph-owned storage
  * (graph_works.h) instead of a slot: the graph keeps the arguments, and a slot's later contents
  * would be read by every replay.
  */
@@ -136,56 +135,13 @@ static ncclResult_t takeSlot(struct chrDevRank* rk, int count, int* slotOut) {
   return ncclSuccess;
 }
 
-static int isP2p(const struct chrWork* w) {
-  return (w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV) && !(w->flags & CHR_WORK_ENGINE);
-}
-
-static int isEngine(const struct chrWork* w) { return w->pattern == CHR_PAT_LOCAL && (w->flags & CHR_WORK_ENGINE); }
-
-/* Grow a scratch array of the rank to hold `count` works. */
-static int reserve(struct chrWork** array, int* cap, int count) {
-  if (count <= *cap) return 1;
-  struct chrWork* grown = (struct chrWork*)realloc(*array, sizeof(struct chrWork) * (size_t)count);
-  if (grown == NULL) return 0;
-  *array = grown;
-  *cap = count;
-  return 1;
-}
-
-/* A copy of the plan's kernel works with, per channel, its collective works first and its
- * point-to-point works after them, each in their order, from base[c] on; collEnd[c] is where channel
- * c's point-to-point works start and end[c] becomes where its works end. The engine works go to
- * rk->engine instead: the copies to itself first (*nEngine of them), then the sends and receives to
- * other ranks in plan order (*nCe of them, from rk->engine + *nEngine). NULL when out of memory. */
-static struct chrWork* sortForKernels(struct chrDevRank* rk, const struct chrWork* works, const int* base, int* end,
-                                      int nChannels, int total, int* collEnd, int* nEngine, int* nCe) {
-  if (!reserve(&rk->sorted, &rk->sortedCap, total) || !reserve(&rk->engine, &rk->engineCap, total)) return NULL;
-  struct chrWork* sorted = rk->sorted;
-  *nEngine = 0;
-  *nCe = 0;
-  for (int c = 0; c < nChannels; c++)
-    for (int i = base[c]; i < end[c]; i++) *nEngine += isEngine(&works[i]);
-  for (int c = 0, local = 0; c < nChannels; c++) {
-    int k = base[c];
-    for (int i = base[c]; i < end[c]; i++)
-      if (isEngine(&works[i])) rk->engine[local++] = works[i];
-      else if (chrCeIsEngineP2p(&works[i])) rk->engine[*nEngine + (*nCe)++] = works[i];
-      else if (!isP2p(&works[i])) sorted[k++] = works[i];
-    collEnd[c] = k;
-    for (int i = base[c]; i < end[c]; i++)
-      if (isP2p(&works[i])) sorted[k++] = works[i];
-    end[c] = k;
-  }
-  return sorted;
-}
-
-/* The engine works on the rank's side stream, after what the launch's stream holds so far. */
-static ncclResult_t forkEngineCopies(struct chrDevRank* rk, int nEngine, cudaStream_t stream) {
+/* The copies on the rank's side stream, after what the launch's stream holds so far. */
+static ncclResult_t forkEngineCopies(struct chrDevRank* rk, const struct chrWork* copies, int n, cudaStream_t stream) {
   ncclResult_t res = ncclSuccess;
   CHR_DEV_CUDA_GOTO(cudaEventRecord(rk->fork, stream), res, fail);
   CHR_DEV_CUDA_GOTO(cudaStreamWaitEvent(rk->side, rk->fork, 0), res, fail);
-  for (int i = 0; i < nEngine; i++) {
-    const struct chrWork* w = &rk->engine[i];
+  for (int i = 0; i < n; i++) {
+    const struct chrWork* w = &copies[i];
     const size_t bytes = (size_t)(w->len * (uint64_t)w->typeSize);
     if (w->sendbuff == w->recvbuff || bytes == 0) continue; /* in place */
     CHR_DEV_CUDA_GOTO(chrDevLocalCopy((void*)(uintptr_t)w->recvbuff, (const void*)(uintptr_t)w->sendbuff, bytes, rk->side),
@@ -194,15 +150,6 @@ static ncclResult_t forkEngineCopies(struct chrDevRank* rk, int nEngine, cudaStr
   CHR_DEV_CUDA_GOTO(cudaEventRecord(rk->join, rk->side), res, fail);
 fail:
   return res;
-}
-
-static ncclResult_t isCapturing(const struct chrDevRank* rk, cudaStream_t stream, int* capturing) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  const cudaError_t e = cudaStreamIsCapturing(stream, &capture);
-  if (e != cudaSuccess)
-    return chrDevFail(ncclUnhandledCudaError, "rank %d: cudaStreamIsCapturing: %s", rk->cfg.rank, cudaGetErrorString(e));
-  *capturing = capture != cudaStreamCaptureStatusNone;
-  return ncclSuccess;
 }
 
 /* Threads per CTA for a launch of these works. A launch whose works are all LL and whose steps are
@@ -228,9 +175,9 @@ static unsigned threadsFor(const struct chrWork* works, int total) {
   return warps < 2 ? 64 : (unsigned)(warps * 32);
 }
 
-/* One launch: for each channel c, take[c] works starting at works + base[c]. */
+/* One kernel: for each channel c, take[c] works starting at works + base[c]. */
 static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWork* works, const int* base,
-                              const int* take, int nChannels, cudaStream_t stream) {
+                              const int* take, int nChannels, int capturing, cudaStream_t stream) {
   ncclResult_t res = ncclSuccess;
   const int rank = rk->cfg.rank;
   struct chrDevKernelArgs args;
@@ -250,9 +197,6 @@ static ncclResult_t launchOne(struct chrDevRank* rk, int key, const struct chrWo
   struct chrWork* dst = args.inl;
   if (total > (int)CHR_DEV_INLINE_WORKS) {
     /* A graph would keep the slot's address and read whatever a later launch wrote there. */
-    int capturing = 0;
-    res = isCapturing(rk, stream, &capturing);
-    if (res != ncclSuccess) return res;
     if (capturing) {
       struct chrWork* dev = NULL;
       res = chrDevGraphWorks(rank, stream, total, &dst, &dev);
@@ -281,62 +225,46 @@ fail:
   return res;
 }
 
-extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
-                                         int nChannels, cudaStream_t stream) {
-  if (rk == NULL || nWorks == NULL) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: NULL argument");
-  if (nChannels < 1 || nChannels > CHR_DEV_MAX_CHANNELS)
-    return chrDevFail(ncclInvalidArgument, "chrDevLaunch: %d channels (1..%d)", nChannels, CHR_DEV_MAX_CHANNELS);
-  int base[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], take[CHR_DEV_MAX_CHANNELS];
-  int total = 0;
-  for (int c = 0; c < nChannels; c++) {
-    if (nWorks[c] < 0) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: %d works on channel %d", nWorks[c], c);
-    base[c] = total;
-    total += nWorks[c];
-    end[c] = total;
-  }
-  if (total == 0) return ncclSuccess;
-  if (works == NULL) return chrDevFail(ncclInvalidArgument, "chrDevLaunch: %d works at NULL", total);
-  ncclResult_t res = chrDevCheckPlan(rk, works, nWorks, nChannels);
+extern "C" ncclResult_t chrDevRankLaunch(struct chrDevRank* rk, const struct chrDevLaunch* launch, cudaStream_t stream) {
+  if (rk == NULL || launch == NULL) return chrDevFail(ncclInvalidArgument, "chrDevRankLaunch: NULL argument");
+  ncclResult_t res = chrDevCheckLaunch(rk, launch);
   if (res != ncclSuccess) return res;
   pthread_once(&kernelTableOnce, fillKernelTable);
 
   CHR_DEV_SCOPE(rk->cfg.cudaDev);
-  int nEngine = 0, nCe = 0, forked = 0;
-  struct chrWork* sorted = NULL;
-  int collEnd[CHR_DEV_MAX_CHANNELS];
-  sorted = sortForKernels(rk, works, base, end, nChannels, total, collEnd, &nEngine, &nCe);
-  if (sorted == NULL) {
-    res = chrDevFail(ncclSystemError, "rank %d: no memory to order a plan of %d works", rk->cfg.rank, total);
-    goto fail;
+  const int nChannels = launch->nChannels;
+  int base[CHR_DEV_MAX_CHANNELS], cutEnd[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], take[CHR_DEV_MAX_CHANNELS];
+  for (int c = 0, total = 0; c < nChannels; c++) {
+    base[c] = total;
+    cutEnd[c] = total + launch->nCut[c];
+    total += launch->nWorks[c];
+    end[c] = total;
   }
-  if (nCe > 0) {
-    int capturing = 0;
-    res = isCapturing(rk, stream, &capturing);
-    if (res == ncclSuccess && capturing)
-      res = chrDevFail(ncclInvalidUsage, "rank %d: copy-engine sends cannot be captured into a CUDA graph", rk->cfg.rank);
-    /* every ready word before anything of the launch waits */
-    if (res == ncclSuccess) res = chrCeSignal(rk, rk->engine + nEngine, nCe, stream);
+  int forked = 0;
+  /* every ready word before anything of the launch waits */
+  if (launch->nCeSends > 0) {
+    res = chrCeSignal(rk, launch->ceSends, launch->nCeSends, stream);
     if (res != ncclSuccess) goto fail;
   }
-  if (nEngine > 0) {
+  if (launch->nCopies > 0) {
     forked = 1; /* joined below whatever happens: a capture must not end with the side stream forked */
-    res = forkEngineCopies(rk, nEngine, stream);
+    res = forkEngineCopies(rk, launch->copies, launch->nCopies, stream);
     if (res != ncclSuccess) goto fail;
   }
   for (;;) {
     int key = -1, any = 0;
-    const int collLeft = chrDevLaunchNext(sorted, base, collEnd, nChannels, take, &key);
-    /* The last launch also carries every point-to-point work. */
+    const int cutLeft = chrDevLaunchNext(launch->works, base, cutEnd, nChannels, take, &key);
+    /* The last kernel also carries every send and receive. */
     for (int c = 0; c < nChannels; c++) {
-      if (!collLeft) take[c] = end[c] - base[c];
+      if (!cutLeft) take[c] = end[c] - base[c];
       any |= take[c] > 0;
     }
     if (!any) break;
-    res = launchOne(rk, key, sorted, base, take, nChannels, stream);
+    res = launchOne(rk, key, launch->works, base, take, nChannels, launch->capturing, stream);
     if (res != ncclSuccess) goto fail;
     for (int c = 0; c < nChannels; c++) base[c] += take[c];
   }
-  if (nCe > 0) res = chrCePost(rk, rk->engine + nEngine, nCe, stream);
+  if (launch->nCeSends > 0) res = chrCePost(rk, launch->ceSends, launch->nCeSends, stream);
 fail:
   /* Joined even after a failed launch: a stream left forked would break a capture, and the copies
    * must be done before the stream's later work reads their output. */

@@ -184,8 +184,6 @@ extern "C" ncclResult_t chrDevRankDestroy(struct chrDevRank* rk) {
   free(rk->ringOrder);
   free(rk->ringPos);
   free(rk->p2pOwner);
-  free(rk->sorted);
-  free(rk->engine);
   free(rk);
   chrDevGraphWorksTrim(); /* storage of destroyed graphs, any rank's */
   chrDevLeave(&saved);

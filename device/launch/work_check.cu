@@ -5,7 +5,7 @@
  * pattern and its link layout (hostdev/work.h), types and ops the kernels have, slot capacity for a
  * step, ring positions, and that a point-to-point end is used from one channel only within a launch
  * (two CTAs would race on its position). An engine send or receive (a P2P work flagged
- * CHR_WORK_ENGINE, core/exec/dev_exec.c) is one cudaMemcpyAsync between the two ranks' buffers: it
+ * CHR_WORK_ENGINE, core/exec/dev_launch.c) is one cudaMemcpyAsync between the two ranks' buffers: it
  * names its peer, direction and transfer class (links[0].conn: 0 a point-to-point call, 1 a
  * collective's transfer) and uses no connection end and no slot.
  */
@@ -177,21 +177,33 @@ ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const str
   return ncclSuccess;
 }
 
-ncclResult_t chrDevCheckPlan(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
-                             int nChannels) {
+static int isTransfer(const struct chrWork* w) {
+  return w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV;
+}
+
+/* The kernels' works: each valid, none for the copy engine, channel c's sends and receives after its
+ * first nCut[c] works and nothing else there (they ride the last kernel, whatever its reduction), and
+ * no point-to-point end used from two channels. */
+static ncclResult_t checkKernelWorks(struct chrDevRank* rk, const struct chrDevLaunch* l) {
   const int n = rk->cfg.nRanks, rank = rk->cfg.rank;
   static_assert(CHR_DEV_MAX_CHANNELS <= 128, "p2pOwner holds a channel in a signed char");
   signed char* owner = rk->p2pOwner; /* the channel using each p2p end */
   memset(owner, -1, (size_t)rk->cfg.p2pConns * (size_t)n * 2);
   int k = 0;
-  for (int c = 0; c < nChannels; c++) {
-    for (int i = 0; i < nWorks[c]; i++, k++) {
-      const struct chrWork* w = &works[k];
+  for (int c = 0; c < l->nChannels; c++) {
+    for (int i = 0; i < l->nWorks[c]; i++, k++) {
+      const struct chrWork* w = &l->works[k];
+      if (w->flags & CHR_WORK_ENGINE)
+        return chrDevFail(ncclInvalidArgument, "rank %d channel %d: a copy-engine work among the kernels' works (it "
+                          "belongs in the launch's copies or ceSends)", rank, c);
+      if ((i < l->nCut[c]) == isTransfer(w))
+        return chrDevFail(ncclInvalidArgument, "rank %d channel %d: work %d (pattern %d) %s the channel's sends and "
+                          "receives, which follow its %d other works", rank, c, i, w->pattern,
+                          isTransfer(w) ? "is a transfer before" : "is not one of", l->nCut[c]);
       ncclResult_t res = chrDevCheckWork(rk, c, w);
       if (res != ncclSuccess) return res;
-      if (isEngineP2p(w)) continue; /* uses no connection end */
-      for (int l = 0; l < w->nLinks; l++) {
-        const struct chrWorkLink* L = &w->links[l];
+      for (int j = 0; j < w->nLinks; j++) {
+        const struct chrWorkLink* L = &w->links[j];
         if (!L->p2p) continue;
         const int e = CHR_DEV_P2P_INDEX(n, L->conn, L->peer, L->isSend);
         if (owner[e] >= 0 && owner[e] != c)
@@ -202,4 +214,43 @@ ncclResult_t chrDevCheckPlan(struct chrDevRank* rk, const struct chrWork* works,
     }
   }
   return ncclSuccess;
+}
+
+/* A list of copy-engine works: n of them at works, each of its kind (a copy to itself, or a transfer
+ * to another rank) and valid. */
+static ncclResult_t checkEngineList(const struct chrDevRank* rk, const struct chrWork* works, int n, int transfers) {
+  const char* what = transfers ? "copy-engine send or receive" : "copy-engine copy";
+  if (n < 0 || (n > 0 && works == NULL))
+    return chrDevFail(ncclInvalidArgument, "rank %d: %d works of kind %s at %p", rk->cfg.rank, n, what, (const void*)works);
+  for (int i = 0; i < n; i++) {
+    const struct chrWork* w = &works[i];
+    const int kind = transfers ? isEngineP2p(w) : w->pattern == CHR_PAT_LOCAL && (w->flags & CHR_WORK_ENGINE);
+    if (!kind)
+      return chrDevFail(ncclInvalidArgument, "rank %d: entry %d of the launch's %s list has pattern %d, flags %d", rk->cfg.rank,
+                        i, what, w->pattern, w->flags);
+    ncclResult_t res = chrDevCheckWork(rk, 0, w);
+    if (res != ncclSuccess) return res;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t chrDevCheckLaunch(struct chrDevRank* rk, const struct chrDevLaunch* l) {
+  const int rank = rk->cfg.rank;
+  if (l->nChannels < 0 || l->nChannels > CHR_DEV_MAX_CHANNELS)
+    return chrDevFail(ncclInvalidArgument, "rank %d: a launch on %d channels (0..%d)", rank, l->nChannels,
+                      CHR_DEV_MAX_CHANNELS);
+  int total = 0;
+  for (int c = 0; c < l->nChannels; c++) {
+    if (l->nWorks[c] < 0 || l->nCut[c] < 0 || l->nCut[c] > l->nWorks[c])
+      return chrDevFail(ncclInvalidArgument, "rank %d: channel %d with %d works, %d of them cut by call", rank, c,
+                        l->nWorks[c], l->nCut[c]);
+    total += l->nWorks[c];
+  }
+  if (total > 0 && l->works == NULL) return chrDevFail(ncclInvalidArgument, "rank %d: %d works at NULL", rank, total);
+  if (l->capturing && l->nCeSends > 0)
+    return chrDevFail(ncclInvalidUsage, "rank %d: copy-engine sends cannot be captured into a CUDA graph", rank);
+  ncclResult_t res = checkKernelWorks(rk, l);
+  if (res == ncclSuccess) res = checkEngineList(rk, l->copies, l->nCopies, 0);
+  if (res == ncclSuccess) res = checkEngineList(rk, l->ceSends, l->nCeSends, 1);
+  return res;
 }

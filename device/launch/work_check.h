@@ -8,10 +8,8 @@
 /* One work of the rank on `channel`. */
 ncclResult_t chrDevCheckWork(const struct chrDevRank* rk, int channel, const struct chrWork* w);
 
-/* Every work of a plan (laid out as chrDevLaunch takes it), and that no p2p end is used from two
- * channels (in rk->p2pOwner, the rank's scratch table). The caller has checked nWorks[c] >= 0
- * (chrDevRankLaunch). */
-ncclResult_t chrDevCheckPlan(struct chrDevRank* rk, const struct chrWork* works, const int* nWorks,
-                             int nChannels);
+/* Every work and count of a launch (hostdev/dev_api.h, struct chrDevLaunch), and that no p2p end is
+ * used from two channels (in rk->p2pOwner, the rank's scratch table). */
+ncclResult_t chrDevCheckLaunch(struct chrDevRank* rk, const struct chrDevLaunch* launch);
 
 #endif /* CHORUS_DEVICE_WORK_CHECK_H_ */

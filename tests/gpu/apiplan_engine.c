@@ -2,15 +2,15 @@
 /*
  * apiplan_engine.c: test_gpu_apiplan's copy-engine checks (apiplan_engine.h).
  * With CHORUS_GPU_CE_MIN_BYTES set (gpu.apiplan.cesend.*), the sends to other ranks of
- * that many bytes or more are one engine work per end, first on channel 0 in call order, and the
- * simulation copies them pair by pair; on 2 ranks so are the broadcasts (the root's send, the other
+ * that many bytes or more are one engine work per end, in the point-to-point launch's ceSends in call
+ * order, and the simulation copies them pair by pair; on 2 ranks so are the broadcasts (the root's send, the other
  * rank's receive, in transfer class 1; an engine copy at the root out of place), ahead of the sends
  * and out of the collectives' launch; the plans made as if under graph capture must have none. On 2
  * ranks a scenario of sends and broadcasts that the two ranks group differently checks the classes.
  * With CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES set (gpu.apiplan.ceallreduce.*), a 2-rank SIMPLE ring
  * all-reduce of an even count and that many bytes or more is a reduce-scatter in the collectives'
  * launch (work for work as expected) and its halves' engine send and receive (class 1, with the
- * broadcasts' in call order) on channel 0 of the point-to-point launch, which the simulation runs
+ * broadcasts' in call order) in the point-to-point launch's ceSends, which the simulation runs
  * after the collectives' launch as the stream does; other all-reduces keep their works.
  */
 #include <stdio.h>
@@ -59,7 +59,7 @@ static int isEngineP2pWork(const struct chrWork* w) {
   return (w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV) && (w->flags & CHR_WORK_ENGINE);
 }
 
-/* What dev_exec.c makes an engine work (read from the environment, not the library): a send to
+/* What dev_launch.c makes an engine work (read from the environment, not the library): a send to
  * another rank or a receive from one of at least CHORUS_GPU_CE_MIN_BYTES, outside graph capture. */
 static int wantsEngine(const struct chrCollTask* t, int rank, int capturing) {
   return ceMin > 0 && !capturing && (t->func == ncclFuncSend || t->func == ncclFuncRecv) && t->root != rank &&
@@ -83,7 +83,7 @@ static int wantsEngineAllReduce(const struct chrCollTask* t, int capturing) {
          t->proto == CHR_PROTO_SIMPLE && !t->pairExchange;
 }
 
-/* The reduce-scatter work of channel c of such an all-reduce of rank `rank`, as dev_exec.c must make
+/* The reduce-scatter work of channel c of such an all-reduce of rank `rank`, as dev_launch.c must make
  * it from the all-reduce's work: a reduce-scatter of recvcount half = count / 2 over the whole input,
  * into block `rank` of the output, channel c's share of the half; len 0: no work. */
 static struct chrWork ceArScatterWork(const struct chrCollTask* t, int rank, int c) {
@@ -98,9 +98,10 @@ static struct chrWork ceArScatterWork(const struct chrCollTask* t, int rank, int
   return w;
 }
 
-/* The engine works that lead channel 0, as dev_exec.c must make them: the broadcasts' and the
- * all-reduces' first (class 1, in call order among the collectives), then the sends' and receives'
- * (class 0), each in call order. */
+/* The copy-engine works, as dev_launch.c must make them: the broadcasts' and the all-reduces' first
+ * (class 1, in call order among the collectives), then the sends' and receives' (class 0), each in
+ * call order; the copies among them go to the launch's copies, the rest to its ceSends, each list in
+ * this order. */
 struct ceExpect {
   const struct chrCollTask* t;
   int isSend, peer, cls, copy; /* copy: the root's engine copy of its own buffer (a local work) */
@@ -158,26 +159,26 @@ static int ceMatches(const struct chrWork* w, const struct ceExpect* e) {
 }
 
 static int checkAgainst(const char* name, int rank, const struct chrCollTask* head, const struct chrDevLaunchPlan* p,
-                        int capturing, const struct ceExpect* want, int nWant, int* lead);
+                        int capturing, const struct ceExpect* want, int nWant, int* bcastCopies);
 
 /* The engine works of a rank's plan, against its tasks (head: call order): one per send or receive
- * that wants one, and the works of each broadcast and all-reduce that wants them, none other, all at
- * the head of channel 0, the collectives' first (in their call order), then the sends' (in theirs)
- * (the device library numbers them per peer, direction and class in the order it finds them, and
- * both ends must number alike), each one piece (a whole buffer, or an all-reduce's half) with one
- * link to the peer that names the class. Such a broadcast has no collective work and no call number;
- * such an all-reduce's collective works are its reduce-scatter's: the collectives' launch holds
- * exactly those and the planned works of the other collectives, numbered 0.. in call order. Counts
- * them, and the plans where one goes to a peer that a lane transfer of the same direction goes to as
- * well (sizes mixed in one group); *lead: how many works lead channel 0 so. */
+ * that wants one, and the works of each broadcast and all-reduce that wants them, none other, in
+ * the point-to-point launch's copies and ceSends, the collectives' first (in their call order), then
+ * the sends' (in theirs) (the device library numbers them per peer, direction and class in the order
+ * it finds them, and both ends must number alike), each one piece (a whole buffer, or an all-reduce's
+ * half) with one link to the peer that names the class. Such a broadcast has no collective work and
+ * no call number; such an all-reduce's collective works are its reduce-scatter's: the collectives'
+ * launch holds exactly those and the planned works of the other collectives, numbered 0.. in call
+ * order. Counts them, and the plans where one goes to a peer that a lane transfer of the same
+ * direction goes to as well (sizes mixed in one group). */
 int apiEngineCheckPlan(const char* name, int rank, const struct chrCollTask* head, const struct chrDevLaunchPlan* p,
-                          int capturing, int* lead) {
+                          int capturing, int* bcastCopies) {
   int cap = 0;
   for (const struct chrCollTask* t = head; t; t = t->next) cap += 2;
   struct ceExpect* want = malloc(sizeof(struct ceExpect) * (size_t)(cap ? cap : 1));
   const int nWant = want ? expectedEngineWorks(head, rank, capturing, want, cap) : -1;
   const int bad = nWant < 0 ? (fprintf(stderr, "test bug: too many engine works\n"), 1)
-                            : checkAgainst(name, rank, head, p, capturing, want, nWant, lead);
+                            : checkAgainst(name, rank, head, p, capturing, want, nWant, bcastCopies);
   free(want);
   if (!bad && capturing) ceCapturedPlans++;
   return bad;
@@ -185,22 +186,26 @@ int apiEngineCheckPlan(const char* name, int rank, const struct chrCollTask* hea
 
 /* apiEngineCheckPlan against the expected engine works want[0 .. nWant). */
 static int checkAgainst(const char* name, int rank, const struct chrCollTask* head, const struct chrDevLaunchPlan* p,
-                        int capturing, const struct ceExpect* want, int nWant, int* lead) {
-  *lead = nWant;
-  if (nWant > p->nP2p[0]) {
-    fprintf(stderr, "FAIL %s: rank %d: %d engine works expected first on channel 0, which holds %d works%s\n", name, rank,
-            nWant, p->nP2p[0], capturing ? " (capturing)" : "");
-    return 1;
-  }
+                        int capturing, const struct ceExpect* want, int nWant, int* bcastCopies) {
+  const struct chrDevLaunch* l = &p->p2p;
+  int nCopies = 0, nSends = 0; /* matched so far */
   for (int k = 0; k < nWant; k++) {
-    const struct chrWork* w = &p->p2p[k];
     const struct ceExpect* e = &want[k];
+    const char* list = e->copy ? "copies" : "ceSends";
+    const int at = e->copy ? nCopies++ : nSends++;
+    const struct chrWork* w = e->copy ? (at < l->nCopies ? &l->copies[at] : NULL) : (at < l->nCeSends ? &l->ceSends[at] : NULL);
+    if (w == NULL) {
+      fprintf(stderr, "FAIL %s: rank %d: the %s %s rank %d expected as entry %d of the launch's %s, which holds %d%s\n",
+              name, rank, ceWhat(e), e->copy ? "of" : e->isSend ? "to" : "from", e->peer, at, list,
+              e->copy ? l->nCopies : l->nCeSends, capturing ? " (capturing)" : "");
+      return 1;
+    }
     if (!ceMatches(w, e)) {
-      fprintf(stderr, "FAIL %s: rank %d: work %d of channel 0 (pattern %d, flags %d, func %d, %d links, peer %d, class %d, "
-              "[%llu, +%llu) of %llu at 0x%llx) is not the %s %s rank %d of %llu elements at 0x%llx (class %d), in call "
-              "order\n", name, rank, k, w->pattern, w->flags, w->func, w->nLinks, w->nLinks ? w->links[0].peer : -1,
-              w->nLinks ? w->links[0].conn : -1, (unsigned long long)w->start, (unsigned long long)w->len,
-              (unsigned long long)w->count,
+      fprintf(stderr, "FAIL %s: rank %d: entry %d of the launch's %s (pattern %d, flags %d, func %d, %d links, peer %d, "
+              "class %d, [%llu, +%llu) of %llu at 0x%llx) is not the %s %s rank %d of %llu elements at 0x%llx (class %d), "
+              "in call order\n", name, rank, at, list, w->pattern, w->flags, w->func, w->nLinks,
+              w->nLinks ? w->links[0].peer : -1, w->nLinks ? w->links[0].conn : -1, (unsigned long long)w->start,
+              (unsigned long long)w->len, (unsigned long long)w->count,
               (unsigned long long)(w->pattern == CHR_PAT_P2P_RECV ? w->recvbuff : w->sendbuff), ceWhat(e),
               e->copy ? "of" : e->isSend ? "to" : "from", e->peer, (unsigned long long)e->count,
               (unsigned long long)e->buf, e->cls);
@@ -214,14 +219,25 @@ static int checkAgainst(const char* name, int rank, const struct chrCollTask* he
     ceArSends += e->ar && e->isSend;
     ceArRecvs += e->ar && !e->isSend;
   }
+  *bcastCopies = nCopies;
+  if (nSends != l->nCeSends) {
+    fprintf(stderr, "FAIL %s: rank %d: the launch's ceSends hold %d transfers, %d expected%s\n", name, rank, l->nCeSends,
+            nSends, capturing ? " (capturing)" : "");
+    return 1;
+  }
+  for (int i = nCopies; i < l->nCopies; i++) /* the rest: a rank's large copies to itself */
+    if (l->copies[i].pattern != CHR_PAT_LOCAL || !(l->copies[i].flags & CHR_WORK_ENGINE) || l->copies[i].func != ncclFuncSend) {
+      fprintf(stderr, "FAIL %s: rank %d: entry %d of the launch's copies (pattern %d, flags %d, func %d) is no copy to "
+              "itself\n", name, rank, i, l->copies[i].pattern, l->copies[i].flags, l->copies[i].func);
+      return 1;
+    }
   int mixed = 0, total = 0;
-  for (int ch = 0; ch < CHR_DEV_MAX_CHANNELS; ch++) total += p->nP2p[ch];
-  for (int i = nWant; i < total; i++) {
-    const struct chrWork* w = &p->p2p[i];
-    if (isEngineP2pWork(w)) {
-      fprintf(stderr, "FAIL %s: rank %d: engine work (%s rank %d, class %d, %llu bytes) past the %d expected first on "
-              "channel 0%s\n", name, rank, w->pattern == CHR_PAT_P2P_SEND ? "to" : "from", w->links[0].peer,
-              w->links[0].conn, (unsigned long long)(w->len * w->typeSize), nWant, capturing ? " (capturing)" : "");
+  for (int ch = 0; ch < l->nChannels; ch++) total += l->nWorks[ch];
+  for (int i = 0; i < total; i++) {
+    const struct chrWork* w = &l->works[i];
+    if (w->flags & CHR_WORK_ENGINE) {
+      fprintf(stderr, "FAIL %s: rank %d: engine work (pattern %d, %llu bytes) among the kernels' works%s\n", name, rank,
+              w->pattern, (unsigned long long)(w->len * w->typeSize), capturing ? " (capturing)" : "");
       return 1;
     }
     if (w->pattern != CHR_PAT_P2P_SEND && w->pattern != CHR_PAT_P2P_RECV) {
@@ -231,18 +247,19 @@ static int checkAgainst(const char* name, int rank, const struct chrCollTask* he
       }
       continue;
     }
-    for (int j = 0; j < nWant && !mixed; j++)
-      mixed = !want[j].copy && want[j].cls == CHR_WORK_CLASS_P2P && p->p2p[j].pattern == w->pattern &&
-              p->p2p[j].links[0].peer == w->links[0].peer;
+    for (int j = 0; j < l->nCeSends && !mixed; j++)
+      mixed = l->ceSends[j].links[0].conn == CHR_WORK_CLASS_P2P && l->ceSends[j].pattern == w->pattern &&
+              l->ceSends[j].links[0].peer == w->links[0].peer;
   }
   /* The collectives' launch, work for work: on each channel the works of every collective but the
    * engine broadcasts, in call order, their calls numbered 0.. without gaps (both ranks leave out the
    * same calls, so the launcher cuts alike); each the task's planned work, but an engine all-reduce's,
    * which are its reduce-scatter works (ceArScatterWork), and nothing else. */
+  const struct chrDevLaunch* coll = &p->coll;
   int at[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], call = 0; /* channel ch's works: [at, end) */
   for (int ch = 0, sum = 0; ch < CHR_DEV_MAX_CHANNELS; ch++) {
     at[ch] = sum;
-    sum += ch < p->collChannels ? p->nColl[ch] : 0;
+    sum += ch < coll->nChannels ? coll->nWorks[ch] : 0;
     end[ch] = sum;
   }
   long scatterWorks = 0, arTasks = 0, kept = 0;
@@ -257,7 +274,7 @@ static int checkAgainst(const char* name, int rank, const struct chrCollTask* he
       if (want.pattern == CHR_PAT_NONE || want.len == 0) continue;
       want.call = call;
       const int ch = t->chanBase + c;
-      const struct chrWork* got = ch < CHR_DEV_MAX_CHANNELS && at[ch] < end[ch] ? &p->coll[at[ch]] : NULL;
+      const struct chrWork* got = ch < CHR_DEV_MAX_CHANNELS && at[ch] < end[ch] ? &coll->works[at[ch]] : NULL;
       if (got == NULL || memcmp(got, &want, sizeof(want)) != 0) {
         fprintf(stderr, "FAIL %s: rank %d: channel %d of the collectives' launch: %s (pattern %d, call %d, [%llu, +%llu) "
                 "of %llu, in 0x%llx, out 0x%llx), expected %s work (pattern %d, call %d, [%llu, +%llu) of %llu, in 0x%llx, "
@@ -275,12 +292,18 @@ static int checkAgainst(const char* name, int rank, const struct chrCollTask* he
     }
     call++;
   }
-  for (int ch = 0; ch < p->collChannels; ch++)
-    if (at[ch] != end[ch]) {
-      fprintf(stderr, "FAIL %s: rank %d: channel %d of the collectives' launch holds %d works past the %d expected%s\n",
-              name, rank, ch, end[ch] - at[ch], at[ch] - (end[ch] - p->nColl[ch]), capturing ? " (capturing)" : "");
+  for (int ch = 0; ch < coll->nChannels; ch++)
+    if (at[ch] != end[ch] || coll->nCut[ch] != coll->nWorks[ch]) {
+      fprintf(stderr, "FAIL %s: rank %d: channel %d of the collectives' launch holds %d works past the %d expected, %d of "
+              "%d cut by call%s\n", name, rank, ch, end[ch] - at[ch], at[ch] - (end[ch] - coll->nWorks[ch]), coll->nCut[ch],
+              coll->nWorks[ch], capturing ? " (capturing)" : "");
       return 1;
     }
+  if (coll->nCopies != 0 || coll->nCeSends != 0) {
+    fprintf(stderr, "FAIL %s: rank %d: the collectives' launch holds %d copy-engine copies and %d transfers%s\n", name,
+            rank, coll->nCopies, coll->nCeSends, capturing ? " (capturing)" : "");
+    return 1;
+  }
   ceMixedPlans += mixed;
   ceArScatterWorks += scatterWorks;
   ceArTasks += arTasks;
@@ -392,28 +415,31 @@ static int checkClassScenario(ncclComm_t* comms) {
       fprintf(stderr, "FAIL ce classes: launch of group %d: %s\n", g, ncclGetLastError(NULL));
       bad = 1;
     }
-  /* Every work on the engine, on channel 0 of the point-to-point launch; no collective works. */
+  /* Every work on the engine, in the point-to-point launch's copies and ceSends; no kernel work. */
   for (int g = 0; g < built && !bad; g++) {
     const int rank = groups[g]->comm->rank;
-    int lead = 0;
-    if (apiEngineCheckPlan("ce classes", rank, groups[g], &plans[g], 0, &lead)) bad = 1;
-    else if (plans[g].collChannels != 0 || plans[g].p2pChannels != 1 || plans[g].nP2p[0] != lead) {
-      fprintf(stderr, "FAIL ce classes: group %d of rank %d: %d collective channels, %d point-to-point channels, %d works "
-              "on channel 0, %d of them engine works (all expected there)\n", g, rank, plans[g].collChannels,
-              plans[g].p2pChannels, plans[g].nP2p[0], lead);
+    int bcastCopies = 0;
+    if (apiEngineCheckPlan("ce classes", rank, groups[g], &plans[g], 0, &bcastCopies)) bad = 1;
+    else if (plans[g].coll.nChannels != 0 || plans[g].p2p.nChannels != 0 || plans[g].p2p.nCopies != bcastCopies) {
+      fprintf(stderr, "FAIL ce classes: group %d of rank %d: %d collective channels, %d point-to-point channels, %d "
+              "copies, %d of them broadcasts' (every work on the engine expected)\n", g, rank, plans[g].coll.nChannels,
+              plans[g].p2p.nChannels, plans[g].p2p.nCopies, bcastCopies);
       bad = 1;
     }
   }
-  struct chrWork* rank0 = NULL;
+  struct chrWork *rank0 = NULL, *flat[3] = {NULL, NULL, NULL};
+  int flatWorks[3][CHR_DEV_MAX_CHANNELS];
+  for (int g = 0; g < built && !bad; g++)
+    if (chrSimFlattenLaunch(&plans[g].p2p, &flat[g], flatWorks[g]) < 0) bad = 1;
   if (!bad) {
-    const int n0 = plans[0].nP2p[0] + plans[1].nP2p[0];
-    rank0 = malloc(sizeof(struct chrWork) * (size_t)n0);
+    const int n0 = flatWorks[0][0] + flatWorks[1][0];
+    rank0 = malloc(sizeof(struct chrWork) * (size_t)(n0 ? n0 : 1));
     if (rank0 == NULL) bad = 1;
     else {
-      memcpy(rank0, plans[0].p2p, sizeof(struct chrWork) * (size_t)plans[0].nP2p[0]);
-      memcpy(rank0 + plans[0].nP2p[0], plans[1].p2p, sizeof(struct chrWork) * (size_t)plans[1].nP2p[0]);
-      const struct chrWork* works[2] = {rank0, plans[2].p2p};
-      const int nWorks[2] = {n0, plans[2].nP2p[0]};
+      memcpy(rank0, flat[0], sizeof(struct chrWork) * (size_t)flatWorks[0][0]);
+      memcpy(rank0 + flatWorks[0][0], flat[1], sizeof(struct chrWork) * (size_t)flatWorks[1][0]);
+      const struct chrWork* works[2] = {rank0, flat[2]};
+      const int nWorks[2] = {n0, flatWorks[2][0]};
       char what[512];
       if (ceScenarioRun(comms, works, nWorks, bufs, regions, 0, what, sizeof(what)) != 0) {
         fprintf(stderr, "FAIL ce classes: rank 0 {send to 1}, {broadcast from 0}; rank 1 {broadcast from 0, receive from "
@@ -429,6 +455,7 @@ static int checkClassScenario(ncclComm_t* comms) {
     }
   }
   free(rank0);
+  for (int g = 0; g < 3; g++) free(flat[g]);
   for (int g = 0; g < built; g++) chrDevFreeLaunch(&plans[g]);
   for (int i = 0; i < 4; i++) free(all[i]->works);
   for (int i = 0; i < 5; i++) free(bufs[i]);

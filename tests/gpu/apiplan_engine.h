@@ -8,7 +8,7 @@
 #ifndef CHORUS_TESTS_GPU_APIPLAN_ENGINE_H_
 #define CHORUS_TESTS_GPU_APIPLAN_ENGINE_H_
 
-#include "exec/dev_exec.h"
+#include "exec/dev_launch.h"
 #include "hostdev/task.h"
 #include "nccl.h"
 #include "nccl_cases.h"
@@ -19,11 +19,12 @@ void apiEngineInit(void);
 /* 1 when either threshold is set (plans are then also checked as made under graph capture). */
 int apiEngineOn(void);
 
-/* A rank's plan p of the tasks from head (call order), made capturing or not: its engine works
- * exactly as the planner must make them, leading channel 0; the collectives' launch work for work.
- * *lead: how many engine works lead channel 0. Counts what it saw. 0 when right. */
+/* A rank's plan p of the tasks from head (call order), made capturing or not: its copy-engine works
+ * exactly as the planner must make them, in the point-to-point launch's copies and ceSends; the
+ * collectives' launch work for work. *bcastCopies: how many of the launch's copies (the first ones)
+ * are broadcasts'. Counts what it saw. 0 when right. */
 int apiEngineCheckPlan(const char* name, int rank, const struct chrCollTask* head, const struct chrDevLaunchPlan* p,
-                       int capturing, int* lead);
+                       int capturing, int* bcastCopies);
 
 /* Extra all-reduce cases when CHORUS_GPU_CE_ALLREDUCE_MIN_BYTES is set (else none). */
 const struct ncCase* apiEngineAllReduceCases(int n, int* count);

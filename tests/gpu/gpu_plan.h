@@ -63,7 +63,9 @@ void chrTestAddresses(const struct chrTestCall* call, int rank, uint64_t send, u
 int chrTestAddCall(struct chrTestPlan* plan, const struct chrTestCall* call, int nRanks, const int* ringOrder, int rank,
                    uint64_t sendbuff, uint64_t recvbuff);
 
-/* The plan's works channel after channel, as chrDevLaunch takes them; returns the total. */
+/* The plan's works channel after channel, as chrDevLaunch takes them: on each channel its sends and
+ * receives after its other works (the order the launcher runs them in, as the core's planner makes
+ * it), each in call order; returns the total. */
 int chrTestFlatten(const struct chrTestPlan* plan, struct chrWork* out, int* nWorks);
 
 /* Binary tree over positions 0..n-1 rooted at 0 (tree 0; tree 1 mirrors positions). */

@@ -332,3 +332,18 @@ done:
   free(firstWork);
   return res;
 }
+
+int chrSimFlattenLaunch(const struct chrDevLaunch* l, struct chrWork** flat, int* nWorks) {
+  int kernel = 0;
+  for (int c = 0; c < l->nChannels; c++) kernel += l->nWorks[c];
+  const int engine = l->nCopies + l->nCeSends, total = kernel + engine;
+  *flat = malloc(sizeof(struct chrWork) * (size_t)(total > 0 ? total : 1));
+  if (*flat == NULL) return -1;
+  if (l->nCopies > 0) memcpy(*flat, l->copies, sizeof(struct chrWork) * (size_t)l->nCopies);
+  if (l->nCeSends > 0) memcpy(*flat + l->nCopies, l->ceSends, sizeof(struct chrWork) * (size_t)l->nCeSends);
+  if (kernel > 0) memcpy(*flat + engine, l->works, sizeof(struct chrWork) * (size_t)kernel);
+  memset(nWorks, 0, sizeof(int) * CHR_DEV_MAX_CHANNELS);
+  for (int c = 0; c < l->nChannels; c++) nWorks[c] = l->nWorks[c];
+  nWorks[0] += engine;
+  return l->nChannels > 0 ? l->nChannels : 1;
+}

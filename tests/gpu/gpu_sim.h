@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "hostdev/dev_api.h"
 #include "hostdev/work.h"
 
 struct chrSimRegion {
@@ -38,5 +39,11 @@ struct chrSimRank {
  * every region). */
 int chrSimRun(int nRanks, const int* ringOrder, const struct chrSimRank* ranks, const struct chrSimRegion* regions,
               int nRegions, char* err, size_t errLen);
+
+/* A launch (hostdev/dev_api.h) as one rank of the simulation takes it: the copy engine's copies and
+ * transfers lead channel 0 (a transfer takes no step there, a copy runs at once: both run apart from
+ * the kernels' order), then the kernels' works. *flat (malloc'd, the caller frees it) and nWorks
+ * (CHR_DEV_MAX_CHANNELS entries); returns the channels to simulate (at least 1), -1 out of memory. */
+int chrSimFlattenLaunch(const struct chrDevLaunch* launch, struct chrWork** flat, int* nWorks);
 
 #endif /* CHORUS_TESTS_GPU_SIM_H_ */

@@ -3,7 +3,7 @@
  * test_gpu_apiplan.c (gpu.apiplan.n<N>, runs anywhere): the core's side of the GPU path without a GPU.
  * For every case of the public-API GPU test (nccl_cases.c), each rank's calls become tasks as the API
  * layer makes them (device buffers), the device planner plans them (plan/plan_dev.c), the launch
- * builder orders them (exec/dev_exec.c: collectives by channel; a send or receive over lanes, lane k's
+ * builder makes the launches (exec/dev_launch.c: collectives by channel; a send or receive over lanes, lane k's
  * sends on channel 2k and receives on 2k + 1, in round order), and the plans of all ranks run through the reference simulation
  * (gpu_sim.c: 8-slot connections, channels strictly in order, deadlocks detected) on host memory;
  * the outputs must match the test's reference. Also: the partition of a group's tasks into host and
@@ -20,6 +20,7 @@
 #include "config/algo_select.h"
 #include "device/kernels/dev_work.h"
 #include "exec/dev_exec.h"
+#include "exec/dev_launch.h"
 #include "exec/reduce.h"
 #include "apiplan_engine.h"
 #include "gpu_sim.h"
@@ -139,20 +140,20 @@ static int checkDefaultRule(const char* name, int rank, const struct chrCollTask
  * launch holds whole calls, and every call that reduces runs in the kernel of its type and op. A
  * call split over two launches can deadlock on the GPU (its tree down pass in the first launch waits
  * for its up pass in the second), which the simulation, running the plan as one, cannot see. */
-static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunchPlan* p, int* launches, int* workLaunch) {
+static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunch* p, int* launches, int* workLaunch) {
   int base[CHR_DEV_MAX_CHANNELS], end[CHR_DEV_MAX_CHANNELS], launchOf[NC_MAX_OPS * 4];
   for (int i = 0; i < NC_MAX_OPS * 4; i++) launchOf[i] = -1;
-  for (int c = 0, sum = 0; c < p->collChannels; c++) {
+  for (int c = 0, sum = 0; c < p->nChannels; c++) {
     base[c] = sum;
-    sum += p->nColl[c];
+    sum += p->nWorks[c];
     end[c] = sum;
   }
   for (int launch = 0;; launch++) {
     int key = -1, took = 0, take[CHR_DEV_MAX_CHANNELS];
-    chrDevLaunchNext(p->coll, base, end, p->collChannels, take, &key);
-    for (int c = 0; c < p->collChannels; c++)
+    chrDevLaunchNext(p->works, base, end, p->nChannels, take, &key);
+    for (int c = 0; c < p->nChannels; c++)
       for (int stop = base[c] + take[c]; base[c] < stop; base[c]++, took++) {
-        const struct chrWork* w = &p->coll[base[c]];
+        const struct chrWork* w = &p->works[base[c]];
         const int k = chrDevKernelKey(w);
         if (w->call < 0 || w->call >= NC_MAX_OPS * 4 || (k >= 0 && k != key) ||
             (launchOf[w->call] >= 0 && launchOf[w->call] != launch)) {
@@ -168,12 +169,21 @@ static int checkLaunchCuts(const char* name, int rank, const struct chrDevLaunch
       break;
     }
   }
-  for (int c = 0; c < p->collChannels; c++)
+  for (int c = 0; c < p->nChannels; c++)
     if (base[c] < end[c]) {
       fprintf(stderr, "FAIL %s: rank %d: channel %d has works no launch takes\n", name, rank, c);
       return 1;
     }
   return 0;
+}
+
+/* A launch planned under graph capture holds no copy-engine transfer (a host mailbox cannot be
+ * replayed) and says it is captured, which the launcher trusts. */
+static int checkCaptured(const char* name, int rank, const struct chrDevLaunchPlan* p) {
+  if (p->p2p.nCeSends == 0 && p->coll.capturing && p->p2p.capturing) return 0;
+  fprintf(stderr, "FAIL %s: rank %d: a launch planned under capture holds %d copy-engine transfers, capturing %d/%d\n",
+          name, rank, p->p2p.nCeSends, p->coll.capturing, p->p2p.capturing);
+  return 1;
 }
 
 static int* collLaunch[MAX_RANKS]; /* per rank: the kernel each collective work runs in */
@@ -255,34 +265,40 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
       fprintf(stderr, "FAIL %s: rank %d: launch: %s\n", c->name, r, ncclGetLastError(NULL));
       return 1;
     }
-    int lead = 0; /* engine works leading channel 0 */
-    if (apiEngineCheckPlan(c->name, r, head, &plans[r], 0, &lead)) return 1;
+    int bcastCopies = 0; /* the launch's first copies, the broadcasts' */
+    if (apiEngineCheckPlan(c->name, r, head, &plans[r], 0, &bcastCopies)) return 1;
     if (apiEngineOn()) { /* the same calls captured into a graph: every transfer on the kernels */
       struct chrDevLaunchPlan captured;
       if (chrDevBuildLaunch(comms[r], head, 1, &captured) != ncclSuccess) {
         fprintf(stderr, "FAIL %s: rank %d: launch (capturing): %s\n", c->name, r, ncclGetLastError(NULL));
         return 1;
       }
-      int capturedLead = 0;
-      const int bad = apiEngineCheckPlan(c->name, r, head, &captured, 1, &capturedLead);
+      int capturedCopies = 0;
+      const int bad = apiEngineCheckPlan(c->name, r, head, &captured, 1, &capturedCopies) ||
+                      checkCaptured(c->name, r, &captured);
       chrDevFreeLaunch(&captured);
       if (bad) return 1;
     }
     int launches = 0, total = 0;
-    for (int ch = 0; ch < plans[r].collChannels; ch++) total += plans[r].nColl[ch];
+    for (int ch = 0; ch < plans[r].coll.nChannels; ch++) total += plans[r].coll.nWorks[ch];
     free(collLaunch[r]);
     collLaunch[r] = calloc((size_t)(total ? total : 1), sizeof(int));
     if (collLaunch[r] == NULL) return 1;
-    if (checkLaunchCuts(c->name, r, &plans[r], &launches, collLaunch[r])) return 1;
+    if (checkLaunchCuts(c->name, r, &plans[r].coll, &launches, collLaunch[r])) return 1;
     if (launches > 1) splitPlans++;
-    for (int ch = 0, at = 0; ch < CHR_DEV_MAX_CHANNELS; at += plans[r].nP2p[ch], ch++)
-      for (int i = at; i < at + plans[r].nP2p[ch]; i++)
-        transferEngineWorks += plans[r].p2p[i].pattern != CHR_PAT_LOCAL && (plans[r].p2p[i].flags & CHR_WORK_ENGINE);
-    for (int ch = 0, at = 0; ch < CHR_DEV_MAX_CHANNELS; at += plans[r].nP2p[ch], ch++)
-      for (int i = ch == 0 ? lead : at; i < at + plans[r].nP2p[ch]; i++) { /* the broadcasts' engine copies left out */
-        const struct chrWork* wk = &plans[r].p2p[i];
-        selfCopyWorks += wk->pattern == CHR_PAT_LOCAL;
-        engineWorks += wk->pattern == CHR_PAT_LOCAL && (wk->flags & CHR_WORK_ENGINE);
+    const struct chrDevLaunch* pl = &plans[r].p2p;
+    transferEngineWorks += pl->nCeSends;
+    selfCopyWorks += pl->nCopies - bcastCopies; /* the broadcasts' engine copies left out */
+    engineWorks += pl->nCopies - bcastCopies;
+    for (int ch = 0, at = 0; ch < pl->nChannels; at += pl->nWorks[ch], ch++)
+      for (int i = at; i < at + pl->nWorks[ch]; i++) {
+        selfCopyWorks += pl->works[i].pattern == CHR_PAT_LOCAL;
+        if ((i - at < pl->nCut[ch]) != (pl->works[i].pattern == CHR_PAT_LOCAL)) {
+          fprintf(stderr, "FAIL %s: rank %d: channel %d of the point-to-point launch: work %d (pattern %d), %d cut by call "
+                  "(its copies to itself, ahead of its transfers)\n", c->name, r, ch, i - at, pl->works[i].pattern,
+                  pl->nCut[ch]);
+          return 1;
+        }
       }
     /* What the launcher checks: ring works within the group's channels, steps within the slots. */
     for (int i = 0; i < nTasks[r]; i++) {
@@ -324,15 +340,25 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
   struct chrSimRank colls[MAX_RANKS], p2p[MAX_RANKS];
   for (int r = 0; r < n; r++) {
     /* The collectives as the launcher runs them: kernel after kernel, cut between calls. */
-    colls[r] = (struct chrSimRank){plans[r].coll, plans[r].nColl, plans[r].collChannels, collLaunch[r]};
-    p2p[r] = (struct chrSimRank){plans[r].p2p, plans[r].nP2p, plans[r].p2pChannels, NULL};
+    colls[r] = (struct chrSimRank){plans[r].coll.works, plans[r].coll.nWorks, plans[r].coll.nChannels, collLaunch[r]};
   }
   char err[512];
   int bad = 0;
-  if (chrSimRun(n, comms[0]->ringOrder, colls, regions, 3 * n, err, sizeof(err)) != 0 ||
-      chrSimRun(n, comms[0]->ringOrder, p2p, regions, 3 * n, err, sizeof(err)) != 0) {
+  static struct chrWork* p2pFlat[MAX_RANKS];
+  static int p2pWorks[MAX_RANKS][CHR_DEV_MAX_CHANNELS];
+  for (int r = 0; r < n && !bad; r++) {
+    const int channels = chrSimFlattenLaunch(&plans[r].p2p, &p2pFlat[r], p2pWorks[r]);
+    if (channels < 0) bad = 1;
+    else p2p[r] = (struct chrSimRank){p2pFlat[r], p2pWorks[r], channels, NULL};
+  }
+  if (!bad && (chrSimRun(n, comms[0]->ringOrder, colls, regions, 3 * n, err, sizeof(err)) != 0 ||
+               chrSimRun(n, comms[0]->ringOrder, p2p, regions, 3 * n, err, sizeof(err)) != 0)) {
     fprintf(stderr, "FAIL n=%d %s: simulation: %s\n", n, c->name, err);
     bad = 1;
+  }
+  for (int r = 0; r < n; r++) {
+    free(p2pFlat[r]);
+    p2pFlat[r] = NULL;
   }
   for (int r = 0; r < n; r++) {
     for (int k = 0; k < c->nOps && !bad; k++) {
