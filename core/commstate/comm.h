@@ -6,7 +6,7 @@
  * the calls a group defers) is at the top, in comm/lifecycle.h. So this header includes only lower
  * folders: the parts defined above (links, device state, plugins' contexts) are pointers to
  * incomplete types, and the plain data it holds by value lives below (config/cost_consts.h,
- * plugin/net_dev_list.h). The last chrCommRelease calls comm->destroy, which the lifecycle set.
+ * plugin/net_dev_list.h, bootstrap/peer_info.h). The last chrCommRelease calls comm->destroy, which the lifecycle set.
  */
 #ifndef CHORUS_COMMSTATE_COMM_H_
 #define CHORUS_COMMSTATE_COMM_H_
@@ -15,11 +15,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "bootstrap/peer_info.h"
 #include "config/cost_consts.h"
 #include "nccl.h"
 #include "plugin/common.h"
 #include "plugin/net_dev_list.h"
-#include "util/cpu_mask.h"
 
 /* Defined elsewhere; the comm holds pointers only. */
 struct chrBootstrap;    /* bootstrap/bootstrap.h */
@@ -33,25 +33,11 @@ struct chrRegHandle;    /* comm/register.h */
 #define CHR_COMM_MAGIC 0x43484f52u      /* "CHOR": a live communicator */
 #define CHR_COMM_DEAD_MAGIC 0xdeadc0deu /* set on destroy, to catch use after free */
 #define CHR_MAX_CHANNELS 32
-#define CHR_HOSTID_LEN 64
 #define CHR_MAX_USER_REDOPS 64
 #define CHR_P2P_CONNS 2
 /* Room for the first cause of a communicator's failure. Less than the 1 KiB last-error text, so a
  * later call's message ("<call>: communicator has failed (<code>): <cause>") always holds it whole. */
 #define CHR_COMM_FAIL_CAUSE_MAX 768
-
-/* What each rank tells the others at init (exchanged by the bootstrap). Fixed size, no pointers. */
-struct chrPeerInfo {
-  uint32_t magic;
-  int32_t rank;
-  uint64_t hostHash;           /* from NCCL_HOSTID, else the machine's host identity */
-  char hostId[CHR_HOSTID_LEN]; /* printable form, for logs */
-  int64_t pid;
-  int32_t cudaDev;             /* -1: host-only */
-  int32_t sms;                 /* streaming multiprocessors of cudaDev; 0: unknown */
-  int64_t busId;
-  struct chrCpuMask cpus;      /* the CPUs the rank's init thread may run on */
-};
 
 struct chrChannel {
   int id;
