@@ -9,11 +9,11 @@
 #include "comm/window.h"
 #include "commstate/comm.h"
 #include "cuda/dev_state.h"
+#include "exec/links.h"
 #include "log/log.h"
 #include "plan/plan.h"
 #include "plugin/net_plugin.h"
 #include "profile/profile.h"
-#include "transport/transport.h"
 
 ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm == NULL) return ncclSuccess;
@@ -23,7 +23,7 @@ ncclResult_t chrCommFree(struct ncclComm* comm) {
   if (comm->directSteps)
     INFO(NCCL_NET, "comm %p rank %d: %llu steps moved straight from or into user buffers", (void*)comm,
          comm->rank, (unsigned long long)comm->directSteps);
-  chrTransportCloseAll(comm);
+  chrLinksCloseAll(comm);
   chrProfDetach(comm);      /* finalize; before the net plugin, whose library may carry it */
   chrPlanTunerDetach(comm); /* before the net plugin: the tuner may live in its library */
   if (comm->net) chrNetClose(comm->net);

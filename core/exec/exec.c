@@ -437,7 +437,7 @@ static void failLinks(struct taskRun* tr) {
       const int out = ls->isSend ? ls->sendPosted > ls->sendDone : ls->recvPosted > ls->recvDone;
       const int direct = ls->direct.on;
       chrDirectStop(&ls->direct, ls->link);
-      if (direct && out) chrTransportRetire(tr->task->comm, ls->link);
+      if (direct && out) chrLinksRetire(tr->task->comm, ls->link);
     }
 }
 

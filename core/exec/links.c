@@ -83,8 +83,25 @@ static ncclResult_t connectP2p(struct commNeeds* need) {
   return ncclSuccess;
 }
 
+static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch) {
+  return chrTransportConnectPeers(comm, ch->id, ch->ringNext, ch->ringPrev, chrTransportStepSize(0), &ch->ringSend,
+                                  &ch->ringRecv);
+}
+
+/* The ring links (send to next, recv from prev) of channels [0, nChannels) that are not connected
+ * yet. Collective: every rank of the comm calls it with the same nChannels. */
+static ncclResult_t connectRing(struct ncclComm* comm, int nChannels) {
+  if (comm->nRanks == 1) return ncclSuccess;
+  for (int c = 0; c < nChannels; c++) {
+    struct chrChannel* ch = &comm->channels[c];
+    if (ch->ringSend && ch->ringRecv) continue;
+    CHECK(connectChannel(comm, ch));
+  }
+  return ncclSuccess;
+}
+
 static ncclResult_t connectComm(struct commNeeds* need) {
-  if (need->ringChannels > 0) CHECK(chrTransportConnectRing(need->comm, need->ringChannels));
+  if (need->ringChannels > 0) CHECK(connectRing(need->comm, need->ringChannels));
   return connectP2p(need);
 }
 
@@ -161,4 +178,39 @@ ncclResult_t chrLinksConnectForTasks(struct chrCollTask* list) {
   }
   free(needs);
   return first;
+}
+
+void chrLinksRetire(struct ncclComm* comm, struct chrLink* link) {
+  struct chrLink** slot = NULL;
+  for (int k = 0; k < CHR_P2P_CONNS && slot == NULL; k++)
+    for (int r = 0; r < comm->nRanks && slot == NULL; r++) {
+      if (comm->p2pSend[k] && comm->p2pSend[k][r] == link) slot = &comm->p2pSend[k][r];
+      if (comm->p2pRecv[k] && comm->p2pRecv[k][r] == link) slot = &comm->p2pRecv[k][r];
+    }
+  for (int c = 0; c < CHR_MAX_CHANNELS && slot == NULL; c++) {
+    if (comm->channels[c].ringSend == link) slot = &comm->channels[c].ringSend;
+    if (comm->channels[c].ringRecv == link) slot = &comm->channels[c].ringRecv;
+  }
+  if (slot == NULL) return; /* not the comm's (already retired) */
+  *slot = NULL;
+  link->ops->close(link);
+}
+
+void chrLinksCloseAll(struct ncclComm* comm) {
+  for (int k = 0; k < CHR_P2P_CONNS; k++) {
+    for (int r = 0; comm->p2pSend[k] && r < comm->nRanks; r++) {
+      if (comm->p2pSend[k][r]) comm->p2pSend[k][r]->ops->close(comm->p2pSend[k][r]);
+      comm->p2pSend[k][r] = NULL;
+    }
+    for (int r = 0; comm->p2pRecv[k] && r < comm->nRanks; r++) {
+      if (comm->p2pRecv[k][r]) comm->p2pRecv[k][r]->ops->close(comm->p2pRecv[k][r]);
+      comm->p2pRecv[k][r] = NULL;
+    }
+  }
+  for (int c = 0; c < CHR_MAX_CHANNELS; c++) {
+    struct chrChannel* ch = &comm->channels[c];
+    if (ch->ringSend) ch->ringSend->ops->close(ch->ringSend);
+    if (ch->ringRecv) ch->ringRecv->ops->close(ch->ringRecv);
+    ch->ringSend = ch->ringRecv = NULL;
+  }
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * links.h: finding and connecting the links that planned tasks' works name (exec/links.c). The
- * transports below know nothing of tasks: this is where works meet connections.
+ * links.h: finding and connecting the links that planned tasks' works name (exec/links.c), and
+ * closing them: the comm's ring links (comm->channels) and point-to-point links (comm->p2pSend,
+ * p2pRecv) are kept here. The transports below know nothing of tasks or of the comm's tables: this
+ * is where works meet connections.
  */
 #ifndef CHORUS_LINKS_H_
 #define CHORUS_LINKS_H_
@@ -21,5 +23,10 @@ struct chrLink* chrLinkFind(struct ncclComm* comm, int channel, const struct chr
  * comm A would wait for a peer that this very thread must drive in comm B. A comm whose connection
  * fails gets the error as its async error. */
 ncclResult_t chrLinksConnectForTasks(struct chrCollTask* list);
+
+/* Close one link of the comm and forget it (a later plan would connect it afresh). */
+void chrLinksRetire(struct ncclComm* comm, struct chrLink* link);
+/* Close every link of the comm. */
+void chrLinksCloseAll(struct ncclComm* comm);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * connect.c: connecting the ring links of a communicator, lazily, the first time a plan needs them.
+ * connect.c: connecting links a pair at a time (a send link and a receive link on one channel), for
+ * the ring and point-to-point links that exec/links.c connects lazily, the first time a plan needs them.
  *
  * Each link picks its transport by peer: shm to a rank on the same host, net otherwise (see
  * chrTransportPick). A channel connects in two phases that every rank runs in the same order, shm
@@ -138,54 +139,4 @@ fail_close_shm:
   if (send) send->ops->close(send);
   if (recv) recv->ops->close(recv);
   return res;
-}
-
-static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch) {
-  return chrTransportConnectPeers(comm, ch->id, ch->ringNext, ch->ringPrev, chrTransportStepSize(0), &ch->ringSend,
-                                  &ch->ringRecv);
-}
-
-ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels) {
-  if (comm->nRanks == 1) return ncclSuccess;
-  for (int c = 0; c < nChannels; c++) {
-    struct chrChannel* ch = &comm->channels[c];
-    if (ch->ringSend && ch->ringRecv) continue;
-    CHECK(connectChannel(comm, ch));
-  }
-  return ncclSuccess;
-}
-
-void chrTransportRetire(struct ncclComm* comm, struct chrLink* link) {
-  struct chrLink** slot = NULL;
-  for (int k = 0; k < CHR_P2P_CONNS && slot == NULL; k++)
-    for (int r = 0; r < comm->nRanks && slot == NULL; r++) {
-      if (comm->p2pSend[k] && comm->p2pSend[k][r] == link) slot = &comm->p2pSend[k][r];
-      if (comm->p2pRecv[k] && comm->p2pRecv[k][r] == link) slot = &comm->p2pRecv[k][r];
-    }
-  for (int c = 0; c < CHR_MAX_CHANNELS && slot == NULL; c++) {
-    if (comm->channels[c].ringSend == link) slot = &comm->channels[c].ringSend;
-    if (comm->channels[c].ringRecv == link) slot = &comm->channels[c].ringRecv;
-  }
-  if (slot == NULL) return; /* not the comm's (already retired) */
-  *slot = NULL;
-  link->ops->close(link);
-}
-
-void chrTransportCloseAll(struct ncclComm* comm) {
-  for (int k = 0; k < CHR_P2P_CONNS; k++) {
-    for (int r = 0; comm->p2pSend[k] && r < comm->nRanks; r++) {
-      if (comm->p2pSend[k][r]) comm->p2pSend[k][r]->ops->close(comm->p2pSend[k][r]);
-      comm->p2pSend[k][r] = NULL;
-    }
-    for (int r = 0; comm->p2pRecv[k] && r < comm->nRanks; r++) {
-      if (comm->p2pRecv[k][r]) comm->p2pRecv[k][r]->ops->close(comm->p2pRecv[k][r]);
-      comm->p2pRecv[k][r] = NULL;
-    }
-  }
-  for (int c = 0; c < CHR_MAX_CHANNELS; c++) {
-    struct chrChannel* ch = &comm->channels[c];
-    if (ch->ringSend) ch->ringSend->ops->close(ch->ringSend);
-    if (ch->ringRecv) ch->ringRecv->ops->close(ch->ringRecv);
-    ch->ringSend = ch->ringRecv = NULL;
-  }
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * connect.h: connecting links, one send link and one recv link at a time (transport/connect.c).
- * chrTransportConnectRing (transport.h) uses these per channel; callers connecting other patterns
- * (trees, send/recv) can use them too. The shm variant is chrShmConnectPair (transport/shm_link.h).
+ * exec/links.c uses these per ring channel and per point-to-point pair; callers connecting other
+ * patterns can use them too. The shm variant is chrShmConnectPair (transport/shm_link.h).
  */
 #ifndef CHORUS_CONNECT_H_
 #define CHORUS_CONNECT_H_

@@ -6,7 +6,7 @@
  * bytes. On the send side the executor writes a slot and posts it; on the receive side it posts a
  * slot, waits until the transport has filled it, and consumes it. Steps are numbered per link and
  * both ends walk the same sequence, so step k of a send link matches step k of the peer's recv link.
- * Links are created lazily, the first time a plan needs them (chrTransportConnectRing).
+ * Links are created lazily, the first time a plan needs them (exec/links.c keeps the comm's links).
  *
  * A transport may move slots[i] to another buffer inside post() (send side) and inside a test()
  * that reports done (recv side): shm double-buffers each slot so that a sender is never blocked on
@@ -77,14 +77,6 @@ struct chrLink {
   void* priv;    /* transport state */
   char via[48];  /* how it travels, for messages: "shm", "net device 1 (eth1)" */
 };
-
-/* Connect the ring links (send to next, recv from prev) of channels [0, nChannels) that are not
- * connected yet. Collective: every rank of the comm calls it with the same nChannels. */
-ncclResult_t chrTransportConnectRing(struct ncclComm* comm, int nChannels);
-/* Close every link of the comm. */
-void chrTransportCloseAll(struct ncclComm* comm);
-/* Close one link of the comm and forget it (a later plan would connect it afresh). */
-void chrTransportRetire(struct ncclComm* comm, struct chrLink* link);
 
 /* The net transport (through the net plugin). */
 extern const struct chrTransportOps chrNetTransportOps;
