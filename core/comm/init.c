@@ -106,6 +106,23 @@ static void showVersionOnce(void) {
          NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, CHORUS_VERSION_MAJOR, CHORUS_VERSION_MINOR, CHORUS_VERSION_PATCH);
 }
 
+/* What the transports see of the comm (transport/transport_ctx.h). Filled again after each step that
+ * makes a part it copies (the bootstrap and peers, the hosts, the net plugin); the parts that change
+ * later are pointers into the comm. */
+static void fillTransportCtx(struct ncclComm* comm) {
+  comm->transport = (struct chrTransportCtx){.owner = comm,
+                                             .rank = comm->rank,
+                                             .nRanks = comm->nRanks,
+                                             .bootstrap = comm->bootstrap,
+                                             .peers = comm->peers,
+                                             .nodeOfRank = comm->nodeOfRank,
+                                             .net = comm->net,
+                                             .netDevs = &comm->netDevs,
+                                             .netRails = &comm->netRails,
+                                             .abortFlag = &comm->abortFlag,
+                                             .devGeneration = &comm->devGeneration};
+}
+
 static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   CHECK(chrConfigValidate());
   showVersionOnce();
@@ -133,9 +150,11 @@ static ncclResult_t initSteps(struct ncclComm* comm, const ncclUniqueId* id) {
   /* The net plugin is opened only when a link will go through it: ranks of one host talk over shm,
    * and must not fail because a plugin is missing, broken or has no device. */
   int needNet = 0;
-  CHECK(chrTransportNeedsNet(comm, &needNet));
+  fillTransportCtx(comm); /* peers, bootstrap and hosts are known */
+  CHECK(chrTransportNeedsNet(&comm->transport, &needNet));
   if (needNet) {
     CHECK(chrNetOpen(comm->commHash, comm->config.netName, comm->config.trafficClass, &comm->net));
+    fillTransportCtx(comm); /* and the net plugin */
     if (comm->net == NULL)
       return chrFail(ncclInvalidUsage, "NCCL_NET_PLUGIN=none, but ranks of this communicator need the network "
                      "(ranks on other hosts, NCCL_SHM_DISABLE=1 or CHORUS_TRANSPORT=net)");

@@ -6,7 +6,8 @@
  * the calls a group defers) is at the top, in comm/lifecycle.h. So this header includes only lower
  * folders: the parts defined above (links, device state, plugins' contexts) are pointers to
  * incomplete types, and the plain data it holds by value lives below (config/cost_consts.h,
- * plugin/net_dev_list.h, bootstrap/peer_info.h). The last chrCommRelease calls comm->destroy, which the lifecycle set.
+ * plugin/net_dev_list.h, bootstrap/peer_info.h, transport/transport_ctx.h: what the transports see
+ * of it). The last chrCommRelease calls comm->destroy, which the lifecycle set.
  */
 #ifndef CHORUS_COMMSTATE_COMM_H_
 #define CHORUS_COMMSTATE_COMM_H_
@@ -20,6 +21,7 @@
 #include "nccl.h"
 #include "plugin/common.h"
 #include "plugin/net_dev_list.h"
+#include "transport/transport_ctx.h" /* struct chrTransportCtx, CHR_MAX_CHANNELS */
 
 /* Defined elsewhere; the comm holds pointers only. */
 struct chrBootstrap;    /* bootstrap/bootstrap.h */
@@ -32,7 +34,6 @@ struct chrRegHandle;    /* comm/register.h */
 
 #define CHR_COMM_MAGIC 0x43484f52u      /* "CHOR": a live communicator */
 #define CHR_COMM_DEAD_MAGIC 0xdeadc0deu /* set on destroy, to catch use after free */
-#define CHR_MAX_CHANNELS 32
 #define CHR_MAX_USER_REDOPS 64
 #define CHR_P2P_CONNS 2
 /* Room for the first cause of a communicator's failure. Less than the 1 KiB last-error text, so a
@@ -74,6 +75,9 @@ struct ncclComm {
   struct chrNet* net;          /* the net plugin chosen for this comm (chrNetOpen) */
   struct chrNetDevs netDevs;   /* the plugin devices this rank's links use */
   struct chrNetRails netRails; /* NCCL_CROSS_NIC=0: the devices to send through, by the peer's GPU */
+  /* What the transports see of this comm: copies and addresses of its own fields, filled by the init
+   * (comm/init.c). The transports take &comm->transport, never the comm. */
+  struct chrTransportCtx transport;
 
   /* The planner's cost model (plan/cost_model.h), read from the configuration at init so that one
    * comm plans with one model for its whole life. */

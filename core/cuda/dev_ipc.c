@@ -134,7 +134,7 @@ static void netFailed(void* arg) {
  * picks it: keys from `ringKeys` on are point-to-point lanes), when that plugin device takes
  * NCCL_PTR_CUDA memory; else 0. */
 static unsigned gdrOf(const struct ncclComm* comm, int k, int ringKeys, int sendRank, int recvRank, unsigned bit) {
-  const struct chrNetDevs* devs = chrNetDevsOfLink(comm, sendRank, recvRank);
+  const struct chrNetDevs* devs = chrNetDevsOfLink(&comm->transport, sendRank, recvRank);
   const int dev = chrNetDevFor(devs, k, k >= ringKeys, sendRank, recvRank);
   ncclNetProperties_v12_t props;
   if (!(chrNetDevGdr(devs, dev) & bit) || chrNetGetProperties(comm->net, dev, &props) != ncclSuccess ||
@@ -167,7 +167,7 @@ static ncclResult_t connectRemote(struct ncclComm* comm, const unsigned char* ne
   if (x->net == NULL) {
     struct chrDevNetCopier copier;
     CHECK(chrNetStagingCopier(comm->cudaDev, &copier));
-    CHECK(chrDevNetCreate(comm, netFailed, comm, &copier, &x->net));
+    CHECK(chrDevNetCreate(&comm->transport, netFailed, comm, &copier, &x->net));
   }
   const int maxEnds = lib->rankNetEndsMax(st->rank);
   int* peers = calloc((size_t)k, sizeof(int));

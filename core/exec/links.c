@@ -75,8 +75,9 @@ static ncclResult_t connectP2p(struct commNeeds* need) {
       int wantSend = wantS[sendPeer] && comm->p2pSend[k][sendPeer] == NULL;
       int wantRecv = wantR[recvPeer] && comm->p2pRecv[k][recvPeer] == NULL;
       if (!wantSend && !wantRecv) continue;
-      CHECK(chrTransportConnectPeers(comm, CHR_P2P_CHANNEL + k, wantSend ? sendPeer : -1, wantRecv ? recvPeer : -1,
-                                     chrTransportStepSize(1), wantSend ? &comm->p2pSend[k][sendPeer] : NULL,
+      CHECK(chrTransportConnectPeers(&comm->transport, CHR_P2P_CHANNEL + k, wantSend ? sendPeer : -1,
+                                     wantRecv ? recvPeer : -1, chrTransportStepSize(1),
+                                     wantSend ? &comm->p2pSend[k][sendPeer] : NULL,
                                      wantRecv ? &comm->p2pRecv[k][recvPeer] : NULL));
     }
   }
@@ -84,8 +85,8 @@ static ncclResult_t connectP2p(struct commNeeds* need) {
 }
 
 static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch) {
-  return chrTransportConnectPeers(comm, ch->id, ch->ringNext, ch->ringPrev, chrTransportStepSize(0), &ch->ringSend,
-                                  &ch->ringRecv);
+  return chrTransportConnectPeers(&comm->transport, ch->id, ch->ringNext, ch->ringPrev, chrTransportStepSize(0),
+                                  &ch->ringSend, &ch->ringRecv);
 }
 
 /* The ring links (send to next, recv from prev) of channels [0, nChannels) that are not connected

@@ -15,7 +15,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "commstate/comm.h"
+#include "bootstrap/peer_info.h"
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -25,6 +25,7 @@
 #include "transport/net_devs.h"
 #include "transport/net_link.h"
 #include "transport/shm_link.h"
+#include "transport/transport_ctx.h"
 
 #define TAG_RING_CONNECT 0x10000
 
@@ -35,9 +36,9 @@ size_t chrTransportStepSize(int p2p) {
   return step & ~(size_t)4095; /* whole pages */
 }
 
-ncclResult_t chrTransportPick(struct ncclComm* comm, int peer, const struct chrTransportOps** ops) {
+ncclResult_t chrTransportPick(const struct chrTransportCtx* ctx, int peer, const struct chrTransportOps** ops) {
   const char* mode = chrParamStr(CHR_P_TRANSPORT);
-  int sameHost = comm->nodeOfRank != NULL && comm->nodeOfRank[peer] == comm->nodeOfRank[comm->rank];
+  int sameHost = ctx->nodeOfRank != NULL && ctx->nodeOfRank[peer] == ctx->nodeOfRank[ctx->rank];
   if (mode[0] == '\0' || strcmp(mode, "auto") == 0) {
     *ops = sameHost && chrParamInt(CHR_P_SHM_DISABLE) == 0 ? &chrShmTransportOps : &chrNetTransportOps;
   } else if (strcmp(mode, "net") == 0) {
@@ -47,7 +48,7 @@ ncclResult_t chrTransportPick(struct ncclComm* comm, int peer, const struct chrT
       return chrFail(ncclInvalidUsage, "CHORUS_TRANSPORT=shm contradicts NCCL_SHM_DISABLE=1");
     if (!sameHost)
       return chrFail(ncclInvalidUsage, "CHORUS_TRANSPORT=shm, but rank %d (host %s) and rank %d (host %s) are on different hosts",
-                     comm->rank, comm->peers[comm->rank].hostId, peer, comm->peers[peer].hostId);
+                     ctx->rank, ctx->peers[ctx->rank].hostId, peer, ctx->peers[peer].hostId);
     *ops = &chrShmTransportOps;
   } else {
     return chrFail(ncclInvalidArgument, "CHORUS_TRANSPORT=%s: expected auto, net or shm", mode);
@@ -55,46 +56,46 @@ ncclResult_t chrTransportPick(struct ncclComm* comm, int peer, const struct chrT
   return ncclSuccess;
 }
 
-ncclResult_t chrTransportNeedsNet(struct ncclComm* comm, int* needNet) {
+ncclResult_t chrTransportNeedsNet(const struct chrTransportCtx* ctx, int* needNet) {
   *needNet = 0;
-  for (int peer = 0; peer < comm->nRanks && !*needNet; peer++) {
-    if (peer == comm->rank) continue;
+  for (int peer = 0; peer < ctx->nRanks && !*needNet; peer++) {
+    if (peer == ctx->rank) continue;
     const struct chrTransportOps* ops = NULL;
-    CHECK(chrTransportPick(comm, peer, &ops));
+    CHECK(chrTransportPick(ctx, peer, &ops));
     *needNet = ops == &chrNetTransportOps;
   }
   return ncclSuccess;
 }
 
 /* Ring channels are below CHR_MAX_CHANNELS; point-to-point connections above (net_devs.h). */
-static int netDevFor(const struct ncclComm* comm, int channel, int sendRank, int recvRank) {
-  return chrNetDevFor(chrNetDevsOfLink(comm, sendRank, recvRank), channel, channel >= CHR_MAX_CHANNELS, sendRank,
+static int netDevFor(const struct chrTransportCtx* ctx, int channel, int sendRank, int recvRank) {
+  return chrNetDevFor(chrNetDevsOfLink(ctx, sendRank, recvRank), channel, channel >= CHR_MAX_CHANNELS, sendRank,
                       recvRank);
 }
 
-ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
-                               struct chrLink** send, struct chrLink** recv) {
+ncclResult_t chrNetConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
+                               size_t stepSize, struct chrLink** send, struct chrLink** recv) {
   struct chrNetEndReq reqs[2];
   int n = 0;
   if (sendPeer >= 0)
     reqs[n++] = (struct chrNetEndReq){.peer = sendPeer, .isSend = 1, .tag = TAG_RING_CONNECT + channel,
-                                      .dev = netDevFor(comm, channel, comm->rank, sendPeer)};
+                                      .dev = netDevFor(ctx, channel, ctx->rank, sendPeer)};
   if (recvPeer >= 0)
     reqs[n++] = (struct chrNetEndReq){.peer = recvPeer, .isSend = 0, .tag = TAG_RING_CONNECT + channel,
-                                      .dev = netDevFor(comm, channel, recvPeer, comm->rank)};
+                                      .dev = netDevFor(ctx, channel, recvPeer, ctx->rank)};
   char what[48];
   snprintf(what, sizeof(what), "connecting channel %d", channel);
-  CHECK(chrNetConnectAll(comm, reqs, n, what));
+  CHECK(chrNetConnectAll(ctx, reqs, n, what));
   struct chrLink* links[2] = {NULL, NULL};
   ncclResult_t res = ncclSuccess;
   for (int i = 0; i < n; i++) {
     if (res == ncclSuccess) {
-      res = chrNetLinkCreate(comm, channel, reqs[i].peer, reqs[i].isSend, reqs[i].dev, reqs[i].comm, stepSize, NULL,
+      res = chrNetLinkCreate(ctx, channel, reqs[i].peer, reqs[i].isSend, reqs[i].dev, reqs[i].comm, stepSize, NULL,
                              NCCL_PTR_HOST, &links[i]);
       continue; /* the link owns the plugin comm now, or closed it */
     }
-    if (reqs[i].isSend) chrNetCloseSend(comm->net, reqs[i].comm);
-    else chrNetCloseRecv(comm->net, reqs[i].comm);
+    if (reqs[i].isSend) chrNetCloseSend(ctx->net, reqs[i].comm);
+    else chrNetCloseRecv(ctx->net, reqs[i].comm);
   }
   if (res != ncclSuccess) {
     for (int i = 0; i < n; i++)
@@ -108,30 +109,30 @@ ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer,
   return ncclSuccess;
 }
 
-ncclResult_t chrTransportConnectPeers(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t step,
-                                      struct chrLink** sendOut, struct chrLink** recvOut) {
+ncclResult_t chrTransportConnectPeers(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
+                                      size_t step, struct chrLink** sendOut, struct chrLink** recvOut) {
   const struct chrTransportOps* sendOps = NULL;
   const struct chrTransportOps* recvOps = NULL;
   struct chrLink* send = NULL;
   struct chrLink* recv = NULL;
   ncclResult_t res = ncclSuccess;
-  if (sendPeer >= 0) CHECK(chrTransportPick(comm, sendPeer, &sendOps));
-  if (recvPeer >= 0) CHECK(chrTransportPick(comm, recvPeer, &recvOps));
+  if (sendPeer >= 0) CHECK(chrTransportPick(ctx, sendPeer, &sendOps));
+  if (recvPeer >= 0) CHECK(chrTransportPick(ctx, recvPeer, &recvOps));
   int sendShm = sendOps == &chrShmTransportOps, recvShm = recvOps == &chrShmTransportOps;
   int sendNet = sendOps == &chrNetTransportOps, recvNet = recvOps == &chrNetTransportOps;
 
   /* Both ends of a pair pick the same transport, and every rank connects shm before net, so the
    * bootstrap exchanges of the two phases pair up. */
   if (sendShm || recvShm)
-    CHECK(chrShmConnectPair(comm, channel, sendShm ? sendPeer : -1, recvShm ? recvPeer : -1, step,
+    CHECK(chrShmConnectPair(ctx, channel, sendShm ? sendPeer : -1, recvShm ? recvPeer : -1, step,
                             sendShm ? &send : NULL, recvShm ? &recv : NULL));
   if (sendNet || recvNet)
-    CHECK_GOTO(chrNetConnectPair(comm, channel, sendNet ? sendPeer : -1, recvNet ? recvPeer : -1, step,
+    CHECK_GOTO(chrNetConnectPair(ctx, channel, sendNet ? sendPeer : -1, recvNet ? recvPeer : -1, step,
                                  sendNet ? &send : NULL, recvNet ? &recv : NULL), res, fail_close_shm);
   if (sendOut) *sendOut = send;
   if (recvOut) *recvOut = recv;
   INFO(NCCL_INIT | (sendShm || recvShm ? NCCL_SHM : 0) | (sendNet || recvNet ? NCCL_NET : 0),
-       "channel %02d: rank %d -> %d via %s -> %d via %s, %d x %zu B slots", channel, recvPeer, comm->rank,
+       "channel %02d: rank %d -> %d via %s -> %d via %s, %d x %zu B slots", channel, recvPeer, ctx->rank,
        recvOps ? recvOps->name : "-", sendPeer, sendOps ? sendOps->name : "-", CHR_STEPS, step);
   return ncclSuccess;
 

@@ -9,25 +9,27 @@
 
 #include "transport/transport.h"
 
+struct chrTransportCtx; /* transport/transport_ctx.h */
+
 /* Which transport a link between this rank and `peer` uses: &chrShmTransportOps for a peer on the same
  * host (unless NCCL_SHM_DISABLE=1 or CHORUS_TRANSPORT=net), else &chrNetTransportOps. Fails on a bad
  * CHORUS_TRANSPORT value and on CHORUS_TRANSPORT=shm for a peer on another host. Every rank decides
  * the same way for the same pair (from nodeOfRank and the parameters, which must agree). */
-ncclResult_t chrTransportPick(struct ncclComm* comm, int peer, const struct chrTransportOps** ops);
+ncclResult_t chrTransportPick(const struct chrTransportCtx* ctx, int peer, const struct chrTransportOps** ops);
 
 /* Whether any link of this rank would use the net transport (chrTransportPick over every peer):
  * the net plugin is needed only then. Fails as chrTransportPick does on a bad setting. */
-ncclResult_t chrTransportNeedsNet(struct ncclComm* comm, int* needNet);
+ncclResult_t chrTransportNeedsNet(const struct chrTransportCtx* ctx, int* needNet);
 
 /* Connect through the net plugin a send link to sendPeer and a recv link from recvPeer on `channel`
  * (either may be -1 with a NULL out pointer). Collective with those peers. On failure nothing is left. */
-ncclResult_t chrNetConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
-                               struct chrLink** send, struct chrLink** recv);
+ncclResult_t chrNetConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
+                               size_t stepSize, struct chrLink** send, struct chrLink** recv);
 
 /* Connect a send link to sendPeer and a recv link from recvPeer (either may be -1) on `channel`,
  * each through the transport chrTransportPick chooses. Collective with those two peers. */
-ncclResult_t chrTransportConnectPeers(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
-                                      struct chrLink** send, struct chrLink** recv);
+ncclResult_t chrTransportConnectPeers(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
+                                      size_t stepSize, struct chrLink** send, struct chrLink** recv);
 
 /* Bytes per slot (whole pages, at least one page per slot): of a ring link, from NCCL_BUFFSIZE; of a
  * point-to-point link (p2p = 1), from CHORUS_P2P_BUFFSIZE. A rank may hold a point-to-point link to

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "commstate/comm.h"
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
@@ -16,6 +15,7 @@
 #include "transport/net_connect.h"
 #include "transport/net_link.h"
 #include "transport/net_devs.h"
+#include "transport/transport_ctx.h"
 #include "util/idle.h"
 
 /* Idle longer than this (no step moved, no launch), the proxy naps a millisecond at a time instead
@@ -46,7 +46,7 @@ struct proxyThread {
 };
 
 struct chrDevNet {
-  struct ncclComm* comm;
+  const struct chrTransportCtx* ctx; /* its comm's view: rank, peers, bootstrap, net plugin, abort flag */
   void (*onFail)(void* arg);
   void* failArg;
   struct chrDevNetCopier copier; /* copy NULL: none */
@@ -58,21 +58,21 @@ struct chrDevNet {
   _Atomic uint64_t kicks;
 };
 
-ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), void* arg,
+ncclResult_t chrDevNetCreate(const struct chrTransportCtx* ctx, void (*onFail)(void* arg), void* arg,
                              const struct chrDevNetCopier* copier, struct chrDevNet** out) {
   struct chrDevNet* net = calloc(1, sizeof(*net));
   if (net == NULL) {
     if (copier && copier->destroy) copier->destroy(copier->arg);
-    return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its net proxy", (void*)comm, comm->rank);
+    return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its net proxy", ctx->owner, ctx->rank);
   }
-  net->comm = comm;
+  net->ctx = ctx;
   net->onFail = onFail;
   net->failArg = arg;
   if (copier) net->copier = *copier;
   /* Auto (0): a thread per NIC, at least 2. An end of key k goes through NIC dev[k mod NICs]
    * (chrNetDevFor) and to thread k mod threads, so with as many threads as NICs each thread drives
    * one NIC, and no NIC's traffic waits behind another's. */
-  const int nics = comm->netDevs.n > 0 ? comm->netDevs.n : 1;
+  const int nics = ctx->netDevs->n > 0 ? ctx->netDevs->n : 1;
   net->nThreads = (int)chrParamInt(CHR_P_GPU_NET_PROXY_THREADS);
   if (net->nThreads == 0) net->nThreads = nics < 2 ? 2 : nics;
   if (net->nThreads > CHR_DEV_NET_MAX_THREADS) net->nThreads = CHR_DEV_NET_MAX_THREADS;
@@ -185,7 +185,7 @@ static ncclResult_t progressRecv(struct proxyThread* pt, struct proxyEnd* e, int
 
 static void failProxy(struct chrDevNet* net, int peer) {
   WARN("comm %p rank %d: the net proxy of its GPU connections failed (rank %d: %s): its kernels are aborted",
-       (void*)net->comm, net->comm->rank, peer, chrThreadLastError());
+       net->ctx->owner, net->ctx->rank, peer, chrThreadLastError());
   atomic_store(&net->failed, 1);
   if (net->onFail) net->onFail(net->failArg);
 }
@@ -243,7 +243,7 @@ static int shareOf(const struct chrDevNet* net, int t, const struct proxyEnd* en
  * before any end is listed, so a failure leaves no end of the call with the proxy. */
 static ncclResult_t readyThread(struct chrDevNet* net, int t, int more) {
   struct proxyThread* pt = &net->threads[t];
-  struct ncclComm* comm = net->comm;
+  const struct chrTransportCtx* ctx = net->ctx;
   pthread_mutex_lock(&pt->lock);
   int ok = 1;
   if (pt->nEnds + more > pt->cap) {
@@ -257,11 +257,12 @@ static ncclResult_t readyThread(struct chrDevNet* net, int t, int more) {
     }
   }
   pthread_mutex_unlock(&pt->lock);
-  if (!ok) return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", (void*)comm, comm->rank);
+  if (!ok)
+    return chrFail(ncclSystemError, "comm %p rank %d: out of memory for its GPU net ends", ctx->owner, ctx->rank);
   if (!pt->running) {
     if (pthread_create(&pt->thread, NULL, proxyMain, pt) != 0)
       return chrFail(ncclSystemError, "comm %p rank %d: cannot start a net proxy thread of its GPU connections",
-                     (void*)comm, comm->rank);
+                     ctx->owner, ctx->rank);
     pt->running = 1;
   }
   return ncclSuccess;
@@ -280,14 +281,14 @@ static void listEnds(struct chrDevNet* net, int t, struct proxyEnd* ends, int n)
   pthread_mutex_unlock(&pt->lock);
 }
 
-static int endTag(const struct ncclComm* comm, const struct proxyEnd* e) {
-  return CHR_DEV_NET_TAG + (int)((comm->devGeneration & 0xffu) << 8) + e->end.key;
+static int endTag(const struct chrTransportCtx* ctx, const struct proxyEnd* e) {
+  return CHR_DEV_NET_TAG + (int)((*ctx->devGeneration & 0xffu) << 8) + e->end.key;
 }
 
 ncclResult_t chrDevNetAdd(struct chrDevNet* net, int ringKeys, int nPeers, const int* peers,
                           struct chrDevNetEnd* const* ends, const int* nEnds) {
-  struct ncclComm* comm = net->comm;
-  if (comm->net == NULL) return chrFail(ncclInternalError, "comm %p rank %d: no net plugin open", (void*)comm, comm->rank);
+  const struct chrTransportCtx* ctx = net->ctx;
+  if (ctx->net == NULL) return chrFail(ncclInternalError, "comm %p rank %d: no net plugin open", ctx->owner, ctx->rank);
   int n = 0;
   for (int i = 0; i < nPeers; i++) n += nEnds[i];
   if (n == 0) return ncclSuccess;
@@ -295,7 +296,7 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int ringKeys, int nPeers, const
   struct chrNetEndReq* p = calloc((size_t)n, sizeof(*p));
   ncclResult_t res = ncclSuccess;
   if (fresh == NULL || p == NULL) {
-    res = chrFail(ncclSystemError, "comm %p rank %d: out of memory for %d GPU net ends", (void*)comm, comm->rank, n);
+    res = chrFail(ncclSystemError, "comm %p rank %d: out of memory for %d GPU net ends", ctx->owner, ctx->rank, n);
     goto out;
   }
   for (int i = 0, k = 0; i < nPeers; i++)
@@ -304,45 +305,46 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int ringKeys, int nPeers, const
       fresh[k].peer = peers[i];
       p[k].peer = peers[i];
       p[k].isSend = fresh[k].end.isSend;
-      p[k].tag = endTag(comm, &fresh[k]);
+      p[k].tag = endTag(ctx, &fresh[k]);
       const int key = fresh[k].end.key, lane = key >= ringKeys;
-      const int from = fresh[k].end.isSend ? comm->rank : peers[i], to = fresh[k].end.isSend ? peers[i] : comm->rank;
-      p[k].dev = chrNetDevFor(chrNetDevsOfLink(comm, from, to), key, lane, from, to);
-      fresh[k].thread = (int)(endRoute(key, ringKeys, comm->rank, peers[i]) % (unsigned)net->nThreads);
+      const int from = fresh[k].end.isSend ? ctx->rank : peers[i], to = fresh[k].end.isSend ? peers[i] : ctx->rank;
+      p[k].dev = chrNetDevFor(chrNetDevsOfLink(ctx, from, to), key, lane, from, to);
+      fresh[k].thread = (int)(endRoute(key, ringKeys, ctx->rank, peers[i]) % (unsigned)net->nThreads);
     }
-  CHECK_GOTO(chrNetConnectAll(comm, p, n, "connecting GPU ends to other hosts"), res, out);
+  CHECK_GOTO(chrNetConnectAll(ctx, p, n, "connecting GPU ends to other hosts"), res, out);
   int made = 0;
   for (; made < n; made++) {
     struct proxyEnd* e = &fresh[made];
-    res = chrNetLinkCreate(comm, e->end.key, e->peer, e->end.isSend, p[made].dev, p[made].comm, (size_t)e->end.slotBytes,
+    res = chrNetLinkCreate(ctx, e->end.key, e->peer, e->end.isSend, p[made].dev, p[made].comm, (size_t)e->end.slotBytes,
                            e->end.slots, e->end.gpuSlots ? NCCL_PTR_CUDA : NCCL_PTR_HOST, &e->link);
     p[made].comm = NULL; /* the link owns it now, or closed it */
     if (res != ncclSuccess) break;
     const char* why = chrNetLinkStagedWhy(e->link);
     if (why == NULL) {
       ncclNetProperties_v12_t props;
-      e->noFlush = !e->end.isSend && e->end.gpuSlots && (chrNetDevGdr(&comm->netDevs, p[made].dev) & CHR_NET_GDR_NOFLUSH) &&
-                   chrNetGetProperties(comm->net, p[made].dev, &props) == ncclSuccess && !props.forceFlush;
+      e->noFlush = !e->end.isSend && e->end.gpuSlots &&
+                   (chrNetDevGdr(ctx->netDevs, p[made].dev) & CHR_NET_GDR_NOFLUSH) &&
+                   chrNetGetProperties(ctx->net, p[made].dev, &props) == ncclSuccess && !props.forceFlush;
       continue;
     }
     if (net->copier.copy == NULL) {
       res = chrFail(ncclInternalError, "comm %p rank %d: GPU net end %s rank %d: %s, and no copier to stage through "
-                    "host memory", (void*)comm, comm->rank, e->end.isSend ? "to" : "from", e->peer, why);
+                    "host memory", ctx->owner, ctx->rank, e->end.isSend ? "to" : "from", e->peer, why);
       break;
     }
     e->staged = 1;
     if (!net->warnedStaged) {
       net->warnedStaged = 1;
       WARN("comm %p rank %d: %s; its GPU connections to other hosts through it stage through host memory (no "
-           "GPUDirect RDMA)", (void*)comm, comm->rank, why);
+           "GPUDirect RDMA)", ctx->owner, ctx->rank, why);
     }
   }
   if (res != ncclSuccess) {
     for (int i = 0; i < n; i++) {
       if (fresh[i].link) fresh[i].link->ops->close(fresh[i].link);
       if (p[i].comm) {
-        if (fresh[i].end.isSend) chrNetCloseSend(comm->net, p[i].comm);
-        else chrNetCloseRecv(comm->net, p[i].comm);
+        if (fresh[i].end.isSend) chrNetCloseSend(ctx->net, p[i].comm);
+        else chrNetCloseRecv(ctx->net, p[i].comm);
       }
     }
     goto out;
@@ -365,7 +367,7 @@ ncclResult_t chrDevNetAdd(struct chrDevNet* net, int ringKeys, int nPeers, const
     }
     INFO(NCCL_INIT | NCCL_NET, "comm %p rank %d: GPU connections with rank %d (another host) through the net plugin: %d "
          "ends carried by the proxy, %d of them with their slots in GPU memory (GPUDirect RDMA), %d staged through "
-         "host memory by the proxy (the plugin refused their GPU memory)", (void*)comm, comm->rank, peers[i], nEnds[i],
+         "host memory by the proxy (the plugin refused their GPU memory)", ctx->owner, ctx->rank, peers[i], nEnds[i],
          gpu, staged);
   }
 out:
@@ -391,27 +393,27 @@ static int sendsLeft(struct chrDevNet* net) {
 
 ncclResult_t chrDevNetDrain(struct chrDevNet* net, const char* func) {
   if (net == NULL) return ncclSuccess;
-  struct ncclComm* comm = net->comm;
+  const struct chrTransportCtx* ctx = net->ctx;
   const uint64_t timeoutNs = (uint64_t)chrParamInt(CHR_P_TIMEOUT) * 1000000000ull, start = chrNowNs();
   int warned = 0;
   for (;;) {
     if (atomic_load(&net->failed))
       return chrFail(ncclRemoteError, "%s: comm %p rank %d: its net proxy failed before its last GPU sends to other "
-                     "hosts were delivered", func, (void*)comm, comm->rank);
+                     "hosts were delivered", func, ctx->owner, ctx->rank);
     const int peer = sendsLeft(net);
     if (peer < 0) return ncclSuccess;
-    if (comm->abortFlag)
+    if (*ctx->abortFlag)
       return chrFail(ncclRemoteError, "%s: comm %p rank %d: aborted with GPU sends to rank %d not delivered", func,
-                     (void*)comm, comm->rank, peer);
+                     ctx->owner, ctx->rank, peer);
     const uint64_t now = chrNowNs();
     if (timeoutNs && now - start > timeoutNs)
       return chrFail(ncclTimeout, "%s: comm %p rank %d: rank %d did not take its last GPU steps within %llu s "
-                     "(CHORUS_TIMEOUT)", func, (void*)comm, comm->rank, peer,
+                     "(CHORUS_TIMEOUT)", func, ctx->owner, ctx->rank, peer,
                      (unsigned long long)(timeoutNs / 1000000000ull));
     if (!warned && now - start > 10000000000ull) {
       warned = 1;
       WARN("%s: comm %p rank %d: still waiting after 10 s for rank %d (another host) to take the last GPU steps sent "
-           "to it", func, (void*)comm, comm->rank, peer);
+           "to it", func, ctx->owner, ctx->rank, peer);
     }
     chrDevNetKick(net); /* keeps the proxy from napping while it has steps to send */
     chrIdleWait(now - start);
@@ -428,7 +430,7 @@ void chrDevNetDestroy(struct chrDevNet* net) {
       const struct proxyEnd* e = &pt->ends[i];
       if (e->end.gpuSlots)
         INFO(NCCL_NET, "comm %p rank %d: GPU-memory end %s rank %d (key %d): %llu steps, %s, %llu plugin flushes%s",
-             (void*)net->comm, net->comm->rank, e->end.isSend ? "to" : "from", e->peer, e->end.key,
+             net->ctx->owner, net->ctx->rank, e->end.isSend ? "to" : "from", e->peer, e->end.key,
              (unsigned long long)e->done, e->staged ? "staged through host memory" : "GPUDirect RDMA",
              (unsigned long long)e->flushes, e->noFlush ? " (none needed: the GPU orders the NIC's writes)" : "");
       e->link->ops->close(e->link);

@@ -36,7 +36,7 @@
 #include "hostdev/dev_api.h" /* struct chrDevNetEnd */
 #include "nccl.h"
 
-struct ncclComm;
+struct chrTransportCtx; /* transport/transport_ctx.h */
 struct chrDevNet;
 
 /* Proxy threads per rank at most (CHORUS_GPU_NET_PROXY_THREADS). */
@@ -56,10 +56,10 @@ struct chrDevNetCopier {
   void* arg;
 };
 
-/* Makes the (idle) proxy state of a rank. onFail(arg) runs once, on the proxy thread, when the rank's
- * connections fail. copier (copied; NULL: GPU slots a plugin refuses fail the connection) is the
+/* Makes the (idle) proxy state of a rank, which keeps ctx (its comm's: it outlives the proxy).
+ * onFail(arg) runs once, on the proxy thread, when the rank's connections fail. copier (copied; NULL: GPU slots a plugin refuses fail the connection) is the
  * proxy's from now on, destroyed with it, or here on failure. */
-ncclResult_t chrDevNetCreate(struct ncclComm* comm, void (*onFail)(void* arg), void* arg,
+ncclResult_t chrDevNetCreate(const struct chrTransportCtx* ctx, void (*onFail)(void* arg), void* arg,
                              const struct chrDevNetCopier* copier, struct chrDevNet** out);
 
 /* Connects ends[i][0 .. nEnds[i]) to peers[i] (each peer's ends as chrDevRankNetConnect listed them,

@@ -8,7 +8,7 @@
 
 #include "plugin/net.h" /* NCCL_NET_HANDLE_MAXSIZE */
 
-struct ncclComm;
+struct chrTransportCtx; /* transport/transport_ctx.h */
 
 /* One plugin comm to make with `peer` through plugin device `dev`: a receive end listens and sends
  * its handle to the peer over the bootstrap with `tag`; a send end receives the peer's handle with
@@ -29,6 +29,6 @@ struct chrNetEndReq {
  * cannot deadlock. Each pass checks the abort flag, every 100 ms the liveness of the peers still
  * pending (a dead one fails at once), and CHORUS_TIMEOUT when set. `what` begins each error message
  * ("connecting channel 3"). On failure every comm made is closed and the comms are NULL. */
-ncclResult_t chrNetConnectAll(struct ncclComm* comm, struct chrNetEndReq* reqs, int n, const char* what);
+ncclResult_t chrNetConnectAll(const struct chrTransportCtx* ctx, struct chrNetEndReq* reqs, int n, const char* what);
 
 #endif /* CHORUS_NET_CONNECT_H_ */

@@ -3,13 +3,14 @@
 #include "transport/net_devs.h"
 
 #include <stdio.h>
-#include "commstate/comm.h"
+#include "bootstrap/peer_info.h"
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
 #include "topo/topo_model.h"
 #include "topo/topo_nic.h"
+#include "transport/transport_ctx.h"
 
 ncclResult_t chrNetDevsChoose(struct chrNet* net, int rank, struct chrNetDevs* out) {
   int ndev = 0, policy = 0, max = 0;
@@ -130,9 +131,9 @@ unsigned chrNetDevGdr(const struct chrNetDevs* devs, int dev) {
   return 0;
 }
 
-const struct chrNetDevs* chrNetDevsOfLink(const struct ncclComm* comm, int sendRank, int recvRank) {
-  return sendRank == comm->rank ? chrNetDevsToward(&comm->netDevs, &comm->netRails, comm->peers[recvRank].busId)
-                                : &comm->netDevs;
+const struct chrNetDevs* chrNetDevsOfLink(const struct chrTransportCtx* ctx, int sendRank, int recvRank) {
+  return sendRank == ctx->rank ? chrNetDevsToward(ctx->netDevs, ctx->netRails, ctx->peers[recvRank].busId)
+                               : ctx->netDevs;
 }
 
 int chrNetDevFor(const struct chrNetDevs* devs, int channel, int p2p, int sendRank, int recvRank) {

@@ -48,10 +48,10 @@ int chrNetRailsFromTopo(const struct chrTopoSystem* sys, int64_t gpuBusId, int n
 const struct chrNetDevs* chrNetDevsToward(const struct chrNetDevs* own, const struct chrNetRails* rails,
                                           int64_t peerBusId);
 
-/* The devices the link from sendRank to recvRank of comm picks from: this rank's own, or, when this
- * rank sends under NCCL_CROSS_NIC=0, the receiver's rail (chrNetDevsToward). */
-struct ncclComm;
-const struct chrNetDevs* chrNetDevsOfLink(const struct ncclComm* comm, int sendRank, int recvRank);
+/* The devices the link from sendRank to recvRank picks from: the devices of ctx's rank, or, when it
+ * sends under NCCL_CROSS_NIC=0, the receiver's rail (chrNetDevsToward). */
+struct chrTransportCtx; /* transport/transport_ctx.h */
+const struct chrNetDevs* chrNetDevsOfLink(const struct chrTransportCtx* ctx, int sendRank, int recvRank);
 
 /* The plugin device of the link on `channel` from sendRank to recvRank; p2p: a point-to-point
  * connection, else a ring channel. */

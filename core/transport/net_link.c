@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "commstate/comm.h"
 #include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "plugin/net_plugin.h"
 #include "transport/net_link.h"
+#include "transport/transport_ctx.h"
 
 static ncclResult_t tryPost(struct chrLink* link, struct chrNetLink* nl, int slot) {
   void* req = NULL;
@@ -94,8 +94,8 @@ const struct chrTransportOps chrNetTransportOps = {.name = "net", .post = netPos
                                                    .postUser = netPostUser,
                                                    .directMinParam = CHR_P_NET_DIRECT_MIN_BYTES};
 
-ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, int dev, void* netComm,
-                              size_t stepSize, char* slots, int memType, struct chrLink** out) {
+ncclResult_t chrNetLinkCreate(const struct chrTransportCtx* ctx, int channel, int peer, int isSend, int dev,
+                              void* netComm, size_t stepSize, char* slots, int memType, struct chrLink** out) {
   struct chrLink* link = calloc(1, sizeof(*link));
   struct chrNetLink* nl = calloc(1, sizeof(*nl));
   char* buffer = slots;
@@ -105,14 +105,14 @@ ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int 
     res = chrFail(ncclSystemError, "out of memory for a net link (%zu bytes of slots)", stepSize * CHR_STEPS);
     goto fail_free;
   }
-  nl->net = comm->net;
+  nl->net = ctx->net;
   nl->comm = netComm;
   nl->buffer = buffer;
   nl->ownsBuffer = slots == NULL;
   nl->memType = slots == NULL ? NCCL_PTR_HOST : memType;
   /* The net ABI's tag is the sender's rank on both sides: isend passes its own rank, irecv the rank it
    * expects data from (plugins such as NCCL's IB match on it). */
-  nl->tag = isSend ? comm->rank : peer;
+  nl->tag = isSend ? ctx->rank : peer;
   link->ops = &chrNetTransportOps;
   link->peer = peer;
   link->channel = channel;
@@ -120,11 +120,11 @@ ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int 
   link->stepSize = stepSize;
   link->priv = nl;
   ncclNetProperties_v12_t props;
-  const int named = chrNetGetProperties(comm->net, dev, &props) == ncclSuccess && props.name != NULL;
+  const int named = chrNetGetProperties(ctx->net, dev, &props) == ncclSuccess && props.name != NULL;
   snprintf(link->via, sizeof(link->via), "net device %d (%.24s)", dev, named ? props.name : "?");
-  res = nl->memType == NCCL_PTR_CUDA ? chrNetTryRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_CUDA,
+  res = nl->memType == NCCL_PTR_CUDA ? chrNetTryRegMr(ctx->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_CUDA,
                                                      &nl->mhandle)
-                                      : chrNetRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_HOST,
+                                      : chrNetRegMr(ctx->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_HOST,
                                                     &nl->mhandle);
   if (res != ncclSuccess && nl->memType == NCCL_PTR_CUDA) { /* no GPUDirect here: host slots of its own */
     snprintf(nl->stagedWhy, sizeof(nl->stagedWhy), "net plugin device %d (%.24s) refused to register GPU memory "
@@ -137,7 +137,7 @@ ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int 
     }
     nl->buffer = buffer = host;
     nl->ownsBuffer = 1;
-    res = chrNetRegMr(comm->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_HOST, &nl->mhandle);
+    res = chrNetRegMr(ctx->net, netComm, buffer, stepSize * CHR_STEPS, NCCL_PTR_HOST, &nl->mhandle);
   }
   if (res != ncclSuccess) goto fail_close;
   for (int i = 0; i < CHR_STEPS; i++) link->slots[i] = buffer + (size_t)i * stepSize;
@@ -150,8 +150,8 @@ fail_free:
   if (slots == NULL) free(buffer);
   free(nl);
   free(link);
-  if (isSend) chrNetCloseSend(comm->net, netComm);
-  else chrNetCloseRecv(comm->net, netComm);
+  if (isSend) chrNetCloseSend(ctx->net, netComm);
+  else chrNetCloseRecv(ctx->net, netComm);
   return res;
 }
 

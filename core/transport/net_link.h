@@ -6,6 +6,7 @@
 #include "transport/transport.h"
 
 struct chrNet;
+struct chrTransportCtx; /* transport/transport_ctx.h */
 
 struct chrNetLink {
   struct chrNet* net;
@@ -28,8 +29,8 @@ struct chrNetLink {
  * memory type memType: NCCL_PTR_HOST, or NCCL_PTR_CUDA for GPU memory) or, when NULL, its own (host).
  * GPU slots the plugin refuses to register: the link takes host slots of its own instead, which the
  * caller must copy to and from (chrNetLinkStagedWhy). On failure netComm is closed. */
-ncclResult_t chrNetLinkCreate(struct ncclComm* comm, int channel, int peer, int isSend, int dev, void* netComm,
-                              size_t stepSize, char* slots, int memType, struct chrLink** out);
+ncclResult_t chrNetLinkCreate(const struct chrTransportCtx* ctx, int channel, int peer, int isSend, int dev,
+                              void* netComm, size_t stepSize, char* slots, int memType, struct chrLink** out);
 
 /* NULL, or why the link stages through host slots of its own (link->slots) in place of the caller's
  * GPU slots: the plugin's refusal, with the plugin device named. */

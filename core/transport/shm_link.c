@@ -23,7 +23,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
-#include "commstate/comm.h"
 #include "config/param.h"
 #include "util/asym_fence.h"
 #include "util/futex.h"
@@ -31,6 +30,7 @@
 #include "log/check.h"
 #include "log/log.h"
 #include "transport/shm_link.h"
+#include "transport/transport_ctx.h"
 
 #define TAG_SHM_INFO 0x20000 /* + channel; net uses 0x10000 + channel */
 #define TAG_SHM_ACK 0x21000
@@ -680,35 +680,35 @@ void chrShmRecvAttached(struct chrLink* recv) {
 
 /* ---- connection over the bootstrap ---- */
 
-static ncclResult_t sendAck(struct ncclComm* comm, int peer, int tag, int status) {
+static ncclResult_t sendAck(const struct chrTransportCtx* ctx, int peer, int tag, int status) {
   struct chrShmAck ack;
   memset(&ack, 0, sizeof(ack));
   ack.magic = CHR_SHM_MAGIC;
   ack.status = status;
-  return chrBootstrapSend(comm->bootstrap, peer, tag, &ack, sizeof(ack));
+  return chrBootstrapSend(ctx->bootstrap, peer, tag, &ack, sizeof(ack));
 }
 
 /* Sender side of one round: receive the info, attach, answer. *res gets this side's own failure. */
-static ncclResult_t sendRound(struct ncclComm* comm, int channel, int sendPeer, size_t stepSize, int infoTag, int ackTag,
-                              struct chrLink** s, int* needName, ncclResult_t* res) {
+static ncclResult_t sendRound(const struct chrTransportCtx* ctx, int channel, int sendPeer, size_t stepSize,
+                              int infoTag, int ackTag, struct chrLink** s, int* needName, ncclResult_t* res) {
   struct chrShmInfo peerInfo;
   ncclResult_t mine;
   *needName = 0;
-  CHECK(chrBootstrapRecv(comm->bootstrap, sendPeer, infoTag, &peerInfo, sizeof(peerInfo)));
+  CHECK(chrBootstrapRecv(ctx->bootstrap, sendPeer, infoTag, &peerInfo, sizeof(peerInfo)));
   if (peerInfo.magic == CHR_SHM_MAGIC && peerInfo.name[0] == '\0' && peerInfo.fd < 0)
     mine = chrFail(ncclRemoteError, "shm link to rank %d on channel %d: that rank could not create its segment (see its log)",
                    sendPeer, channel);
   else
-    mine = chrShmSendAttach(comm->rank, sendPeer, channel, stepSize, &peerInfo, s, needName);
+    mine = chrShmSendAttach(ctx->rank, sendPeer, channel, stepSize, &peerInfo, s, needName);
   if (*res == ncclSuccess) *res = mine;
   int status = mine != ncclSuccess ? CHR_SHM_ACK_FAILED : *needName ? CHR_SHM_ACK_NEED_NAME : CHR_SHM_ACK_OK;
-  return sendAck(comm, sendPeer, ackTag, status);
+  return sendAck(ctx, sendPeer, ackTag, status);
 }
 
 /* Receiver side of one round's end: the sender's answer. */
-static ncclResult_t recvAck(struct ncclComm* comm, int channel, int recvPeer, int ackTag, int* status) {
+static ncclResult_t recvAck(const struct chrTransportCtx* ctx, int channel, int recvPeer, int ackTag, int* status) {
   struct chrShmAck ack;
-  CHECK(chrBootstrapRecv(comm->bootstrap, recvPeer, ackTag, &ack, sizeof(ack)));
+  CHECK(chrBootstrapRecv(ctx->bootstrap, recvPeer, ackTag, &ack, sizeof(ack)));
   *status = ack.magic == CHR_SHM_MAGIC ? ack.status : CHR_SHM_ACK_FAILED;
   return ncclSuccess;
 }
@@ -724,8 +724,8 @@ static void failedInfo(struct chrShmInfo* info) {
  *   1. recv side: create, send INFO          2. send side: get INFO, attach, send ACK
  *   3. recv side: get ACK; if the sender asked for a name, name the segment and send it
  *   4. send side, if it asked: get the name, attach, send ACK      5. recv side, if asked: get ACK */
-ncclResult_t chrShmConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
-                               struct chrLink** send, struct chrLink** recv) {
+ncclResult_t chrShmConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
+                               size_t stepSize, struct chrLink** send, struct chrLink** recv) {
   struct chrLink* s = NULL;
   struct chrLink* r = NULL;
   struct chrShmInfo info;
@@ -735,34 +735,34 @@ ncclResult_t chrShmConnectPair(struct ncclComm* comm, int channel, int sendPeer,
     return chrFail(ncclInternalError, "chrShmConnectPair: missing output for a link");
 
   if (recvPeer >= 0) {
-    res = chrShmRecvCreate(comm->rank, recvPeer, channel, stepSize, &r, &info);
+    res = chrShmRecvCreate(ctx->rank, recvPeer, channel, stepSize, &r, &info);
     if (res != ncclSuccess) failedInfo(&info);
-    CHECK_GOTO(chrBootstrapSend(comm->bootstrap, recvPeer, TAG_SHM_INFO + channel, &info, sizeof(info)), res2, fail);
+    CHECK_GOTO(chrBootstrapSend(ctx->bootstrap, recvPeer, TAG_SHM_INFO + channel, &info, sizeof(info)), res2, fail);
   }
   if (sendPeer >= 0)
-    CHECK_GOTO(sendRound(comm, channel, sendPeer, stepSize, TAG_SHM_INFO + channel, TAG_SHM_ACK + channel, &s,
+    CHECK_GOTO(sendRound(ctx, channel, sendPeer, stepSize, TAG_SHM_INFO + channel, TAG_SHM_ACK + channel, &s,
                          &senderNeedsName, &res), res2, fail);
   if (recvPeer >= 0) {
-    CHECK_GOTO(recvAck(comm, channel, recvPeer, TAG_SHM_ACK + channel, &status), res2, fail);
+    CHECK_GOTO(recvAck(ctx, channel, recvPeer, TAG_SHM_ACK + channel, &status), res2, fail);
     if (status == CHR_SHM_ACK_NEED_NAME) {
       ncclResult_t named = r != NULL ? chrShmRecvPublishName(r, &info) : ncclSuccess;
       if (named != ncclSuccess || r == NULL) {
         if (res == ncclSuccess) res = named;
         failedInfo(&info);
       }
-      CHECK_GOTO(chrBootstrapSend(comm->bootstrap, recvPeer, TAG_SHM_NAME + channel, &info, sizeof(info)), res2, fail);
+      CHECK_GOTO(chrBootstrapSend(ctx->bootstrap, recvPeer, TAG_SHM_NAME + channel, &info, sizeof(info)), res2, fail);
     }
   }
   if (sendPeer >= 0 && senderNeedsName) {
     int again = 0;
-    CHECK_GOTO(sendRound(comm, channel, sendPeer, stepSize, TAG_SHM_NAME + channel, TAG_SHM_NAME_ACK + channel, &s,
+    CHECK_GOTO(sendRound(ctx, channel, sendPeer, stepSize, TAG_SHM_NAME + channel, TAG_SHM_NAME_ACK + channel, &s,
                          &again, &res), res2, fail);
     if (again && res == ncclSuccess)
       res = chrFail(ncclSystemError, "shm link to rank %d on channel %d: its named segment could not be opened either",
                     sendPeer, channel);
   }
   if (recvPeer >= 0 && status == CHR_SHM_ACK_NEED_NAME)
-    CHECK_GOTO(recvAck(comm, channel, recvPeer, TAG_SHM_NAME_ACK + channel, &status), res2, fail);
+    CHECK_GOTO(recvAck(ctx, channel, recvPeer, TAG_SHM_NAME_ACK + channel, &status), res2, fail);
   if (r != NULL) {
     chrShmRecvAttached(r);
     if (status != CHR_SHM_ACK_OK && res == ncclSuccess)
@@ -770,11 +770,11 @@ ncclResult_t chrShmConnectPair(struct ncclComm* comm, int channel, int sendPeer,
                     recvPeer, channel);
   }
   if (res != ncclSuccess) goto fail_links;
-  if (s) INFO(NCCL_SHM, "channel %02d: shm send link %d -> %d (%d slots x %d halves x %zu B)", channel, comm->rank,
+  if (s) INFO(NCCL_SHM, "channel %02d: shm send link %d -> %d (%d slots x %d halves x %zu B)", channel, ctx->rank,
               sendPeer, CHR_STEPS, CHR_SHM_HALVES, stepSize);
   if (r) {
     struct chrShmLink* sl = r->priv;
-    INFO(NCCL_SHM, "channel %02d: shm recv link %d <- %d (peer pid %lld%s)", channel, comm->rank, recvPeer,
+    INFO(NCCL_SHM, "channel %02d: shm recv link %d <- %d (peer pid %lld%s)", channel, ctx->rank, recvPeer,
          (long long)sl->peerPid, sl->checkPid ? "" : ", not visible");
   }
   if (send) *send = s;

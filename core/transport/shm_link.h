@@ -142,14 +142,14 @@ struct chrShmLink {
 
 extern const struct chrTransportOps chrShmTransportOps;
 
-struct ncclComm;
+struct chrTransportCtx; /* transport/transport_ctx.h */
 
 /* Connect, over the comm's bootstrap, one send link to sendPeer and one recv link from recvPeer on
  * channel `channel` (either peer may be -1, and its out pointer NULL, to connect one direction only).
  * Collective with the peers: sendPeer must call it with us as recvPeer and vice versa. Both links
  * get CHR_STEPS slots of stepSize bytes. On failure nothing is left: no links, no mapping, no name. */
-ncclResult_t chrShmConnectPair(struct ncclComm* comm, int channel, int sendPeer, int recvPeer, size_t stepSize,
-                               struct chrLink** send, struct chrLink** recv);
+ncclResult_t chrShmConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
+                               size_t stepSize, struct chrLink** send, struct chrLink** recv);
 
 /* The steps of chrShmConnectPair, for tests and for callers with their own exchange:
  * RecvCreate makes the segment and the link and fills *info (to send to the sender), by descriptor;

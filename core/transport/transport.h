@@ -21,7 +21,6 @@
 #include "hostdev/dev_consts.h" /* CHR_STEPS */
 #include "nccl.h"
 
-struct ncclComm;
 struct chrLink;
 struct chrFutexWord; /* util/futex.h */
 

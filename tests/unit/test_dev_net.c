@@ -252,7 +252,7 @@ static int rankMain(int rank, int nranks, const ncclUniqueId* id, void* arg) {
     for (int i = 0; i < comm->netDevs.n; i++) comm->netDevs.gdr[i] |= CHR_NET_GDR_WRITE | CHR_NET_GDR_NOFLUSH;
   }
   const struct chrDevNetCopier copier = {countingCopy, NULL, NULL};
-  if (chrDevNetCreate(comm, onFail, &rs, gMode == MODE_STAGE ? &copier : NULL, &rs.net) != ncclSuccess) FAIL("create");
+  if (chrDevNetCreate(&comm->transport, onFail, &rs, gMode == MODE_STAGE ? &copier : NULL, &rs.net) != ncclSuccess) FAIL("create");
   const int per = gMode == MODE_DRAIN ? KEYS : 2 * KEYS, maxPeers = nranks - 1;
   struct chrDevNetEnd* ends = calloc((size_t)maxPeers * per, sizeof(*ends));
   struct chrDevNetEnd** lists = calloc((size_t)maxPeers, sizeof(*lists));

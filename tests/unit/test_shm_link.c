@@ -38,12 +38,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
-#include "commstate/comm.h"
 #include "config/param.h"
 #include "util/futex.h"
 #include "util/idle.h"
 #include "log/log.h"
 #include "transport/shm_link.h"
+#include "transport/transport_ctx.h"
 #include "../test_mix.h"
 
 #define S CHR_STEPS
@@ -234,67 +234,67 @@ static int countFds(void) {
 
 static ncclUniqueId gId;
 
-/* A fake comm with just what chrShmConnectPair uses: rank and bootstrap. */
-static void joinComm(struct ncclComm* comm, int rank) {
-  memset(comm, 0, sizeof(*comm));
-  comm->rank = rank;
-  comm->nRanks = 2;
-  if (chrBootstrapInit(&gId, rank, 2, NULL, 0, NULL, NULL, &comm->bootstrap) != ncclSuccess) FAIL("bootstrap init");
+/* A transport context with just what chrShmConnectPair reads: rank and bootstrap. */
+static void joinComm(struct chrTransportCtx* ctx, int rank) {
+  memset(ctx, 0, sizeof(*ctx));
+  ctx->rank = rank;
+  ctx->nRanks = 2;
+  if (chrBootstrapInit(&gId, rank, 2, NULL, 0, NULL, NULL, &ctx->bootstrap) != ncclSuccess) FAIL("bootstrap init");
 }
 
 /* Connect: wantSend/wantRecv say which directions this rank has (peer = the other rank). */
-static void connectLinks(struct ncclComm* comm, int wantSend, int wantRecv, struct driver* d) {
-  int peer = 1 - comm->rank;
+static void connectLinks(struct chrTransportCtx* ctx, int wantSend, int wantRecv, struct driver* d) {
+  int peer = 1 - ctx->rank;
   memset(d, 0, sizeof(*d));
-  d->me = comm->rank;
+  d->me = ctx->rank;
   d->peer = peer;
   d->consumeCap = ~0ull;
-  d->rng = 12345u + (unsigned)comm->rank;
-  if (chrShmConnectPair(comm, 0, wantSend ? peer : -1, wantRecv ? peer : -1, STEP, wantSend ? &d->send : NULL,
+  d->rng = 12345u + (unsigned)ctx->rank;
+  if (chrShmConnectPair(ctx, 0, wantSend ? peer : -1, wantRecv ? peer : -1, STEP, wantSend ? &d->send : NULL,
                         wantRecv ? &d->recv : NULL) != ncclSuccess)
     FAIL("connect");
   if ((wantSend && d->send == NULL) || (wantRecv && d->recv == NULL)) FAIL("connect returned no link");
   if (shmNamesOf(getpid()) != 0) FAIL("a /dev/shm name of this process is still there after connecting");
 }
 
-static void closeLinks(struct ncclComm* comm, struct driver* d) {
-  if (chrBootstrapBarrier(comm->bootstrap) != ncclSuccess) FAIL("barrier"); /* both done before closing */
+static void closeLinks(struct chrTransportCtx* ctx, struct driver* d) {
+  if (chrBootstrapBarrier(ctx->bootstrap) != ncclSuccess) FAIL("barrier"); /* both done before closing */
   if (d->send) d->send->ops->close(d->send);
   if (d->recv) d->recv->ops->close(d->recv);
-  chrBootstrapClose(comm->bootstrap);
+  chrBootstrapClose(ctx->bootstrap);
 }
 
 static void rankData(int rank) {
-  struct ncclComm comm;
+  struct chrTransportCtx ctx;
   struct driver d;
-  joinComm(&comm, rank);
-  connectLinks(&comm, 1, 1, &d);
+  joinComm(&ctx, rank);
+  connectLinks(&ctx, 1, 1, &d);
   d.slowConsumer = 1;
   for (uint64_t task = 0; task < 600; task++) {
     uint64_t n = chrTestFinalMix(task) % (3 * S + 4); /* 0 .. 3S+3 steps: wraps, restarts at slot 0 each task */
     startTask(&d, task, n, n);
     runTask(&d);
   }
-  closeLinks(&comm, &d);
+  closeLinks(&ctx, &d);
 }
 
 /* Registers this rank's user memory with its links once both ends are connected (the receiver
  * decides at connect whether it may read the sender's memory). */
-static void registerUser(struct ncclComm* comm, struct driver* d) {
-  if (chrBootstrapBarrier(comm->bootstrap) != ncclSuccess) FAIL("barrier");
+static void registerUser(struct chrTransportCtx* ctx, struct driver* d) {
+  if (chrBootstrapBarrier(ctx->bootstrap) != ncclSuccess) FAIL("barrier");
   if (d->send->ops->regUser(d->send, d->sendUser, sizeof(d->sendUser), &d->sendMh) != ncclSuccess) FAIL("regUser send");
   if (d->recv->ops->regUser(d->recv, d->recvUser, sizeof(d->recvUser), &d->recvMh) != ncclSuccess) FAIL("regUser recv");
   if ((d->sendMh == NULL) != (d->recvMh == NULL)) FAIL("one direction reads by reference, the other not");
-  if (d->sendMh == NULL) printf("rank %d: the peers cannot read each other's memory here: slots only\n", comm->rank);
+  if (d->sendMh == NULL) printf("rank %d: the peers cannot read each other's memory here: slots only\n", ctx->rank);
 }
 
 static void rankByRef(int rank) {
-  struct ncclComm comm;
+  struct chrTransportCtx ctx;
   struct driver* d = calloc(1, sizeof(*d));
   if (d == NULL) FAIL("out of memory");
-  joinComm(&comm, rank);
-  connectLinks(&comm, 1, 1, d);
-  registerUser(&comm, d);
+  joinComm(&ctx, rank);
+  connectLinks(&ctx, 1, 1, d);
+  registerUser(&ctx, d);
   d->slowConsumer = 1;
   for (uint64_t task = 0; task < 600; task++) {
     uint64_t n = chrTestFinalMix(task + 77) % (3 * S + 4);
@@ -303,23 +303,23 @@ static void rankByRef(int rank) {
   }
   d->send->ops->deregUser(d->send, d->sendMh);
   d->recv->ops->deregUser(d->recv, d->recvMh);
-  closeLinks(&comm, d);
+  closeLinks(&ctx, d);
   free(d);
 }
 
 /* Rank 0 sends two steps by reference: one at an address it does not map, then (after the receiver
  * has said it cannot read) a good one. Rank 1 must fail each receive with an error, not crash. */
 static void rankByRefBad(int rank) {
-  struct ncclComm comm;
+  struct chrTransportCtx ctx;
   struct driver* d = calloc(1, sizeof(*d));
   if (d == NULL) FAIL("out of memory");
-  joinComm(&comm, rank);
-  connectLinks(&comm, rank == 0, rank == 1, d);
+  joinComm(&ctx, rank);
+  connectLinks(&ctx, rank == 0, rank == 1, d);
   struct chrShmLink* sl = (rank == 0 ? d->send : d->recv)->priv;
-  if (chrBootstrapBarrier(comm.bootstrap) != ncclSuccess) FAIL("barrier"); /* the receiver has probed */
+  if (chrBootstrapBarrier(ctx.bootstrap) != ncclSuccess) FAIL("barrier"); /* the receiver has probed */
   if (atomic_load(&sl->hdr->peerReads) != CHR_SHM_READS_YES) {
     printf("rank %d: the peers cannot read each other's memory here: nothing to check\n", rank);
-    closeLinks(&comm, d);
+    closeLinks(&ctx, d);
     free(d);
     return;
   }
@@ -340,17 +340,17 @@ static void rankByRefBad(int rank) {
       if (res != ncclRemoteError || strstr(err, want) == NULL)
         FAIL("round %d: receive gave %d (%s), expected ncclRemoteError naming \"%s\"", round, (int)res, err, want);
     }
-    if (chrBootstrapBarrier(comm.bootstrap) != ncclSuccess) FAIL("barrier");
+    if (chrBootstrapBarrier(ctx.bootstrap) != ncclSuccess) FAIL("barrier");
   }
-  closeLinks(&comm, d);
+  closeLinks(&ctx, d);
   free(d);
 }
 
 static void rankFlow(int rank) {
-  struct ncclComm comm;
+  struct chrTransportCtx ctx;
   struct driver d;
-  joinComm(&comm, rank);
-  connectLinks(&comm, rank == 0, rank == 1, &d);
+  joinComm(&ctx, rank);
+  connectLinks(&ctx, rank == 0, rank == 1, &d);
   uint64_t n = 6 * S;
   startTask(&d, 7, n, n);
   if (rank == 1) {
@@ -375,7 +375,7 @@ static void rankFlow(int rank) {
            (unsigned long long)d.sendDone, (unsigned long long)d.sendPosted, S, 2 * S);
   }
   runTask(&d); /* now everything flows, and the receiver checks every byte */
-  closeLinks(&comm, &d);
+  closeLinks(&ctx, &d);
 }
 
 /* Sleepers: each side waits for its peer by sleeping on the futex word of what it waits for, at once
@@ -383,10 +383,10 @@ static void rankFlow(int rank) {
  * poster misses (its look at the sleeping flag passing the sleeper's last look at the counter) leaves
  * the sleeper asleep with the step there: the long wait ends by its timeout and the test fails. */
 static void rankSleepers(int rank) {
-  struct ncclComm comm;
+  struct chrTransportCtx ctx;
   struct driver d;
-  joinComm(&comm, rank);
-  connectLinks(&comm, 1, 1, &d);
+  joinComm(&ctx, rank);
+  connectLinks(&ctx, 1, 1, &d);
   const uint64_t waitNs = 10000000000ull * (uint64_t)gScale;
   int slept = 0, polled = 0;
   for (uint64_t task = 0; task < 4000; task++) {
@@ -415,16 +415,16 @@ static void rankSleepers(int rank) {
   }
   printf("rank %d: slept %d times, polled %d times\n", rank, slept, polled);
   fflush(stdout);
-  closeLinks(&comm, &d);
+  closeLinks(&ctx, &d);
 }
 
 /* The survivor (rank 0) runs a long task; rank 1 dies or closes partway. */
 static void rankPeerGone(int rank, int survivorSends, int closeInstead) {
-  struct ncclComm comm;
+  struct chrTransportCtx ctx;
   struct driver d;
-  joinComm(&comm, rank);
+  joinComm(&ctx, rank);
   int sends = rank == 0 ? survivorSends : !survivorSends;
-  connectLinks(&comm, sends, !sends, &d);
+  connectLinks(&ctx, sends, !sends, &d);
   uint64_t n = 40 * S;
   startTask(&d, 3, n, n);
   if (rank == 1) {
@@ -459,7 +459,7 @@ static void rankPeerGone(int rank, int survivorSends, int closeInstead) {
   if (waited > 2.0 * gScale) FAIL("the error came %.2f s after the last progress (want < %d s)", waited, 2 * gScale);
   if (d.send) d.send->ops->close(d.send);
   if (d.recv) d.recv->ops->close(d.recv);
-  chrBootstrapClose(comm.bootstrap);
+  chrBootstrapClose(ctx.bootstrap);
 }
 
 /* ---- validate: one process, both ends ---- */
