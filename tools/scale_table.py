@@ -116,7 +116,8 @@ for n in (2, 64, 1024, 16384):
     r("bootstrap root sends N*N*%d B" % PEER_ENTRY, []).append(fmt(n * n * PEER_ENTRY))
     r("... seconds at 10 Gb/s", []).append("%.2g" % (n * n * PEER_ENTRY / 1.25e9))
     r("each rank receives N*%d B" % PEER_ENTRY, []).append(fmt(n * PEER_ENTRY))
-    r("init pair checks N(N-1)/2 (every rank)", []).append("%d" % (n * (n - 1) // 2))
+    r("init: comparisons to find ranks sharing a GPU, N log2 N (every rank)", []).append(
+        "%d" % (n * math.ceil(math.log2(n))))
     r("bootstrap all-gather: ring steps N-1", []).append("%d" % (n - 1))
 
 print("| per rank | 2 (2 hosts) | 64 (8) | 1,024 (128) | 16,384 (2,048) |")

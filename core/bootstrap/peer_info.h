@@ -27,4 +27,15 @@ struct chrPeerInfo {
   struct chrCpuMask cpus;      /* the CPUs the rank's init thread may run on */
 };
 
+/* Ranks on one GPU, found in n log n time (checking every pair of ranks is 134 M comparisons at
+ * 16,384 ranks). A rank's GPU is its host and bus id (byBus; a rank without a GPU, busId < 0, shares
+ * nothing) or its host and cudaDev. largest: the most ranks on one GPU (1 when none share, 0 for no
+ * ranks); first < second: the lowest pair of ranks that share a GPU, first the lowest rank that
+ * shares with a higher one (-1 both when none do), so every rank that checks names the same pair. */
+struct chrGpuShare {
+  int largest, first, second;
+};
+/* 0, or -1 out of memory (out then says no rank shares). */
+int chrPeersGpuShare(const struct chrPeerInfo* peers, int n, int byBus, struct chrGpuShare* out);
+
 #endif /* CHORUS_BOOTSTRAP_PEER_INFO_H_ */

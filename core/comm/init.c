@@ -16,6 +16,7 @@
 #include "comm/lifecycle.h"
 #include "comm/topo.h"
 #include "comm/topo_file.h"
+#include "bootstrap/peer_info.h"
 #include "commstate/comm.h"
 #include "config/param.h"
 #include "cuda/cuda_driver.h"
@@ -63,24 +64,20 @@ static ncclResult_t exchangePeerInfo(struct ncclComm* comm, const ncclUniqueId* 
 
 /* Two ranks on one GPU: a choice (CHORUS_SHARED_GPU=1), refused by default as NCCL refuses it, since
  * a program that forgot to pick a device per rank would otherwise run many times slower, silently.
- * Every rank checks every pair, so all of them fail alike. */
+ * Every rank names the same pair (the lowest), so all of them fail alike. */
 static ncclResult_t checkSharedGpu(const struct ncclComm* comm) {
   if (chrParamInt(CHR_P_SHARED_GPU) != 0) return ncclSuccess;
-  for (int a = 0; a < comm->nRanks; a++) {
-    const struct chrPeerInfo* p = &comm->peers[a];
-    if (p->busId < 0) continue;
-    for (int b = a + 1; b < comm->nRanks; b++) {
-      const struct chrPeerInfo* q = &comm->peers[b];
-      if (q->busId != p->busId || q->hostHash != p->hostHash) continue;
-      return chrFail(ncclInvalidUsage,
-                     "ranks %d and %d are both on GPU %04llx:%02llx:%02llx.0 of host %s (duplicate GPU, as NCCL "
-                     "calls it: give each rank its own device, e.g. torch.cuda.set_device(local_rank)); set "
-                     "CHORUS_SHARED_GPU=1 to let ranks share a GPU",
-                     a, b, (unsigned long long)(p->busId >> 20), (unsigned long long)((p->busId >> 12) & 0xff),
-                     (unsigned long long)((p->busId >> 4) & 0x1f), p->hostId);
-    }
-  }
-  return ncclSuccess;
+  struct chrGpuShare share;
+  if (chrPeersGpuShare(comm->peers, comm->nRanks, 1, &share) != 0)
+    return chrFail(ncclSystemError, "out of memory checking %d ranks for a shared GPU", comm->nRanks);
+  if (share.first < 0) return ncclSuccess;
+  const struct chrPeerInfo* p = &comm->peers[share.first];
+  return chrFail(ncclInvalidUsage,
+                 "ranks %d and %d are both on GPU %04llx:%02llx:%02llx.0 of host %s (duplicate GPU, as NCCL "
+                 "calls it: give each rank its own device, e.g. torch.cuda.set_device(local_rank)); set "
+                 "CHORUS_SHARED_GPU=1 to let ranks share a GPU",
+                 share.first, share.second, (unsigned long long)(p->busId >> 20),
+                 (unsigned long long)((p->busId >> 12) & 0xff), (unsigned long long)((p->busId >> 4) & 0x1f), p->hostId);
 }
 
 static ncclResult_t chooseChannels(struct ncclComm* comm) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bootstrap/peer_info.h"
 #include "commstate/comm.h"
 #include "config/param.h"
 #include "cuda/cuda_driver.h"
@@ -61,14 +62,11 @@ static struct chrDevShared* findShared(uint64_t commHash, int nRanks) {
 static int defaultChannels(const struct ncclComm* comm) {
   int sms = 0, perGpu = 1;
   if (comm->peers != NULL) {
-    for (int r = 0; r < comm->nRanks; r++) {
-      const struct chrPeerInfo* p = &comm->peers[r];
-      if (r == 0 || p->sms < sms) sms = p->sms;
-      int same = 0;
-      for (int q = 0; q < comm->nRanks; q++)
-        same += comm->peers[q].hostHash == p->hostHash && comm->peers[q].cudaDev == p->cudaDev;
-      if (same > perGpu) perGpu = same;
-    }
+    for (int r = 0; r < comm->nRanks; r++)
+      if (r == 0 || comm->peers[r].sms < sms) sms = comm->peers[r].sms;
+    struct chrGpuShare share;
+    perGpu = chrPeersGpuShare(comm->peers, comm->nRanks, 0, &share) == 0 ? share.largest : comm->nRanks;
+    if (perGpu < 1) perGpu = 1;
   } else {
     sms = chrCudaDeviceSMs(comm->cudaDev);
     perGpu = comm->nRanks;
