@@ -3,6 +3,7 @@
  * comm_api.c: unique ids and the communicator lifecycle.
  */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -85,11 +86,18 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
       break;
     }
   }
+  /* The error returned is the lowest failed rank's, and so is the message: a later rank that only
+   * saw the others give up (its bootstrap aborted) must not overwrite the cause. */
+  char cause[512] = "";
   for (int i = 0; i < started; i++) {
     if (res != ncclSuccess) chrCommRaiseAbort(comms[i]);
     ncclResult_t r = chrCommInitWait(comms[i]);
-    if (r != ncclSuccess && res == ncclSuccess) res = r;
+    if (r != ncclSuccess && res == ncclSuccess) {
+      res = r;
+      snprintf(cause, sizeof(cause), "%s", chrThreadLastError());
+    }
   }
+  if (cause[0] != '\0') chrSetLastError("%s", cause);
   if (res != ncclSuccess) {
     for (int i = 0; i < started; i++) { chrCommFree(comms[i]); comms[i] = NULL; }
   }
