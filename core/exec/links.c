@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "commstate/comm.h"
+#include "config/param.h"
 #include "log/check.h"
 #include "log/log.h"
 #include "transport/connect.h"
@@ -62,26 +63,81 @@ static ncclResult_t collectNeeds(struct chrCollTask* list, struct commNeeds* nee
 /* Point-to-point links connect in rounds: in round r this rank connects its send link to rank+r
  * and its receive link from rank-r. The peer rank+r is in the same round receiving from us, so every
  * pairwise exchange has both ends present and no cycle of waits can form. A rank skips a round only
- * when it needs neither link, and then (for matched calls) neither peer needs it either. */
+ * when it needs neither link, and then (for matched calls) neither peer needs it either.
+ *
+ * Links to peers on this host (shm) go round by round. Net links go after them, the rounds of a
+ * batch of NCCL_CONNECT_ROUND_MAX_PEERS (128) all at once (chrNetConnectLinks): a first all-to-all on
+ * 1,024 ranks takes 8 connect calls instead of 1,023 one after another, and no more than a batch of
+ * plugin connections is being set up at a time. Both ends of a pair are in the same round, so in the
+ * same batch, at both ends. */
+static ncclResult_t connectP2pNet(struct ncclComm* comm, int k, const uint8_t* wantS, const uint8_t* wantR, int first,
+                                  int last, struct chrLinkEnd* ends, struct chrLink** links) {
+  const int n = comm->nRanks;
+  int m = 0;
+  for (int r = first; r < last; r++) {
+    const int sendPeer = (comm->rank + r) % n, recvPeer = (comm->rank - r + n) % n;
+    const struct chrTransportOps* ops = NULL;
+    if (wantS[sendPeer] && comm->p2pSend[k][sendPeer] == NULL) {
+      CHECK(chrTransportPick(&comm->transport, sendPeer, &ops));
+      if (ops == &chrNetTransportOps) ends[m++] = (struct chrLinkEnd){.peer = sendPeer, .isSend = 1};
+    }
+    if (wantR[recvPeer] && comm->p2pRecv[k][recvPeer] == NULL) {
+      CHECK(chrTransportPick(&comm->transport, recvPeer, &ops));
+      if (ops == &chrNetTransportOps) ends[m++] = (struct chrLinkEnd){.peer = recvPeer, .isSend = 0};
+    }
+  }
+  if (m == 0) return ncclSuccess;
+  CHECK(chrNetConnectLinks(&comm->transport, CHR_P2P_CHANNEL + k, ends, m, chrTransportStepSize(1), links));
+  for (int i = 0; i < m; i++) {
+    if (ends[i].isSend) comm->p2pSend[k][ends[i].peer] = links[i];
+    else comm->p2pRecv[k][ends[i].peer] = links[i];
+  }
+  INFO(NCCL_INIT | NCCL_NET, "comm %p rank %d: %d point-to-point links of index %d (rounds %d..%d) via net", (void*)comm,
+       comm->rank, m, k, first, last - 1);
+  return ncclSuccess;
+}
+
 static ncclResult_t connectP2p(struct commNeeds* need) {
   struct ncclComm* comm = need->comm;
   int n = comm->nRanks;
-  for (int k = 0; k < CHR_P2P_CONNS; k++) {
+  const int rounds = (int)chrParamInt(CHR_P_CONNECT_ROUND_MAX_PEERS);
+  struct chrLinkEnd* ends = NULL;
+  struct chrLink** links = NULL;
+  ncclResult_t res = ncclSuccess;
+  for (int k = 0; k < CHR_P2P_CONNS && res == ncclSuccess; k++) {
     const uint8_t* wantS = need->p2pSend + (size_t)k * (size_t)n;
     const uint8_t* wantR = need->p2pRecv + (size_t)k * (size_t)n;
-    for (int r = 0; r < n; r++) {
+    int anyNet = 0;
+    for (int r = 0; r < n && res == ncclSuccess; r++) { /* shm, round by round */
       int sendPeer = (comm->rank + r) % n;
       int recvPeer = (comm->rank - r + n) % n;
       int wantSend = wantS[sendPeer] && comm->p2pSend[k][sendPeer] == NULL;
       int wantRecv = wantR[recvPeer] && comm->p2pRecv[k][recvPeer] == NULL;
-      if (!wantSend && !wantRecv) continue;
-      CHECK(chrTransportConnectPeers(&comm->transport, CHR_P2P_CHANNEL + k, wantSend ? sendPeer : -1,
+      const struct chrTransportOps* ops = NULL;
+      if (wantSend && (res = chrTransportPick(&comm->transport, sendPeer, &ops)) == ncclSuccess && ops == &chrNetTransportOps)
+        wantSend = 0, anyNet = 1;
+      if (res == ncclSuccess && wantRecv && (res = chrTransportPick(&comm->transport, recvPeer, &ops)) == ncclSuccess &&
+          ops == &chrNetTransportOps)
+        wantRecv = 0, anyNet = 1;
+      if (res != ncclSuccess || (!wantSend && !wantRecv)) continue;
+      res = chrTransportConnectPeers(&comm->transport, CHR_P2P_CHANNEL + k, wantSend ? sendPeer : -1,
                                      wantRecv ? recvPeer : -1, chrTransportStepSize(1),
                                      wantSend ? &comm->p2pSend[k][sendPeer] : NULL,
-                                     wantRecv ? &comm->p2pRecv[k][recvPeer] : NULL));
+                                     wantRecv ? &comm->p2pRecv[k][recvPeer] : NULL);
     }
+    if (res != ncclSuccess || !anyNet) continue;
+    const int batch = n < rounds ? n : rounds;
+    if (ends == NULL) {
+      ends = malloc(sizeof(*ends) * 2 * (size_t)batch);
+      links = malloc(sizeof(*links) * 2 * (size_t)batch);
+      if (ends == NULL || links == NULL) res = chrFail(ncclSystemError, "out of memory connecting point-to-point links");
+    }
+    for (int first = 0; first < n && res == ncclSuccess; first += batch)
+      res = connectP2pNet(comm, k, wantS, wantR, first, n - first > batch ? first + batch : n, ends, links);
   }
-  return ncclSuccess;
+  free(ends);
+  free(links);
+  return res;
 }
 
 static ncclResult_t connectChannel(struct ncclComm* comm, struct chrChannel* ch) {

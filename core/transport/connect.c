@@ -14,6 +14,7 @@
  * drives both until done, abort-aware, a dead peer an error at once, CHORUS_TIMEOUT when set).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "bootstrap/peer_info.h"
 #include "config/param.h"
@@ -73,38 +74,52 @@ static int netDevFor(const struct chrTransportCtx* ctx, int channel, int sendRan
                       recvRank);
 }
 
-ncclResult_t chrNetConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
-                               size_t stepSize, struct chrLink** send, struct chrLink** recv) {
-  struct chrNetEndReq reqs[2];
-  int n = 0;
-  if (sendPeer >= 0)
-    reqs[n++] = (struct chrNetEndReq){.peer = sendPeer, .isSend = 1, .tag = TAG_RING_CONNECT + channel,
-                                      .dev = netDevFor(ctx, channel, ctx->rank, sendPeer)};
-  if (recvPeer >= 0)
-    reqs[n++] = (struct chrNetEndReq){.peer = recvPeer, .isSend = 0, .tag = TAG_RING_CONNECT + channel,
-                                      .dev = netDevFor(ctx, channel, recvPeer, ctx->rank)};
+ncclResult_t chrNetConnectLinks(const struct chrTransportCtx* ctx, int channel, const struct chrLinkEnd* ends, int n,
+                                size_t stepSize, struct chrLink** out) {
+  if (n <= 0) return ncclSuccess;
+  struct chrNetEndReq few[2];
+  struct chrNetEndReq* reqs = n <= 2 ? few : calloc((size_t)n, sizeof(*reqs));
+  if (reqs == NULL) return chrFail(ncclSystemError, "out of memory connecting %d links on channel %d", n, channel);
+  for (int i = 0; i < n; i++) {
+    const int send = ends[i].isSend;
+    reqs[i] = (struct chrNetEndReq){.peer = ends[i].peer, .isSend = send, .tag = TAG_RING_CONNECT + channel,
+                                    .dev = send ? netDevFor(ctx, channel, ctx->rank, ends[i].peer)
+                                                : netDevFor(ctx, channel, ends[i].peer, ctx->rank)};
+    out[i] = NULL;
+  }
   char what[48];
   snprintf(what, sizeof(what), "connecting channel %d", channel);
-  CHECK(chrNetConnectAll(ctx, reqs, n, what));
-  struct chrLink* links[2] = {NULL, NULL};
-  ncclResult_t res = ncclSuccess;
-  for (int i = 0; i < n; i++) {
-    if (res == ncclSuccess) {
-      res = chrNetLinkCreate(ctx, channel, reqs[i].peer, reqs[i].isSend, reqs[i].dev, reqs[i].comm, stepSize, NULL,
-                             NCCL_PTR_HOST, &links[i]);
-      continue; /* the link owns the plugin comm now, or closed it */
+  ncclResult_t res = chrNetConnectAll(ctx, reqs, n, what);
+  for (int i = 0; i < n && res == ncclSuccess; i++) {
+    res = chrNetLinkCreate(ctx, channel, reqs[i].peer, reqs[i].isSend, reqs[i].dev, reqs[i].comm, stepSize, NULL,
+                           NCCL_PTR_HOST, &out[i]);
+    reqs[i].comm = NULL; /* the link owns the plugin comm now, or closed it */
+  }
+  if (res != ncclSuccess) { /* chrNetConnectAll closed its comms itself when it failed */
+    for (int i = 0; i < n; i++) {
+      if (reqs[i].comm != NULL) {
+        if (reqs[i].isSend) chrNetCloseSend(ctx->net, reqs[i].comm);
+        else chrNetCloseRecv(ctx->net, reqs[i].comm);
+      }
+      if (out[i] != NULL) out[i]->ops->close(out[i]);
+      out[i] = NULL;
     }
-    if (reqs[i].isSend) chrNetCloseSend(ctx->net, reqs[i].comm);
-    else chrNetCloseRecv(ctx->net, reqs[i].comm);
   }
-  if (res != ncclSuccess) {
-    for (int i = 0; i < n; i++)
-      if (links[i]) links[i]->ops->close(links[i]);
-    return res;
-  }
+  if (reqs != few) free(reqs);
+  return res;
+}
+
+ncclResult_t chrNetConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
+                               size_t stepSize, struct chrLink** send, struct chrLink** recv) {
+  struct chrLinkEnd ends[2];
+  struct chrLink* links[2] = {NULL, NULL};
+  int n = 0;
+  if (sendPeer >= 0) ends[n++] = (struct chrLinkEnd){.peer = sendPeer, .isSend = 1};
+  if (recvPeer >= 0) ends[n++] = (struct chrLinkEnd){.peer = recvPeer, .isSend = 0};
+  CHECK(chrNetConnectLinks(ctx, channel, ends, n, stepSize, links));
   for (int i = 0; i < n; i++) {
-    if (reqs[i].isSend && send) *send = links[i];
-    if (!reqs[i].isSend && recv) *recv = links[i];
+    if (ends[i].isSend && send) *send = links[i];
+    if (!ends[i].isSend && recv) *recv = links[i];
   }
   return ncclSuccess;
 }

@@ -21,6 +21,18 @@ ncclResult_t chrTransportPick(const struct chrTransportCtx* ctx, int peer, const
  * the net plugin is needed only then. Fails as chrTransportPick does on a bad setting. */
 ncclResult_t chrTransportNeedsNet(const struct chrTransportCtx* ctx, int* needNet);
 
+/* One link end to connect: a send link to `peer`, or a receive link from it. */
+struct chrLinkEnd {
+  int peer;
+  int isSend;
+};
+
+/* Connect through the net plugin the n links ends[] on `channel`, all at once (transport/net_connect.c:
+ * every handle sent before anything waits), out[i] the link of ends[i]. Collective with every peer
+ * named, each naming its matching end in the same call. On failure nothing is left (out all NULL). */
+ncclResult_t chrNetConnectLinks(const struct chrTransportCtx* ctx, int channel, const struct chrLinkEnd* ends, int n,
+                                size_t stepSize, struct chrLink** out);
+
 /* Connect through the net plugin a send link to sendPeer and a recv link from recvPeer on `channel`
  * (either may be -1 with a NULL out pointer). Collective with those peers. On failure nothing is left. */
 ncclResult_t chrNetConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
