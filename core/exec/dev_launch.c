@@ -274,12 +274,10 @@ static enum role roleOf(const struct chrCollTask* t, const struct ncclComm* comm
   return ROLE_KERNEL;
 }
 
-static int isTransfer(const struct chrWork* w) { return w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV; }
-
 /* A copy-engine work of a launch: a copy to itself to `copies`, a transfer to `ce`. */
 static ncclResult_t addEngine(struct entries* copies, struct entries* ce, int delta, int order, int idx,
                               const struct chrWork* w) {
-  return add(isTransfer(w) ? ce : copies, 0, delta, order, idx, w);
+  return add(chrWorkIsTransfer(w) ? ce : copies, 0, delta, order, idx, w);
 }
 
 /* One task's works into the lists: the collectives' launch (coll) or the point-to-point launch
@@ -364,10 +362,10 @@ static ncclResult_t finish(struct entries* kernel, struct entries* copies, struc
     w[i] = e->work;
     if (i >= kernel->n) continue;
     const int ch = e->channel;
-    if (isTransfer(&e->work) == 0 && out->nCut[ch] != out->nWorks[ch])
+    if (chrWorkIsTransfer(&e->work) == 0 && out->nCut[ch] != out->nWorks[ch])
       return chrFail(ncclInternalError, "channel %d: a work of pattern %d after the channel's transfers", ch,
                      e->work.pattern);
-    out->nCut[ch] += !isTransfer(&e->work);
+    out->nCut[ch] += !chrWorkIsTransfer(&e->work);
     out->nWorks[ch]++;
     if (ch + 1 > out->nChannels) out->nChannels = ch + 1;
   }

@@ -155,6 +155,16 @@ CHR_HD void chrStepRing(struct chrStep* st, int recv, int send) {
   if (send) { st->nSend = 1; st->send[0] = CHR_RING_SEND; }
 }
 
+/* A send to another rank or a receive from one (not a rank's copy to itself, CHR_PAT_LOCAL). */
+CHR_HD int chrWorkIsTransfer(const struct chrWork* w) {
+  return w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV;
+}
+
+/* ... that the copy engine runs, beside the kernels (CHR_WORK_ENGINE). */
+CHR_HD int chrWorkIsEngineTransfer(const struct chrWork* w) {
+  return chrWorkIsTransfer(w) && (w->flags & CHR_WORK_ENGINE) != 0;
+}
+
 /* Tree lanes' link order. Root: children's recv links [0, nc), their send links [nc, 2nc). Up: the
  * children's recv links [0, nc), the parent's send link nc. Down: the children's send links [0, nc),
  * the parent's recv link nc. nc = the number of children. */

@@ -55,10 +55,6 @@ int apiEngineOn(void) { return ceMin > 0 || ceBcastMin > 0 || ceArMin > 0; }
  * gpu.apiplan.ceallreduce.* does; the default (1 GiB) only has every plan checked against it. */
 static int ceArLow(void) { return ceArMin > 0 && ceArMin <= (1u << 20); }
 
-static int isEngineP2pWork(const struct chrWork* w) {
-  return (w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV) && (w->flags & CHR_WORK_ENGINE);
-}
-
 /* What dev_launch.c makes an engine work (read from the environment, not the library): a send to
  * another rank or a receive from one of at least CHORUS_GPU_CE_MIN_BYTES, outside graph capture. */
 static int wantsEngine(const struct chrCollTask* t, int rank, int capturing) {
@@ -337,7 +333,7 @@ static int ceScenarioRun(ncclComm_t* comms, const struct chrWork* const* works, 
     if (copy[r] == NULL) ok = 0;
     else memcpy(copy[r], works[r], sizeof(struct chrWork) * (size_t)nWorks[r]);
     for (int i = 0; copy[r] && oneClass && i < nWorks[r]; i++)
-      if (isEngineP2pWork(&copy[r][i])) copy[r][i].links[0].conn = CHR_WORK_CLASS_P2P;
+      if (chrWorkIsEngineTransfer(&copy[r][i])) copy[r][i].links[0].conn = CHR_WORK_CLASS_P2P;
     ranks[r] = (struct chrSimRank){copy[r], &nWorks[r], 1, NULL};
   }
   char err[512] = "";

@@ -221,15 +221,13 @@ int chrTestAddCall(struct chrTestPlan* plan, const struct chrTestCall* call, int
   return res;
 }
 
-static int isTransfer(const struct chrWork* w) { return w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV; }
-
 int chrTestFlatten(const struct chrTestPlan* plan, struct chrWork* out, int* nWorks) {
   int k = 0;
   for (int c = 0; c < plan->nChannels; c++) {
     nWorks[c] = plan->nWorks[c];
     for (int transfers = 0; transfers < 2; transfers++) /* the channel's other works first, each in call order */
       for (int i = 0; i < plan->nWorks[c]; i++)
-        if (isTransfer(&plan->works[c][i]) == transfers) out[k++] = plan->works[c][i];
+        if (chrWorkIsTransfer(&plan->works[c][i]) == transfers) out[k++] = plan->works[c][i];
   }
   return k;
 }

@@ -103,12 +103,6 @@ static void compute(const chrRedOp* op, const chrRedOp* opNoPre, const struct ch
   if (st->final && op->kind == chrRedSumPostDiv) chrReducePost(op, v, v, n);
 }
 
-/* A send to another rank or a receive from one that runs on the copy engine (core/exec/dev_exec.c):
- * it takes no step on its channel; runEngineP2p moves its bytes. */
-static int isEngineP2p(const struct chrWork* w) {
-  return (w->pattern == CHR_PAT_P2P_SEND || w->pattern == CHR_PAT_P2P_RECV) && (w->flags & CHR_WORK_ENGINE);
-}
-
 static int rankWorks(const struct chrSimRank* rk) {
   int total = 0;
   for (int c = 0; c < rk->nChannels; c++) total += rk->nWorks[c];
@@ -123,7 +117,7 @@ static int nextEngine(const struct chrSimRank* rk, int from, int isSend, int pee
   const int total = rankWorks(rk);
   for (int i = from; i < total; i++) {
     const struct chrWork* w = &rk->works[i];
-    if (isEngineP2p(w) && (w->pattern == CHR_PAT_P2P_SEND) == isSend && w->links[0].peer == peer &&
+    if (chrWorkIsEngineTransfer(w) && (w->pattern == CHR_PAT_P2P_SEND) == isSend && w->links[0].peer == peer &&
         w->links[0].conn == cls)
       return i;
   }
@@ -150,7 +144,7 @@ static int runEngineP2p(struct sim* s) {
     const int total = rankWorks(rk);
     for (int i = 0; i < total; i++) {
       const struct chrWork* w = &rk->works[i];
-      if (!isEngineP2p(w)) continue;
+      if (!chrWorkIsEngineTransfer(w)) continue;
       const struct chrWorkLink* L = &w->links[0];
       if (w->nLinks != 1 || !L->p2p || L->peer < 0 || L->peer >= s->n || L->peer == r ||
           L->isSend != (w->pattern == CHR_PAT_P2P_SEND) || L->conn >= CHR_WORK_CLASSES)
@@ -288,7 +282,7 @@ int chrSimRun(int nRanks, const int* ringOrder, const struct chrSimRank* ranks, 
           if (!k->started) {
             uint64_t nRecvs[CHR_WORK_MAX_LINKS];
             chrWorkCounts(w, &k->nSteps, nRecvs);
-            if (isEngineP2p(w)) k->nSteps = 0; /* beside the kernels: runEngineP2p */
+            if (chrWorkIsEngineTransfer(w)) k->nSteps = 0; /* on the copy engine, no step: runEngineP2p moves it */
             k->step = 0;
             k->started = 1;
           }

@@ -316,7 +316,7 @@ static int runCase(int n, ncclComm_t* comms, char** sendA, char** recvA, uint64_
           return 1;
         }
         if (isTree && t->nChannels > widestTree) widestTree = t->nChannels;
-        lanedWorks += (wk->pattern == CHR_PAT_P2P_SEND || wk->pattern == CHR_PAT_P2P_RECV) && wk->links[0].conn > 0;
+        lanedWorks += chrWorkIsTransfer(wk) && wk->links[0].conn > 0;
         if (chrDevWorkIsCopy(wk) && wk->pattern != CHR_PAT_LOCAL && (wk->op != CHR_DEV_SUM || wk->opArg != 0)) {
           fprintf(stderr, "FAIL %s: rank %d: pattern %d only copies but carries op %d\n", c->name, r, wk->pattern, wk->op);
           return 1;
