@@ -88,7 +88,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
   }
   /* The error returned is the lowest failed rank's, and so is the message: a later rank that only
    * saw the others give up (its bootstrap aborted) must not overwrite the cause. */
-  char cause[512] = "";
+  char cause[1024] = ""; /* the last error's own bound (log/log.c) */
   for (int i = 0; i < started; i++) {
     if (res != ncclSuccess) chrCommRaiseAbort(comms[i]);
     ncclResult_t r = chrCommInitWait(comms[i]);

@@ -13,12 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "commstate/comm.h"
-#include "config/param.h"
 #include "cuda/dev_state.h"
 #include "cuda/device_lib.h"
 #include "exec/dev_exec.h"
 #include "exec/dev_launch.h"
-#include "hostdev/algo_ids.h" /* CHR_PROTO_* */
 #include "profile/profile.h"
 #include "log/check.h"
 #include "log/log.h"

@@ -52,6 +52,13 @@ static int byChannelRound(const void* a, const void* b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* The usual launch (one call, its channels ascending) is made in order: no sort then. */
+static int inOrder(const struct entries* l) {
+  for (int i = 1; i < l->n; i++)
+    if (byChannelRound(&l->at[i - 1], &l->at[i]) > 0) return 0;
+  return 1;
+}
+
 static ncclResult_t add(struct entries* l, int channel, int delta, int order, int idx, const struct chrWork* w) {
   if (channel < 0 || channel >= CHR_DEV_MAX_CHANNELS)
     return chrFail(ncclInternalError, "a work on channel %d (at most %d)", channel, CHR_DEV_MAX_CHANNELS);
@@ -346,7 +353,7 @@ static ncclResult_t finish(struct entries* kernel, struct entries* copies, struc
   struct entries* lists[3] = {kernel, copies, ce};
   int total = 0;
   for (int i = 0; i < 3; i++) {
-    if (lists[i]->n > 1) qsort(lists[i]->at, (size_t)lists[i]->n, sizeof(struct entry), byChannelRound);
+    if (!inOrder(lists[i])) qsort(lists[i]->at, (size_t)lists[i]->n, sizeof(struct entry), byChannelRound);
     total += lists[i]->n;
   }
   memset(out, 0, sizeof(*out));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * connect.c: connecting links a pair at a time (a send link and a receive link on one channel), for
- * the ring and point-to-point links that exec/links.c connects lazily, the first time a plan needs them.
+ * connect.c: connecting links a pair at a time (a send link and a receive link on one channel), or
+ * net links a batch at a time, for the ring and point-to-point links that exec/links.c connects
+ * lazily, the first time a plan needs them.
  *
  * Each link picks its transport by peer: shm to a rank on the same host, net otherwise (see
  * chrTransportPick). A channel connects in two phases that every rank runs in the same order, shm
@@ -109,8 +110,9 @@ ncclResult_t chrNetConnectLinks(const struct chrTransportCtx* ctx, int channel, 
   return res;
 }
 
-ncclResult_t chrNetConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
-                               size_t stepSize, struct chrLink** send, struct chrLink** recv) {
+/* A send link to sendPeer and a recv link from recvPeer (either may be -1 with a NULL out pointer). */
+static ncclResult_t netConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
+                                   size_t stepSize, struct chrLink** send, struct chrLink** recv) {
   struct chrLinkEnd ends[2];
   struct chrLink* links[2] = {NULL, NULL};
   int n = 0;
@@ -142,8 +144,8 @@ ncclResult_t chrTransportConnectPeers(const struct chrTransportCtx* ctx, int cha
     CHECK(chrShmConnectPair(ctx, channel, sendShm ? sendPeer : -1, recvShm ? recvPeer : -1, step,
                             sendShm ? &send : NULL, recvShm ? &recv : NULL));
   if (sendNet || recvNet)
-    CHECK_GOTO(chrNetConnectPair(ctx, channel, sendNet ? sendPeer : -1, recvNet ? recvPeer : -1, step,
-                                 sendNet ? &send : NULL, recvNet ? &recv : NULL), res, fail_close_shm);
+    CHECK_GOTO(netConnectPair(ctx, channel, sendNet ? sendPeer : -1, recvNet ? recvPeer : -1, step,
+                              sendNet ? &send : NULL, recvNet ? &recv : NULL), res, fail_close_shm);
   if (sendOut) *sendOut = send;
   if (recvOut) *recvOut = recv;
   INFO(NCCL_INIT | (sendShm || recvShm ? NCCL_SHM : 0) | (sendNet || recvNet ? NCCL_NET : 0),

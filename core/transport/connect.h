@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * connect.h: connecting links, one send link and one recv link at a time (transport/connect.c).
- * exec/links.c uses these per ring channel and per point-to-point pair; callers connecting other
- * patterns can use them too. The shm variant is chrShmConnectPair (transport/shm_link.h).
+ * connect.h: connecting links, one send link and one recv link at a time, or a batch of net links
+ * at once (transport/connect.c). exec/links.c uses these per ring channel, per point-to-point pair
+ * and per batch of point-to-point rounds; callers connecting other patterns can use them too. The shm variant is chrShmConnectPair (transport/shm_link.h).
  */
 #ifndef CHORUS_CONNECT_H_
 #define CHORUS_CONNECT_H_
@@ -32,11 +32,6 @@ struct chrLinkEnd {
  * named, each naming its matching end in the same call. On failure nothing is left (out all NULL). */
 ncclResult_t chrNetConnectLinks(const struct chrTransportCtx* ctx, int channel, const struct chrLinkEnd* ends, int n,
                                 size_t stepSize, struct chrLink** out);
-
-/* Connect through the net plugin a send link to sendPeer and a recv link from recvPeer on `channel`
- * (either may be -1 with a NULL out pointer). Collective with those peers. On failure nothing is left. */
-ncclResult_t chrNetConnectPair(const struct chrTransportCtx* ctx, int channel, int sendPeer, int recvPeer,
-                               size_t stepSize, struct chrLink** send, struct chrLink** recv);
 
 /* Connect a send link to sendPeer and a recv link from recvPeer (either may be -1) on `channel`,
  * each through the transport chrTransportPick chooses. Collective with those two peers. */
